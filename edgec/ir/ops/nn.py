@@ -1,0 +1,1 @@
+"""Neural-network ops: convolution, matrix products, pooling, normalization, softmax."""

@@ -1,0 +1,1 @@
+"""Reductions over axes (ReduceMean, ReduceSum, ReduceMax, ...)."""

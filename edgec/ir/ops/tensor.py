@@ -1,0 +1,1 @@
+"""Tensor and shape ops: reshaping, transposing, slicing, gathering, concatenation, casts."""
