@@ -1,1 +1,267 @@
-"""Neural-network ops: convolution, matrix products, pooling, normalization, softmax."""
+"""Neural-network ops: convolution, matrix products, pooling, normalization, softmax.
+
+Sliding windows: along a spatial axis with input length n (after padding p0 + p1), kernel k,
+stride s and dilation d, output position o reads input positions o*s + j*d - p0 (j < k), so
+out = floor((n + p0 + p1 - ((k-1)*d + 1)) / s) + 1 (ceil instead of floor for ceil-mode pools).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ...errors import ShapeError
+from ..registry import Attr, broadcast_shapes, op
+from ..types import TensorType
+
+
+def _fail(opname: str, msg: str) -> None:
+    raise ShapeError(f"{opname}: {msg}")
+
+
+def _acc_dtype(dt: np.dtype) -> np.dtype:
+    """float16 accumulates in float32 (as onnxruntime does); other types in themselves."""
+    return np.dtype(np.float32) if dt == np.float16 else dt
+
+
+# -- sliding windows shared by convolutions and pools -------------------------------------
+
+def _check_spatial(opname: str, x: TensorType, nsp: int, **per_axis) -> None:
+    if x.rank < 3:
+        _fail(opname, f"input must be [N, C, spatial...] of rank >= 3, got {x}")
+    for name, (vals, want) in per_axis.items():
+        if len(vals) != want:
+            _fail(opname, f"'{name}' has {len(vals)} values; a {x.rank}-D input needs {want}")
+    if any(s < 1 for s in per_axis.get("strides", ([1], 0))[0]):
+        _fail(opname, "strides must be >= 1")
+    if any(d < 1 for d in per_axis.get("dilations", ([1], 0))[0]):
+        _fail(opname, "dilations must be >= 1")
+
+
+def _window_out(opname: str, n: int, k: int, s: int, d: int, p0: int, p1: int,
+                ceil_mode: bool = False) -> int:
+    span = (k - 1) * d + 1
+    room = n + p0 + p1 - span
+    if room < 0:
+        _fail(opname, f"window of extent {span} does not fit in a padded input of length "
+                      f"{n + p0 + p1}")
+    out = (-(-room // s) if ceil_mode else room // s) + 1
+    # a ceil-mode window must start inside the input or its left padding (ONNX, onnxruntime)
+    if ceil_mode and (out - 1) * s >= n + p0:
+        out -= 1
+    return out
+
+
+def _window_views(xp: np.ndarray, kernel, strides, dilations, out):
+    """For each kernel offset (in C order), the strided view of padded `xp` it reads."""
+    for offs in itertools.product(*[range(k) for k in kernel]):
+        sl = tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                   for o, d, s, n in zip(offs, dilations, strides, out, strict=True))
+        yield xp[(slice(None), slice(None)) + sl]
+
+
+def _pad_spatial(x: np.ndarray, pads, value, extra=None) -> np.ndarray:
+    nsp = x.ndim - 2
+    extra = extra or [0] * nsp
+    width = [(0, 0), (0, 0)] + [(pads[i], pads[i + nsp] + extra[i]) for i in range(nsp)]
+    if not any(a or b for a, b in width):
+        return x
+    return np.pad(x, width, constant_values=value)
+
+
+# -- Conv ---------------------------------------------------------------------------------
+
+_CONV_ATTRS = {
+    "dilations": Attr.ints(),
+    "group": Attr.int(1),
+    "pads": Attr.ints(),
+    "strides": Attr.ints(),
+}
+
+
+def _infer_conv(inputs, *, dilations, group, pads, strides):
+    x, w, b = inputs[0].type, inputs[1].type, (inputs[2] if len(inputs) > 2 else None)
+    nsp = x.rank - 2
+    _check_spatial("Conv", x, nsp, dilations=(dilations, nsp), pads=(pads, 2 * nsp),
+                   strides=(strides, nsp))
+    if w.rank != x.rank:
+        _fail("Conv", f"weight {w} must have the rank of input {x}")
+    if group < 1 or x.shape[1] != w.shape[1] * group or w.shape[0] % group:
+        _fail("Conv", f"input {x} with group={group} needs weight [M, C/group, ...] with M "
+                      f"divisible by group; got weight {w}")
+    if x.dtype != w.dtype or not x.dtype.is_float:
+        _fail("Conv", f"input {x} and weight {w} must be floats of one dtype")
+    if b is not None and b.shape != (w.shape[0],):
+        _fail("Conv", f"bias {b.type} must be 1-D of length M={w.shape[0]}")
+    out = [_window_out("Conv", x.shape[2 + i], w.shape[2 + i], strides[i], dilations[i],
+                       pads[i], pads[i + nsp]) for i in range(nsp)]
+    return TensorType((x.shape[0], w.shape[0], *out), x.dtype)
+
+
+def conv_nd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, *, dilations, group, pads,
+            strides) -> np.ndarray:
+    """Grouped N-D convolution as one batched matrix product over im2col columns."""
+    n, c = x.shape[:2]
+    m, kernel = w.shape[0], w.shape[2:]
+    nsp = len(kernel)
+    acc = _acc_dtype(x.dtype)
+    xp = _pad_spatial(x.astype(acc, copy=False), pads, 0)
+    out = [_window_out("Conv", x.shape[2 + i], kernel[i], strides[i], dilations[i], pads[i],
+                       pads[i + nsp]) for i in range(nsp)]
+    k = math.prod(kernel)
+    cols = np.stack(list(_window_views(xp, kernel, strides, dilations, out)), axis=2)
+    cols = cols.reshape(n, group, (c // group) * k, math.prod(out))  # [N, G, C/G*K, P]
+    wm = w.astype(acc, copy=False).reshape(group, m // group, (c // group) * k)
+    y = np.matmul(wm[None], cols).reshape(n, m, *out)
+    if b is not None:
+        y = y + b.astype(acc, copy=False).reshape((1, m) + (1,) * nsp)
+    return y.astype(x.dtype, copy=False)
+
+
+@op("Conv", inputs=(2, 3), attrs=_CONV_ATTRS, infer=_infer_conv)
+def conv(x, w, b=None, *, dilations, group, pads, strides):
+    return conv_nd(x, w, b, dilations=dilations, group=group, pads=pads, strides=strides)
+
+
+# -- ConvTranspose ------------------------------------------------------------------------
+
+def _infer_conv_transpose(inputs, *, dilations, group, output_padding, pads, strides):
+    x, w, b = inputs[0].type, inputs[1].type, (inputs[2] if len(inputs) > 2 else None)
+    nsp = x.rank - 2
+    _check_spatial("ConvTranspose", x, nsp, dilations=(dilations, nsp), pads=(pads, 2 * nsp),
+                   strides=(strides, nsp), output_padding=(output_padding, nsp))
+    if w.rank != x.rank or group < 1 or w.shape[0] != x.shape[1] or x.shape[1] % group:
+        _fail("ConvTranspose", f"input {x} with group={group} needs weight [C, M/group, ...] "
+                               f"and C divisible by group; got weight {w}")
+    if x.dtype != w.dtype or not x.dtype.is_float:
+        _fail("ConvTranspose", f"input {x} and weight {w} must be floats of one dtype")
+    m = w.shape[1] * group
+    if b is not None and b.shape != (m,):
+        _fail("ConvTranspose", f"bias {b.type} must be 1-D of length M={m}")
+    out = []
+    for i in range(nsp):
+        full = strides[i] * (x.shape[2 + i] - 1) + output_padding[i] \
+            + (w.shape[2 + i] - 1) * dilations[i] + 1
+        o = full - pads[i] - pads[i + nsp]
+        if o < 1 or min(pads[i], pads[i + nsp]) < 0:
+            _fail("ConvTranspose", f"pads {pads} leave no output along spatial axis {i}")
+        out.append(o)
+    return TensorType((x.shape[0], m, *out), x.dtype)
+
+
+@op("ConvTranspose", inputs=(2, 3), infer=_infer_conv_transpose,
+    attrs={**_CONV_ATTRS, "output_padding": Attr.ints()})
+def conv_transpose(x, w, b=None, *, dilations, group, output_padding, pads, strides):
+    """Each input pixel scatters kernel * value into the output at o = i*s + j*d - p0."""
+    n, c, *insp = x.shape
+    mg, kernel = w.shape[1], w.shape[2:]
+    nsp, k, m = len(kernel), math.prod(kernel), w.shape[1] * group
+    acc = _acc_dtype(x.dtype)
+    xm = x.astype(acc, copy=False).reshape(n, group, c // group, math.prod(insp))
+    wm = w.astype(acc, copy=False).reshape(group, c // group, mg * k)
+    cols = np.matmul(wm.transpose(0, 2, 1)[None], xm).reshape(n, m, k, *insp)
+    full = [strides[i] * (insp[i] - 1) + (kernel[i] - 1) * dilations[i] + 1 + output_padding[i]
+            for i in range(nsp)]
+    y = np.zeros((n, m, *full), dtype=acc)
+    for ki, offs in enumerate(itertools.product(*[range(kk) for kk in kernel])):
+        sl = tuple(slice(o * d, o * d + s * (ni - 1) + 1, s)
+                   for o, d, s, ni in zip(offs, dilations, strides, insp, strict=True))
+        y[(slice(None), slice(None)) + sl] += cols[:, :, ki]
+    y = y[(slice(None), slice(None)) +
+          tuple(slice(pads[i], full[i] - pads[i + nsp]) for i in range(nsp))]
+    if b is not None:
+        y = y + b.astype(acc, copy=False).reshape((1, m) + (1,) * nsp)
+    return y.astype(x.dtype)
+
+
+# -- matrix products ----------------------------------------------------------------------
+
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """numpy.matmul's result shape: 1-D operands get a dim added then removed; batch dims
+    broadcast."""
+    if not a or not b:
+        raise ShapeError(f"MatMul: operands must have rank >= 1, got {list(a)} and {list(b)}")
+    a2 = (1, *a) if len(a) == 1 else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else tuple(b)
+    if a2[-1] != b2[-2]:
+        raise ShapeError(f"MatMul: inner dimensions differ: {list(a)} @ {list(b)}")
+    batch = broadcast_shapes(a2[:-2], b2[:-2])
+    out = batch + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
+    return out
+
+
+def _infer_matmul(inputs):
+    a, b = inputs[0].type, inputs[1].type
+    if a.dtype != b.dtype:
+        _fail("MatMul", f"operands {a} and {b} must have one dtype")
+    return TensorType(matmul_shape(a.shape, b.shape), a.dtype)
+
+
+@op("MatMul", inputs=2, infer=_infer_matmul)
+def matmul(a, b):
+    acc = _acc_dtype(a.dtype)
+    return np.matmul(a.astype(acc, copy=False), b.astype(acc, copy=False)).astype(a.dtype)
+
+
+def _infer_gemm(inputs, *, alpha, beta, transA, transB):
+    a, b = inputs[0].type, inputs[1].type
+    c = inputs[2] if len(inputs) > 2 else None
+    if a.rank != 2 or b.rank != 2:
+        _fail("Gemm", f"A and B must be 2-D, got {a} and {b}")
+    m, ka = a.shape[::-1] if transA else a.shape
+    kb, n = b.shape[::-1] if transB else b.shape
+    if ka != kb:
+        _fail("Gemm", f"inner dimensions differ: A {a} (transA={transA}), B {b} "
+                      f"(transB={transB})")
+    if a.dtype != b.dtype:
+        _fail("Gemm", f"A {a} and B {b} must have one dtype")
+    if c is not None and broadcast_shapes(c.shape, (m, n)) != (m, n):
+        _fail("Gemm", f"C {c.type} does not broadcast to [{m}, {n}]")
+    return TensorType((m, n), a.dtype)
+
+
+@op("Gemm", inputs=(2, 3), infer=_infer_gemm, attrs={
+    "alpha": Attr.float(1.0), "beta": Attr.float(1.0),
+    "transA": Attr.int(0), "transB": Attr.int(0)})
+def gemm(a, b, c=None, *, alpha, beta, transA, transB):
+    """Y = alpha * A' @ B' + beta * C (A' = A or its transpose, likewise B')."""
+    acc = _acc_dtype(a.dtype)
+    a = a.astype(acc, copy=False)
+    b = b.astype(acc, copy=False)
+    y = np.matmul(a.T if transA else a, b.T if transB else b)
+    if alpha != 1.0:
+        y = y * np.asarray(alpha, dtype=acc)
+    if c is not None:
+        cc = c.astype(acc, copy=False)
+        y = y + (cc if beta == 1.0 else cc * np.asarray(beta, dtype=acc))
+    return y.astype(a.dtype)
+
+
+# -- normalization ------------------------------------------------------------------------
+
+def _infer_batchnorm(inputs, *, epsilon, momentum, training_mode):
+    x = inputs[0].type
+    if training_mode:
+        _fail("BatchNormalization", "training_mode=1 (batch statistics and running-mean "
+                                    "outputs) is not supported; export the model for inference")
+    if x.rank < 2:
+        _fail("BatchNormalization", f"input must be [N, C, ...], got {x}")
+    for i, what in enumerate(("scale", "B", "input_mean", "input_var"), start=1):
+        if inputs[i].shape != (x.shape[1],):
+            _fail("BatchNormalization", f"{what} {inputs[i].type} must be 1-D of length "
+                                        f"C={x.shape[1]}")
+    return x
+
+
+@op("BatchNormalization", inputs=5, infer=_infer_batchnorm, attrs={
+    "epsilon": Attr.float(1e-5), "momentum": Attr.float(0.9), "training_mode": Attr.int(0)})
+def batch_normalization(x, scale, b, mean, var, *, epsilon, momentum, training_mode):
+    """Y = (X - mean) / sqrt(var + epsilon) * scale + B, per channel (axis 1)."""
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    acc = _acc_dtype(x.dtype)
+    f = lambda a: a.astype(acc, copy=False).reshape(shape)  # noqa: E731
+    inv = f(scale) / np.sqrt(f(var) + np.asarray(epsilon, dtype=acc))
+    return ((x.astype(acc, copy=False) - f(mean)) * inv + f(b)).astype(x.dtype)
+

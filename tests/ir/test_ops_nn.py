@@ -1,0 +1,103 @@
+"""nn ops (convolutions, matrix products, pools, normalizations, softmax) against onnxruntime."""
+
+import numpy as np
+import pytest
+from opcheck import check, rand
+
+from edgec.errors import ShapeError
+from edgec.ir import DType, Graph, TensorType
+
+
+def conv_attrs(nsp, strides=None, pads=None, dilations=None, group=1):
+    return {"strides": strides or [1] * nsp, "pads": pads or [0] * (2 * nsp),
+            "dilations": dilations or [1] * nsp, "group": group}
+
+
+CONV_CASES = [
+    # (x shape, w shape, attrs, bias)
+    ((1, 3, 8, 8), (4, 3, 3, 3), conv_attrs(2), True),
+    ((2, 4, 9, 7), (6, 2, 3, 2), conv_attrs(2, strides=[2, 1], pads=[1, 0, 2, 1], group=2), True),
+    ((1, 6, 10, 10), (6, 1, 3, 3), conv_attrs(2, pads=[1, 1, 1, 1], group=6), False),  # depthwise
+    ((1, 4, 11, 11), (8, 4, 3, 3), conv_attrs(2, strides=[2, 3], dilations=[2, 1]), True),
+    ((1, 3, 12, 12), (5, 3, 1, 1), conv_attrs(2, strides=[2, 2]), False),
+    ((2, 3, 16), (4, 3, 5), conv_attrs(1, strides=[2], pads=[2, 1], dilations=[2]), True),  # 1-D
+    ((1, 2, 5, 6, 4), (3, 2, 3, 2, 2), conv_attrs(3, pads=[1, 0, 1, 0, 1, 1]), True),  # 3-D
+    ((1, 4, 7, 7), (4, 2, 3, 3), conv_attrs(2, strides=[2, 2], dilations=[2, 2], pads=[2] * 4,
+                                            group=2), True),
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs,bias", CONV_CASES)
+def test_conv(xs, ws, attrs, bias):
+    b = rand(ws[0], seed=3) if bias else None
+    check("Conv", [rand(*xs), rand(*ws, seed=2), b], attrs, consts=(1, 2), rtol=1e-4, atol=1e-5)
+
+
+CONVT_CASES = [
+    ((1, 3, 4, 4), (3, 2, 3, 3), dict(conv_attrs(2), output_padding=[0, 0]), True),
+    ((1, 4, 5, 3), (4, 3, 3, 3), dict(conv_attrs(2, strides=[2, 2], pads=[1, 1, 1, 1]),
+                                      output_padding=[1, 1]), True),
+    ((2, 4, 4, 4), (4, 1, 2, 3), dict(conv_attrs(2, strides=[2, 1], dilations=[1, 2], group=2,
+                                                 pads=[0, 1, 1, 0]), output_padding=[1, 0]), False),
+    ((1, 2, 6), (2, 3, 4), dict(conv_attrs(1, strides=[3], pads=[1, 2]), output_padding=[2]), True),
+    ((1, 2, 3, 3, 2), (2, 2, 2, 2, 2), dict(conv_attrs(3, strides=[2, 1, 2]),
+                                            output_padding=[0, 0, 1]), True),
+    ((1, 6, 5, 5), (6, 1, 3, 3), dict(conv_attrs(2, strides=[2, 2], pads=[1] * 4, group=6),
+                                      output_padding=[1, 1]), True),  # depthwise
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs,bias", CONVT_CASES)
+def test_conv_transpose(xs, ws, attrs, bias):
+    b = rand(ws[1] * attrs["group"], seed=3) if bias else None
+    check("ConvTranspose", [rand(*xs), rand(*ws, seed=2), b], attrs, consts=(1, 2),
+          rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("a,b", [
+    ((3, 4), (4, 5)), ((2, 3, 4), (4, 6)), ((4,), (4, 3)), ((3, 4), (4,)), ((4,), (4,)),
+    ((2, 1, 3, 4), (5, 4, 2)), ((1, 2, 3), (2, 3, 2)),
+])
+def test_matmul(a, b):
+    check("MatMul", [rand(*a), rand(*b, seed=1)], rtol=1e-5)
+
+
+def test_matmul_int():
+    check("MatMul", [rand(3, 4, dtype=np.int32, lo=-9, hi=9),
+                     rand(4, 2, dtype=np.int32, seed=1, lo=-9, hi=9)])
+
+
+@pytest.mark.parametrize("ta,tb,c,alpha,beta", [
+    (0, 0, None, 1.0, 1.0), (1, 0, (5,), 0.5, 2.0), (0, 1, (3, 5), 1.0, 1.0),
+    (1, 1, (3, 1), 2.0, 0.25), (0, 0, (), 1.0, -1.0), (0, 0, (1, 5), 1.5, 1.0),
+])
+def test_gemm(ta, tb, c, alpha, beta):
+    a = rand(*((4, 3) if ta else (3, 4)))
+    b = rand(*((5, 4) if tb else (4, 5)), seed=1)
+    cc = None if c is None else rand(*c, seed=2)
+    check("Gemm", [a, b, cc], {"transA": ta, "transB": tb, "alpha": alpha, "beta": beta},
+          consts=(1, 2))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (2, 3), (1, 4, 6)])
+def test_batch_normalization(shape):
+    c = shape[1]
+    var = rand(c, seed=4, lo=0.1, hi=2.0)
+    check("BatchNormalization", [rand(*shape), rand(c, seed=1), rand(c, seed=2),
+                                 rand(c, seed=3), var], {"epsilon": 1e-3}, consts=(1, 2, 3, 4))
+
+
+def test_batch_normalization_training_is_refused():
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 2, 3), DType.F32))
+    cs = [g.const(np.ones(2, np.float32)) for _ in range(4)]
+    with pytest.raises(ShapeError, match="training_mode"):
+        g.add_node("BatchNormalization", [x, *cs], {"training_mode": 1})
+
+
+def test_conv_bad_group_is_a_shape_error():
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 4, 5, 5), DType.F32))
+    w = g.const(np.ones((4, 3, 3, 3), np.float32))
+    with pytest.raises(ShapeError, match="group"):
+        g.add_node("Conv", [x, w], conv_attrs(2, group=2))
