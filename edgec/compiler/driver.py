@@ -1,0 +1,167 @@
+"""The driver: ONNX model -> IR -> pass pipeline -> C sources -> static library + manifest.
+
+`compile()` is the Python face of `edgec compile`; it returns the `Artifact` it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from .. import __version__
+from ..errors import EdgecError, UnsupportedOpError
+from ..ir.graph import Graph
+from ..targets.codegen import ONNX_DTYPE_CODES, generate
+from ..targets.lowering import unsupported_kernels
+from ..targets.target import get_target
+from ..targets.toolchain import archive, compile_objects
+
+
+@dataclass
+class Artifact:
+    out_dir: Path
+    name: str
+    manifest: dict
+
+    @property
+    def library(self) -> Path:
+        return self.out_dir / f"lib{self.name}.a"
+
+    @property
+    def header(self) -> Path:
+        return self.out_dir / f"{self.name}.h"
+
+
+def default_name(model) -> str:
+    stem = Path(model).stem if isinstance(model, str | Path) else "model"
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", stem)
+    return ident if ident and not ident[0].isdigit() else f"m_{ident}"
+
+
+def load_graph(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
+               name: str | None = None) -> Graph:
+    """An IR graph from an ONNX model (path, bytes or ModelProto) or a text-IR file (.ir)."""
+    if isinstance(model, str | Path) and str(model).endswith(".ir"):
+        from ..ir import parse
+
+        try:
+            text = Path(model).read_text()
+        except OSError as e:
+            raise EdgecError(f"cannot read {model}: {e.strerror}") from None
+        return parse(text)
+    from ..frontends.onnx import import_onnx
+
+    return import_onnx(model, input_shapes=input_shapes, name=name)
+
+
+def ensure_pipeline_plans_memory(pipeline: str) -> str:
+    passes = [p.split("{")[0].strip() for p in pipeline.split(",") if p.strip()]
+    if not passes or passes[-1] != "plan-memory":
+        pipeline = f"{pipeline},plan-memory" if pipeline.strip() else "plan-memory"
+    return pipeline
+
+
+def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
+            input_shapes: Mapping[str, Sequence[int]] | None = None, pipeline: str | None = None,
+            verify_each: bool = False, print_ir_after_all: bool = False,
+            check_numerics: bool = False, timing: bool = False,
+            log: IO[str] | None = None) -> Artifact:
+    """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json."""
+    t0 = time.perf_counter()
+    name = name or default_name(model)
+    graph = load_graph(model, input_shapes, name)
+    source = Path(model).name if isinstance(model, str | Path) else ""
+    return compile_graph(graph, out_dir, target=target, name=name, pipeline=pipeline,
+                         verify_each=verify_each, print_ir_after_all=print_ir_after_all,
+                         check_numerics=check_numerics, timing=timing, log=log, source=source,
+                         started=t0)
+
+
+def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
+                  pipeline: str | None = None, verify_each: bool = False,
+                  print_ir_after_all: bool = False, check_numerics: bool = False,
+                  timing: bool = False, log: IO[str] | None = None, source: str = "",
+                  started: float | None = None) -> Artifact:
+    """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
+    from ..passes import DEFAULT_PIPELINE, run_pipeline
+
+    t0 = started if started is not None else time.perf_counter()
+    tgt = get_target(target)
+    name = name or default_name(graph.name)
+    missing = unsupported_kernels(graph.nodes)
+    if missing:
+        counts = graph.op_counts()
+        raise UnsupportedOpError("no kernel yet for op(s): " +
+                                 ", ".join(f"{o} (x{counts[o]})" for o in missing))
+    pipeline = ensure_pipeline_plans_memory(pipeline or DEFAULT_PIPELINE)
+    t_import = time.perf_counter()
+    report = run_pipeline(graph, pipeline, verify_each=verify_each,
+                          print_ir_after_all=print_ir_after_all, check_numerics=check_numerics,
+                          timing=timing, out=log or sys.stderr)
+    plan = graph.meta["memory_plan"]
+    t_passes = time.perf_counter()
+    src = generate(graph, plan, tgt, name, source)
+
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise EdgecError(f"cannot create output folder {out}: {e.strerror}") from None
+    for fname, content in src.files.items():
+        path = out / fname
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    t_codegen = time.perf_counter()
+    objects = compile_objects(tgt, src.c_sources, out)
+    archive(objects, f"lib{name}.a", out)
+    for o in objects:
+        (out / o).unlink(missing_ok=True)
+    t_build = time.perf_counter()
+
+    io = lambda v: {"name": v.name, "shape": list(v.shape), "dtype": v.dtype.value,  # noqa: E731
+                    "onnx_dtype": ONNX_DTYPE_CODES[v.dtype]}
+    manifest = {
+        "name": name,
+        "edgec_version": __version__,
+        "source": source,
+        "target": tgt.name,
+        "cflags": list(tgt.cflags),
+        "pipeline": pipeline,
+        "inputs": [io(v) for v in graph.inputs],
+        "outputs": [io(v) for v in graph.outputs],
+        "workspace_bytes": src.workspace_bytes,
+        "weights_bytes": src.weights_bytes,
+        "memory": {"arena_bytes": plan.arena_bytes, "activations_bytes": plan.total_bytes,
+                   "lower_bound_bytes": plan.lower_bound_bytes},
+        "ops": graph.op_counts(),
+        "kernels": len(src.kernels),
+        "library": f"lib{name}.a",
+        "header": f"{name}.h",
+        "sources": [f for f in src.files if not f.endswith(".bin")],
+        "timing_s": {"import": round(t_import - t0, 4), "passes": round(t_passes - t_import, 4),
+                     "codegen": round(t_codegen - t_passes, 4),
+                     "build": round(t_build - t_codegen, 4), "total": round(t_build - t0, 4)},
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    (out / "report.txt").write_text(_report(manifest, report, plan))
+    return Artifact(out, name, manifest)
+
+
+def _report(manifest: dict, pipeline_report, plan) -> str:
+    lines = [f"edgec {manifest['edgec_version']}: {manifest['name']} for {manifest['target']}",
+             f"pipeline: {manifest['pipeline']}", ""]
+    if hasattr(pipeline_report, "timing_table"):
+        lines += [pipeline_report.timing_table(), ""]
+    lines += [plan.report(), "",
+              "ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(manifest["ops"].items())),
+              f"weights: {manifest['weights_bytes']} bytes",
+              "compile time: " + ", ".join(f"{k} {v:.3f}s" for k, v in manifest["timing_s"].items())]
+    return "\n".join(lines) + "\n"

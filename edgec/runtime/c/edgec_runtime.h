@@ -1,0 +1,24 @@
+/* edgec_runtime.h: the minimal runtime that generated model code includes (not apps).
+ * Header-only and static, so several models linked into one app never clash. */
+#ifndef EDGEC_RUNTIME_H
+#define EDGEC_RUNTIME_H
+#include <stddef.h>
+#include <stdint.h>
+#include "edgec_types.h"
+
+static const char *edgec_status_string(int status)
+{
+    switch (status) {
+    case EDGEC_OK: return "ok";
+    case EDGEC_ERR_NULL_ARGUMENT: return "a NULL pointer was passed for inputs, outputs or the workspace";
+    case EDGEC_ERR_MISALIGNED: return "the workspace is not aligned to the required boundary";
+    case EDGEC_ERR_THREADS: return "the thread pool could not be started";
+    default: return "unknown status";
+    }
+}
+
+static int edgec_is_aligned(const void *p, size_t align)
+{
+    return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
+}
+#endif

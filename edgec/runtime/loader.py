@@ -1,0 +1,118 @@
+"""The Python loader: runs a compiled artifact through ctypes.
+
+It builds a shared object from the artifact's own sources (the same C that goes into
+libNAME.a), so tests and `edgec run` exercise exactly the code an app links.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import EdgecError, ShapeError
+
+ALIGN = 64
+
+
+def read_manifest(out_dir) -> dict:
+    path = Path(out_dir) / "manifest.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise EdgecError(f"{out_dir} is not an edgec artifact (no manifest.json); "
+                         "create one with `edgec compile`") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise EdgecError(f"cannot read {path}: {e}") from None
+
+
+def _aligned_empty(nbytes: int) -> np.ndarray:
+    raw = np.zeros(nbytes + ALIGN, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + nbytes]
+
+
+class CompiledModel:
+    """A loaded artifact: `.run({name: array}) -> {name: array}`."""
+
+    def __init__(self, out_dir):
+        from ..targets.target import get_target
+        from ..targets.toolchain import shared_object
+
+        self.out_dir = Path(out_dir)
+        self.manifest = read_manifest(out_dir)
+        self.name = self.manifest["name"]
+        sources = [f for f in self.manifest["sources"] if f.endswith((".c", ".S"))]
+        digest = hashlib.sha1()
+        for f in sorted(self.manifest["sources"]) + [f"{self.name}.weights.bin"]:
+            try:
+                digest.update((self.out_dir / f).read_bytes())
+            except OSError:
+                raise EdgecError(f"artifact {out_dir} is incomplete: {f} is missing") from None
+        build = self.out_dir / ".build"
+        build.mkdir(exist_ok=True)
+        so = build / f"{self.name}-{digest.hexdigest()[:12]}.so"
+        if not so.exists():
+            shared_object(get_target(self.manifest["target"]), sources, str(so.resolve()),
+                          self.out_dir)
+        self._lib = ctypes.CDLL(str(so.resolve()))
+        self._run = getattr(self._lib, f"{self.name}_run")
+        self._run.restype = ctypes.c_int
+        self._run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        status = getattr(self._lib, f"{self.name}_status_string")
+        status.restype = ctypes.c_char_p
+        self._status = status
+        self._workspace = _aligned_empty(self.manifest["workspace_bytes"])
+
+    @property
+    def input_names(self) -> list[str]:
+        return [i["name"] for i in self.manifest["inputs"]]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [o["name"] for o in self.manifest["outputs"]]
+
+    def check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        names = self.input_names
+        missing = [n for n in names if n not in feeds]
+        extra = [n for n in feeds if n not in names]
+        if missing or extra:
+            raise ShapeError(f"model {self.name} takes inputs {names}; "
+                             f"missing {missing}, unknown {extra}")
+        arrays = []
+        for spec in self.manifest["inputs"]:
+            a = np.asarray(feeds[spec["name"]])
+            want = _np_dtype(spec["dtype"])
+            if list(a.shape) != spec["shape"]:
+                raise ShapeError(f"input '{spec['name']}' must have shape {spec['shape']}, "
+                                 f"got {list(a.shape)}")
+            if a.dtype != want:
+                raise ShapeError(f"input '{spec['name']}' must be {want}, got {a.dtype}")
+            arrays.append(np.ascontiguousarray(a))
+        return arrays
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        arrays = self.check_inputs(feeds)
+        outs = [np.empty(o["shape"], dtype=_np_dtype(o["dtype"])) for o in self.manifest["outputs"]]
+        in_ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        out_ptrs = (ctypes.c_void_p * max(len(outs), 1))(*[o.ctypes.data for o in outs])
+        ws = self._workspace.ctypes.data if self._workspace.size else None
+        status = self._run(in_ptrs, out_ptrs, ws)
+        if status != 0:
+            raise EdgecError(f"{self.name}_run failed: {self._status(status).decode()}")
+        return dict(zip(self.output_names, outs))
+
+
+def _np_dtype(name: str) -> np.dtype:
+    from ..ir.dtypes import DType
+
+    return DType(name).np
+
+
+def load(out_dir) -> CompiledModel:
+    """Load the artifact that `edgec compile` wrote to `out_dir`."""
+    return CompiledModel(out_dir)

@@ -1,0 +1,446 @@
+"""The loop-level kernel IR: what every renderer (C now; LLVM, CUDA, HLS later) prints.
+
+A `Kernel` is a function over `Buffer`s (flat, typed, with a logical shape) whose body is a
+list of statements: counted `Loop`s from 0 to an extent, scalar `Local`s, `Assign`, `Store`
+and `If`. Values are `Expr` trees, immutable and hashable, built with Python operators
+(`x[i] * w[j] + acc`); index arithmetic uses the `INDEX` dtype. Builders fold constants
+(`i * 1 -> i`, `0 + i -> i`) so the generated code reads like code a person would write.
+A loop's `kind` ("serial", later "parallel", "vector", "unroll") is its schedule annotation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.dtypes import DType
+
+INDEX = DType.INDEX
+
+# Expression ops and their arity class. "call" carries the math function name as args[0].
+BINARY = ("add", "sub", "mul", "div", "mod", "max", "min",
+          "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "bitand", "bitor", "bitxor", "shl", "shr")
+COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+UNARY = ("neg", "not")
+MATH = ("exp", "log", "sqrt", "tanh", "erf", "pow", "abs", "floor", "ceil", "round", "sin",
+        "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "fmod",
+        "isnan", "isinf", "sign")
+
+
+@dataclass(frozen=True, eq=True)
+class Expr:
+    op: str
+    dtype: DType
+    args: tuple
+
+    # -- arithmetic sugar: operands may be Python numbers ---------------------------------
+    def __add__(self, o):
+        return binary("add", self, o)
+
+    def __radd__(self, o):
+        return binary("add", o, self)
+
+    def __sub__(self, o):
+        return binary("sub", self, o)
+
+    def __rsub__(self, o):
+        return binary("sub", o, self)
+
+    def __mul__(self, o):
+        return binary("mul", self, o)
+
+    def __rmul__(self, o):
+        return binary("mul", o, self)
+
+    def __truediv__(self, o):
+        return binary("div", self, o)
+
+    def __rtruediv__(self, o):
+        return binary("div", o, self)
+
+    def __floordiv__(self, o):  # integer division of non-negative index expressions
+        return binary("div", self, o)
+
+    def __mod__(self, o):
+        return binary("mod", self, o)
+
+    def __neg__(self):
+        return unary("neg", self)
+
+    def __lt__(self, o):
+        return binary("lt", self, o)
+
+    def __le__(self, o):
+        return binary("le", self, o)
+
+    def __gt__(self, o):
+        return binary("gt", self, o)
+
+    def __ge__(self, o):
+        return binary("ge", self, o)
+
+    def eq(self, o) -> Expr:
+        return binary("eq", self, o)
+
+    def ne(self, o) -> Expr:
+        return binary("ne", self, o)
+
+    def __and__(self, o):
+        return binary("and", self, o)
+
+    def __or__(self, o):
+        return binary("or", self, o)
+
+    def __invert__(self):
+        return unary("not", self)
+
+    def __bool__(self):
+        raise TypeError("a kernel-IR expression has no truth value; use select() or If")
+
+    def cast(self, dtype: DType) -> Expr:
+        return cast(self, dtype)
+
+    @property
+    def is_const(self) -> bool:
+        return self.op == "const"
+
+    @property
+    def value(self):
+        return self.args[0]
+
+
+def const(value, dtype: DType = INDEX) -> Expr:
+    if dtype is DType.BOOL:
+        value = bool(value)
+    elif dtype.is_float:
+        value = float(value)
+    else:
+        value = int(value)
+    return Expr("const", dtype, (value,))
+
+
+def var(name: str, dtype: DType = INDEX) -> Expr:
+    return Expr("var", dtype, (name,))
+
+
+def _lift(x, like: DType) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool | np.bool_):
+        return const(x, DType.BOOL)
+    if isinstance(x, int | np.integer) and not like.is_float:
+        return const(x, like)
+    if isinstance(x, float | int | np.floating | np.integer):
+        return const(x, like if like.is_float else DType.F32)
+    raise TypeError(f"cannot use {x!r} in a kernel expression")
+
+
+def _fold(op: str, a, b):
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op == "div":
+        return a / b if isinstance(a, float) or isinstance(b, float) else int(a / b)
+    if op == "mod":
+        return math.fmod(a, b) if isinstance(a, float) else a - b * int(a / b)
+    if op == "max":
+        return max(a, b)
+    if op == "min":
+        return min(a, b)
+    return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b,
+            "ne": a != b}.get(op)
+
+
+def binary(op: str, a, b) -> Expr:
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        raise TypeError("binary() needs at least one expression operand")
+    like = a.dtype if isinstance(a, Expr) else b.dtype
+    a, b = _lift(a, like), _lift(b, like)
+    if a.dtype != b.dtype and op not in ("shl", "shr"):
+        raise TypeError(f"kernel IR: {op} of {a.dtype} and {b.dtype}; cast one side first")
+    dtype = DType.BOOL if op in COMPARE else a.dtype
+    if a.is_const and b.is_const and op in COMPARE + ("add", "sub", "mul", "max", "min") + (
+            ("div", "mod") if a.dtype.is_int and b.value != 0 else ()):
+        return const(_fold(op, a.value, b.value), dtype)
+    if op == "add" and a.is_const and a.value == 0 and not a.dtype.is_float:
+        return b
+    if op in ("add", "sub") and b.is_const and b.value == 0 and not b.dtype.is_float:
+        return a
+    if op == "mul" and not a.dtype.is_float:
+        if (a.is_const and a.value == 0) or (b.is_const and b.value == 0):
+            return const(0, dtype)
+        if a.is_const and a.value == 1:
+            return b
+        if b.is_const and b.value == 1:
+            return a
+    if op == "div" and b.is_const and b.value == 1 and not a.dtype.is_float:
+        return a
+    if op == "mod" and b.is_const and b.value == 1 and not a.dtype.is_float:
+        return const(0, dtype)
+    if op in ("and", "or") and a.is_const:
+        return b if (a.value if op == "and" else not a.value) else a
+    return Expr(op, dtype, (a, b))
+
+
+def unary(op: str, a: Expr) -> Expr:
+    if a.is_const and op == "neg":
+        return const(-a.value, a.dtype)
+    if a.is_const and op == "not":
+        return const(not a.value, DType.BOOL)
+    return Expr(op, a.dtype, (a,))
+
+
+def call(fn: str, *args, dtype: DType | None = None) -> Expr:
+    """A math function (see MATH) applied elementwise, computed in the operand's type."""
+    if fn not in MATH:
+        raise ValueError(f"kernel IR has no math function {fn}")
+    like = next(a.dtype for a in args if isinstance(a, Expr))
+    lifted = tuple(_lift(a, like) for a in args)
+    out = dtype or (DType.BOOL if fn in ("isnan", "isinf") else like)
+    return Expr("call", out, (fn,) + lifted)
+
+
+def select(cond: Expr, a, b) -> Expr:
+    like = a.dtype if isinstance(a, Expr) else b.dtype if isinstance(b, Expr) else DType.F32
+    a, b = _lift(a, like), _lift(b, like)
+    if cond.is_const:
+        return a if cond.value else b
+    return Expr("select", a.dtype, (cond, a, b))
+
+
+def maximum(a, b) -> Expr:
+    return binary("max", a, b)
+
+
+def minimum(a, b) -> Expr:
+    return binary("min", a, b)
+
+
+def cast(x: Expr, dtype: DType) -> Expr:
+    if x.dtype == dtype:
+        return x
+    if x.is_const and (dtype.is_float or not isinstance(x.value, float)):
+        return const(x.value, dtype)
+    return Expr("cast", dtype, (x,))
+
+
+# -- buffers and statements ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Buffer:
+    """A flat array parameter of a kernel; `shape` is its logical row-major shape."""
+
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    role: str = "in"  # "in", "out", "const" (weights) or "scratch"
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def __getitem__(self, index) -> Expr:
+        return Expr("load", self.dtype, (self, _lift(index, INDEX)))
+
+    def at(self, *coords) -> Expr:
+        """The element at row-major coordinates `coords`."""
+        return self[self.offset(*coords)]
+
+    def offset(self, *coords) -> Expr:
+        """The linear index of row-major coordinates (extent-1 dims contribute nothing)."""
+        if len(coords) != len(self.shape):
+            raise ValueError(f"buffer {self.name} has rank {len(self.shape)}, got {len(coords)} coords")
+        return linear_index(coords, self.shape)
+
+
+def linear_index(coords: Sequence, shape: Sequence[int]) -> Expr:
+    idx: Expr = const(0)
+    for c, d in zip(coords, shape):
+        idx = idx * d + (const(0) if d == 1 else _lift(c, INDEX))
+    return idx
+
+
+@dataclass
+class Loop:
+    var: str
+    extent: Expr
+    body: list
+    kind: str = "serial"
+
+
+@dataclass
+class Local:
+    """Declares a mutable scalar (an accumulator) initialised to `init`."""
+
+    name: str
+    dtype: DType
+    init: Expr
+
+
+@dataclass
+class Assign:
+    name: str
+    value: Expr
+
+
+@dataclass
+class Store:
+    buf: Buffer
+    index: Expr
+    value: Expr
+
+
+@dataclass
+class If:
+    cond: Expr
+    then: list
+    orelse: list = field(default_factory=list)
+
+
+@dataclass
+class Kernel:
+    name: str
+    params: list[Buffer]
+    body: list
+    doc: str = ""
+
+
+def walk(stmts: list) -> Iterator:
+    """Every statement, depth first."""
+    for s in stmts:
+        yield s
+        if isinstance(s, Loop):
+            yield from walk(s.body)
+        elif isinstance(s, If):
+            yield from walk(s.then)
+            yield from walk(s.orelse)
+
+
+# -- the builder the op kernels are written with ----------------------------------------
+
+class KernelBuilder:
+    """Builds a Kernel statement by statement:
+
+        kb = KernelBuilder("relu_3", doc)
+        x, y = kb.input("x", F32, (n,)), kb.output("y", F32, (n,))
+        with kb.loop(n) as i:
+            kb.store(y, i, maximum(x[i], 0.0))
+    """
+
+    def __init__(self, name: str, doc: str = ""):
+        self.name = name
+        self.doc = doc
+        self.params: list[Buffer] = []
+        self._stack: list[list] = [[]]
+        self._used: dict[str, int] = {}
+
+    def _fresh(self, base: str) -> str:
+        n = self._used.get(base, 0)
+        self._used[base] = n + 1
+        return base if n == 0 else f"{base}{n}"
+
+    def param(self, name: str, dtype: DType, shape: Sequence[int], role: str) -> Buffer:
+        buf = Buffer(self._fresh(name), dtype, tuple(int(d) for d in shape), role)
+        self.params.append(buf)
+        return buf
+
+    def input(self, name: str, dtype: DType, shape: Sequence[int]) -> Buffer:
+        return self.param(name, dtype, shape, "in")
+
+    def output(self, name: str, dtype: DType, shape: Sequence[int]) -> Buffer:
+        return self.param(name, dtype, shape, "out")
+
+    def emit(self, stmt) -> None:
+        self._stack[-1].append(stmt)
+
+    @contextmanager
+    def loop(self, extent, name: str = "i", kind: str = "serial"):
+        """A counted loop 0 <= var < extent; an extent of 1 emits no loop (var is 0)."""
+        extent = _lift(extent, INDEX)
+        if extent.is_const and extent.value == 1:
+            yield const(0)
+            return
+        if extent.is_const and extent.value <= 0:
+            self._stack.append([])  # body is dead code
+            try:
+                yield const(0)
+            finally:
+                self._stack.pop()
+            return
+        v = self._fresh(name)
+        body: list = []
+        self._stack.append(body)
+        try:
+            yield var(v)
+        finally:
+            self._stack.pop()
+        self.emit(Loop(v, extent, body, kind))
+
+    @contextmanager
+    def loops(self, extents: Sequence, names: Sequence[str] | None = None, kind: str = "serial"):
+        """Nested loops over `extents` (outermost first); yields the list of loop variables."""
+        names = list(names) if names else [f"i{k}" for k in range(len(extents))]
+        with _nest(self, list(extents), names, kind) as vs:
+            yield vs
+
+    def local(self, name: str, init) -> Expr:
+        init = _lift(init, DType.F32)
+        n = self._fresh(name)
+        self.emit(Local(n, init.dtype, init))
+        return var(n, init.dtype)
+
+    def assign(self, target: Expr, value) -> None:
+        if target.op != "var":
+            raise TypeError("assign() targets a local declared with local()")
+        self.emit(Assign(target.args[0], _lift(value, target.dtype)))
+
+    def store(self, buf: Buffer, index, value) -> None:
+        value = _lift(value, buf.dtype)
+        if value.dtype != buf.dtype:
+            value = cast(value, buf.dtype)
+        self.emit(Store(buf, _lift(index, INDEX), value))
+
+    @contextmanager
+    def if_(self, cond: Expr):
+        body: list = []
+        self._stack.append(body)
+        try:
+            yield
+        finally:
+            self._stack.pop()
+        if cond.is_const:
+            if cond.value:
+                self._stack[-1].extend(body)
+            return
+        self.emit(If(cond, body))
+
+    @contextmanager
+    def else_(self):
+        """The else branch of the If emitted just before."""
+        last = self._stack[-1][-1] if self._stack[-1] else None
+        if not isinstance(last, If) or last.orelse:
+            raise ValueError("else_() must follow an if_() block")
+        self._stack.append(last.orelse)
+        try:
+            yield
+        finally:
+            self._stack.pop()
+
+    def build(self) -> Kernel:
+        return Kernel(self.name, self.params, self._stack[0], self.doc)
+
+
+@contextmanager
+def _nest(kb: KernelBuilder, extents: list, names: list, kind: str):
+    if not extents:
+        yield []
+        return
+    with kb.loop(extents[0], names[0], kind) as v, _nest(kb, extents[1:], names[1:], kind) as rest:
+        yield [v, *rest]

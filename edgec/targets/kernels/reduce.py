@@ -1,0 +1,1 @@
+"""Kernel builders of the reduce ops."""

@@ -1,0 +1,57 @@
+"""Thin wrappers over the C compiler and archiver that build generated sources."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ToolchainError
+from .target import Target
+
+
+def find_tool(name: str, hint: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise ToolchainError(f"'{name}' was not found on PATH; {hint}")
+    return path
+
+
+def _run(cmd: Sequence[str], cwd: Path) -> None:
+    try:
+        res = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
+    except OSError as e:
+        raise ToolchainError(f"could not run {cmd[0]}: {e}") from e
+    if res.returncode != 0:
+        msg = (res.stderr or res.stdout).strip().splitlines()
+        head = "\n".join(msg[:20])
+        raise ToolchainError(f"{' '.join(cmd)} failed in {cwd}:\n{head}")
+
+
+def cc(target: Target) -> str:
+    return find_tool(os.environ.get("CC", target.cc), "install a C compiler (apt-get install gcc)")
+
+
+def compile_objects(target: Target, sources: Sequence[str], workdir: Path,
+                    extra: Sequence[str] = ()) -> list[str]:
+    """Compile C/assembly sources (paths relative to `workdir`) to objects in `workdir`."""
+    compiler = cc(target)
+    objects = []
+    for src in sources:
+        obj = Path(src).with_suffix(".o").name
+        _run([compiler, *target.cflags, "-Wall", "-Wextra", *extra, "-c", src, "-o", obj], workdir)
+        objects.append(obj)
+    return objects
+
+
+def archive(objects: Sequence[str], lib: str, workdir: Path) -> None:
+    ar = find_tool(os.environ.get("AR", "ar"), "install binutils (apt-get install binutils)")
+    (workdir / lib).unlink(missing_ok=True)
+    _run([ar, "rcs", lib, *objects], workdir)
+
+
+def shared_object(target: Target, sources: Sequence[str], so: str, workdir: Path) -> None:
+    """Build a shared object from sources (the Python loader's view of a library)."""
+    _run([cc(target), *target.cflags, "-fPIC", "-shared", *sources, "-o", so, "-lm"], workdir)
