@@ -1,0 +1,68 @@
+"""Test helpers: compile an IR graph to C, build it, run it through the loader.
+
+`compile_and_run` is the oracle check every kernel test uses: the generated library's outputs
+against the interpreter's (the ops' numpy references), on the same inputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from edgec.compiler.driver import compile_graph
+from edgec.ir import Graph, interpret, parse, print_graph, verify
+from edgec.runtime.loader import load
+
+
+def random_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for v in graph.inputs:
+        if v.dtype.is_float:
+            feeds[v.name] = rng.standard_normal(v.shape).astype(v.dtype.np)
+        elif v.dtype.np == np.bool_:
+            feeds[v.name] = rng.random(v.shape) < 0.5
+        else:
+            feeds[v.name] = rng.integers(0, 5, v.shape).astype(v.dtype.np)
+    return feeds
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    """max|a-b| / max|b| (0 when both are all zeros); inf on shape or NaN-pattern mismatch."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return float("inf")
+    if got.dtype == np.bool_ or not np.issubdtype(got.dtype, np.floating):
+        return 0.0 if np.array_equal(got, want) else float("inf")
+    if not np.array_equal(np.isnan(got), np.isnan(want)):
+        return float("inf")
+    ok = ~np.isnan(want)
+    g, w = got[ok].astype(np.float64), want[ok].astype(np.float64)
+    if not np.array_equal(np.isinf(g), np.isinf(w)) or np.any(g[np.isinf(g)] != w[np.isinf(w)]):
+        return float("inf")
+    fin = np.isfinite(w)
+    scale = np.abs(w[fin]).max() if fin.any() else 0.0
+    diff = np.abs(g[fin] - w[fin]).max() if fin.any() else 0.0
+    return float(diff / scale) if scale > 0 else float(diff)
+
+
+def compile_and_run(graph: Graph, feeds: dict[str, np.ndarray], out_dir: Path,
+                    target: str = "x86", pipeline: str = "plan-memory") -> dict[str, np.ndarray]:
+    """Compile `graph` (a copy) to a library in `out_dir`, run it on `feeds` and return outputs."""
+    g = graph.copy()
+    verify(g)
+    assert print_graph(parse(print_graph(g))) == print_graph(g)
+    compile_graph(g, out_dir, target=target, name="m", pipeline=pipeline)
+    return load(out_dir).run(feeds)
+
+
+def check_against_interpreter(graph: Graph, out_dir: Path, feeds=None, tol: float = 1e-5,
+                              target: str = "x86", pipeline: str = "plan-memory") -> None:
+    """Assert the compiled graph matches the interpreter on `feeds` (random by default)."""
+    feeds = feeds if feeds is not None else random_feeds(graph)
+    want = interpret(graph, feeds)
+    got = compile_and_run(graph, feeds, out_dir, target=target, pipeline=pipeline)
+    for name, w in want.items():
+        err = rel_error(got[name], w)
+        assert err <= tol, f"output {name}: relative error {err:.3g} > {tol}"
