@@ -1,22 +1,253 @@
-"""Elementwise ops: arithmetic with numpy broadcasting, math functions, activations."""
+"""Elementwise ops: arithmetic with numpy broadcasting, comparisons, logic, math, activations.
+
+Every op here carries the "elementwise" trait (output element i reads only element i of each
+broadcast input); the unary activations the fusion pass can fold into a producer also carry
+"activation". References compute in the input dtype (IEEE semantics: 1/0 = inf, log(0) = -inf)
+and return it; integer Div truncates toward zero, like C and onnxruntime.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..registry import broadcast, op, same_as
+from ...errors import ShapeError
+from ..dtypes import DType
+from ..registry import Attr, broadcast_shapes, op
+from ..types import TensorType
+
+VARIADIC = (1, 2**31 - 1)
+EW = ("elementwise",)
+ACT = ("elementwise", "activation")
+FLOAT, NUMBER, ANY = "f", "fiu", "fiub"
 
 
-def _binary(name: str, fn):
-    op(name, inputs=2, infer=broadcast(), traits=("elementwise",))(
-        lambda a, b: fn(a, b).astype(a.dtype))
+def _check(opname: str, types: list[TensorType], kinds: str, same: bool = True) -> None:
+    for t in types:
+        if t.dtype.np.kind not in kinds:
+            names = {"f": "float", "i": "signed int", "u": "unsigned int", "b": "bool"}
+            allowed = " or ".join(names[k] for k in kinds)
+            raise ShapeError(f"{opname}: input {t} must be {allowed}")
+    if same and len({t.dtype for t in types}) > 1:
+        raise ShapeError(f"{opname}: inputs {', '.join(map(str, types))} must have one dtype")
 
 
-_binary("Add", np.add)
-_binary("Sub", np.subtract)
-_binary("Mul", np.multiply)
+def _infer(opname: str, kinds: str, out: DType | None = None):
+    """Broadcast all inputs (checked to be of one dtype in `kinds`); output dtype `out` or
+    that of the inputs."""
+
+    def infer(inputs, **_):
+        ts = [v.type for v in inputs if v is not None]
+        _check(opname, ts, kinds)
+        return TensorType(broadcast_shapes(*[t.shape for t in ts]), out or ts[0].dtype)
+
+    return infer
 
 
-@op("Relu", infer=same_as(0), traits=("elementwise", "activation"))
-def relu(x):
-    return np.maximum(x, 0).astype(x.dtype)
+def _ieee(fn):
+    """Run `fn` with numpy's floating-point warnings off: inf and nan are results here."""
+
+    def ref(*args, **kw):
+        with np.errstate(all="ignore"):
+            return fn(*args, **kw)
+
+    ref.__doc__ = fn.__doc__
+    return ref
+
+
+def _declare(name: str, fn, *, kinds: str, inputs=1, out: DType | None = None,
+             traits=EW, attrs=None) -> None:
+    """Declare an op whose reference is `fn` cast back to the inputs' dtype (or `out`)."""
+
+    def ref(*xs, **kw):
+        res = np.asarray(fn(*xs, **kw))
+        return res.astype(out.np if out else xs[0].dtype, copy=False)
+
+    op(name, inputs=inputs, infer=_infer(name, kinds, out), traits=traits, attrs=attrs)(_ieee(ref))
+
+
+# -- arithmetic -----------------------------------------------------------------------------
+
+_declare("Add", np.add, kinds=NUMBER, inputs=2)
+_declare("Sub", np.subtract, kinds=NUMBER, inputs=2)
+_declare("Mul", np.multiply, kinds=NUMBER, inputs=2)
+
+
+def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a / b; integers truncate toward zero (C semantics, as onnxruntime), unlike numpy's //."""
+    if a.dtype.kind == "f":
+        return a / b
+    if a.dtype.kind == "u":
+        return np.floor_divide(a, b)
+    q = np.floor_divide(a, b)
+    return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
+
+
+_declare("Div", divide, kinds=NUMBER, inputs=2)
+
+
+def _infer_pow(inputs):
+    x, y = inputs[0].type, inputs[1].type
+    _check("Pow", [x], NUMBER)
+    _check("Pow", [y], NUMBER)
+    return x.with_shape(broadcast_shapes(x.shape, y.shape))
+
+
+@op("Pow", inputs=2, infer=_infer_pow, traits=EW)
+@_ieee
+def pow_(x, y):
+    """x ** y in x's dtype; y may have another numeric dtype (ONNX T1)."""
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu" and (y >= 0).all():
+        return np.power(x, y.astype(x.dtype))
+    if x.dtype.kind in "iu":  # the C pow of doubles, truncated back (what onnxruntime does)
+        return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
+    return np.power(x, y.astype(x.dtype, copy=False))
+
+
+def _variadic(name: str, fn, kinds: str) -> None:
+    def ref(*xs):
+        acc = xs[0]
+        for x in xs[1:]:
+            acc = fn(acc, x)
+        return np.broadcast_to(acc, broadcast_shapes(*[x.shape for x in xs]))
+
+    _declare(name, ref, kinds=kinds, inputs=VARIADIC)
+
+
+_variadic("Sum", np.add, FLOAT)
+_variadic("Min", np.minimum, NUMBER)
+_variadic("Max", np.maximum, NUMBER)
+
+
+@op("Mean", inputs=VARIADIC, infer=_infer("Mean", FLOAT), traits=EW)
+@_ieee
+def mean(*xs):
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = acc + x
+    acc = np.broadcast_to(acc, broadcast_shapes(*[x.shape for x in xs]))
+    return (acc / np.asarray(len(xs), dtype=xs[0].dtype)).astype(xs[0].dtype)
+
+
+# -- comparisons and logic ------------------------------------------------------------------
+
+for _name, _fn in [("Equal", np.equal), ("Less", np.less), ("Greater", np.greater),
+                   ("LessOrEqual", np.less_equal), ("GreaterOrEqual", np.greater_equal)]:
+    _declare(_name, _fn, kinds=ANY, inputs=2, out=DType.BOOL)
+_declare("And", np.logical_and, kinds="b", inputs=2)
+_declare("Or", np.logical_or, kinds="b", inputs=2)
+_declare("Not", np.logical_not, kinds="b")
+
+
+def _infer_where(inputs):
+    c, x, y = (v.type for v in inputs)
+    _check("Where", [c], "b")
+    _check("Where", [x, y], ANY)
+    return x.with_shape(broadcast_shapes(c.shape, x.shape, y.shape))
+
+
+@op("Where", inputs=3, infer=_infer_where, traits=EW)
+def where(cond, x, y):
+    return np.where(cond, x, y)
+
+
+# -- unary math -----------------------------------------------------------------------------
+
+_erf64 = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function, exact to double precision (numpy has none), in x's dtype."""
+    return _erf64(x.astype(np.float64)).astype(x.dtype)
+
+
+for _name, _fn, _kinds in [
+    ("Sqrt", np.sqrt, FLOAT), ("Exp", np.exp, FLOAT), ("Log", np.log, FLOAT),
+    ("Reciprocal", np.reciprocal, FLOAT), ("Floor", np.floor, FLOAT), ("Ceil", np.ceil, FLOAT),
+    ("Erf", erf, FLOAT), ("Neg", np.negative, "fi"), ("Abs", np.abs, NUMBER),
+]:
+    _declare(_name, _fn, kinds=_kinds)
+
+
+# -- activations ----------------------------------------------------------------------------
+
+_declare("Relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), kinds="fi", traits=ACT)
+_declare("Tanh", np.tanh, kinds=FLOAT, traits=ACT)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)), written so that exp never overflows."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+_declare("Sigmoid", sigmoid, kinds=FLOAT, traits=ACT)
+_declare("LeakyRelu", lambda x, *, alpha: np.where(x >= 0, x, x * np.asarray(alpha, x.dtype)),
+         kinds=FLOAT, traits=ACT, attrs={"alpha": Attr.float(0.01)})
+
+
+def hard_sigmoid(x: np.ndarray, *, alpha: float, beta: float) -> np.ndarray:
+    """max(0, min(1, alpha * x + beta))."""
+    a, b = np.asarray(alpha, x.dtype), np.asarray(beta, x.dtype)
+    return np.clip(a * x + b, 0, 1)
+
+
+_declare("HardSigmoid", hard_sigmoid, kinds=FLOAT, traits=ACT,
+         attrs={"alpha": Attr.float(0.2), "beta": Attr.float(0.5)})
+_declare("HardSwish", lambda x: x * hard_sigmoid(x, alpha=1 / 6, beta=0.5),
+         kinds=FLOAT, traits=ACT)
+
+
+def gelu(x: np.ndarray, *, approximate: str) -> np.ndarray:
+    """x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)); "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x +
+    0.044715 x^3)))."""
+    if approximate == "tanh":
+        inner = np.asarray(math.sqrt(2 / math.pi), x.dtype) * (x + np.asarray(0.044715, x.dtype)
+                                                                * x * x * x)
+        return np.asarray(0.5, x.dtype) * x * (1 + np.tanh(inner))
+    if approximate != "none":
+        raise ShapeError(f"Gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    xd = x.astype(np.float64)
+    return (0.5 * xd * (1 + _erf64(xd / math.sqrt(2)).astype(np.float64))).astype(x.dtype)
+
+
+def _infer_gelu(inputs, *, approximate):
+    if approximate not in ("none", "tanh"):
+        raise ShapeError(f"Gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    _check("Gelu", [inputs[0].type], FLOAT)
+    return inputs[0].type
+
+
+op("Gelu", infer=_infer_gelu, traits=ACT, attrs={"approximate": Attr.str("none")})(_ieee(gelu))
+
+
+def _infer_prelu(inputs):
+    x, s = inputs[0].type, inputs[1].type
+    _check("PRelu", [x, s], "fi")
+    if broadcast_shapes(x.shape, s.shape) != x.shape:
+        raise ShapeError(f"PRelu: slope {s} must broadcast to X {x}")
+    return x
+
+
+@op("PRelu", inputs=2, infer=_infer_prelu, traits=EW)
+def prelu(x, slope):
+    return np.where(x >= 0, x, x * slope).astype(x.dtype)
+
+
+def _infer_clip(inputs):
+    x = inputs[0].type
+    _check("Clip", [x], NUMBER)
+    for v in inputs[1:]:
+        if v is not None and (v.type.numel != 1 or v.dtype != x.dtype or v.type.rank > 1):
+            raise ShapeError(f"Clip: min and max must be scalars of X's dtype {x.dtype}, "
+                             f"got {v.type}")
+    return x
+
+
+@op("Clip", inputs=(1, 3), infer=_infer_clip, traits=ACT)
+def clip(x, lo=None, hi=None):
+    """min(max(x, lo), hi): when lo > hi every element becomes hi, as ONNX specifies."""
+    y = x if lo is None else np.maximum(x, lo.reshape(()))
+    y = y if hi is None else np.minimum(y, hi.reshape(()))
+    return y.astype(x.dtype, copy=False)
