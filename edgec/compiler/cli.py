@@ -1,0 +1,180 @@
+"""The `edgec` command line: compile, opt, run, inspect.
+
+Every `EdgecError` becomes one line on stderr and exit status 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import EdgecError
+
+
+def _shape_arg(text: str) -> tuple[str, list[int]]:
+    name, sep, dims = text.rpartition("=")
+    try:
+        if not sep or not name:
+            raise ValueError
+        return name, [int(d) for d in dims.split(",") if d.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--input-shape takes NAME=d0,d1,... (e.g. input=1,3,224,224), got '{text}'") from None
+
+
+def _shapes(pairs) -> dict[str, list[int]] | None:
+    return dict(pairs) if pairs else None
+
+
+def cmd_compile(a) -> None:
+    from .driver import compile
+
+    art = compile(a.model, a.output, target=a.target, name=a.name,
+                  input_shapes=_shapes(a.input_shape), pipeline=a.pipeline,
+                  verify_each=a.verify_each, print_ir_after_all=a.print_ir_after_all,
+                  check_numerics=a.check_numerics, timing=a.timing)
+    m = art.manifest
+    print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
+          f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
+          f"{m['timing_s']['total']:.2f} s")
+
+
+def cmd_opt(a) -> None:
+    from ..ir import print_graph
+    from ..passes import run_pipeline
+    from .driver import load_graph
+
+    graph = load_graph(a.model, _shapes(a.input_shape))
+    run_pipeline(graph, a.pipeline, verify_each=a.verify_each,
+                 print_ir_after_all=a.print_ir_after_all, check_numerics=a.check_numerics,
+                 timing=a.timing, out=sys.stderr)
+    print(print_graph(graph, elide=not a.full))
+
+
+def _load_npz(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError) as e:
+        raise EdgecError(f"cannot read inputs from {path}: {e}") from None
+
+
+def cmd_run(a) -> None:
+    from ..runtime.loader import load
+
+    model = load(a.artifact)
+    feeds = _load_npz(a.inputs)
+    outs = model.run(feeds)
+    if a.outputs:
+        np.savez(a.outputs, **outs)
+    for k, v in outs.items():
+        flat = v.reshape(-1)
+        print(f"{k}: {v.dtype}{list(v.shape)} [{', '.join(str(x) for x in flat[:6])}"
+              f"{', ...' if flat.size > 6 else ''}]")
+    if a.check:
+        ref = _onnxruntime(a.check, feeds)
+        for k, got in outs.items():
+            want = ref.get(k)
+            if want is None:
+                raise EdgecError(f"onnxruntime gives no output named '{k}'")
+            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            scale = np.abs(want).max() if want.size else 0
+            rel = diff.max() / scale if scale else diff.max()
+            print(f"check {k} against onnxruntime: max abs error {diff.max():.3g}, "
+                  f"relative {rel:.3g}")
+
+
+def _onnxruntime(model_path: str, feeds) -> dict[str, np.ndarray]:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise EdgecError("--check needs onnxruntime: pip install onnxruntime") from None
+    try:
+        sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        return dict(zip(names, sess.run(None, feeds)))
+    except Exception as e:  # onnxruntime raises its own exception types
+        raise EdgecError(f"onnxruntime could not run {model_path}: {e}") from None
+
+
+def cmd_inspect(a) -> None:
+    from ..runtime.loader import read_manifest
+
+    m = read_manifest(a.artifact)
+    if a.json:
+        print(json.dumps(m, indent=2))
+        return
+    print(f"{m['name']}: edgec {m['edgec_version']}, target {m['target']}, from {m['source'] or '-'}")
+    for kind in ("inputs", "outputs"):
+        for io in m[kind]:
+            print(f"  {kind[:-1]:6s} {io['name']}: {io['dtype']}{io['shape']}")
+    mem = m["memory"]
+    print(f"  workspace {m['workspace_bytes']} B (activations {mem['activations_bytes']} B, "
+          f"liveness lower bound {mem['lower_bound_bytes']} B); weights {m['weights_bytes']} B")
+    print(f"  pipeline {m['pipeline']}")
+    print("  ops " + ", ".join(f"{k} x{v}" for k, v in sorted(m["ops"].items())))
+    lib = Path(a.artifact) / m["library"]
+    print(f"  library {lib} ({lib.stat().st_size if lib.exists() else 0} B)")
+
+
+def _add_pipeline_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verify-each", action="store_true", help="verify the IR after every pass")
+    p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
+    p.add_argument("--check-numerics", action="store_true",
+                   help="run the interpreter after every pass; name the first pass that drifts")
+    p.add_argument("--timing", action="store_true", help="print the time of every pass")
+    p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME=d0,d1,...",
+                   help="fix the shape of an input with symbolic dims (repeatable)")
+
+
+def parser() -> argparse.ArgumentParser:
+    from ..targets.target import TARGETS
+
+    ap = argparse.ArgumentParser(prog="edgec", description="ONNX to self-contained static libraries")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("compile", help="compile an ONNX model into libNAME.a + NAME.h")
+    c.add_argument("model")
+    c.add_argument("-o", "--output", required=True, help="output folder")
+    c.add_argument("--target", default="x86", choices=sorted(TARGETS))
+    c.add_argument("--name", help="library and symbol prefix (default: the model file's stem)")
+    c.add_argument("--pipeline", help="pass pipeline (default: edgec's standard one)")
+    _add_pipeline_flags(c)
+    c.set_defaults(fn=cmd_compile)
+    o = sub.add_parser("opt", help="run a pass pipeline and print the IR")
+    o.add_argument("model", help="MODEL.onnx or FILE.ir")
+    o.add_argument("--pipeline", default="fold-constants,dce")
+    o.add_argument("--full", action="store_true", help="print weights in full (parseable)")
+    _add_pipeline_flags(o)
+    o.set_defaults(fn=cmd_opt)
+    r = sub.add_parser("run", help="run a compiled artifact on inputs from an .npz file")
+    r.add_argument("artifact")
+    r.add_argument("--inputs", required=True, help=".npz with one array per input name")
+    r.add_argument("--outputs", help="write the outputs to this .npz")
+    r.add_argument("--check", metavar="MODEL.onnx", help="compare with onnxruntime on the model")
+    r.set_defaults(fn=cmd_run)
+    i = sub.add_parser("inspect", help="describe a compiled artifact")
+    i.add_argument("artifact")
+    i.add_argument("--json", action="store_true", help="print the manifest")
+    i.set_defaults(fn=cmd_inspect)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except EdgecError as e:
+        msg = " | ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        print(f"edgec: error: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
