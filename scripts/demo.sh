@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The main job, from a fresh clone: install edgec, compile the bundled example model into a
+# static library, link it into the example C app, run it, and run the same artifact from Python.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e .
+out=build/tiny_cnn
+.venv/bin/edgec compile examples/models/tiny_cnn.onnx -o "$out"
+gcc -O2 -Wall -DMODEL=tiny_cnn -I "$out" examples/app/main.c "$out/libtiny_cnn.a" -lm -o build/app
+.venv/bin/python - "$out" <<'PY'
+import json, sys
+import numpy as np
+m = json.load(open(f"{sys.argv[1]}/manifest.json"))
+x = np.random.default_rng(0).standard_normal(m["inputs"][0]["shape"]).astype(np.float32)
+x.tofile("build/input0.bin")
+np.savez("build/inputs.npz", **{m["inputs"][0]["name"]: x})
+PY
+echo "== the C app linking libtiny_cnn.a:"
+build/app build/input0.bin build/output
+echo "== the same library from Python (edgec run):"
+.venv/bin/edgec run "$out" --inputs build/inputs.npz
