@@ -1,0 +1,56 @@
+"""The pass pipeline: the PassManager, the pattern rewriter and the built-in passes.
+
+    from edgec.passes import run_pipeline
+    report = run_pipeline(graph, "fold-constants,fuse,plan-memory", check_numerics=True)
+
+A pass is registered by name with `@register_pass`; see `manager` for the pass contract and
+`rewrite` for writing a pass as a table of rewrite patterns.
+"""
+
+# the built-in passes register themselves on import
+from . import dce, fold_batchnorm, fold_constants, fuse, plan_memory, remove_identity
+from .manager import (
+    Pass,
+    PassInfo,
+    PassManager,
+    PassRecord,
+    PipelineReport,
+    PipelineStep,
+    make_pass,
+    parse_pipeline,
+    pass_spec,
+    register_pass,
+    registered_passes,
+    run_pipeline,
+    sample_inputs,
+)
+from .plan_memory import MemoryPlan
+from .rewrite import (
+    MatchFailure,
+    NoMatch,
+    Pattern,
+    PatternPass,
+    RewriteResult,
+    apply_patterns,
+    can_replace,
+    constant,
+    erase_dead,
+    pattern,
+    producer,
+    replace_value,
+    require,
+    sole_user,
+)
+
+DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-constants,fuse,dce,"
+                    "plan-memory")
+
+__all__ = [
+    "DEFAULT_PIPELINE", "MatchFailure", "MemoryPlan", "NoMatch", "Pass", "PassInfo",
+    "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
+    "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
+    "fold_batchnorm", "fold_constants", "fuse", "make_pass", "parse_pipeline", "pass_spec",
+    "pattern", "plan_memory", "producer", "register_pass", "registered_passes",
+    "remove_identity", "replace_value", "require", "run_pipeline", "sample_inputs",
+    "sole_user",
+]

@@ -1,1 +1,107 @@
-"""Fused ops made by the fusion pass: a convolution or matrix product with its epilogue."""
+"""Fused ops made by the fusion pass: a convolution or matrix product with its epilogue.
+
+    FusedConv(X, W, B?, Z?)        = act(Conv(X, W) + B[m] + Z)   B per output channel [M]
+    FusedMatMul(A, B, Bias?, Z?)   = act(A @ B + Bias + Z)        Bias [N] on the last axis
+
+Z is a residual of the output's shape. `ACTIVATIONS` maps each activation name to its numpy
+function of (x, params); the kernel lowering implements the same table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ...errors import ShapeError
+from ..registry import Attr, get_op, op
+from . import nn  # noqa: F401  (Conv and MatMul must be registered before their fused forms)
+
+
+def _hard_sigmoid(x, p):
+    return np.clip(x * x.dtype.type(p[0]) + x.dtype.type(p[1]), 0, 1)
+
+
+def _sigmoid(x, p):
+    with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x << 0: 1/(1+inf) = 0
+        return 1 / (1 + np.exp(-x))
+
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray, Sequence[float]], np.ndarray]] = {
+    "": lambda x, p: x,
+    "Relu": lambda x, p: np.maximum(x, 0),
+    "LeakyRelu": lambda x, p: np.where(x >= 0, x, x * x.dtype.type(p[0])),
+    "Clip": lambda x, p: np.minimum(np.maximum(x, x.dtype.type(p[0])), x.dtype.type(p[1])),
+    "Sigmoid": _sigmoid,
+    "Tanh": lambda x, p: np.tanh(x),
+    "HardSigmoid": _hard_sigmoid,  # [alpha, beta]: clip(alpha * x + beta, 0, 1)
+    "HardSwish": lambda x, p: x * _hard_sigmoid(x, (1 / 6, 0.5)),
+}
+
+# the parameters each activation takes in `activation_params`, in order
+ACTIVATION_PARAMS: dict[str, tuple[str, ...]] = {
+    "": (), "Relu": (), "LeakyRelu": ("alpha",), "Clip": ("min", "max"), "Sigmoid": (),
+    "Tanh": (), "HardSigmoid": ("alpha", "beta"), "HardSwish": (),
+}
+
+_EPILOGUE_ATTRS = {"activation": Attr.str(""), "activation_params": Attr.floats([])}
+
+
+def _check_epilogue(opname: str, out, bias, z, activation: str, params) -> None:
+    if not out.dtype.is_float:
+        raise ShapeError(f"{opname}: output {out} must be a float tensor")
+    if activation not in ACTIVATIONS:
+        raise ShapeError(f"{opname}: unknown activation {activation!r}; one of "
+                         f"{sorted(a for a in ACTIVATIONS if a)} or \"\" for none")
+    want = ACTIVATION_PARAMS[activation]
+    if len(params) != len(want):
+        raise ShapeError(f"{opname}: activation {activation} takes {len(want)} parameters "
+                         f"{list(want)}, got {list(params)}")
+    if bias is not None and (bias.shape != out.shape[-1:] if opname == "FusedMatMul"
+                             else bias.shape != out.shape[1:2]):
+        axis = "last" if opname == "FusedMatMul" else "channel"
+        raise ShapeError(f"{opname}: bias {bias.type} must be 1-D, one value per {axis} of "
+                         f"the output {out}")
+    if z is not None and z.type != out:
+        raise ShapeError(f"{opname}: residual {z.type} must have the output's type {out}")
+
+
+def _epilogue(y: np.ndarray, z, activation: str, params) -> np.ndarray:
+    if z is not None:
+        y = y + z
+    return ACTIVATIONS[activation](y, params).astype(y.dtype, copy=False)
+
+
+_CONV = get_op("Conv")
+
+
+def _infer_fused_conv(inputs, *, activation, activation_params, **conv_attrs):
+    out = _CONV.infer(list(inputs[:3]), **conv_attrs)
+    z = inputs[3] if len(inputs) > 3 else None
+    _check_epilogue("FusedConv", out, None, z, activation, activation_params)
+    return out
+
+
+@op("FusedConv", inputs=(2, 4), attrs={**_CONV.attrs, **_EPILOGUE_ATTRS},
+    infer=_infer_fused_conv)
+def fused_conv(x, w, b=None, z=None, *, activation, activation_params, **conv_attrs):
+    return _epilogue(_CONV.reference(x, w, b, **conv_attrs), z, activation, activation_params)
+
+
+_MATMUL = get_op("MatMul")
+
+
+def _infer_fused_matmul(inputs, *, activation, activation_params):
+    out = _MATMUL.infer(list(inputs[:2]))
+    bias = inputs[2] if len(inputs) > 2 else None
+    z = inputs[3] if len(inputs) > 3 else None
+    _check_epilogue("FusedMatMul", out, bias, z, activation, activation_params)
+    return out
+
+
+@op("FusedMatMul", inputs=(2, 4), attrs=_EPILOGUE_ATTRS, infer=_infer_fused_matmul)
+def fused_matmul(a, b, bias=None, z=None, *, activation, activation_params):
+    y = _MATMUL.reference(a, b)
+    if bias is not None:
+        y = y + bias
+    return _epilogue(y, z, activation, activation_params)

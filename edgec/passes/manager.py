@@ -1,0 +1,465 @@
+"""Passes, their registry, pipeline strings and the PassManager that runs them with
+instrumentation (IR printing, verification, timing, numerics checks against the interpreter).
+
+A pass is a small frozen dataclass whose fields are its options, with a `name` and
+`run(graph) -> bool` (edits in place, returns whether anything changed); or a plain function
+`fn(graph, *, option: type = default) -> bool`. Both are registered with `@register_pass(name)`
+and named in a pipeline string: `fold-constants,fuse{fixpoint},prune{sparsity=0.9,pattern=4x1}`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import sys
+import time
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TextIO
+
+import numpy as np
+
+from ..errors import EdgecError, PassError
+from ..ir import Graph, interpret, parse, print_graph, verify
+
+# -- the pass contract --------------------------------------------------------------------
+
+
+class Pass(Protocol):
+    """What the PassManager needs: a name and an in-place `run` saying whether it changed
+    the graph. Options are dataclass fields."""
+
+    name: str
+
+    def run(self, graph: Graph) -> bool: ...
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    """A registered pass: its factory (called with the options as keywords), the options
+    (name -> (type, default)) and a one-line description."""
+
+    name: str
+    factory: Callable[..., Pass]
+    options: dict[str, tuple[Any, Any]]
+    doc: str
+
+
+_PASSES: dict[str, PassInfo] = {}
+_OPTION_TYPES = (int, float, bool, str)
+
+
+def _options_of(cls) -> dict[str, tuple[Any, Any]]:
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        if not f.init or f.metadata.get("option") is False:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        out[f.name] = (hints.get(f.name, str), default)
+    return out
+
+
+def _first_line(doc: str | None) -> str:
+    return (inspect.cleandoc(doc).splitlines() or [""])[0] if doc else ""
+
+
+def _pass_from_function(name: str, fn: Callable[..., bool]) -> type:
+    """A frozen dataclass whose fields are the keyword-only parameters of `fn`."""
+    hints = typing.get_type_hints(fn)
+    params = list(inspect.signature(fn).parameters.values())
+    if not params or params[0].kind not in (params[0].POSITIONAL_ONLY,
+                                            params[0].POSITIONAL_OR_KEYWORD):
+        raise PassError(f"pass function {fn.__name__} must take the graph as first argument")
+    fields = []
+    for p in params[1:]:
+        if p.default is p.empty:
+            raise PassError(f"pass function {fn.__name__}: option '{p.name}' needs a default")
+        fields.append((p.name, hints.get(p.name, type(p.default)), field(default=p.default)))
+
+    def run(self, graph: Graph) -> bool:
+        opts = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return bool(fn(graph, **opts))
+
+    cls = dataclasses.make_dataclass(
+        "".join(w.capitalize() for w in re.split(r"[-_]", name)) + "Pass", fields,
+        namespace={"run": run, "name": name, "__doc__": fn.__doc__}, frozen=True)
+    cls.__module__ = fn.__module__
+    return cls
+
+
+def register_pass(name: str) -> Callable:
+    """Register a pass class (made a frozen dataclass if it is not one), a pass function, or
+    a ready pass instance (such as a `PatternPass`) under `name`; returns it unchanged."""
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
+        raise PassError(f"pass name {name!r} must be lower-case words joined by '-'")
+
+    def deco(obj):
+        if name in _PASSES:
+            raise PassError(f"a pass named '{name}' is already registered")
+        if inspect.isclass(obj):
+            cls = obj if dataclasses.is_dataclass(obj) else dataclass(frozen=True)(obj)
+            cls.name = name
+            info = PassInfo(name, cls, _options_of(cls), _first_line(cls.__doc__))
+        elif dataclasses.is_dataclass(obj):  # an instance: options are its option fields
+            inst = obj
+            info = PassInfo(name, lambda **kw: dataclasses.replace(inst, **kw),
+                            _options_of(type(inst)), _first_line(type(inst).__doc__))
+        elif callable(obj):
+            cls = _pass_from_function(name, obj)
+            info = PassInfo(name, cls, _options_of(cls), _first_line(obj.__doc__))
+        else:
+            raise PassError(f"register_pass('{name}') needs a class, function or pass instance")
+        _PASSES[name] = info
+        return obj
+
+    return deco
+
+
+def registered_passes() -> dict[str, PassInfo]:
+    """Every registered pass by name (the built-in ones included)."""
+    _load_builtin_passes()
+    return dict(_PASSES)
+
+
+def _load_builtin_passes() -> None:
+    from .. import passes  # noqa: F401  (importing the package registers the built-ins)
+
+
+def _convert(value: str, ty, where: str):
+    if ty is bool:
+        low = value.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise PassError(f"{where}: expected true or false, got {value!r}")
+    if ty in (int, float, str):
+        try:
+            return ty(value)
+        except ValueError:
+            raise PassError(f"{where}: expected {ty.__name__}, got {value!r}") from None
+    raise PassError(f"{where}: an option of type {ty} cannot be set from a pipeline string")
+
+
+def make_pass(name: str, **options: Any) -> Pass:
+    """An instance of the registered pass `name`; string option values are converted."""
+    passes = registered_passes()
+    if name not in passes:
+        raise PassError(f"unknown pass '{name}'; registered passes: {', '.join(sorted(passes))}")
+    info = passes[name]
+    kw = {}
+    for key, value in options.items():
+        if key not in info.options:
+            valid = ", ".join(sorted(info.options)) or "none"
+            raise PassError(f"pass '{name}' has no option '{key}'; its options: {valid}")
+        ty = info.options[key][0]
+        kw[key] = _convert(value, ty, f"option '{key}' of pass '{name}'") \
+            if isinstance(value, str) and ty is not str else value
+    return info.factory(**kw)
+
+
+def pass_spec(p: Pass) -> str:
+    """The pipeline-string spelling of a pass instance: its name and non-default options."""
+    if not dataclasses.is_dataclass(p):
+        return p.name
+    info = _PASSES.get(p.name)
+    opts = info.options if info else _options_of(type(p))
+    shown = [f"{k}={_fmt_option(getattr(p, k))}" for k, (_, d) in opts.items()
+             if getattr(p, k) != d]
+    return p.name + ("{" + ",".join(shown) + "}" if shown else "")
+
+
+def _fmt_option(v) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+# -- pipeline strings ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PipelineStep:
+    """One pipeline entry: a pass, and whether it repeats until it stops changing the graph."""
+
+    pass_: Pass
+    fixpoint: bool = False
+
+    def __str__(self) -> str:
+        spec = pass_spec(self.pass_)
+        if not self.fixpoint:
+            return spec
+        return spec[:-1] + ",fixpoint}" if spec.endswith("}") else spec + "{fixpoint}"
+
+
+_PIPE_TOKEN = re.compile(r'\s*(?:(?P<punct>[{},=])|"(?P<quoted>[^"]*)"|(?P<word>[^\s{},="]+))')
+
+
+def parse_pipeline(text: str) -> list[PipelineStep]:
+    """Parse `name{key=value,flag},name,...` into steps. `{fixpoint}` repeats a pass until
+    it reports no change; a bare `{flag}` sets a boolean option to true."""
+    toks: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        m = _PIPE_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            if text[pos:].strip() == "":
+                break
+            raise PassError(f"pipeline {text!r}: unexpected {text[pos:]!r}")
+        kind = m.lastgroup
+        toks.append((kind, m.group(kind)))
+        pos = m.end()
+    steps: list[PipelineStep] = []
+    i = 0
+
+    def want(what: str) -> str:
+        nonlocal i
+        if i >= len(toks) or (toks[i][0] == "punct") != (what in "{},="):
+            found = repr(toks[i][1]) if i < len(toks) else "the end"
+            raise PassError(f"pipeline {text!r}: expected {what!r}, found {found}")
+        if what in "{},=" and toks[i][1] != what:
+            raise PassError(f"pipeline {text!r}: expected {what!r}, found {toks[i][1]!r}")
+        i += 1
+        return toks[i - 1][1]
+
+    while i < len(toks):
+        name = want("a pass name")
+        opts: dict[str, str] = {}
+        fixpoint = False
+        if i < len(toks) and toks[i] == ("punct", "{"):
+            i += 1
+            while toks[i:i + 1] != [("punct", "}")]:
+                key = want("an option name")
+                if i < len(toks) and toks[i] == ("punct", "="):
+                    i += 1
+                    value = want("an option value")
+                else:
+                    value = "true"
+                if key == "fixpoint":
+                    fixpoint = _convert(value, bool, f"'fixpoint' of pass '{name}'")
+                elif key in opts:
+                    raise PassError(f"pipeline {text!r}: option '{key}' of '{name}' given twice")
+                else:
+                    opts[key] = value
+                if toks[i:i + 1] != [("punct", "}")]:
+                    want(",")
+            want("}")
+        steps.append(PipelineStep(make_pass(name, **opts), fixpoint))
+        if i < len(toks):
+            want(",")
+            if i == len(toks):
+                raise PassError(f"pipeline {text!r} ends with a comma")
+    return steps
+
+
+# -- reports ------------------------------------------------------------------------------
+
+
+@dataclass
+class PassRecord:
+    """What one pipeline step did: changed or not, how often it ran, how long it took, and
+    the largest relative drift of any output (when numerics are checked)."""
+
+    spec: str
+    changed: bool
+    seconds: float
+    iterations: int = 1
+    drift: float | None = None
+
+
+@dataclass
+class PipelineReport:
+    records: list[PassRecord] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(r.changed for r in self.records)
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(r.seconds for r in self.records)
+
+    def timing_table(self) -> str:
+        """A table of the passes, slowest first share of the total, as MLIR's -mlir-timing."""
+        total = self.total_seconds or 1e-12
+        width = max([len("pass")] + [len(r.spec) for r in self.records])
+        lines = [f"{'pass':<{width}}  {'ms':>9}  {'share':>6}  runs  changed",
+                 "-" * (width + 34)]
+        for r in self.records:
+            lines.append(f"{r.spec:<{width}}  {r.seconds * 1e3:9.2f}  "
+                         f"{100 * r.seconds / total:5.1f}%  {r.iterations:4d}  "
+                         f"{'yes' if r.changed else 'no'}")
+        lines.append("-" * (width + 34))
+        lines.append(f"{'total':<{width}}  {self.total_seconds * 1e3:9.2f}  100.0%")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.timing_table()
+
+
+# -- numerics -----------------------------------------------------------------------------
+
+
+def sample_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random feeds: floats standard normal, integers in [0, 4), booleans fair coins."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for v in graph.inputs:
+        dt = v.dtype.np
+        if v.dtype.is_float:
+            feeds[v.name] = rng.standard_normal(v.shape).astype(dt)
+        elif dt == np.bool_:
+            feeds[v.name] = rng.integers(0, 2, v.shape).astype(dt)
+        else:
+            feeds[v.name] = rng.integers(0, 4, v.shape).astype(dt)
+    return feeds
+
+
+def output_drift(got: np.ndarray, want: np.ndarray) -> float:
+    """max|a - b| / max|b| for floats (absolute when b is all zero), 0 or inf otherwise."""
+    if got.shape != want.shape:
+        return float("inf")
+    if not np.issubdtype(want.dtype, np.floating):
+        return 0.0 if np.array_equal(got, want) else float("inf")
+    a, b = got.astype(np.float64), want.astype(np.float64)
+    if not np.array_equal(np.isnan(a), np.isnan(b)):
+        return float("inf")
+    ok = ~np.isnan(b)
+    a, b = a[ok], b[ok]
+    if a.size == 0:
+        return 0.0
+    same_inf = np.isinf(b) & (a == b)
+    err = np.abs(np.where(same_inf, 0.0, a - b)).max()
+    finite = b[np.isfinite(b)]
+    scale = np.abs(finite).max() if finite.size else 0.0
+    return float(err / scale) if scale > 0 else float(err)
+
+
+# -- the manager --------------------------------------------------------------------------
+
+
+class PassManager:
+    """Runs pipeline steps in order with optional instrumentation.
+
+    verify_each: `verify` the graph and check that its text form round-trips after each pass.
+    print_ir_after_all: print the IR after each pass to `out`.
+    check_numerics: run the interpreter on seeded random inputs before the pipeline and after
+        each pass; the first pass whose outputs drift past `tolerance` raises PassError.
+    timing: print the timing table to `out` at the end (times are always in the report).
+    """
+
+    def __init__(self, pipeline: str | Sequence[Pass | PipelineStep], *,
+                 verify_each: bool = False, print_ir_after_all: bool = False,
+                 check_numerics: bool = False, timing: bool = False,
+                 out: TextIO | None = None, max_iterations: int = 32, seed: int = 0,
+                 tolerance: float = 1e-4):
+        if isinstance(pipeline, str):
+            self.steps = parse_pipeline(pipeline)
+        else:
+            self.steps = [s if isinstance(s, PipelineStep) else PipelineStep(s)
+                          for s in pipeline]
+        self.verify_each = verify_each
+        self.print_ir_after_all = print_ir_after_all
+        self.check_numerics = check_numerics
+        self.timing = timing
+        self.out = out
+        self.max_iterations = max_iterations
+        self.seed = seed
+        self.tolerance = tolerance
+
+    def __str__(self) -> str:
+        return ",".join(str(s) for s in self.steps)
+
+    def run(self, graph: Graph) -> PipelineReport:
+        out = self.out if self.out is not None else sys.stderr
+        report = PipelineReport()
+        if self.verify_each:
+            self._verify(graph, None)
+        feeds = reference = None
+        if self.check_numerics:
+            feeds = sample_inputs(graph, self.seed)
+            reference = [interpret(graph, feeds)[v.name] for v in graph.outputs]
+            names = [v.name for v in graph.outputs]
+        for step in self.steps:
+            spec = str(step)
+            changed, iterations, t0 = False, 0, time.perf_counter()
+            while True:
+                iterations += 1
+                try:
+                    did = bool(step.pass_.run(graph))
+                except Exception as e:  # name the pass; the cause stays chained
+                    what = str(e) if isinstance(e, EdgecError) else f"{type(e).__name__}: {e}"
+                    raise PassError(f"pass '{spec}' failed: {what}") from e
+                changed |= did
+                if not (step.fixpoint and did):
+                    break
+                if iterations >= self.max_iterations:
+                    raise PassError(f"pass '{spec}' still changes the graph after "
+                                    f"{iterations} iterations; it does not reach a fixed point")
+            record = PassRecord(spec, changed, time.perf_counter() - t0, iterations)
+            report.records.append(record)
+            if changed:  # analyses of the old graph are stale now
+                graph.meta.pop("memory_plan", None)
+            if self.print_ir_after_all:
+                state = "changed" if changed else "unchanged"
+                print(f"// ----- IR after {spec} ({state}) ----- //", file=out)
+                print(print_graph(graph, elide=True), file=out)
+            if self.verify_each:
+                self._verify(graph, spec)
+            if self.check_numerics:
+                record.drift = self._check(graph, spec, feeds, reference, names)
+        if self.timing:
+            print(report.timing_table(), file=out)
+        return report
+
+    def _verify(self, graph: Graph, spec: str | None) -> None:
+        where = f"after pass '{spec}'" if spec else "before the pipeline (input graph)"
+        try:
+            verify(graph)
+            text = print_graph(graph)
+            again = print_graph(parse(text))
+        except EdgecError as e:
+            raise PassError(f"pass verification failed {where}: {e}") from e
+        if again != text:
+            line = next(i for i, (a, b) in enumerate(
+                zip(text.splitlines() + [""], again.splitlines() + [""], strict=False)) if a != b)
+            raise PassError(f"pass verification failed {where}: the text IR does not "
+                            f"round-trip (line {line + 1}: {text.splitlines()[line:line + 1]} "
+                            f"reads back as {again.splitlines()[line:line + 1]})")
+
+    def _check(self, graph: Graph, spec: str, feeds, reference, names) -> float:
+        if len(graph.outputs) != len(reference):
+            raise PassError(f"check-numerics: pass '{spec}' changed the number of graph outputs "
+                            f"from {len(reference)} to {len(graph.outputs)}")
+        try:
+            got = interpret(graph, feeds)
+        except EdgecError as e:
+            raise PassError(f"check-numerics: the graph after pass '{spec}' cannot be "
+                            f"interpreted: {e}") from e
+        worst = 0.0
+        for v, want, name in zip(graph.outputs, reference, names, strict=True):
+            a = got[v.name]
+            err = output_drift(np.asarray(a), want)
+            if a.dtype != want.dtype:
+                err = float("inf")
+            if err > self.tolerance:
+                raise PassError(
+                    f"check-numerics: pass '{spec}' changed output '{name}' "
+                    f"({want.dtype}{list(want.shape)} -> {a.dtype}{list(a.shape)}): relative "
+                    f"error {err:.3g} exceeds {self.tolerance:g}")
+            worst = max(worst, err)
+        return worst
+
+
+def run_pipeline(graph: Graph, pipeline: str | Sequence[Pass | PipelineStep], *,
+                 verify_each: bool = False, print_ir_after_all: bool = False,
+                 check_numerics: bool = False, timing: bool = False,
+                 out: TextIO | None = None, **options: Any) -> PipelineReport:
+    """Run a pipeline (a string such as `"fold-constants,fuse"` or a list of passes) on
+    `graph` in place; see `PassManager` for the instrumentation flags."""
+    return PassManager(pipeline, verify_each=verify_each, print_ir_after_all=print_ir_after_all,
+                       check_numerics=check_numerics, timing=timing, out=out,
+                       **options).run(graph)
+

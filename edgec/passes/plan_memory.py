@@ -1,0 +1,121 @@
+"""Static memory planning: every intermediate activation gets a byte offset in one arena.
+
+A value lives from its producer's position in `graph.nodes` to its last use. Values are
+placed largest first, each at the lowest-waste gap (best fit, 64-byte aligned) between the
+values already placed whose lifetimes overlap its own (TFLite's greedy-by-size planner), so
+the arena stays close to the lower bound max_t sum{size(v) : v live at t}. A view op's output
+(Reshape, Flatten, Identity, ...: the "view" trait) aliases its input's bytes, whose lifetime
+then extends over the view's uses. Graph inputs, outputs and constants live outside the arena.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import Graph, Value, get_op
+from .manager import register_pass
+
+
+@dataclass
+class MemoryPlan:
+    """Where each activation lives. `offsets`: planned value -> byte offset in the arena;
+    `aliases`: view value -> the value whose bytes it reads (planned, or a graph input,
+    constant or output); `lifetimes`: planned value -> (first, last) node position;
+    `sizes`: planned value -> bytes."""
+
+    offsets: dict[str, int]
+    aliases: dict[str, str]
+    arena_bytes: int
+    total_bytes: int
+    lower_bound_bytes: int
+    alignment: int
+    lifetimes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    def report(self) -> str:
+        ratio = self.arena_bytes / self.lower_bound_bytes if self.lower_bound_bytes else 1.0
+        lines = [f"memory plan: {len(self.offsets)} activations in a {_kib(self.arena_bytes)} "
+                 f"arena ({ratio:.1%} of the lower bound {_kib(self.lower_bound_bytes)}; "
+                 f"{_kib(self.total_bytes)} without reuse), {len(self.aliases)} views aliased, "
+                 f"{self.alignment}-byte aligned"]
+        width = max([5] + [len(n) for n in self.offsets])
+        lines.append(f"  {'value':<{width}}  {'offset':>10}  {'bytes':>10}  live")
+        for name, off in sorted(self.offsets.items(), key=lambda kv: (kv[1], kv[0])):
+            a, b = self.lifetimes.get(name, (0, 0))
+            lines.append(f"  {name:<{width}}  {off:>10}  {self.sizes.get(name, 0):>10}  "
+                         f"[{a}, {b}]")
+        for view, root in sorted(self.aliases.items()):
+            lines.append(f"  {view:<{width}}  -> %{root}")
+        return "\n".join(lines)
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.1f} KiB"
+
+
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def plan(graph: Graph, alignment: int = 64) -> MemoryPlan:
+    """Compute the memory plan of `graph` (see the module docstring)."""
+    outputs = {id(v) for v in graph.outputs}
+    root: dict[int, Value] = {}  # view value -> the value owning its bytes
+
+    def owner(v: Value) -> Value:
+        return root.get(id(v), v)
+
+    aliases: dict[str, str] = {}
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    planned: list[Value] = []
+    for i, node in enumerate(graph.nodes):
+        for v in node.inputs:
+            if v is not None and id(owner(v)) in start:
+                end[id(owner(v))] = max(end[id(owner(v))], i)
+        for k, v in enumerate(node.outputs):
+            src = node.inputs[0] if node.inputs else None
+            if k == 0 and "view" in get_op(node.op).traits and src is not None \
+                    and id(v) not in outputs and src.type.nbytes == v.type.nbytes:
+                root[id(v)] = owner(src)
+                aliases[v.name] = owner(src).name
+            elif id(v) not in outputs:
+                start[id(v)] = end[id(v)] = i
+                planned.append(v)
+
+    sizes = {id(v): v.type.nbytes for v in planned}
+    # greedy by size: biggest first, then earliest first, placed at the tightest fitting gap
+    order = sorted(planned, key=lambda v: (-sizes[id(v)], start[id(v)]))
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end offset, first, last)
+    offsets: dict[str, int] = {}
+    arena = 0
+    for v in order:
+        size, a, b = sizes[id(v)], start[id(v)], end[id(v)]
+        busy = sorted((o, e) for o, e, s, t in placed if s <= b and a <= t and e > o)
+        best, best_gap, cursor = None, None, 0
+        for o, e in busy:
+            gap = o - cursor
+            if gap >= size and (best_gap is None or gap < best_gap):
+                best, best_gap = cursor, gap
+            cursor = max(cursor, _align(e, alignment))
+        off = best if best is not None else cursor
+        placed.append((off, off + size, a, b))
+        offsets[v.name] = off
+        arena = max(arena, off + size)
+
+    live = [0] * (len(graph.nodes) + 1)
+    for v in planned:
+        for t in range(start[id(v)], end[id(v)] + 1):
+            live[t] += sizes[id(v)]
+    return MemoryPlan(
+        offsets=offsets, aliases=aliases, arena_bytes=_align(arena, alignment),
+        total_bytes=sum(sizes.values()), lower_bound_bytes=max(live), alignment=alignment,
+        lifetimes={v.name: (start[id(v)], end[id(v)]) for v in planned},
+        sizes={v.name: sizes[id(v)] for v in planned})
+
+
+@register_pass("plan-memory")
+def plan_memory(graph: Graph, *, alignment: int = 64) -> bool:
+    """Assign arena offsets to activations; the plan goes to graph.meta["memory_plan"]."""
+    graph.meta["memory_plan"] = plan(graph, alignment)
+    return False
