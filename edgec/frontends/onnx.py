@@ -1,0 +1,487 @@
+"""The ONNX frontend: reads an ONNX model (opsets 11..21) into an edgec `Graph`.
+
+Older opset forms are rewritten into the opset-21 forms the IR uses (see `onnx_ops`), model-local
+functions are inlined, input shapes are fixed, and every node whose inputs are all constants
+(`Shape` always is: shapes are static) is evaluated on the spot by the op's reference, so
+shape-computation chains such as `Shape -> Gather -> Unsqueeze -> Concat -> Reshape` vanish.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import external_data_helper, helper, numpy_helper
+
+from ..errors import EdgecError, FrontendError, ShapeError, UnsupportedOpError
+from ..ir import DType, Graph, Node, TensorType, Value, get_op, has_op, onnx_dtypes
+from ..ir.interpreter import run_node
+from .onnx_ops import CONVERTERS, FRONTEND_OPS, NO_FOLD, REQUIRES
+
+MIN_OPSET, MAX_OPSET = 11, 21
+DEFAULT_DOMAINS = ("", "ai.onnx")
+FOLD_LIMIT = 1 << 20  # elements: larger all-constant results stay nodes for the passes to fold
+
+# Attributes that mean nothing at inference time: dropped whatever their value.
+_INERT_ATTRS = {("BatchNormalization", "momentum"), ("BatchNormalization", "spatial"),
+                ("Dropout", "seed")}
+
+
+def import_onnx(model: str | Path | bytes | onnx.ModelProto,
+                input_shapes: Mapping[str, Sequence[int]] | None = None,
+                name: str | None = None) -> Graph:
+    """Read an ONNX model (a path, its bytes or a ModelProto) into a graph with static shapes.
+
+    `input_shapes` fixes inputs whose shapes have symbolic or unknown dims ({name: dims}).
+    Raises FrontendError (unreadable model, unsupported opset or attribute),
+    UnsupportedOpError (op types edgec lacks, all listed) or ShapeError (input shapes).
+    """
+    proto, source = _load(model)
+    opset = _default_opset(proto, source)
+    if proto.functions:
+        try:
+            proto = onnx.inliner.inline_local_functions(proto)
+        except Exception as e:
+            raise FrontendError(f"{source}: cannot inline the model's local functions: {e}") from e
+    check_supported(proto.graph)
+    return _Importer(proto, opset, name or proto.graph.name, input_shapes or {}).run()
+
+
+# -- reading and checking the model ---------------------------------------------------------
+
+def _load(model) -> tuple[onnx.ModelProto, str]:
+    if isinstance(model, onnx.ModelProto):
+        source = f"model '{model.graph.name}'"
+        _reject_external_data(model, source, "it was loaded without its external data; "
+                              "load it with onnx.load(path) or pass the path instead")
+        return model, source
+    if isinstance(model, bytes | bytearray | memoryview):
+        source = "the given bytes"
+        proto = _parse(bytes(model), source)
+        _reject_external_data(proto, source, "bytes cannot refer to external files; pass the "
+                              "model's path instead")
+        return proto, source
+    if not isinstance(model, str | Path):
+        raise FrontendError(f"import_onnx takes a path, bytes or an onnx.ModelProto, "
+                            f"not {type(model).__name__}")
+    path = Path(model)
+    source = str(path)
+    if not path.is_file():
+        raise FrontendError(f"{source}: no such file" if not path.exists()
+                            else f"{source} is not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise FrontendError(f"{source}: cannot read it: {e.strerror or e}") from e
+    proto = _parse(data, source)
+    try:
+        external_data_helper.load_external_data_for_model(proto, str(path.parent))
+    except Exception as e:
+        bad = next((t.name for t in _tensors_with_external_data(proto)
+                    if not _external_file(t, path.parent).is_file()), None)
+        what = f"tensor '{bad}'" if bad else "a tensor"
+        raise FrontendError(f"{source}: cannot load the external data of {what}: {e}") from e
+    return proto, source
+
+
+def _parse(data: bytes, source: str) -> onnx.ModelProto:
+    if not data:
+        raise FrontendError(f"{source} is not an ONNX model: it is empty")
+    try:
+        proto = onnx.load_from_string(data)
+    except Exception as e:  # protobuf DecodeError, RuntimeWarning on truncation, ...
+        raise FrontendError(f"{source} is not an ONNX model: {e}") from e
+    if proto.ir_version <= 0 or not proto.HasField("graph"):
+        raise FrontendError(f"{source} is not an ONNX model: it has no IR version or no graph")
+    return proto
+
+
+def _tensors_with_external_data(proto: onnx.ModelProto):
+    tensors = list(proto.graph.initializer)
+    for node in _walk(proto.graph):
+        for a in node.attribute:
+            tensors += [a.t] if a.HasField("t") else list(a.tensors)
+    return [t for t in tensors if external_data_helper.uses_external_data(t)]
+
+
+def _external_file(t: onnx.TensorProto, base: Path) -> Path:
+    info = {e.key: e.value for e in t.external_data}
+    return base / info.get("location", "")
+
+
+def _reject_external_data(proto: onnx.ModelProto, source: str, why: str) -> None:
+    for t in _tensors_with_external_data(proto):
+        raise FrontendError(f"{source}: tensor '{t.name}' keeps its data in an external file "
+                            f"('{_external_file(t, Path()).name}'); {why}")
+
+
+def _default_opset(proto: onnx.ModelProto, source: str) -> int:
+    versions = [o.version for o in proto.opset_import if o.domain in DEFAULT_DOMAINS]
+    if not versions:
+        raise FrontendError(f"{source} imports no ai.onnx opset")
+    v = versions[0]
+    if not MIN_OPSET <= v <= MAX_OPSET:
+        raise FrontendError(
+            f"{source} uses ONNX opset {v}; edgec imports opsets {MIN_OPSET}..{MAX_OPSET}. "
+            f"Convert it first: onnx.version_converter.convert_version(model, 17)")
+    return v
+
+
+def _op_key(node: onnx.NodeProto) -> str:
+    return node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
+
+
+def _walk(graph: onnx.GraphProto):
+    """Every node of `graph`, including those of nested subgraphs (If, Loop, Scan bodies)."""
+    for node in graph.node:
+        yield node
+        for a in node.attribute:
+            for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
+                yield from _walk(g)
+
+
+def is_supported(op_type: str) -> bool:
+    if op_type in FRONTEND_OPS:
+        return True
+    return all(has_op(o) for o in REQUIRES.get(op_type, (op_type,)))
+
+
+def supported_ops() -> list[str]:
+    """The ONNX (default domain) op types edgec imports."""
+    ops = set(FRONTEND_OPS) | set(REQUIRES)
+    ops |= {o for o in _registry_ops() if onnx.defs.has(o, "")}
+    return sorted(o for o in ops if is_supported(o))
+
+
+def _registry_ops() -> list[str]:
+    from ..ir import all_ops
+
+    return list(all_ops())
+
+
+def check_supported(graph: onnx.GraphProto) -> None:
+    """Raise one UnsupportedOpError listing every op type (with its count) edgec lacks."""
+    counts: dict[str, int] = {}
+    for node in _walk(graph):
+        key = _op_key(node)
+        if node.domain not in DEFAULT_DOMAINS or not is_supported(node.op_type):
+            counts[key] = counts.get(key, 0) + 1
+    if counts:
+        listed = ", ".join(f"{k} (x{n})" for k, n in sorted(counts.items()))
+        raise UnsupportedOpError(
+            f"unsupported ONNX ops: {listed}; edgec supports: {', '.join(supported_ops())}")
+
+
+def sanitize_name(name: str) -> str:
+    """A C identifier derived from `name` (the generated library prefixes its API with it)."""
+    s = re.sub(r"\W", "_", name.strip(), flags=re.ASCII).strip("_")
+    if not s:
+        return "model"
+    return s if not s[0].isdigit() else "m_" + s
+
+
+# -- tensors and types ------------------------------------------------------------------------
+
+def _np_dtype(elem_type: int, what: str) -> DType:
+    try:
+        return onnx_dtypes.from_onnx(elem_type)
+    except FrontendError as e:
+        raise FrontendError(f"{what}: {e}") from None
+
+
+def tensor_to_array(t: onnx.TensorProto | onnx.SparseTensorProto, what: str) -> np.ndarray:
+    """The numpy array of an ONNX tensor (dense or sparse) with an edgec dtype."""
+    if isinstance(t, onnx.SparseTensorProto):
+        values = tensor_to_array(t.values, what)
+        idx = numpy_helper.to_array(t.indices).astype(np.int64)
+        dims = tuple(t.dims)
+        dense = np.zeros(math.prod(dims), values.dtype)
+        flat = idx if idx.ndim == 1 else np.ravel_multi_index(tuple(idx.T), dims)
+        dense[flat] = values
+        return dense.reshape(dims)
+    _np_dtype(t.data_type, what)
+    try:
+        return numpy_helper.to_array(t)
+    except Exception as e:
+        raise FrontendError(f"{what}: cannot read its data: {e}") from e
+
+
+def attr_value(a: onnx.AttributeProto, where: str) -> Any:
+    """A Python value for an ONNX attribute (strings decoded, tensors as arrays)."""
+    what = f"{where}: attribute '{a.name}'"
+    if a.ref_attr_name:
+        raise FrontendError(f"{what} refers to function attribute '{a.ref_attr_name}' "
+                            "outside a function")
+    if a.type == onnx.AttributeProto.TENSOR:
+        return tensor_to_array(a.t, what)
+    if a.type == onnx.AttributeProto.SPARSE_TENSOR:
+        return tensor_to_array(a.sparse_tensor, what)
+    if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+        raise FrontendError(f"{what} is a subgraph; edgec does not import subgraphs")
+    if a.type in (onnx.AttributeProto.TENSORS, onnx.AttributeProto.SPARSE_TENSORS,
+                  onnx.AttributeProto.TYPE_PROTO, onnx.AttributeProto.TYPE_PROTOS):
+        raise FrontendError(f"{what} has a kind edgec does not support")
+    v = helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, list) and v and isinstance(v[0], bytes):
+        return [x.decode("utf-8", "replace") for x in v]
+    return v
+
+
+def _schema_default(op_type: str, opset: int, key: str) -> Any:
+    try:
+        a = onnx.defs.get_schema(op_type, opset, "").attributes[key]
+    except Exception:
+        return None
+    if not a.default_value.type:
+        return None
+    return attr_value(a.default_value, op_type)
+
+
+# -- the importer -----------------------------------------------------------------------------
+
+class _Importer:
+    """Walks the ONNX graph once, converting each node with the converter table."""
+
+    def __init__(self, proto: onnx.ModelProto, opset: int, name: str,
+                 input_shapes: Mapping[str, Sequence[int]]):
+        self.proto = proto
+        self.opset = opset
+        self.graph = Graph(sanitize_name(name))
+        self.input_shapes = input_shapes
+        self.env: dict[str, Value] = {}
+        self.initializers: dict[str, onnx.TensorProto | onnx.SparseTensorProto] = {}
+        g = proto.graph
+        for t in g.initializer:
+            self.initializers[t.name] = t
+        for st in g.sparse_initializer:
+            self.initializers[st.values.name] = st
+        self.output_names = {o.name for o in g.output}
+        self.used = self.output_names | {i for n in _walk(g) for i in n.input}
+
+    def run(self) -> Graph:
+        g = self.proto.graph
+        self._add_inputs()
+        for node in _topological(g):
+            self._convert(node)
+        outs = []
+        for o in g.output:
+            if not o.name or self.value(o.name, "graph output") is None:
+                raise FrontendError(f"graph output '{o.name}' is not produced by any node")
+            outs.append(self.env[o.name])
+        self.graph.outputs = outs
+        return self.graph
+
+    # -- inputs ------------------------------------------------------------------------------
+    def _add_inputs(self) -> None:
+        inputs = [i for i in self.proto.graph.input if i.name not in self.initializers]
+        names = [i.name for i in inputs]
+        for key in self.input_shapes:
+            if key not in names:
+                const = " (it is an initializer, hence a constant)" if key in self.initializers \
+                    else ""
+                raise ShapeError(f"input_shapes names '{key}', which is not an input of the "
+                                 f"model{const}; its inputs are {names}")
+        for info in inputs:
+            self.env[info.name] = self.graph.add_input(info.name, self._input_type(info))
+
+    def _input_type(self, info: onnx.ValueInfoProto) -> TensorType:
+        name = info.name
+        if not info.type.HasField("tensor_type"):
+            raise FrontendError(f"input '{name}' is not a tensor; edgec takes tensor inputs only")
+        tt = info.type.tensor_type
+        dtype = _np_dtype(tt.elem_type, f"input '{name}'")
+        given = self.input_shapes.get(name)
+        hint = "--input-shape {}={} (CLI) or input_shapes={{'{}': [...]}} (Python)"
+        if not tt.HasField("shape"):
+            if given is None:
+                raise ShapeError(f"input '{name}' has no shape in the model; fix it with "
+                                 + hint.format(name, "d0,d1,...", name))
+            return TensorType(self._checked(name, given, None), dtype)
+        dims: list[int | str | None] = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value") and d.dim_value >= 0:
+                dims.append(d.dim_value)
+            else:
+                dims.append(d.dim_param or None)
+        if given is not None:
+            return TensorType(self._checked(name, given, dims), dtype)
+        for i, d in enumerate(dims):
+            if not isinstance(d, int):
+                template = ",".join(str(x) if isinstance(x, int) else f"d{j}"
+                                    for j, x in enumerate(dims))
+                sym = f"symbolic ('{d}')" if d else "unknown"
+                raise ShapeError(f"input '{name}' dim {i} is {sym}; fix it with "
+                                 + hint.format(name, template, name))
+        return TensorType(tuple(dims), dtype)
+
+    @staticmethod
+    def _checked(name: str, given: Sequence[int], dims: list | None) -> tuple[int, ...]:
+        try:
+            shape = tuple(int(d) for d in given)
+        except (TypeError, ValueError):
+            raise ShapeError(f"input_shapes['{name}'] = {given!r} is not a list of ints") from None
+        if any(d < 0 for d in shape):
+            raise ShapeError(f"input_shapes['{name}'] = {list(shape)} has a negative dim")
+        if dims is None:
+            return shape
+        model = [d if d is not None else "?" for d in dims]
+        if len(shape) != len(dims):
+            raise ShapeError(f"input_shapes['{name}'] = {list(shape)} has rank {len(shape)}, "
+                             f"but the model's input '{name}' is {model} (rank {len(dims)})")
+        for i, (g, d) in enumerate(zip(shape, dims, strict=True)):
+            if isinstance(d, int) and g != d:
+                raise ShapeError(f"input_shapes['{name}'] = {list(shape)} contradicts the model's "
+                                 f"shape {model}: dim {i} is fixed to {d}")
+        return shape
+
+    # -- values ------------------------------------------------------------------------------
+    def value(self, name: str, where: str) -> Value | None:
+        if not name:
+            return None
+        v = self.env.get(name)
+        if v is None:
+            t = self.initializers.get(name)
+            if t is None:
+                raise FrontendError(f"{where} reads '{name}', which no node, input or "
+                                    "initializer defines")
+            v = self.env[name] = self.const(tensor_to_array(t, f"initializer '{name}'"), name)
+        return v
+
+    def const(self, array, name: str, dtype: DType | None = None) -> Value:
+        arr = np.asarray(array)
+        return self.graph.const(arr, name, dtype or DType.from_numpy(arr.dtype))
+
+    # -- nodes -------------------------------------------------------------------------------
+    def _convert(self, node: onnx.NodeProto) -> None:
+        name = node.name or next((o for o in node.output if o), node.op_type)
+        where = f"node {name} ({node.op_type})"
+        inputs = [self.value(i, where) for i in node.input]
+        attrs = {a.name: attr_value(a, where) for a in node.attribute}
+        outputs = list(node.output)
+        while outputs and outputs[-1] not in self.used:  # unused optional outputs
+            outputs.pop()
+        if not outputs:
+            return  # a dead node
+        convert = CONVERTERS.get(node.op_type)
+        try:
+            if convert is None:
+                results = self.emit(node.op_type, inputs, attrs, outputs=outputs, name=name)
+            else:
+                results = convert(self, _NodeInfo(node, name, outputs), inputs, attrs)
+        except EdgecError as e:
+            if where in str(e) or name in str(e):
+                raise
+            raise type(e)(f"{where}: {e}") from e
+        for oname, v in zip(outputs, results, strict=False):
+            if oname and v is not None:
+                self.env[oname] = v
+
+    def clean_attrs(self, op: str, attrs: dict[str, Any], name: str) -> dict[str, Any]:
+        """`attrs` restricted to the IR op's schema: inert or default-valued extras dropped."""
+        spec = get_op(op).attrs
+        out = {}
+        for k, v in attrs.items():
+            if k in spec:
+                out[k] = v
+            elif (op, k) in _INERT_ATTRS:
+                continue
+            elif _same(v, _schema_default(op, self.opset, k)):
+                continue
+            else:
+                raise FrontendError(
+                    f"node {name} ({op}): attribute {k}={v!r} is not supported by edgec's {op} "
+                    f"(it takes {sorted(spec) or 'no attributes'}); edgec imports models for "
+                    "inference only")
+        return out
+
+    def emit(self, op: str, inputs: Sequence[Value | None], attrs: dict[str, Any] | None = None,
+             *, outputs: Sequence[str] = ("",), name: str = "") -> list[Value]:
+        """Add IR node `op`, or the constants it computes when all its inputs are constants.
+
+        `outputs` names the results ("" for an unused one, which gets a fresh name); it may
+        be shorter than the op's outputs, never longer.
+        """
+        name = name or outputs[0] or op.lower()
+        where = f"node {name} ({op})"
+        opdef = get_op(op)
+        attrs = opdef.complete_attrs(self.clean_attrs(op, attrs or {}, name), where=where)
+        types = opdef.infer_types(list(inputs), attrs, where=where)
+        if len(types) < len(outputs):
+            raise FrontendError(f"{where}: the model uses output {len(outputs) - 1}, but edgec's "
+                                f"{op} has {len(types)} output(s) (training-only outputs are not "
+                                "supported)")
+        lo, hi = opdef.num_outputs
+        if len(types) == hi:  # trailing optional outputs the model does not use are left off
+            types = types[:max(len(outputs), lo)]
+        onames = [outputs[i] if i < len(outputs) and outputs[i] else f"{name}_{i}"
+                  for i in range(len(types))]
+        if self._foldable(op, inputs, attrs, types):
+            outs = [Value(n, t) for n, t in zip(onames, types, strict=True)]
+            arrays = run_node(Node(op, inputs, outs, attrs, name),
+                              [v.const if v is not None else None for v in inputs])
+            return [self.const(a, v.name, v.dtype) for a, v in zip(arrays, outs, strict=True)]
+        values = [Value(self.graph.fresh_name(n), t) for n, t in zip(onames, types, strict=True)]
+        node = Node(op, inputs, values, attrs, self.graph.fresh_name(name, node=True))
+        self.graph.insert(node)
+        return values
+
+    @staticmethod
+    def _foldable(op: str, inputs: Sequence[Value | None], attrs: dict[str, Any],
+                  types: list[TensorType]) -> bool:
+        present = [v for v in inputs if v is not None]
+        return (bool(present) and all(v.is_const for v in present) and op not in NO_FOLD
+                and not any(isinstance(a, Graph) for a in attrs.values())
+                and sum(t.numel for t in types) <= FOLD_LIMIT)
+
+
+class _NodeInfo:
+    """What a converter needs to know about the ONNX node it converts."""
+
+    __slots__ = ("proto", "name", "outputs")
+
+    def __init__(self, proto: onnx.NodeProto, name: str, outputs: list[str]):
+        self.proto = proto
+        self.name = name
+        self.outputs = outputs
+
+    @property
+    def op_type(self) -> str:
+        return self.proto.op_type
+
+
+def _same(a: Any, b: Any) -> bool:
+    if b is None:
+        return False
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except Exception:
+        return False
+
+
+def _topological(g: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The nodes in a valid order: the file's order when it is one (ONNX requires it)."""
+    known = {i.name for i in g.input} | {t.name for t in g.initializer} | {""}
+    known |= {t.values.name for t in g.sparse_initializer}
+    produced = {o for n in g.node for o in n.output}
+    order, pending = [], list(g.node)
+    while pending:
+        rest = []
+        for n in pending:
+            # names produced by no node are left for the importer to report
+            if all(i in known or i not in produced for i in n.input):
+                order.append(n)
+                known.update(n.output)
+            else:
+                rest.append(n)
+        if len(rest) == len(pending):
+            raise FrontendError(f"the graph has a cycle through node "
+                                f"{rest[0].name or rest[0].output[0]} ({rest[0].op_type})")
+        pending = rest
+    return order

@@ -1,0 +1,312 @@
+"""ONNX node converters: the ops whose ONNX form differs from the IR's opset-21 form.
+
+Attribute forms of older opsets become constant inputs (Split `split`, (Un)Squeeze and Reduce*
+`axes`, Clip `min/max`, Pad `pads`), `auto_pad` becomes explicit pads, Softmax before opset 13
+("coerce to 2-D") becomes Reshape [prod(d[:axis]), prod(d[axis:])] -> Softmax -> Reshape, and
+Constant, Identity, Dropout, Shape and Size become constants or aliases. Any op not listed here
+converts one-to-one (`ctx.emit(node.op_type, ...)`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import FrontendError
+from ..ir import Value, get_op, has_op
+
+if TYPE_CHECKING:
+    from .onnx import _Importer, _NodeInfo
+
+Converter = Callable[["_Importer", "_NodeInfo", list, dict], list]
+CONVERTERS: dict[str, Converter] = {}
+
+# Ops the frontend turns into constants or aliases itself: supported without a registry op.
+FRONTEND_OPS = frozenset({"Constant", "Identity", "Dropout", "Shape", "Size"})
+# ONNX ops that convert to a differently named IR op.
+REQUIRES: dict[str, tuple[str, ...]] = {"Scatter": ("ScatterElements",)}
+# Never evaluated at import even on constant inputs: random ops, and Q/DQ, which the
+# quantization passes import as such (folding DequantizeLinear would lose the int weights).
+NO_FOLD = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+                     "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                     "Multinomial", "Bernoulli"})
+
+# Reduce ops and the opset from which `axes` is an input instead of an attribute.
+AXES_INPUT_SINCE = {"ReduceSum": 13, **{f"Reduce{k}": 18 for k in (
+    "Mean", "Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare")}}
+
+
+def converts(*ops: str):
+    def deco(fn: Converter) -> Converter:
+        for o in ops:
+            CONVERTERS[o] = fn
+        return fn
+    return deco
+
+
+def _emit(ctx: _Importer, node: _NodeInfo, inputs: list, attrs: dict, op: str | None = None):
+    return ctx.emit(op or node.op_type, inputs, attrs, outputs=node.outputs, name=node.name)
+
+
+def _i64(ctx: _Importer, values, name: str) -> Value:
+    return ctx.const(np.asarray(values, dtype=np.int64), name)
+
+
+def _pad_inputs(inputs: list, n: int) -> list:
+    return list(inputs) + [None] * (n - len(inputs))
+
+
+# -- constants and aliases -------------------------------------------------------------------
+
+@converts("Constant")
+def constant(ctx, node, inputs, attrs):
+    if len(attrs) != 1:
+        raise FrontendError(f"node {node.name} (Constant) must have exactly one value attribute, "
+                            f"has {sorted(attrs)}")
+    (key, v), = attrs.items()
+    if key in ("value_string", "value_strings"):
+        raise FrontendError(f"node {node.name} (Constant): string constants are not supported")
+    if key in ("value_float", "value_floats"):
+        v = np.asarray(v, dtype=np.float32)
+    elif key in ("value_int", "value_ints"):
+        v = np.asarray(v, dtype=np.int64)
+    elif key not in ("value", "sparse_value"):
+        raise FrontendError(f"node {node.name} (Constant): unknown attribute '{key}'")
+    return [ctx.const(v, node.outputs[0])]
+
+
+def _alias(ctx, node, x: Value) -> list:
+    # A graph output keeps its ONNX name through an explicit Identity where the IR has one.
+    if node.outputs[0] in ctx.output_names and has_op("Identity"):
+        return ctx.emit("Identity", [x], outputs=node.outputs[:1], name=node.name)
+    return [x]
+
+
+@converts("Identity")
+def identity(ctx, node, inputs, attrs):
+    return _alias(ctx, node, inputs[0])
+
+
+@converts("Dropout")
+def dropout(ctx, node, inputs, attrs):
+    x = inputs[0]
+    training = inputs[2] if len(inputs) > 2 else None
+    if training is not None and (not training.is_const or bool(training.const)):
+        raise FrontendError(f"node {node.name} (Dropout) runs in training mode; export the model "
+                            "in eval mode")
+    outs = _alias(ctx, node, x)
+    if len(node.outputs) > 1:  # the mask keeps everything at inference
+        outs.append(ctx.const(np.ones(x.shape, dtype=bool), node.outputs[1]))
+    return outs
+
+
+@converts("Shape")
+def shape(ctx, node, inputs, attrs):
+    dims = inputs[0].shape
+    r = len(dims)
+    start, end = attrs.get("start", 0), attrs.get("end", r)
+    start, end = (min(max(i + r if i < 0 else i, 0), r) for i in (start, end))
+    return [_i64(ctx, dims[start:end], node.outputs[0])]
+
+
+@converts("Size")
+def size(ctx, node, inputs, attrs):
+    return [_i64(ctx, inputs[0].type.numel, node.outputs[0])]
+
+
+# -- attribute forms of older opsets -> inputs ---------------------------------------------------
+
+@converts("Squeeze", "Unsqueeze")
+def squeeze(ctx, node, inputs, attrs):
+    attrs = dict(attrs)
+    if "axes" in attrs:  # opset < 13
+        inputs = [inputs[0], _i64(ctx, attrs.pop("axes"), f"{node.outputs[0]}_axes")]
+    return _emit(ctx, node, inputs, attrs)
+
+
+@converts(*AXES_INPUT_SINCE)
+def reduce(ctx, node, inputs, attrs):
+    attrs = dict(attrs)
+    if "axes" in attrs and ctx.opset < AXES_INPUT_SINCE[node.op_type]:
+        inputs = [inputs[0], _i64(ctx, attrs.pop("axes"), f"{node.outputs[0]}_axes")]
+    return _emit(ctx, node, inputs, attrs)
+
+
+@converts("Split")
+def split(ctx, node, inputs, attrs):
+    """Always give explicit sizes, so the IR never depends on the number of outputs."""
+    attrs = dict(attrs)
+    x = inputs[0]
+    axis = attrs.get("axis", 0)
+    sizes = attrs.pop("split", None)
+    count = attrs.pop("num_outputs", None) or len(node.proto.output)
+    if len(inputs) > 1 and inputs[1] is not None:
+        sizes = inputs[1].const if inputs[1].is_const else None
+        if sizes is None:
+            return _emit(ctx, node, inputs, attrs)
+    if sizes is None:
+        dim = x.shape[axis]
+        chunk = -(-dim // count)  # the last chunk is the smaller one (opset 18 semantics)
+        sizes = [chunk] * (count - 1) + [dim - chunk * (count - 1)]
+        if min(sizes) < 0:
+            raise FrontendError(f"node {node.name} (Split): cannot split {dim} into {count} parts")
+    return _emit(ctx, node, [x, _i64(ctx, sizes, f"{node.name}_split")], attrs)
+
+
+@converts("Clip")
+def clip(ctx, node, inputs, attrs):
+    attrs = dict(attrs)
+    if "min" in attrs or "max" in attrs:  # opset < 11
+        dt = inputs[0].dtype.np
+        lo, hi = attrs.pop("min", None), attrs.pop("max", None)
+        inputs = [inputs[0],
+                  None if lo is None else ctx.const(np.asarray(lo, dt), f"{node.name}_min"),
+                  None if hi is None else ctx.const(np.asarray(hi, dt), f"{node.name}_max")]
+    return _emit(ctx, node, inputs, attrs)
+
+
+@converts("Pad")
+def pad(ctx, node, inputs, attrs):
+    attrs = dict(attrs)
+    if "pads" in attrs:  # opset < 11
+        value = attrs.pop("value", 0.0)
+        inputs = [inputs[0], _i64(ctx, attrs.pop("pads"), f"{node.name}_pads"),
+                  ctx.const(np.asarray(value, inputs[0].dtype.np), f"{node.name}_value")]
+    return _emit(ctx, node, inputs, attrs)
+
+
+@converts("Softmax", "LogSoftmax", "Hardmax")
+def softmax(ctx, node, inputs, attrs):
+    """Before opset 13 these flatten the input to 2-D at `axis` (default 1)."""
+    if ctx.opset >= 13:
+        return _emit(ctx, node, inputs, attrs)
+    x = inputs[0]
+    r = x.type.rank
+    axis = attrs.get("axis", 1)
+    axis = axis + r if axis < 0 else axis
+    if axis == r - 1:
+        return _emit(ctx, node, inputs, {"axis": -1})
+    out = node.outputs[0]
+    rows, cols = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
+    flat, = ctx.emit("Reshape", [x, _i64(ctx, [rows, cols], f"{out}_2d_shape")],
+                     outputs=[f"{out}_2d"], name=f"{node.name}_2d")
+    y, = ctx.emit(node.op_type, [flat], {"axis": -1}, outputs=[f"{out}_2d_{node.op_type}"],
+                  name=node.name)
+    return ctx.emit("Reshape", [y, _i64(ctx, x.shape, f"{out}_shape")], outputs=[out],
+                    name=f"{node.name}_nd")
+
+
+@converts("Resize")
+def resize(ctx, node, inputs, attrs):
+    """Opsets 11-12 require `roi` and `scales` and pass empty tensors for the unused ones."""
+    inputs = _pad_inputs(inputs, 4)
+    for i in (1, 2, 3):
+        v = inputs[i]
+        if v is not None and v.is_const and v.const.size == 0:
+            inputs[i] = None
+    if attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize":
+        inputs[1] = None  # roi is read only in that mode
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    return _emit(ctx, node, inputs, attrs)
+
+
+@converts("BatchNormalization")
+def batch_norm(ctx, node, inputs, attrs):
+    if attrs.get("training_mode", 0):
+        raise FrontendError(f"node {node.name} (BatchNormalization) runs in training mode; "
+                            "export the model in eval mode")
+    attrs = {k: v for k, v in attrs.items() if k != "training_mode"
+             or "training_mode" in get_op("BatchNormalization").attrs}
+    return _emit(ctx, node, inputs, attrs)
+
+
+@converts("Scatter")
+def scatter(ctx, node, inputs, attrs):
+    return _emit(ctx, node, inputs, attrs, op="ScatterElements")
+
+
+# -- convolution and pooling: explicit spatial attributes ---------------------------------------
+
+def _split_pads(total: int, upper: bool) -> tuple[int, int]:
+    """(begin, end) for SAME_UPPER (the odd unit at the end) or SAME_LOWER (at the begin)."""
+    small, big = total // 2, total - total // 2
+    return (small, big) if upper else (big, small)
+
+
+@converts("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool")
+def spatial(ctx, node, inputs, attrs):
+    """Resolve `auto_pad` and fill strides, pads, dilations (and output_padding) explicitly.
+
+    SAME pools/convs: out = ceil(in / s), total pad = max((out - 1) s + (k - 1) d + 1 - in, 0).
+    ConvTranspose: total pad = s (in - 1) + output_padding + (k - 1) d + 1 - out, where
+    out = output_shape, or in * s for SAME.
+    """
+    op, where = node.op_type, f"node {node.name} ({node.op_type})"
+    attrs = dict(attrs)
+    x = inputs[0]
+    n = x.type.rank - 2
+    if n < 1:
+        raise FrontendError(f"{where}: input %{x.name} has shape {list(x.shape)}; "
+                            "expected [N, C, spatial...]")
+    if op in ("Conv", "ConvTranspose"):
+        kernel = list(inputs[1].shape[2:])
+        given = attrs.pop("kernel_shape", None)
+        if given is not None and list(given) != kernel:
+            raise FrontendError(f"{where}: kernel_shape {list(given)} does not match the weight "
+                                f"shape {list(inputs[1].shape)}")
+    elif "kernel_shape" in attrs:
+        kernel = list(attrs["kernel_shape"])
+    else:
+        raise FrontendError(f"{where} has no kernel_shape")
+    strides = list(attrs.get("strides") or [1] * n)
+    dilations = list(attrs.get("dilations") or [1] * n)
+    pads = list(attrs.get("pads") or [0] * (2 * n))
+    auto_pad = attrs.pop("auto_pad", "NOTSET") or "NOTSET"
+    if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        raise FrontendError(f"{where}: unknown auto_pad '{auto_pad}'")
+    if len(kernel) != n or len(strides) != n or len(dilations) != n or len(pads) != 2 * n:
+        raise FrontendError(f"{where}: kernel_shape {kernel}, strides {strides}, dilations "
+                            f"{dilations} or pads {pads} do not fit {n} spatial dims")
+    size = x.shape[2:]
+    extent = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+    upper = auto_pad == "SAME_UPPER"
+    if op == "ConvTranspose":
+        out_pad = list(attrs.get("output_padding") or [0] * n)
+        target = attrs.pop("output_shape", None)
+        if target is not None or auto_pad.startswith("SAME"):
+            target = list(target)[-n:] if target is not None else \
+                [i * s for i, s in zip(size, strides, strict=True)]
+            for i in range(n):
+                total = strides[i] * (size[i] - 1) + out_pad[i] + extent[i] - target[i]
+                if total < 0:  # the output is larger than the full result: extend at the end
+                    out_pad[i] -= total
+                    total = 0
+                pads[i], pads[i + n] = _split_pads(total, upper)
+        elif auto_pad == "VALID":
+            pads = [0] * (2 * n)
+        _put(attrs, "output_padding", out_pad, [0] * n, op, where)
+    elif auto_pad.startswith("SAME"):
+        for i in range(n):
+            out = -(-size[i] // strides[i])
+            total = max((out - 1) * strides[i] + extent[i] - size[i], 0)
+            pads[i], pads[i + n] = _split_pads(total, upper)
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * n)
+    _put(attrs, "strides", strides, [1] * n, op, where)
+    _put(attrs, "pads", pads, [0] * (2 * n), op, where)
+    _put(attrs, "dilations", dilations, [1] * n, op, where)
+    return _emit(ctx, node, inputs, attrs)
+
+
+def _put(attrs: dict[str, Any], key: str, value: list, neutral: list, op: str, where: str):
+    """Set an attribute the IR op declares; one it lacks must hold its neutral value."""
+    if key in get_op(op).attrs:
+        attrs[key] = value
+    elif value != neutral:
+        raise FrontendError(f"{where}: {key}={value} is not supported by edgec's {op}")
+    else:
+        attrs.pop(key, None)
