@@ -101,3 +101,68 @@ def test_conv_bad_group_is_a_shape_error():
     w = g.const(np.ones((4, 3, 3, 3), np.float32))
     with pytest.raises(ShapeError, match="group"):
         g.add_node("Conv", [x, w], conv_attrs(2, group=2))
+
+
+def pool_attrs(k, strides=None, pads=None, dilations=None, ceil_mode=0):
+    n = len(k)
+    return {"kernel_shape": list(k), "strides": strides or [1] * n, "pads": pads or [0] * (2 * n),
+            "dilations": dilations or [1] * n, "ceil_mode": ceil_mode}
+
+
+POOL_CASES = [
+    ((1, 2, 8, 8), pool_attrs((2, 2), strides=[2, 2])),
+    ((2, 3, 7, 9), pool_attrs((3, 3), strides=[2, 2], pads=[1, 1, 1, 1])),
+    ((1, 2, 7, 7), pool_attrs((3, 3), strides=[2, 2], ceil_mode=1)),
+    ((1, 2, 6, 7), pool_attrs((2, 3), strides=[2, 2], pads=[1, 0, 0, 1], ceil_mode=1)),
+    ((1, 1, 5, 5), pool_attrs((2, 2), strides=[3, 3], pads=[1, 1, 1, 1], ceil_mode=1)),
+    ((1, 2, 9, 8), pool_attrs((2, 2), strides=[1, 2], dilations=[2, 2], pads=[1, 1, 0, 1])),
+    ((2, 3, 10), pool_attrs((3,), strides=[2], pads=[1, 2], ceil_mode=1)),
+    ((1, 2, 4, 5, 6), pool_attrs((2, 2, 3), strides=[1, 2, 2], pads=[0, 1, 1, 1, 0, 1])),
+    ((1, 1, 8, 8), pool_attrs((3, 3), strides=[3, 3], dilations=[2, 1], ceil_mode=1)),
+]
+
+
+@pytest.mark.parametrize("shape,attrs", POOL_CASES)
+def test_max_pool(shape, attrs):
+    check("MaxPool", [rand(*shape)], attrs)
+
+
+@pytest.mark.parametrize("shape,attrs", POOL_CASES)
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_indices(shape, attrs, storage_order):
+    check("MaxPool", [rand(*shape)], attrs | {"storage_order": storage_order}, n_outputs=2)
+
+
+def test_max_pool_int8():
+    check("MaxPool", [rand(1, 2, 5, 5, dtype=np.int8, lo=-128, hi=127)],
+          pool_attrs((2, 2), pads=[1, 1, 1, 1], strides=[2, 2]))
+
+
+@pytest.mark.parametrize("shape,attrs", POOL_CASES)
+@pytest.mark.parametrize("include_pad", [0, 1])
+def test_average_pool(shape, attrs, include_pad):
+    check("AveragePool", [rand(*shape)], attrs | {"count_include_pad": include_pad})
+
+
+@pytest.mark.parametrize("opname", ["GlobalAveragePool", "GlobalMaxPool"])
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (1, 4, 7), (1, 2, 3, 2, 2)])
+def test_global_pool(opname, shape):
+    check(opname, [rand(*shape)])
+
+
+@pytest.mark.parametrize("opname", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("axis", [-1, 0, 1, 2])
+def test_softmax(opname, axis):
+    check(opname, [rand(2, 3, 5, lo=-10, hi=10)], {"axis": axis})
+
+
+@pytest.mark.parametrize("shape,axis,scale_shape,bias", [
+    ((2, 3, 8), -1, (8,), True), ((2, 3, 8), 1, (3, 8), True), ((4, 6), -1, (6,), False),
+    ((2, 3, 4), 0, (3, 4), True), ((2, 3, 8), -1, (1,), True),
+])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_layer_normalization(shape, axis, scale_shape, bias, n_outputs):
+    b = rand(*scale_shape, seed=2) if bias else None
+    check("LayerNormalization", [rand(*shape, lo=-3, hi=3), rand(*scale_shape, seed=1), b],
+          {"axis": axis, "epsilon": 1e-4}, consts=(1, 2), n_outputs=n_outputs, rtol=1e-4,
+          atol=1e-5)

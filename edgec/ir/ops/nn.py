@@ -13,6 +13,8 @@ import math
 import numpy as np
 
 from ...errors import ShapeError
+from .. import onnx_dtypes
+from ..dtypes import DType
 from ..registry import Attr, broadcast_shapes, op
 from ..types import TensorType
 
@@ -265,3 +267,196 @@ def batch_normalization(x, scale, b, mean, var, *, epsilon, momentum, training_m
     inv = f(scale) / np.sqrt(f(var) + np.asarray(epsilon, dtype=acc))
     return ((x.astype(acc, copy=False) - f(mean)) * inv + f(b)).astype(x.dtype)
 
+
+
+# -- pooling --------------------------------------------------------------------------------
+
+_POOL_ATTRS = {
+    "ceil_mode": Attr.int(0),
+    "dilations": Attr.ints(),
+    "kernel_shape": Attr.ints(),
+    "pads": Attr.ints(),
+    "strides": Attr.ints(),
+}
+
+
+def _pool_geometry(opname: str, shape, *, ceil_mode, dilations, kernel_shape, pads, strides):
+    """Output spatial sizes, and the extra right padding ceil mode needs for its last window."""
+    nsp = len(shape) - 2
+    out, extra = [], []
+    for i in range(nsp):
+        k, s, d = kernel_shape[i], strides[i], dilations[i]
+        o = _window_out(opname, shape[2 + i], k, s, d, pads[i], pads[i + nsp], bool(ceil_mode))
+        out.append(o)
+        padded = shape[2 + i] + pads[i] + pads[i + nsp]
+        extra.append(max(0, (o - 1) * s + (k - 1) * d + 1 - padded))
+    return out, extra
+
+
+def _infer_pool(opname: str, types_out: int):
+    def infer(inputs, *, ceil_mode, dilations, kernel_shape, pads, strides, **_):
+        x = inputs[0].type
+        nsp = x.rank - 2
+        _check_spatial(opname, x, nsp, kernel_shape=(kernel_shape, nsp), strides=(strides, nsp),
+                       dilations=(dilations, nsp), pads=(pads, 2 * nsp))
+        if min(pads) < 0 or any(p >= (k - 1) * d + 1 for p, k, d in
+                                zip(pads, kernel_shape * 2, dilations * 2, strict=True)):
+            _fail(opname, f"pads {pads} must be >= 0 and smaller than the kernel extent")
+        out, _ = _pool_geometry(opname, x.shape, ceil_mode=ceil_mode, dilations=dilations,
+                                kernel_shape=kernel_shape, pads=pads, strides=strides)
+        y = x.with_shape(x.shape[:2] + tuple(out))
+        return [y, y.with_dtype(DType.I64)][:types_out]
+
+    return infer
+
+
+def _lowest(dt: np.dtype):
+    return -np.inf if dt.kind == "f" else np.iinfo(dt).min
+
+
+def _max_pool_infer(inputs, *, storage_order, **kw):
+    x = inputs[0].type
+    if x.dtype.np.kind not in "fiu":
+        _fail("MaxPool", f"input {x} must be float or int")
+    return _infer_pool("MaxPool", 2)(inputs, **kw)
+
+
+@op("MaxPool", outputs=(1, 2), infer=_max_pool_infer,
+    attrs={**_POOL_ATTRS, "storage_order": Attr.int(0)})
+def max_pool(x, *, ceil_mode, dilations, kernel_shape, pads, strides, storage_order):
+    """Max over each window (padding never wins). Indices: the flat index of the first
+    maximum in X, the spatial part row-major (storage_order=0) or column-major (1)."""
+    n, c, *sp = x.shape
+    geo = dict(dilations=dilations, kernel_shape=kernel_shape, pads=pads, strides=strides)
+    out, extra = _pool_geometry("MaxPool", x.shape, ceil_mode=ceil_mode, **geo)
+    npix = math.prod(sp)
+    flat = np.arange(npix, dtype=np.int64).reshape(sp, order="F" if storage_order else "C")
+    idx = _pad_spatial(np.broadcast_to(flat, x.shape), pads, -1, extra)
+    xp = _pad_spatial(x, pads, _lowest(x.dtype), extra)
+    best, best_i = None, None
+    for v, vi in zip(_window_views(xp, kernel_shape, strides, dilations, out),
+                     _window_views(idx, kernel_shape, strides, dilations, out), strict=True):
+        if best is None:
+            best, best_i = v.copy(), vi.copy()
+        else:
+            better = v > best
+            best = np.where(better, v, best)
+            best_i = np.where(better, vi, best_i)
+    base = (np.arange(n * c, dtype=np.int64) * npix).reshape((n, c) + (1,) * len(sp))
+    return best, best_i + base
+
+
+def _avg_infer(inputs, *, count_include_pad, **kw):
+    x = inputs[0].type
+    if not x.dtype.is_float:
+        _fail("AveragePool", f"input {x} must be float")
+    return _infer_pool("AveragePool", 1)(inputs, **kw)
+
+
+@op("AveragePool", infer=_avg_infer, attrs={**_POOL_ATTRS, "count_include_pad": Attr.int(0)})
+def average_pool(x, *, ceil_mode, count_include_pad, dilations, kernel_shape, pads, strides):
+    """Window sum / window count; the count includes the explicit pads when count_include_pad,
+    never the extra cells a ceil-mode window hangs past them."""
+    nsp = x.ndim - 2
+    geo = dict(dilations=dilations, kernel_shape=kernel_shape, pads=pads, strides=strides)
+    out, extra = _pool_geometry("AveragePool", x.shape, ceil_mode=ceil_mode, **geo)
+    acc = _acc_dtype(x.dtype)
+    xp = _pad_spatial(x.astype(acc, copy=False), pads, 0, extra)
+    ones = np.ones((1, 1, *x.shape[2:]), dtype=acc)
+    if count_include_pad:
+        inside = _pad_spatial(_pad_spatial(ones, pads, 1), [0] * (2 * nsp), 0, extra)
+    else:
+        inside = _pad_spatial(ones, pads, 0, extra)
+    total = sum(_window_views(xp, kernel_shape, strides, dilations, out))
+    count = sum(_window_views(inside, kernel_shape, strides, dilations, out))
+    return (total / count).astype(x.dtype)
+
+
+def _infer_global_pool(opname: str):
+    def infer(inputs):
+        x = inputs[0].type
+        if x.rank < 3:
+            _fail(opname, f"input must be [N, C, spatial...], got {x}")
+        return x.with_shape(x.shape[:2] + (1,) * (x.rank - 2))
+
+    return infer
+
+
+@op("GlobalAveragePool", infer=_infer_global_pool("GlobalAveragePool"))
+def global_average_pool(x):
+    axes = tuple(range(2, x.ndim))
+    return np.mean(x, axis=axes, keepdims=True, dtype=_acc_dtype(x.dtype)).astype(x.dtype)
+
+
+@op("GlobalMaxPool", infer=_infer_global_pool("GlobalMaxPool"))
+def global_max_pool(x):
+    return np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+# -- softmax and layer normalization ---------------------------------------------------------
+
+def _axis(opname: str, axis: int, rank: int) -> int:
+    a = axis + rank if axis < 0 else axis
+    if not 0 <= a < rank:
+        _fail(opname, f"axis {axis} is out of range for rank {rank}")
+    return a
+
+
+def _infer_softmax(opname: str):
+    def infer(inputs, *, axis):
+        x = inputs[0].type
+        if not x.dtype.is_float:
+            _fail(opname, f"input {x} must be float")
+        _axis(opname, axis, x.rank)
+        return x
+
+    return infer
+
+
+@op("Softmax", attrs={"axis": Attr.int(-1)}, infer=_infer_softmax("Softmax"))
+def softmax(x, *, axis):
+    """exp(x - max) / sum(exp(x - max)) along one axis (opset 13)."""
+    a = _axis("Softmax", axis, x.ndim)
+    e = np.exp(x - np.max(x, axis=a, keepdims=True))
+    return (e / np.sum(e, axis=a, keepdims=True)).astype(x.dtype)
+
+
+@op("LogSoftmax", attrs={"axis": Attr.int(-1)}, infer=_infer_softmax("LogSoftmax"))
+def log_softmax(x, *, axis):
+    """(x - max) - log(sum(exp(x - max))) along one axis (opset 13)."""
+    a = _axis("LogSoftmax", axis, x.ndim)
+    d = x - np.max(x, axis=a, keepdims=True)
+    return (d - np.log(np.sum(np.exp(d), axis=a, keepdims=True))).astype(x.dtype)
+
+
+def _infer_layer_norm(inputs, *, axis, epsilon, stash_type):
+    x = inputs[0].type
+    if not x.dtype.is_float:
+        _fail("LayerNormalization", f"input {x} must be float")
+    a = _axis("LayerNormalization", axis, x.rank)
+    for v in inputs[1:]:
+        if v is not None and (v.dtype != x.dtype or broadcast_shapes(x.shape[a:], v.shape)
+                              != x.shape[a:]):
+            _fail("LayerNormalization", f"scale/bias {v.type} must broadcast to the normalized "
+                                        f"shape {list(x.shape[a:])} with X's dtype")
+    stash = onnx_dtypes.from_onnx(stash_type)
+    stats = TensorType(x.shape[:a] + (1,) * (x.rank - a), stash)
+    return [x, stats, stats]
+
+
+@op("LayerNormalization", inputs=(2, 3), outputs=(1, 3), infer=_infer_layer_norm,
+    attrs={"axis": Attr.int(-1), "epsilon": Attr.float(1e-5), "stash_type": Attr.int(1)})
+def layer_normalization(x, scale, b=None, *, axis, epsilon, stash_type):
+    """Over axes [axis, rank): Y = (X - mean) * InvStdDev * scale + B, with
+    InvStdDev = 1 / sqrt(var + epsilon), computed in the stash type."""
+    st = onnx_dtypes.from_onnx(stash_type).np
+    a = _axis("LayerNormalization", axis, x.ndim)
+    axes = tuple(range(a, x.ndim))
+    xs = x.astype(st)
+    mean = np.mean(xs, axis=axes, keepdims=True)
+    d = xs - mean
+    inv = 1 / np.sqrt(np.mean(d * d, axis=axes, keepdims=True) + np.asarray(epsilon, st))
+    y = (d * inv).astype(x.dtype) * scale
+    if b is not None:
+        y = y + b
+    return y.astype(x.dtype), mean, inv
