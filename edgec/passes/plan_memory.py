@@ -1,9 +1,11 @@
 """Static memory planning: every intermediate activation gets a byte offset in one arena.
 
 A value lives from its producer's position in `graph.nodes` to its last use. Values are
-placed largest first, each at the lowest-waste gap (best fit, 64-byte aligned) between the
-values already placed whose lifetimes overlap its own (TFLite's greedy-by-size planner), so
-the arena stays close to the lower bound max_t sum{size(v) : v live at t}. A view op's output
+placed one by one, each at the tightest gap (best fit, 64-byte aligned) between the values
+already placed whose lifetimes overlap its own; the order is largest first (TFLite's greedy by
+size) or three other orders (by size and lifetime, by the breadth of the busiest position,
+program order), whichever gives the smallest arena. The lower bound it is measured against is
+max_t sum{size(v) : v live at t}. A view op's output
 (Reshape, Flatten, Identity, ...: the "view" trait) aliases its input's bytes, whose lifetime
 then extends over the view's uses. Graph inputs, outputs and constants live outside the arena.
 """
@@ -21,7 +23,7 @@ class MemoryPlan:
     """Where each activation lives. `offsets`: planned value -> byte offset in the arena;
     `aliases`: view value -> the value whose bytes it reads (planned, or a graph input,
     constant or output); `lifetimes`: planned value -> (first, last) node position;
-    `sizes`: planned value -> bytes."""
+    `sizes`: planned value -> bytes; `strategy`: the placement order that won."""
 
     offsets: dict[str, int]
     aliases: dict[str, str]
@@ -31,13 +33,14 @@ class MemoryPlan:
     alignment: int
     lifetimes: dict[str, tuple[int, int]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
+    strategy: str = ""
 
     def report(self) -> str:
         ratio = self.arena_bytes / self.lower_bound_bytes if self.lower_bound_bytes else 1.0
         lines = [f"memory plan: {len(self.offsets)} activations in a {_kib(self.arena_bytes)} "
                  f"arena ({ratio:.1%} of the lower bound {_kib(self.lower_bound_bytes)}; "
                  f"{_kib(self.total_bytes)} without reuse), {len(self.aliases)} views aliased, "
-                 f"{self.alignment}-byte aligned"]
+                 f"{self.alignment}-byte aligned, {self.strategy or 'no values'}"]
         width = max([5] + [len(n) for n in self.offsets])
         lines.append(f"  {'value':<{width}}  {'offset':>10}  {'bytes':>10}  live")
         for name, off in sorted(self.offsets.items(), key=lambda kv: (kv[1], kv[0])):
@@ -55,6 +58,28 @@ def _kib(n: int) -> str:
 
 def _align(n: int, a: int) -> int:
     return -(-n // a) * a
+
+
+def _place(spans: list[tuple[int, int, int]], order: list[int],
+           alignment: int) -> tuple[list[int], int]:
+    """Offsets for values given as (bytes, first, last), placed in `order`, each in the
+    tightest gap between the placed values it overlaps in time (else above them all)."""
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end offset, first, last)
+    offsets = [0] * len(spans)
+    arena = 0
+    for i in order:
+        size, a, b = spans[i]
+        busy = sorted((o, e) for o, e, s, t in placed if s <= b and a <= t and e > o)
+        best, best_gap, cursor = None, None, 0
+        for o, e in busy:
+            gap = o - cursor
+            if gap >= size and (best_gap is None or gap < best_gap):
+                best, best_gap = cursor, gap
+            cursor = max(cursor, _align(e, alignment))
+        offsets[i] = off = best if best is not None else cursor
+        placed.append((off, off + size, a, b))
+        arena = max(arena, off + size)
+    return offsets, arena
 
 
 def plan(graph: Graph, alignment: int = 64) -> MemoryPlan:
@@ -84,34 +109,32 @@ def plan(graph: Graph, alignment: int = 64) -> MemoryPlan:
                 planned.append(v)
 
     sizes = {id(v): v.type.nbytes for v in planned}
-    # greedy by size: biggest first, then earliest first, placed at the tightest fitting gap
-    order = sorted(planned, key=lambda v: (-sizes[id(v)], start[id(v)]))
-    placed: list[tuple[int, int, int, int]] = []  # (offset, end offset, first, last)
-    offsets: dict[str, int] = {}
-    arena = 0
-    for v in order:
-        size, a, b = sizes[id(v)], start[id(v)], end[id(v)]
-        busy = sorted((o, e) for o, e, s, t in placed if s <= b and a <= t and e > o)
-        best, best_gap, cursor = None, None, 0
-        for o, e in busy:
-            gap = o - cursor
-            if gap >= size and (best_gap is None or gap < best_gap):
-                best, best_gap = cursor, gap
-            cursor = max(cursor, _align(e, alignment))
-        off = best if best is not None else cursor
-        placed.append((off, off + size, a, b))
-        offsets[v.name] = off
-        arena = max(arena, off + size)
-
     live = [0] * (len(graph.nodes) + 1)
     for v in planned:
         for t in range(start[id(v)], end[id(v)] + 1):
             live[t] += sizes[id(v)]
+    spans = [(sizes[id(v)], start[id(v)], end[id(v)]) for v in planned]
+    # the busiest position a value spans: greedy-by-breadth places those values first
+    breadth = [max(live[a:b + 1]) for _, a, b in spans]
+    orders = {  # sort keys over value indices; the smallest arena wins, ties to the first
+        "greedy by size": lambda i: (-spans[i][0], spans[i][1]),
+        "by size, longest life first": lambda i: (-spans[i][0], spans[i][1] - spans[i][2]),
+        "greedy by breadth": lambda i: (-breadth[i], -spans[i][0], spans[i][1]),
+        "program order": lambda i: (spans[i][1], -spans[i][0]),
+    }
+    best = None
+    for strategy, key in orders.items():
+        offs, arena = _place(spans, sorted(range(len(spans)), key=key), alignment)
+        if best is None or arena < best[1]:
+            best = (offs, arena, strategy)
+    offs, arena, strategy = best
+    offsets = {v.name: offs[i] for i, v in enumerate(planned)}
+
     return MemoryPlan(
         offsets=offsets, aliases=aliases, arena_bytes=_align(arena, alignment),
         total_bytes=sum(sizes.values()), lower_bound_bytes=max(live), alignment=alignment,
         lifetimes={v.name: (start[id(v)], end[id(v)]) for v in planned},
-        sizes={v.name: sizes[id(v)] for v in planned})
+        sizes={v.name: sizes[id(v)] for v in planned}, strategy=strategy)
 
 
 @register_pass("plan-memory")

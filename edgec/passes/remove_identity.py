@@ -32,7 +32,9 @@ def _bypass(graph, node, kept: Value) -> None:
 
 
 def _match_passthrough(node: Node) -> Value:
-    require(all(not v.uses for v in node.outputs[1:]), "its mask output is used")
+    outputs = node.graph.outputs
+    require(all(not v.uses and not any(v is o for o in outputs) for v in node.outputs[1:]),
+            "its mask output is used")
     if node.op == "Dropout" and node.input(2) is not None:
         require(not bool(np.any(constant(node.input(2), "training_mode"))),
                 "training_mode is on")
