@@ -166,3 +166,69 @@ def test_layer_normalization(shape, axis, scale_shape, bias, n_outputs):
     check("LayerNormalization", [rand(*shape, lo=-3, hi=3), rand(*scale_shape, seed=1), b],
           {"axis": axis, "epsilon": 1e-4}, consts=(1, 2), n_outputs=n_outputs, rtol=1e-4,
           atol=1e-5)
+
+
+COORD_MODES = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+               "asymmetric"]
+NEAREST_MODES = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+F32 = np.float32
+
+
+def resize(x, scales=None, sizes=None, roi=None, **attrs):
+    args = [x, roi, None if scales is None else np.array(scales, F32),
+            None if sizes is None else np.array(sizes, np.int64)]
+    check("Resize", args, attrs, consts=(1, 2, 3), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("coord", COORD_MODES)
+@pytest.mark.parametrize("nearest_mode", NEAREST_MODES)
+@pytest.mark.parametrize("scales", [(1, 1, 2, 3), (1, 1, 0.5, 0.75), (1, 1, 1.5, 0.6)])
+def test_resize_nearest(coord, nearest_mode, scales):
+    resize(rand(1, 2, 4, 5), scales, mode="nearest", coordinate_transformation_mode=coord,
+           nearest_mode=nearest_mode)
+
+
+@pytest.mark.parametrize("coord", COORD_MODES)
+@pytest.mark.parametrize("scales,sizes", [((1, 1, 2, 2), None), ((1, 1, 0.6, 0.5), None),
+                                          (None, (1, 2, 7, 3)), (None, (1, 2, 1, 9))])
+def test_resize_linear(coord, scales, sizes):
+    resize(rand(1, 2, 4, 6), scales, sizes, mode="linear", coordinate_transformation_mode=coord)
+
+
+@pytest.mark.parametrize("coord", ["half_pixel", "align_corners", "asymmetric"])
+@pytest.mark.parametrize("exclude_outside,a", [(0, -0.75), (1, -0.5)])
+@pytest.mark.parametrize("scales", [(1, 1, 2, 1.5), (1, 1, 0.5, 0.8)])
+def test_resize_cubic(coord, exclude_outside, a, scales):
+    resize(rand(1, 2, 5, 6), scales, mode="cubic", coordinate_transformation_mode=coord,
+           exclude_outside=exclude_outside, cubic_coeff_a=a)
+
+
+def test_resize_linear_3d_and_sizes_with_axes():
+    resize(rand(1, 1, 3, 4, 5), (1, 1, 2, 1.5, 0.5), mode="linear")
+    resize(rand(1, 2, 4, 6), sizes=(8, 3), mode="linear", axes=[2, 3])
+    resize(rand(2, 3, 4), (2.0,), mode="nearest", axes=[-1])
+
+
+@pytest.mark.parametrize("policy", ["not_larger", "not_smaller", "stretch"])
+def test_resize_keep_aspect_ratio(policy):
+    resize(rand(1, 2, 4, 6), sizes=(7, 7), axes=[2, 3], keep_aspect_ratio_policy=policy,
+           mode="nearest")
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_tf_crop_and_resize(mode):
+    roi = np.array([0, 0, 0.2, 0.1, 1, 1, 0.9, 1.3], F32)
+    resize(rand(1, 2, 5, 6), sizes=(1, 2, 4, 5), roi=roi, mode=mode,
+           coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-3.0)
+
+
+def test_resize_nearest_int():
+    resize(rand(1, 1, 3, 3, dtype=np.uint8, lo=0, hi=255), (1, 1, 2.5, 1.5))
+
+
+def test_resize_antialias_downsampling_is_refused():
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 1, 4, 4), DType.F32))
+    s = g.const(np.array([1, 1, 0.5, 0.5], F32))
+    with pytest.raises(ShapeError, match="antialias"):
+        g.add_node("Resize", [x, None, s], {"mode": "linear", "antialias": 1})

@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import ShapeError
 from .. import onnx_dtypes
 from ..dtypes import DType
-from ..registry import Attr, broadcast_shapes, op
+from ..registry import Attr, broadcast_shapes, const_input, op
 from ..types import TensorType
 
 
@@ -460,3 +460,212 @@ def layer_normalization(x, scale, b=None, *, axis, epsilon, stash_type):
     if b is not None:
         y = y + b
     return y.astype(x.dtype), mean, inv
+
+
+# -- Resize ---------------------------------------------------------------------------------
+
+_RESIZE_MODES = ("nearest", "linear", "cubic")
+_COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                "asymmetric", "tf_crop_and_resize")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
+_F = np.float32  # onnxruntime maps coordinates in float32; so do we, to pick the same pixels
+
+
+def _given(a: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None or a.size == 0 else a
+
+
+def resize_plan(shape, scales, sizes, *, axes, keep_aspect_ratio_policy):
+    """Output shape and per-axis float32 scales from the `scales` or `sizes` input.
+
+    scales: out = floor(in * scale). sizes: scale = out / in, or with a keep-aspect policy
+    one common scale (min for not_larger, max for not_smaller) and out = round(in * scale).
+    """
+    rank = len(shape)
+    ax = list(range(rank)) if axes is None else [_axis("Resize", a, rank) for a in axes]
+    if len(set(ax)) != len(ax):
+        _fail("Resize", f"axes {axes} repeat an axis")
+    scales, sizes = _given(scales), _given(sizes)
+    if (scales is None) == (sizes is None):
+        _fail("Resize", "give exactly one of the 'scales' and 'sizes' inputs")
+    given = scales if scales is not None else sizes
+    if given.ndim != 1 or given.size != len(ax):
+        _fail("Resize", f"scales/sizes {given.tolist()} need one value per resized axis {ax}")
+    out, sc = list(shape), [_F(1)] * rank
+    if scales is not None:
+        for a, s in zip(ax, scales.astype(_F), strict=True):
+            if s <= 0:
+                _fail("Resize", f"scales {scales.tolist()} must be positive")
+            out[a], sc[a] = int(np.floor(s * _F(shape[a]))), s
+        return tuple(out), sc
+    if keep_aspect_ratio_policy not in _ASPECT_POLICIES:
+        _fail("Resize", f"keep_aspect_ratio_policy {keep_aspect_ratio_policy!r} is not one of "
+                        f"{_ASPECT_POLICIES}")
+    ratios = [_F(s) / _F(shape[a]) for a, s in zip(ax, sizes, strict=True)]
+    if keep_aspect_ratio_policy == "stretch":
+        for a, s, r in zip(ax, sizes, ratios, strict=True):
+            out[a], sc[a] = int(s), r
+        return tuple(out), sc
+    r = min(ratios) if keep_aspect_ratio_policy == "not_larger" else max(ratios)
+    for a in ax:  # roundf: halves away from zero
+        out[a], sc[a] = int(np.floor(r * _F(shape[a]) + _F(0.5))), r
+    return tuple(out), sc
+
+
+def _resize_args(inputs, axes, keep_aspect_ratio_policy):
+    scales = const_input(inputs, 2, "Resize's 'scales' input")
+    sizes = const_input(inputs, 3, "Resize's 'sizes' input")
+    return resize_plan(inputs[0].shape, scales, sizes, axes=axes,
+                       keep_aspect_ratio_policy=keep_aspect_ratio_policy)
+
+
+def _source_coords(x_out: np.ndarray, n_in: int, n_out: int, scale, mode: str, roi) -> np.ndarray:
+    """Where output coordinates `x_out` fall in the input (ONNX coordinate_transformation_mode)."""
+    one, half = _F(1), _F(0.5)
+    if mode == "half_pixel":
+        return (x_out + half) / scale - half
+    if mode == "half_pixel_symmetric":  # onnxruntime takes the last steps in double
+        adjustment = _F(n_out) / (scale * _F(n_in))
+        offset = _F(n_in) / _F(2) * (one - adjustment)
+        return (np.float64(offset) + (x_out + 0.5) / np.float64(scale) - 0.5).astype(_F)
+    if mode == "pytorch_half_pixel":
+        return (x_out + half) / scale - half if n_out > 1 else np.zeros_like(x_out)
+    if mode == "align_corners":
+        return x_out * _F(n_in - 1) / _F(n_out - 1) if n_out > 1 else np.zeros_like(x_out)
+    if mode == "asymmetric":
+        return x_out / scale
+    start, end = _F(roi[0]), _F(roi[1])  # tf_crop_and_resize
+    if n_out == 1:
+        return np.full_like(x_out, 0.5 * np.float64(start + end) * (n_in - 1))
+    return start * _F(n_in - 1) + x_out * (end - start) * _F(n_in - 1) / _F(n_out - 1)
+
+
+def _nearest(src: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "floor":
+        return np.floor(src)
+    if mode == "ceil":
+        return np.ceil(src)
+    # A coordinate within 1e-6 of a half counts as a tie, as recent onnxruntime does: the
+    # float32 mapping lands one ulp off x.5 as often as on it.
+    tie = np.abs(src - np.floor(src) - _F(0.5)) <= _F(1e-6)
+    rounded = np.sign(src) * np.floor(np.abs(src) + _F(0.5))
+    return np.where(tie, np.floor(src) if mode == "round_prefer_floor" else np.ceil(src), rounded)
+
+
+def _cubic_weights(t: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution weights of the 4 neighbours at offsets -1, 0, 1, 2."""
+    a = _F(a)
+
+    def near(d):  # |d| <= 1
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d):  # 1 < |d| < 2
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=-1)
+
+
+def _resample_axis(x: np.ndarray, axis: int, src: np.ndarray, *, mode, nearest_mode,
+                   cubic_coeff_a, exclude_outside) -> np.ndarray:
+    """1-D resampling of `x` along `axis` at source coordinates `src` (one per output)."""
+    n = x.shape[axis]
+    shape = [1] * x.ndim
+    shape[axis] = len(src)
+    if mode == "nearest":
+        idx = np.clip(_nearest(src, nearest_mode), 0, n - 1).astype(np.int64)
+        return np.take(x, idx, axis=axis)
+    if mode == "linear":
+        c = np.clip(src, 0, n - 1)
+        i0 = np.minimum(np.floor(c).astype(np.int64), n - 1)
+        i1 = np.minimum(i0 + 1, n - 1)
+        w1 = (c - i0).astype(_F).reshape(shape)
+        return np.take(x, i0, axis=axis) * (1 - w1) + np.take(x, i1, axis=axis) * w1
+    base = np.floor(src).astype(np.int64)
+    w = _cubic_weights((src - base).astype(_F), cubic_coeff_a)
+    idx = base[:, None] + np.arange(-1, 3)
+    if exclude_outside:
+        w = np.where((idx >= 0) & (idx < n), w, 0)
+        w = w / w.sum(axis=1, keepdims=True)
+    idx = np.clip(idx, 0, n - 1)
+    y = 0
+    for k in range(4):
+        y = y + np.take(x, idx[:, k], axis=axis) * w[:, k].astype(_F).reshape(shape)
+    return y
+
+
+def _check_resize_modes(mode, coordinate_transformation_mode, nearest_mode, antialias, scales,
+                        dtype: DType) -> None:
+    for what, val, allowed in [("mode", mode, _RESIZE_MODES),
+                               ("coordinate_transformation_mode",
+                                coordinate_transformation_mode, _COORD_MODES),
+                               ("nearest_mode", nearest_mode, _NEAREST_MODES)]:
+        if val not in allowed:
+            _fail("Resize", f"{what} {val!r} is not one of {allowed}")
+    if mode != "nearest" and dtype != DType.F32:
+        _fail("Resize", f"mode {mode!r} needs a float32 input, got {dtype}")
+    if antialias and mode != "nearest" and any(s < 1 for s in scales):
+        _fail("Resize", "antialias=1 when downsampling (linear or cubic) is not supported; "
+                        "resize without antialiasing or upsample only")
+
+
+_RESIZE_ATTRS = {
+    "antialias": Attr.int(0),
+    "axes": Attr.ints(None),
+    "coordinate_transformation_mode": Attr.str("half_pixel"),
+    "cubic_coeff_a": Attr.float(-0.75),
+    "exclude_outside": Attr.int(0),
+    "extrapolation_value": Attr.float(0.0),
+    "keep_aspect_ratio_policy": Attr.str("stretch"),
+    "mode": Attr.str("nearest"),
+    "nearest_mode": Attr.str("round_prefer_floor"),
+}
+
+
+def _infer_resize(inputs, *, antialias, axes, coordinate_transformation_mode, mode,
+                  nearest_mode, keep_aspect_ratio_policy, **_):
+    x = inputs[0].type
+    out, scales = _resize_args(inputs, axes, keep_aspect_ratio_policy)
+    _check_resize_modes(mode, coordinate_transformation_mode, nearest_mode, antialias, scales,
+                        x.dtype)
+    if coordinate_transformation_mode == "tf_crop_and_resize":
+        roi = const_input(inputs, 1, "Resize's 'roi' input (tf_crop_and_resize)")
+        n = x.rank if axes is None else len(axes)
+        if roi is None or roi.size != 2 * n:
+            _fail("Resize", f"tf_crop_and_resize needs a roi of {2 * n} values")
+    return x.with_shape(out)
+
+
+@op("Resize", inputs=(1, 4), attrs=_RESIZE_ATTRS, infer=_infer_resize)
+def resize(x, roi=None, scales=None, sizes=None, *, antialias, axes,
+           coordinate_transformation_mode, cubic_coeff_a, exclude_outside, extrapolation_value,
+           keep_aspect_ratio_policy, mode, nearest_mode):
+    """Separable N-D resampling: one 1-D pass per resized axis (nearest, N-linear or cubic),
+    each output coordinate mapped back by coordinate_transformation_mode."""
+    out, sc = resize_plan(x.shape, scales, sizes, axes=axes,
+                          keep_aspect_ratio_policy=keep_aspect_ratio_policy)
+    rank = x.ndim
+    ax = list(range(rank)) if axes is None else [_axis("Resize", a, rank) for a in axes]
+    rois = [(0.0, 1.0)] * rank
+    if coordinate_transformation_mode == "tf_crop_and_resize":
+        flat = roi.astype(np.float64).reshape(-1)
+        for i, a in enumerate(ax):
+            rois[a] = (flat[i], flat[i + len(ax)])
+    if out == x.shape:  # onnxruntime copies the input then, whatever the scales say
+        return x.copy()
+    y = x.astype(_F) if mode != "nearest" else x
+    outside = np.zeros((1,) * rank, dtype=bool)
+    for a in range(rank):
+        if sc[a] == 1:  # onnxruntime maps such an axis one to one, whatever its roi says
+            continue
+        src = _source_coords(np.arange(out[a], dtype=_F), x.shape[a], out[a], sc[a],
+                             coordinate_transformation_mode, rois[a])
+        y = _resample_axis(y, a, src, mode=mode, nearest_mode=nearest_mode,
+                           cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside)
+        if coordinate_transformation_mode == "tf_crop_and_resize":
+            shape = [1] * rank
+            shape[a] = out[a]
+            outside = outside | ((src < 0) | (src > x.shape[a] - 1)).reshape(shape)
+    if outside.any():
+        y = np.where(outside, np.asarray(extrapolation_value, y.dtype), y)
+    return np.asarray(y).astype(x.dtype)
