@@ -127,4 +127,5 @@ BATCHNORM_PATTERNS = [
     pattern("BatchNormalization", match=_match_standalone, name="to-mul-add")(_to_mul_add),
 ]
 
-register_pass("fold-batchnorm")(PatternPass("fold-batchnorm", BATCHNORM_PATTERNS))
+register_pass(PatternPass("fold-batchnorm", BATCHNORM_PATTERNS,
+                          doc="Fold inference batch norms into the preceding weights."))

@@ -220,4 +220,5 @@ FUSE_PATTERNS = [
             name="activation")(_fuse_activation),
 ]
 
-register_pass("fuse")(PatternPass("fuse", FUSE_PATTERNS))
+register_pass(PatternPass("fuse", FUSE_PATTERNS,
+                          doc="Fuse conv/matmul with bias, residual and activation."))

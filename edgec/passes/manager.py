@@ -91,9 +91,12 @@ def _pass_from_function(name: str, fn: Callable[..., bool]) -> type:
     return cls
 
 
-def register_pass(name: str) -> Callable:
+def register_pass(name: str | Pass) -> Callable:
     """Register a pass class (made a frozen dataclass if it is not one), a pass function, or
-    a ready pass instance (such as a `PatternPass`) under `name`; returns it unchanged."""
+    a ready pass instance (such as a `PatternPass`) under `name`; returns it unchanged.
+    `register_pass(instance)` registers an instance under its own name."""
+    if not isinstance(name, str):
+        return register_pass(getattr(name, "name", ""))(name)
     if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
         raise PassError(f"pass name {name!r} must be lower-case words joined by '-'")
 
@@ -106,8 +109,11 @@ def register_pass(name: str) -> Callable:
             info = PassInfo(name, cls, _options_of(cls), _first_line(cls.__doc__))
         elif dataclasses.is_dataclass(obj):  # an instance: options are its option fields
             inst = obj
+            if getattr(inst, "name", name) != name:
+                raise PassError(f"pass instance named '{inst.name}' registered as '{name}'")
+            doc = getattr(inst, "doc", "") or type(inst).__doc__
             info = PassInfo(name, lambda **kw: dataclasses.replace(inst, **kw),
-                            _options_of(type(inst)), _first_line(type(inst).__doc__))
+                            _options_of(type(inst)), _first_line(doc))
         elif callable(obj):
             cls = _pass_from_function(name, obj)
             info = PassInfo(name, cls, _options_of(cls), _first_line(obj.__doc__))

@@ -91,4 +91,5 @@ IDENTITY_PATTERNS = [
     pattern("Concat", match=_match_concat, name="single-concat")(_bypass),
 ]
 
-register_pass("remove-identity")(PatternPass("remove-identity", IDENTITY_PATTERNS))
+register_pass(PatternPass("remove-identity", IDENTITY_PATTERNS,
+                          doc="Bypass ops that return their input unchanged."))

@@ -243,6 +243,7 @@ class PatternPass:
     name: str = field(metadata={"option": False})
     patterns: tuple[Pattern, ...] = field(metadata={"option": False})
     explain: bool = False
+    doc: str = field(default="", metadata={"option": False}, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "patterns", tuple(self.patterns))
