@@ -33,14 +33,15 @@ class ParseError(VerificationError):
 class _Tokens:
     def __init__(self, text: str):
         self.toks: list[tuple[str, str, int]] = []
-        pos = 0
+        pos, line = 0, 1  # the line is counted as we go: recounting from 0 is quadratic
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if not m:
-                raise ParseError(f"IR text: unexpected character {text[pos]!r} at line "
-                                 f"{text.count(chr(10), 0, pos) + 1}")
+                raise ParseError(f"IR text: unexpected character {text[pos]!r} at line {line}")
             if m.lastgroup != "ws":
-                self.toks.append((m.lastgroup, m.group(), text.count("\n", 0, pos) + 1))
+                self.toks.append((m.lastgroup, m.group(), line))
+            else:
+                line += m.group().count("\n")
             pos = m.end()
         self.i = 0
 
