@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx.inliner
 from onnx import external_data_helper, helper, numpy_helper
 
 from ..errors import EdgecError, FrontendError, ShapeError, UnsupportedOpError
@@ -272,9 +273,9 @@ class _Importer:
             self._convert(node)
         outs = []
         for o in g.output:
-            if not o.name or self.value(o.name, "graph output") is None:
+            if o.name not in self.env and o.name not in self.initializers:
                 raise FrontendError(f"graph output '{o.name}' is not produced by any node")
-            outs.append(self.env[o.name])
+            outs.append(self.value(o.name, "graph output"))
         self.graph.outputs = outs
         return self.graph
 
