@@ -241,7 +241,8 @@ def _split_pads(total: int, upper: bool) -> tuple[int, int]:
 def spatial(ctx, node, inputs, attrs):
     """Resolve `auto_pad` and fill strides, pads, dilations (and output_padding) explicitly.
 
-    SAME pools/convs: out = ceil(in / s), total pad = max((out - 1) s + (k - 1) d + 1 - in, 0).
+    SAME Conv: out = ceil(in / s), total pad = max((out - 1) s + (k - 1) d + 1 - in, 0) (pools:
+    k in place of (k - 1) d + 1).
     ConvTranspose: total pad = s (in - 1) + output_padding + (k - 1) d + 1 - out, where
     out = output_shape, or in * s for SAME.
     """
@@ -290,9 +291,12 @@ def spatial(ctx, node, inputs, attrs):
             pads = [0] * (2 * n)
         _put(attrs, "output_padding", out_pad, [0] * n, op, where)
     elif auto_pad.startswith("SAME"):
+        # Pools pad for the undilated kernel, as onnxruntime and the ONNX reference do (the
+        # spec's formula says the dilated extent; onnxruntime's Conv refuses SAME + dilation).
+        span = extent if op == "Conv" else kernel
         for i in range(n):
             out = -(-size[i] // strides[i])
-            total = max((out - 1) * strides[i] + extent[i] - size[i], 0)
+            total = max((out - 1) * strides[i] + span[i] - size[i], 0)
             pads[i], pads[i + n] = _split_pads(total, upper)
     elif auto_pad == "VALID":
         pads = [0] * (2 * n)

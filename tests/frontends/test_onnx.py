@@ -185,6 +185,46 @@ def test_conv_transpose_output_shape_and_auto_pad(attrs):
     assert "output_shape" not in g.nodes[0].attrs and "output_padding" in g.nodes[0].attrs
 
 
+@pytest.mark.parametrize("op, attrs", [
+    ("MaxPool", {"auto_pad": "SAME_UPPER", "strides": [2, 2], "kernel_shape": [3, 2]}),
+    ("MaxPool", {"auto_pad": "SAME_LOWER", "strides": [2, 1], "kernel_shape": [2, 2],
+                 "dilations": [2, 1]}),
+    ("AveragePool", {"auto_pad": "SAME_LOWER", "strides": [2, 2], "kernel_shape": [3, 3]}),
+    ("AveragePool", {"auto_pad": "VALID", "strides": [2, 2], "kernel_shape": [2, 3]}),
+    ("AveragePool", {"pads": [1, 0, 1, 1], "kernel_shape": [3, 3], "strides": [2, 2],
+                     "ceil_mode": 1, "count_include_pad": 1}),
+])
+def test_pool_auto_pad(op, attrs):
+    g = check(make_model([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", [1, 2, 7, 6])],
+                         [("y",)], opset=12))
+    assert {"strides", "pads", "dilations", "kernel_shape"} <= set(g.nodes[0].attrs)
+
+
+@pytest.mark.parametrize("opset, attrs, roi, scales, sizes", [
+    (11, {"mode": "linear", "coordinate_transformation_mode": "asymmetric"},
+     [], [1, 1, 2, 1.5], None),
+    (11, {"mode": "nearest", "nearest_mode": "floor"}, [], [], [1, 2, 6, 8]),
+    (13, {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+     None, [1, 1, 0.5, 2], None),
+    (13, {"mode": "cubic"}, None, None, [1, 2, 5, 3]),
+])
+def test_resize_opset11_13_forms(opset, attrs, roi, scales, sizes):
+    inits, names = [], ["x"]
+    for n, v in (("roi", roi), ("scales", scales), ("sizes", sizes)):
+        if v is None:
+            names.append("")
+        else:
+            inits.append((n, np.array(v, np.int64 if n == "sizes" else np.float32)))
+            names.append(n)
+    while names[-1] == "":
+        names.pop()
+    m = make_model([helper.make_node("Resize", names, ["y"], **attrs)], [("x", [1, 2, 4, 4])],
+                   [("y",)], inits, opset=opset)
+    g = check(m)
+    inputs = g.nodes[0].inputs
+    assert all(v is None or v.const.size for v in inputs[1:])  # empty roi/scales are gone
+
+
 def test_pad_dropout_identity_constant_forms():
     nodes = [
         helper.make_node("Constant", [], ["pads"], value_ints=[0, 1, 0, 2]),
