@@ -137,13 +137,19 @@ def _op_key(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
 
 
-def _walk(graph: onnx.GraphProto):
-    """Every node of `graph`, including those of nested subgraphs (If, Loop, Scan bodies)."""
+def _graphs(graph: onnx.GraphProto):
+    """`graph` and its nested subgraphs (If, Loop, Scan bodies)."""
+    yield graph
     for node in graph.node:
-        yield node
         for a in node.attribute:
             for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
-                yield from _walk(g)
+                yield from _graphs(g)
+
+
+def _walk(graph: onnx.GraphProto):
+    """Every node of `graph`, including those of nested subgraphs."""
+    for g in _graphs(graph):
+        yield from g.node
 
 
 def is_supported(op_type: str) -> bool:
@@ -222,10 +228,10 @@ def attr_value(a: onnx.AttributeProto, where: str) -> Any:
         return tensor_to_array(a.t, what)
     if a.type == onnx.AttributeProto.SPARSE_TENSOR:
         return tensor_to_array(a.sparse_tensor, what)
-    if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
-        raise FrontendError(f"{what} is a subgraph; edgec does not import subgraphs")
-    if a.type in (onnx.AttributeProto.TENSORS, onnx.AttributeProto.SPARSE_TENSORS,
-                  onnx.AttributeProto.TYPE_PROTO, onnx.AttributeProto.TYPE_PROTOS):
+    if a.type == onnx.AttributeProto.GRAPH:
+        return a.g  # for the converters that inline subgraphs (If with a constant condition)
+    A = onnx.AttributeProto
+    if a.type in (A.GRAPHS, A.TENSORS, A.SPARSE_TENSORS, A.TYPE_PROTO, A.TYPE_PROTOS):
         raise FrontendError(f"{what} has a kind edgec does not support")
     v = helper.get_attribute_value(a)
     if isinstance(v, bytes):
@@ -264,7 +270,8 @@ class _Importer:
         for st in g.sparse_initializer:
             self.initializers[st.values.name] = st
         self.output_names = {o.name for o in g.output}
-        self.used = self.output_names | {i for n in _walk(g) for i in n.input}
+        self.used = {o.name for sub in _graphs(g) for o in sub.output}
+        self.used |= {i for n in _walk(g) for i in n.input}
 
     def run(self) -> Graph:
         g = self.proto.graph
@@ -384,11 +391,25 @@ class _Importer:
             if oname and v is not None:
                 self.env[oname] = v
 
+    def inline(self, body: onnx.GraphProto, where: str) -> list[Value]:
+        """Convert a subgraph that takes no inputs (an If branch) into this graph; ONNX names
+        are unique model-wide, so its nodes read outer values by name. Returns its outputs."""
+        if body.input:
+            raise FrontendError(f"{where}: subgraph '{body.name}' takes inputs")
+        for t in body.initializer:
+            self.initializers[t.name] = t
+        for node in _topological(body):
+            self._convert(node)
+        return [self.value(o.name, where) for o in body.output]
+
     def clean_attrs(self, op: str, attrs: dict[str, Any], name: str) -> dict[str, Any]:
         """`attrs` restricted to the IR op's schema: inert or default-valued extras dropped."""
         spec = get_op(op).attrs
         out = {}
         for k, v in attrs.items():
+            if isinstance(v, onnx.GraphProto):
+                raise FrontendError(f"node {name} ({op}): attribute '{k}' is a subgraph; edgec "
+                                    "does not import subgraphs")
             if k in spec:
                 out[k] = v
             elif (op, k) in _INERT_ATTRS:

@@ -25,7 +25,7 @@ Converter = Callable[["_Importer", "_NodeInfo", list, dict], list]
 CONVERTERS: dict[str, Converter] = {}
 
 # Ops the frontend turns into constants or aliases itself: supported without a registry op.
-FRONTEND_OPS = frozenset({"Constant", "Identity", "Dropout", "Shape", "Size"})
+FRONTEND_OPS = frozenset({"Constant", "Identity", "Dropout", "Shape", "Size", "If"})
 # ONNX ops that convert to a differently named IR op.
 REQUIRES: dict[str, tuple[str, ...]] = {"Scatter": ("ScatterElements",)}
 # Never evaluated at import even on constant inputs: random ops, and Q/DQ, which the
@@ -78,16 +78,18 @@ def constant(ctx, node, inputs, attrs):
     return [ctx.const(v, node.outputs[0])]
 
 
-def _alias(ctx, node, x: Value) -> list:
-    # A graph output keeps its ONNX name through an explicit Identity where the IR has one.
-    if node.outputs[0] in ctx.output_names and has_op("Identity"):
-        return ctx.emit("Identity", [x], outputs=node.outputs[:1], name=node.name)
-    return [x]
+def _alias(ctx, node, x: Value, i: int = 0) -> Value:
+    """`x` standing for output `i`; a graph output keeps its ONNX name through an Identity."""
+    out = node.outputs[i]
+    if out in ctx.output_names and has_op("Identity") and x.name != out:
+        name = f"{node.name}_{i}" if i else node.name
+        return ctx.emit("Identity", [x], outputs=[out], name=name)[0]
+    return x
 
 
 @converts("Identity")
 def identity(ctx, node, inputs, attrs):
-    return _alias(ctx, node, inputs[0])
+    return [_alias(ctx, node, inputs[0])]
 
 
 @converts("Dropout")
@@ -97,7 +99,7 @@ def dropout(ctx, node, inputs, attrs):
     if training is not None and (not training.is_const or bool(training.const)):
         raise FrontendError(f"node {node.name} (Dropout) runs in training mode; export the model "
                             "in eval mode")
-    outs = _alias(ctx, node, x)
+    outs = [_alias(ctx, node, x)]
     if len(node.outputs) > 1:  # the mask keeps everything at inference
         outs.append(ctx.const(np.ones(x.shape, dtype=bool), node.outputs[1]))
     return outs
@@ -115,6 +117,20 @@ def shape(ctx, node, inputs, attrs):
 @converts("Size")
 def size(ctx, node, inputs, attrs):
     return [_i64(ctx, inputs[0].type.numel, node.outputs[0])]
+
+
+@converts("If")
+def if_(ctx, node, inputs, attrs):
+    """Shapes are static, so a condition computed from shapes is a constant: inline the branch
+    it takes. (A condition computed from data at run time is not supported.)"""
+    cond = inputs[0]
+    if not cond.is_const:
+        raise FrontendError(f"node {node.name} (If): the condition %{cond.name} is computed at "
+                            "run time; edgec supports If only on conditions known at compile "
+                            "time (from shapes or constants)")
+    branch = attrs["then_branch" if bool(cond.const.reshape(-1)[0]) else "else_branch"]
+    outs = ctx.inline(branch, f"node {node.name} (If)")
+    return [_alias(ctx, node, v, i) for i, v in enumerate(outs[:len(node.outputs)])]
 
 
 # -- attribute forms of older opsets -> inputs ---------------------------------------------------

@@ -293,6 +293,29 @@ def test_unused_optional_outputs_are_left_off():
     assert [(n.op, len(n.outputs)) for n in g.nodes] == [("MaxPool", 1), ("Identity", 1)]
 
 
+def _if_model(cond_from_shape: bool) -> onnx.ModelProto:
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "bias"], ["t_out"])], "then", [],
+                               [helper.make_tensor_value_info("t_out", TensorProto.FLOAT, None)],
+                               [numpy_helper.from_array(weights(3), "bias")])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e_out"])], "else", [],
+                               [helper.make_tensor_value_info("e_out", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Equal", ["n", "two"] if cond_from_shape else ["x0", "x0"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Relu", ["y"], ["z"])]
+    inputs = [("x", [2, 3])] + ([] if cond_from_shape else [("x0", [], TensorProto.INT64)])
+    return make_model(nodes, inputs, [("y",), ("z",)],
+                      [("zero", np.array(0, np.int64)), ("two", np.array(2, np.int64))])
+
+
+def test_if_on_a_shape_condition_is_inlined():
+    g = check(_if_model(True))
+    assert g.op_counts() == {"Add": 1, "Identity": 1, "Relu": 1}
+    with pytest.raises(FrontendError, match=r"If.*condition %c is computed at run time"):
+        import_onnx(_if_model(False))
+
+
 # -- model-local functions, external data ----------------------------------------------------
 
 def _scaled_relu_function() -> onnx.FunctionProto:
