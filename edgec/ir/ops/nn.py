@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import NoReturn
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from ..registry import Attr, broadcast_shapes, const_input, op
 from ..types import TensorType
 
 
-def _fail(opname: str, msg: str) -> None:
+def _fail(opname: str, msg: str) -> NoReturn:
     raise ShapeError(f"{opname}: {msg}")
 
 

@@ -8,6 +8,7 @@ Shape-like inputs (Reshape's shape, Slice's starts, ...) must be compile-time co
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from ..types import TensorType
 VARIADIC = (1, 2**31 - 1)
 
 
-def _fail(opname: str, msg: str) -> None:
+def _fail(opname: str, msg: str) -> NoReturn:
     raise ShapeError(f"{opname}: {msg}")
 
 
@@ -41,6 +42,19 @@ def _ints(opname: str, inputs, i: int, what: str) -> list[int] | None:
         _fail(opname, f"'{what}' must be a 0-D or 1-D integer tensor, "
                       f"got {arr.dtype}{list(arr.shape)}")
     return [int(v) for v in arr.reshape(-1)]
+
+
+class _Const:
+    """A stand-in for a constant Value, so shape helpers serve references too."""
+
+    def __init__(self, arr: np.ndarray | None):
+        self.const = arr
+        self.shape = None if arr is None else arr.shape
+        self.type = None if arr is None else TensorType(arr.shape, DType.from_numpy(arr.dtype))
+
+
+def _consts(*arrays) -> list:
+    return [None if a is None else _Const(a) for a in arrays]
 
 
 # -- views ----------------------------------------------------------------------------------
@@ -256,19 +270,6 @@ def _infer_split(inputs, *, axis, num_outputs):
     a = norm_axis("Split", axis, x.rank)
     return [x.with_shape(x.shape[:a] + (s,) + x.shape[a + 1:])
             for s in split_sizes(inputs, axis, num_outputs)]
-
-
-class _Const:
-    """A stand-in for a constant Value, so shape helpers serve references too."""
-
-    def __init__(self, arr: np.ndarray | None):
-        self.const = arr
-        self.shape = None if arr is None else arr.shape
-        self.type = None if arr is None else TensorType(arr.shape, DType.from_numpy(arr.dtype))
-
-
-def _consts(*arrays) -> list:
-    return [None if a is None else _Const(a) for a in arrays]
 
 
 @op("Split", inputs=(1, 2), outputs=VARIADIC, infer=_infer_split,
