@@ -1,1 +1,361 @@
-"""Kernel builders of the tensor ops."""
+"""Kernel builders of the tensor ops: views, data movement, gathers, fills and casts.
+
+Most data movement is one strided copy: the output is walked in row-major order over dims
+(extent, input stride) and out[linear] = x[base + sum(i_d * stride_d)]. Transpose, Slice,
+Expand (stride 0) and Tile (an extra stride-0 dim per axis) are all that copy with different
+dims; `coalesce_strided` merges dims that are contiguous in both buffers, so the innermost
+loop runs over the longest unit-stride run and gcc vectorizes it. Views (Reshape, Flatten,
+Squeeze, Unsqueeze, Identity, Dropout) are a flat copy, which the memory planner removes when
+it can alias the output to the input. Gather wraps negative indices and clamps the rest into
+range (onnxruntime rejects out-of-range indices with an error; a kernel cannot fail, and
+clamping keeps every read inside the data buffer).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ...ir import onnx_dtypes
+from ...ir.dtypes import DType
+from ...ir.graph import Node
+from ...ir.ops.tensor import norm_axis, pad_widths, slice_ranges, split_sizes
+from ...ir.registry import get_op
+from ..kernel_ir import INDEX, Buffer, Expr, cast, const, linear_index, select
+from ..lowering import NodeKernelBuilder, kernel, operand, scalar
+
+
+def row_strides(shape: Sequence[int]) -> list[int]:
+    """Row-major element strides of `shape`."""
+    out, s = [], 1
+    for d in reversed(shape):
+        out.append(s)
+        s *= d
+    return out[::-1]
+
+
+def coalesce_strided(dims: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Drop extent-1 dims and merge (n1, s1), (n2, s2) when s1 == n2 * s2: walking the pair
+    in row-major order then reads the input at one stride, s2, over n1 * n2 elements."""
+    out: list[tuple[int, int]] = []
+    for n, s in dims:
+        if n == 1:
+            continue
+        if out and out[-1][1] == n * s:
+            out[-1] = (out[-1][0] * n, s)
+        else:
+            out.append((n, s))
+    return out
+
+
+def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
+                 dims: Sequence[tuple[int, int]], base: int = 0) -> None:
+    """y[row-major over dims] = x[base + sum(i_d * stride_d)]; dims are (extent, stride)."""
+    if any(n == 0 for n, _ in dims):
+        return
+    dims = coalesce_strided(dims)
+    names = ["i"] if len(dims) == 1 else [f"i{k}" for k in range(len(dims))]
+    with kb.loops([n for n, _ in dims], names) as vs:
+        src: Expr = const(base)
+        for v, (_, s) in zip(vs, dims, strict=True):
+            src = src + v * s
+        kb.store(y, linear_index(vs, [n for n, _ in dims]), x[src])
+
+
+def flat_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer) -> None:
+    with kb.loop(y.numel) as i:
+        kb.store(y, i, x[i])
+
+
+def _fill(kb: NodeKernelBuilder, y: Buffer, start, stop, value: Expr, row: Expr | int = 0):
+    """y[row + j] = value for start <= j < stop (no loop when the range is empty)."""
+    n = stop - start
+    if isinstance(n, int) and n <= 0:
+        return
+    with kb.loop(n, "j") as j:
+        kb.store(y, row + start + j, value)
+
+
+# -- views and copies -----------------------------------------------------------------------
+
+@kernel("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+def view_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    flat_copy(kb, kb.bind(node.inputs[0], "x"), kb.bind(node.outputs[0], "y"))
+
+
+@kernel("Dropout")
+def dropout_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Inference Dropout: the identity, and the optional mask output all true."""
+    flat_copy(kb, kb.bind(node.inputs[0], "x"), kb.bind(node.outputs[0], "y"))
+    if len(node.outputs) > 1 and node.outputs[1] is not None:
+        mask = kb.bind(node.outputs[1], "mask")
+        with kb.loop(mask.numel) as i:
+            kb.store(mask, i, const(True, DType.BOOL))
+
+
+@kernel("Transpose")
+def transpose_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    rank = len(x.shape)
+    perm = node.attrs["perm"]
+    perm = list(range(rank))[::-1] if perm is None else [norm_axis("Transpose", a, rank)
+                                                         for a in perm]
+    st = row_strides(x.shape)
+    strided_copy(kb, x, y, [(x.shape[a], st[a]) for a in perm])
+
+
+@kernel("Slice")
+def slice_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    args = [None if node.input(i) is None else [int(v) for v in node.input(i).const.reshape(-1)]
+            for i in range(1, 5)]
+    ranges = slice_ranges("Slice", x.shape, *args)
+    st = row_strides(x.shape)
+    base, dims = 0, []
+    for sl, d, s, n in zip(ranges, x.shape, st, y.shape, strict=True):
+        start, _, step = sl.indices(d)
+        base += start * s
+        dims.append((n, step * s))
+    strided_copy(kb, x, y, dims, base)
+
+
+@kernel("Expand")
+def expand_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    pad = len(y.shape) - len(x.shape)
+    xs = (1,) * pad + x.shape
+    st = row_strides(xs)
+    dims = [(n, 0 if d == 1 else s) for n, d, s in zip(y.shape, xs, st, strict=True)]
+    strided_copy(kb, x, y, dims)
+
+
+@kernel("Tile")
+def tile_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """out viewed as [r_0, d_0, r_1, d_1, ...]: the repeat dims have input stride 0."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    reps = [int(r) for r in node.inputs[1].const.reshape(-1)]
+    dims = []
+    for r, d, s in zip(reps, x.shape, row_strides(x.shape), strict=True):
+        dims += [(r, 0), (d, s)]
+    strided_copy(kb, x, y, dims)
+
+
+@kernel("Concat")
+def concat_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Each input is a block of rows: y[o, off_k : off_k + chunk_k] = x_k[o, :]."""
+    y = kb.bind(node.output, "y")
+    a = norm_axis("Concat", node.attrs["axis"], len(y.shape))
+    outer, inner = math.prod(y.shape[:a]), math.prod(y.shape[a + 1:])
+    row, off = y.shape[a] * inner, 0
+    for k, v in enumerate(node.inputs):
+        x = kb.bind(v, f"x{k}")
+        chunk = x.shape[a] * inner
+        if chunk:
+            _rows(kb, src=x, src_row=chunk, src_off=0, dst=y, dst_row=row, dst_off=off,
+                  outer=outer, width=chunk)
+        off += chunk
+
+
+@kernel("Split")
+def split_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    x = kb.bind(node.inputs[0], "x")
+    a = norm_axis("Split", node.attrs["axis"], len(x.shape))
+    sizes = split_sizes(node.inputs, node.attrs["axis"], node.attrs["num_outputs"])
+    outer, inner = math.prod(x.shape[:a]), math.prod(x.shape[a + 1:])
+    row, off = x.shape[a] * inner, 0
+    for k, (v, size) in enumerate(zip(node.outputs, sizes, strict=True)):
+        y = kb.bind(v, f"y{k}")
+        chunk = size * inner
+        if chunk:
+            _rows(kb, src=x, src_row=row, src_off=off, dst=y, dst_row=chunk, dst_off=0,
+                  outer=outer, width=chunk)
+        off += chunk
+
+
+def _rows(kb: NodeKernelBuilder, *, src: Buffer, src_row: int, src_off: int, dst: Buffer,
+          dst_row: int, dst_off: int, outer: int, width: int) -> None:
+    """dst[o * dst_row + dst_off + j] = src[o * src_row + src_off + j] for j < width."""
+    if outer == 0:
+        return
+    with kb.loop(outer, "o") as o, kb.loop(width, "j") as j:
+        kb.store(dst, o * dst_row + dst_off + j, src[o * src_row + src_off + j])
+
+
+# -- gathers, pads --------------------------------------------------------------------------
+
+@kernel("Gather")
+def gather_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """y[o, k, j] = x[o, idx[k], j]; idx < 0 counts from the end; others clamp into range."""
+    x, idx, y = (kb.bind(node.inputs[0], "x"), kb.bind(node.inputs[1], "idx"),
+                 kb.bind(node.output, "y"))
+    a = norm_axis("Gather", node.attrs["axis"], len(x.shape))
+    outer, n, inner = math.prod(x.shape[:a]), x.shape[a], math.prod(x.shape[a + 1:])
+    m = idx.numel
+    if outer * m * inner == 0:
+        return
+    with kb.loop(outer, "o") as o, kb.loop(m, "k") as k:
+        j0 = kb.local("j", cast(idx[k], INDEX))
+        kb.assign(j0, select(j0 < 0, j0 + n, j0))
+        kb.assign(j0, select(j0 < 0, 0, select(j0 >= n, n - 1, j0)))
+        with kb.loop(inner, "i") as i:
+            kb.store(y, (o * m + k) * inner + i, x[(o * n + j0) * inner + i])
+
+
+def _map_coord(kb: NodeKernelBuilder, c: Expr, n: int, mode: str) -> Expr:
+    """The in-range coordinate [0, n) that `mode` reads for coordinate c (any integer)."""
+    if c.is_const:
+        return const(_map_int(c.value, n, mode))
+    if mode == "edge":
+        return kb.local("c", select(c < 0, 0, select(c > n - 1, n - 1, c)))
+    if mode == "wrap":
+        return kb.local("c", (c % n + n) % n)
+    if n == 1:  # reflect on one element repeats it
+        return const(0)
+    p = 2 * (n - 1)  # reflection is periodic with period 2(n-1)
+    m = kb.local("c", c)
+    kb.assign(m, select(m < 0, -m, m) % p)
+    kb.assign(m, select(m >= n, p - m, m))
+    return m
+
+
+def _map_int(c: int, n: int, mode: str) -> int:
+    if mode == "edge":
+        return min(max(c, 0), n - 1)
+    if mode == "wrap":
+        return c % n
+    if n == 1:
+        return 0
+    m = abs(c) % (2 * (n - 1))
+    return 2 * (n - 1) - m if m >= n else m
+
+
+@kernel("Pad")
+def pad_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Negative pads crop first, then each axis pads by its mode (see `_map_coord`).
+
+    Adjacent axes without padding merge; the innermost axis is written as three runs (left
+    pad, a contiguous copy, right pad), outer axes map their coordinate once per row.
+    """
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    mode = node.attrs["mode"]
+    axes = node.input(3)
+    width = pad_widths("Pad", len(x.shape), [int(p) for p in node.inputs[1].const.reshape(-1)],
+                       None if axes is None else [int(a) for a in axes.const.reshape(-1)])
+    cv: Expr = const(0, x.dtype)
+    if mode == "constant" and node.input(2) is not None:
+        c = operand(kb, node.inputs[2], "cv")
+        cv = c if isinstance(c, Expr) else c[0]
+    # per axis: (input extent, crop offset, cropped extent, left pad, right pad)
+    axs = []
+    for d, (b, e) in zip(x.shape, width, strict=True):
+        lo = max(-b, 0)
+        axs.append([d, lo, d - lo - max(-e, 0), max(b, 0), max(e, 0)])
+    merged: list[list[int]] = []
+    for ax in axs:
+        plain = ax[1] == 0 and ax[2] == ax[0] and ax[3] == ax[4] == 0
+        prev = merged[-1] if merged else None
+        prev_plain = prev is not None and prev[1] == 0 and prev[2] == prev[0] and \
+            prev[3] == prev[4] == 0
+        if prev is not None and plain and (prev_plain or mode == "constant"):
+            # whole rows of the padded axis: scale its pads and crop by the merged extent
+            merged[-1] = [p * ax[0] for p in prev]
+        else:
+            merged.append(ax)
+    if y.numel == 0:
+        return
+    xs = row_strides([m[0] for m in merged])
+    ys = row_strides([m[2] + m[3] + m[4] for m in merged])
+    outer, (_, lo, n, b, e) = merged[:-1], merged[-1]
+    with kb.loops([m[2] + m[3] + m[4] for m in outer], [f"o{k}" for k in range(len(outer))]) \
+            as vs:
+        src: Expr = const(lo)
+        dst: Expr = const(0)
+        valid: Expr = const(True, DType.BOOL)
+        for v, (_, clo, cn, cb, ce), sx, sy in zip(vs, outer, xs[:-1], ys[:-1], strict=True):
+            dst = dst + v * sy
+            c = v - cb
+            if cb or ce:
+                if mode == "constant":
+                    valid = valid & ((c >= 0) & (c < cn))
+                else:
+                    c = _map_coord(kb, c, cn, mode)
+            src = src + (c + clo) * sx
+        row_len = n + b + e
+
+        def row():
+            if mode == "constant":
+                _fill(kb, y, 0, b, cv, dst)
+            else:
+                with kb.loop(b, "j") as j:
+                    kb.store(y, dst + j, x[src + _map_coord(kb, j - b, n, mode)])
+            with kb.loop(n, "j") as j:
+                kb.store(y, dst + b + j, x[src + j])
+            if mode == "constant":
+                _fill(kb, y, b + n, row_len, cv, dst)
+            else:
+                with kb.loop(e, "j") as j:
+                    kb.store(y, dst + b + n + j, x[src + _map_coord(kb, n + j, n, mode)])
+
+        if valid.is_const:
+            row()
+        else:
+            with kb.if_(valid):
+                row()
+            with kb.else_():
+                _fill(kb, y, 0, row_len, cv, dst)
+
+
+# -- shapes, fills, ranges, casts -----------------------------------------------------------
+
+@kernel("Shape")
+def shape_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Every shape is static: the kernel writes constants."""
+    y = kb.bind(node.output, "y")
+    values = get_op("Shape").reference(_Shaped(node.inputs[0].shape), **node.attrs)
+    for k, v in enumerate(values.reshape(-1)):
+        kb.store(y, k, const(int(v), DType.I64))
+
+
+class _Shaped:
+    """Just enough of an array (ndim, shape) for the Shape reference."""
+
+    def __init__(self, shape):
+        self.shape, self.ndim = tuple(shape), len(shape)
+
+
+@kernel("ConstantOfShape")
+def constant_of_shape_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    y = kb.bind(node.output, "y")
+    value = node.attrs["value"]
+    v = 0 if value is None else value.reshape(-1)[0].item()
+    with kb.loop(y.numel) as i:
+        kb.store(y, i, const(v, y.dtype))
+
+
+@kernel("Range")
+def range_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """y[i] = start + i * delta, in the output dtype (as the reference computes it)."""
+    y = kb.bind(node.output, "y")
+    start, delta = (node.inputs[k].const.reshape(()).item() for k in (0, 2))
+    with kb.loop(y.numel) as i:
+        kb.store(y, i, const(start, y.dtype) + cast(i, y.dtype) * const(delta, y.dtype))
+
+
+# float -> narrow int goes through int32 (int64 for uint32), as numpy does on x86-64: in-range
+# values and small negatives to unsigned types then agree; other out-of-range values are
+# undefined in ONNX.
+_VIA = {DType.I8: DType.I32, DType.I16: DType.I32, DType.U8: DType.I32, DType.U16: DType.I32,
+        DType.U32: DType.I64}
+
+
+@scalar("Cast")
+def cast_(x: Expr, to: int, saturate: int = 1) -> Expr:
+    """numpy's astype: floats truncate toward zero, nonzero to bool is true."""
+    dst = onnx_dtypes.from_onnx(to)
+    if dst == x.dtype:
+        return x
+    if dst is DType.BOOL:
+        return x.ne(const(0, x.dtype))
+    if x.dtype.is_float and dst in _VIA:
+        return cast(cast(x, _VIA[dst]), dst)
+    return cast(x, dst)
