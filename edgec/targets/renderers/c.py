@@ -66,6 +66,8 @@ class CRenderer:
                 text += ".0"
             return text if dtype is DType.F64 else text + "f"
         v = int(value)
+        if v == -2**63 and dtype in (DType.I64, DType.INDEX):
+            return "INT64_MIN"  # its magnitude is no int64_t literal
         if dtype in (DType.I64, DType.INDEX) and not -2**31 <= v < 2**31:
             return f"INT64_C({v})"
         if dtype is DType.U64 or (dtype is DType.U32 and v >= 2**31):
@@ -95,15 +97,16 @@ class CRenderer:
             sym, prec = self.infix[op]
             if op == "mod" and a[0].dtype.is_float:
                 return f"{self.math_fn('fmod', a[0].dtype)}({self.expr(a[0])}, {self.expr(a[1])})", 16
-            return f"{self.expr(a[0], prec)} {sym} {self.expr(a[1], prec + 1)}", prec
+            left = 6 if op == "or" else prec  # (a && b) || c: gcc's -Wparentheses asks for them
+            return f"{self.expr(a[0], left)} {sym} {self.expr(a[1], max(left, prec + 1))}", prec
         if op in ("max", "min"):
             if e.dtype.is_float:
                 return f"{self.math_fn(op, e.dtype)}({self.expr(a[0])}, {self.expr(a[1])})", 16
             cmp = ">" if op == "max" else "<"
             x, y = self.expr(a[0], 3), self.expr(a[1], 3)
             return f"{x} {cmp} {y} ? {x} : {y}", 3
-        if op == "neg":
-            return f"-{self.expr(a[0], 14)}", 14
+        if op == "neg":  # parenthesize a negative operand: "--x" would be a decrement
+            return f"-{self.expr(a[0], 15)}", 14
         if op == "not":
             return f"!{self.expr(a[0], 14)}", 14
         if op == "select":
@@ -122,7 +125,7 @@ class CRenderer:
         if not dtype.is_float:
             x = self.expr(args[0], 3)
             if fn == "abs":
-                return f"({x} < 0 ? -{x} : {x})"
+                return f"({x} < 0 ? -{self.expr(args[0], 15)} : {x})"
             if fn in ("floor", "ceil", "round"):
                 return self.expr(args[0])
         return f"{self.math_fn(fn, dtype)}({', '.join(self.expr(x) for x in args)})"
