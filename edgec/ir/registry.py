@@ -126,7 +126,11 @@ class OpDef:
                 f"{where}: op {self.name} takes {lo}..{hi} inputs, got {present}")
         try:
             res = self.infer(list(inputs), **attrs)
-        except (ShapeError, VerificationError):
+        except ShapeError as e:
+            if where and not str(e).startswith(where):
+                raise ShapeError(f"{where}: {e}") from e
+            raise
+        except VerificationError:
             raise
         except Exception as e:  # inference code indexing a wrong shape, etc.
             shapes = ", ".join(str(v.type) if v is not None else "-" for v in inputs)
