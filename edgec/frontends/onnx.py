@@ -20,7 +20,7 @@ import onnx.inliner
 from onnx import external_data_helper, helper, numpy_helper
 
 from ..errors import EdgecError, FrontendError, ShapeError, UnsupportedOpError
-from ..ir import DType, Graph, Node, TensorType, Value, get_op, has_op, onnx_dtypes
+from ..ir import DType, Graph, Node, TensorType, Value, all_ops, get_op, has_op, onnx_dtypes
 from ..ir.interpreter import run_node
 from .onnx_ops import CONVERTERS, FRONTEND_OPS, NO_FOLD, REQUIRES
 
@@ -58,11 +58,13 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto,
 def _load(model) -> tuple[onnx.ModelProto, str]:
     if isinstance(model, onnx.ModelProto):
         source = f"model '{model.graph.name}'"
+        if not model.HasField("graph"):
+            raise FrontendError("the given ModelProto is not an ONNX model: it has no graph")
         _reject_external_data(model, source, "it was loaded without its external data; "
                               "load it with onnx.load(path) or pass the path instead")
         return model, source
     if isinstance(model, bytes | bytearray | memoryview):
-        source = "the given bytes"
+        source = "<bytes>"
         proto = _parse(bytes(model), source)
         _reject_external_data(proto, source, "bytes cannot refer to external files; pass the "
                               "model's path instead")
@@ -103,7 +105,7 @@ def _parse(data: bytes, source: str) -> onnx.ModelProto:
 
 
 def _tensors_with_external_data(proto: onnx.ModelProto):
-    tensors = list(proto.graph.initializer)
+    tensors = [t for g in _graphs(proto.graph) for t in g.initializer]
     for node in _walk(proto.graph):
         for a in node.attribute:
             tensors += [a.t] if a.HasField("t") else list(a.tensors)
@@ -161,14 +163,8 @@ def is_supported(op_type: str) -> bool:
 def supported_ops() -> list[str]:
     """The ONNX (default domain) op types edgec imports."""
     ops = set(FRONTEND_OPS) | set(REQUIRES)
-    ops |= {o for o in _registry_ops() if onnx.defs.has(o, "")}
+    ops |= {o for o in all_ops() if onnx.defs.has(o, "")}  # not the fused ops of the passes
     return sorted(o for o in ops if is_supported(o))
-
-
-def _registry_ops() -> list[str]:
-    from ..ir import all_ops
-
-    return list(all_ops())
 
 
 def check_supported(graph: onnx.GraphProto) -> None:
@@ -384,7 +380,7 @@ class _Importer:
             else:
                 results = convert(self, _NodeInfo(node, name, outputs), inputs, attrs)
         except EdgecError as e:
-            if where in str(e) or name in str(e):
+            if f"node {name}" in str(e):  # the message already says where
                 raise
             raise type(e)(f"{where}: {e}") from e
         for oname, v in zip(outputs, results, strict=False):
@@ -444,7 +440,7 @@ class _Importer:
             types = types[:max(len(outputs), lo)]
         onames = [outputs[i] if i < len(outputs) and outputs[i] else f"{name}_{i}"
                   for i in range(len(types))]
-        if self._foldable(op, inputs, attrs, types):
+        if self._foldable(op, inputs, types):
             outs = [Value(n, t) for n, t in zip(onames, types, strict=True)]
             arrays = run_node(Node(op, inputs, outs, attrs, name),
                               [v.const if v is not None else None for v in inputs])
@@ -455,11 +451,9 @@ class _Importer:
         return values
 
     @staticmethod
-    def _foldable(op: str, inputs: Sequence[Value | None], attrs: dict[str, Any],
-                  types: list[TensorType]) -> bool:
+    def _foldable(op: str, inputs: Sequence[Value | None], types: list[TensorType]) -> bool:
         present = [v for v in inputs if v is not None]
         return (bool(present) and all(v.is_const for v in present) and op not in NO_FOLD
-                and not any(isinstance(a, Graph) for a in attrs.values())
                 and sum(t.numel for t in types) <= FOLD_LIMIT)
 
 

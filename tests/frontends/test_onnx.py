@@ -157,6 +157,18 @@ def test_clip_with_one_bound():
     check(make_model(nodes, [("x", [2, 5])], [("y",)], [("lo", np.float32(-0.5))], opset=11))
 
 
+def test_clip_and_pad_attribute_forms_of_opset10_are_tolerated():
+    # such nodes reach the importer from functions declared against old opsets; numpy is
+    # the oracle since onnxruntime rejects them in an opset-13 model
+    nodes = [helper.make_node("Clip", ["x"], ["c"], min=-0.5, max=0.25),
+             helper.make_node("Pad", ["c"], ["y"], pads=[0, 1, 1, 2], value=3.0)]
+    g = import_onnx(make_model(nodes, [("x", [2, 3])], [("y",)]))
+    verify(g)
+    x = weights(2, 3)
+    want = np.pad(np.clip(x, -0.5, 0.25), [(0, 1), (1, 2)], constant_values=3.0)
+    np.testing.assert_array_equal(interpret(g, {"x": x})["y"], want)
+
+
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
 def test_conv_auto_pad(auto_pad):
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], auto_pad=auto_pad, strides=[2, 2],
@@ -413,8 +425,10 @@ def test_truncated_and_empty_files(tmp_path):
     p.write_bytes(b"")
     with pytest.raises(FrontendError, match="not an ONNX model: it is empty"):
         import_onnx(p)
-    with pytest.raises(FrontendError, match="the given bytes is not an ONNX model"):
+    with pytest.raises(FrontendError, match="<bytes> is not an ONNX model"):
         import_onnx(data[:100])
+    with pytest.raises(FrontendError, match="ModelProto is not an ONNX model"):
+        import_onnx(onnx.ModelProto())
 
 
 def test_missing_file_and_directory(tmp_path):
