@@ -1,4 +1,4 @@
-"""The ONNX frontend: reads an ONNX model (opsets 11..21) into an edgec `Graph`.
+"""The ONNX frontend: reads an ONNX model (opsets 11 and later) into an edgec `Graph`.
 
 Older opset forms are rewritten into the opset-21 forms the IR uses (see `onnx_ops`), model-local
 functions are inlined, input shapes are fixed, and every node whose inputs are all constants
@@ -24,7 +24,10 @@ from ..ir import DType, Graph, Node, TensorType, Value, all_ops, get_op, has_op,
 from ..ir.interpreter import run_node
 from .onnx_ops import CONVERTERS, FRONTEND_OPS, NO_FOLD, REQUIRES
 
-MIN_OPSET, MAX_OPSET = 11, 21
+# The IR's ops follow opset 21. Later opsets changed ops only by adding types and a few
+# attributes (Cast round_mode, Range stash_type, ...); those must hold their defaults, which
+# `clean_attrs` checks, so models of later opsets import too.
+MIN_OPSET, MAX_OPSET = 11, onnx.defs.onnx_opset_version()
 DEFAULT_DOMAINS = ("", "ai.onnx")
 FOLD_LIMIT = 1 << 20  # elements: larger all-constant results stay nodes for the passes to fold
 

@@ -460,7 +460,7 @@ def test_unsupported_ops_are_listed_with_counts():
 
 def test_opset_out_of_range():
     m = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2])], [("y",)], opset=9)
-    with pytest.raises(FrontendError, match="opset 9.*11..21.*version_converter"):
+    with pytest.raises(FrontendError, match="opset 9.*11..2[0-9].*version_converter"):
         import_onnx(m)
 
 
