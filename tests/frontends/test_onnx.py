@@ -464,6 +464,15 @@ def test_opset_out_of_range():
         import_onnx(m)
 
 
+def test_later_opsets_import_when_new_attributes_hold_defaults():
+    nodes = [helper.make_node("Cast", ["x"], ["c"], to=TensorProto.INT32, round_mode="up"),
+             helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)]
+    check(make_model(nodes, [("x", [5])], [("y",)], opset=25))
+    nodes[0] = helper.make_node("Cast", ["x"], ["c"], to=TensorProto.INT32, round_mode="nearest")
+    with pytest.raises(FrontendError, match="round_mode='nearest' is not supported"):
+        import_onnx(make_model(nodes, [("x", [5])], [("y",)], opset=25))
+
+
 def test_unknown_attribute_is_an_error_but_defaults_are_dropped():
     relu = helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)
     relu.attribute.append(helper.make_attribute("fancy", 3))
