@@ -2,8 +2,9 @@
 
 Attribute forms of older opsets become constant inputs (Split `split`, (Un)Squeeze and Reduce*
 `axes`, Clip `min/max`, Pad `pads`), `auto_pad` becomes explicit pads, Softmax before opset 13
-("coerce to 2-D") becomes Reshape [prod(d[:axis]), prod(d[axis:])] -> Softmax -> Reshape, and
-Constant, Identity, Dropout, Shape and Size become constants or aliases. Any op not listed here
+("coerce to 2-D") becomes Reshape [prod(d[:axis]), prod(d[axis:])] -> Softmax -> Reshape,
+Constant, Identity, Dropout, Shape and Size become constants or aliases, and an If whose
+condition is known at compile time becomes the branch it takes. Any op not listed here
 converts one-to-one (`ctx.emit(node.op_type, ...)`).
 """
 
