@@ -80,6 +80,13 @@ def test_transpose_all_perms(check):
     nodes += [g.add_node("Transpose", [y], {"perm": p})
               for p in ([0, 2, 3, 1], [0, 3, 1, 2], [1, 0, 2, 3], [2, 3, 0, 1], [-1, 0, 1, 2])]
     nodes += [g.add_node("Transpose", [x]), g.add_node("Transpose", [z], {"perm": [2, 3, 0, 1]})]
+    # big enough to be tiled: NCHW -> NHWC, a 2-D transpose, one with a dim between the tiles
+    big = g.add_input("big", TensorType((2, 16, 24, 20), F32))
+    mat = g.add_input("mat", TensorType((72, 96), F32))
+    odd = g.add_input("odd", TensorType((32, 5, 128), F32))
+    nodes += [g.add_node("Transpose", [big], {"perm": [0, 2, 3, 1]}),
+              g.add_node("Transpose", [big], {"perm": [0, 3, 1, 2]}),
+              g.add_node("Transpose", [mat]), g.add_node("Transpose", [odd])]
     _outputs(g, nodes)
     check(g)
 
@@ -92,6 +99,9 @@ def test_transpose_copies_contiguous_runs():
     text = _kernel_c(g, n)
     assert text.count("for (") == 3  # C, N, then H*W merged
     assert "i2 < 20" in text and "x[i0 * 20 + i1 * 60 + i2]" in text
+    big = g.add_input("big", TensorType((2, 64, 56, 56), F32))
+    tiled = _kernel_c(g, g.add_node("Transpose", [big], {"perm": [0, 2, 3, 1]}))
+    assert "tj < 196" in tiled and "tk < 4" in tiled  # 16 x 16 tiles of (H*W, C)
     assert coalesce_strided([(2, 12), (3, 4), (4, 1)]) == [(24, 1)]
     assert coalesce_strided([(3, 4), (2, 12), (1, 7), (4, 1)]) == [(3, 4), (2, 12), (4, 1)]
 
@@ -236,6 +246,7 @@ AXES = [None, [0], [1], [2], [-1, 0], [1, 2], [0, 2], [3], [0, 1, 3]]
 def test_reduce_float(check, keepdims):
     g = Graph("reduce")
     x = g.add_input("x", TensorType((3, 4, 1, 5), F32))
+    w = g.add_input("w", TensorType((2, 3, 37), F32))
     nodes = []
     for op in REDUCE_OPS:
         for k, axes in enumerate(AXES):
@@ -243,10 +254,14 @@ def test_reduce_float(check, keepdims):
             nodes.append(g.add_node(op, ins, {"keepdims": keepdims}))
         nodes.append(g.add_node(op, [x, g.const(np.zeros(0, np.int64), "none")],
                                 {"noop_with_empty_axes": 1, "keepdims": keepdims}))
+        # long inner axes: 8 accumulators in lanes, then the tail of 37 % 8
+        nodes += [g.add_node(op, [w, g.const(i64(*a), "wa")], {"keepdims": keepdims})
+                  for a in ([2], [0, 2], [1, 2])]
     _outputs(g, nodes)
     rng = np.random.default_rng(4)
-    check(g, {"x": rng.uniform(0.5, 1.5, (3, 4, 1, 5)).astype(np.float32)
-              * rng.choice([-1, 1], (3, 4, 1, 5)).astype(np.float32)})
+    sign = lambda shape: rng.choice([-1, 1], shape).astype(np.float32)  # noqa: E731
+    check(g, {"x": rng.uniform(0.5, 1.5, (3, 4, 1, 5)).astype(np.float32) * sign((3, 4, 1, 5)),
+              "w": rng.uniform(0.9, 1.1, (2, 3, 37)).astype(np.float32) * sign((2, 3, 37))})
 
 
 @pytest.mark.parametrize("dt", [DType.I32, DType.I64, DType.U8, DType.BOOL])
@@ -271,10 +286,13 @@ def test_reduce_integer(check, dt):
 def test_reduce_max_keeps_nan(check):
     g = Graph("nanred")
     x = g.add_input("x", TensorType((2, 3), F32))
-    nodes = [g.add_node(op, [x, g.const(i64(a), f"a{a}{op}")], {"keepdims": 0})
-             for op in ("ReduceMax", "ReduceMin") for a in (0, 1)]
+    long = g.add_input("long", TensorType((3, 40), F32))  # reduced in 8 lanes
+    nodes = [g.add_node(op, [v, g.const(i64(a), f"a{a}{op}")], {"keepdims": 0})
+             for op in ("ReduceMax", "ReduceMin") for v in (x, long) for a in (0, 1)]
     _outputs(g, nodes)
-    check(g, {"x": np.array([[1, np.nan, 3], [np.nan, -2, 0]], np.float32)})
+    lv = np.arange(120, dtype=np.float32).reshape(3, 40) - 60
+    lv[0, 3], lv[1, 37] = np.nan, np.nan
+    check(g, {"x": np.array([[1, np.nan, 3], [np.nan, -2, 0]], np.float32), "long": lv})
 
 
 def test_argmax(check):

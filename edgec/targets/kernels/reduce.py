@@ -46,6 +46,8 @@ def _highest(dt: DType) -> Expr:
     return const(True if dt is DType.BOOL else np.iinfo(dt.np).max, dt)
 
 
+LANES = 8  # float accumulators per output in a reduction over the innermost axis
+
 REDUCTIONS: dict[str, Reduction] = {
     "ReduceSum": Reduction(lambda dt: const(0, dt), lambda a, v: a + v),
     "ReduceMean": Reduction(lambda dt: const(0, dt), lambda a, v: a + v, mean=True),
@@ -93,13 +95,20 @@ def reduce_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     reduced = [(n, s) for (n, r), s in zip(groups, xst, strict=True) if r]
     kept_ext = [n for n, _ in kept]
     if not groups or groups[-1][1] or count == 0:
-        # kept loops outside, one accumulator over the reduced loops inside
+        # kept loops outside, the accumulator(s) over the reduced loops inside
+        inner = reduced[-1][0] if reduced else 1
+        lanes = LANES if dt.is_float and inner >= 2 * LANES else 1
         with kb.loops(kept_ext, [f"k{i}" for i in range(len(kept))]) as ks:
-            acc = kb.local("acc", red.init(dt))
-            with kb.loops([n for n, _ in reduced], [f"r{i}" for i in range(len(reduced))]) as rs:
-                src = _offset(list(ks) + list(rs), kept + reduced)
-                kb.assign(acc, red.combine(acc, x[src]))
-            kb.store(y, linear_index(ks, kept_ext), finish(acc))
+            accs = [kb.local("acc", red.init(dt)) for _ in range(lanes)]
+            outer_red = reduced[:-1] if lanes > 1 else reduced
+            with kb.loops([n for n, _ in outer_red], [f"r{i}" for i in range(len(outer_red))]) \
+                    as rs:
+                src = _offset(list(ks) + list(rs), kept + outer_red)
+                if lanes == 1:
+                    kb.assign(accs[0], red.combine(accs[0], x[src]))
+                else:
+                    _lanes(kb, red, accs, x, src, inner)
+            kb.store(y, linear_index(ks, kept_ext), finish(_tree(kb, red, accs)))
         return
     # memory order, accumulating into the output rows
     with kb.loop(y.numel) as i:
@@ -112,6 +121,29 @@ def reduce_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     if red.mean:
         with kb.loop(y.numel) as i:
             kb.store(y, i, finish(y[i]))
+
+
+def _lanes(kb: NodeKernelBuilder, red: Reduction, accs: list[Expr], x, src: Expr,
+           n: int) -> None:
+    """acc[l] = combine(acc[l], x[src + b * L + l]) over blocks b of L lanes, then the tail;
+    the L independent chains vectorize (a single float chain cannot be reordered)."""
+    lanes = len(accs)
+    with kb.loop(n // lanes, "b") as b:
+        for lane, acc in enumerate(accs):
+            kb.assign(acc, red.combine(acc, x[src + b * lanes + lane]))
+    for lane in range(n % lanes):
+        acc = accs[lane]
+        kb.assign(acc, red.combine(acc, x[src + ((n // lanes) * lanes + lane)]))
+
+
+def _tree(kb: NodeKernelBuilder, red: Reduction, accs: list[Expr]) -> Expr:
+    """Combine the lane accumulators pairwise into the first one."""
+    step = 1
+    while step < len(accs):
+        for i in range(0, len(accs) - step, 2 * step):
+            kb.assign(accs[i], red.combine(accs[i], accs[i + step]))
+        step *= 2
+    return accs[0]
 
 
 def _offset(vs, dims) -> Expr:

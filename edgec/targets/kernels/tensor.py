@@ -54,12 +54,49 @@ def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
     if any(n == 0 for n, _ in dims):
         return
     dims = coalesce_strided(dims)
-    names = ["i"] if len(dims) == 1 else [f"i{k}" for k in range(len(dims))]
-    with kb.loops([n for n, _ in dims], names) as vs:
-        src: Expr = const(base)
-        for v, (_, s) in zip(vs, dims, strict=True):
-            src = src + v * s
-        kb.store(y, linear_index(vs, [n for n, _ in dims]), x[src])
+    ext = [n for n, _ in dims]
+    tiles = _transpose_tiles(dims)
+    if tiles is None:
+        names = ["i"] if len(dims) == 1 else [f"i{k}" for k in range(len(dims))]
+        with kb.loops(ext, names) as vs:
+            kb.store(y, linear_index(vs, ext), x[_offset(base, vs, dims)])
+        return
+    # a transpose: walk T x T tiles of the two swapped dims (j: unit stride in x, k: unit
+    # stride in y) so both buffers are read and written a cache line at a time
+    j, k, tj, tk = tiles
+    rest = [d for d in range(len(dims)) if d not in (j, k)]
+    with kb.loops([ext[d] for d in rest], [f"i{d}" for d in rest]) as vr, \
+            kb.loop(ext[j] // tj, "tj") as bj, kb.loop(ext[k] // tk, "tk") as bk, \
+            kb.loop(tk, "u") as u, kb.loop(tj, "v") as v:
+        vs: list[Expr] = [const(0)] * len(dims)
+        for d, var_ in zip(rest, vr, strict=True):
+            vs[d] = var_
+        vs[j], vs[k] = bj * tj + v, bk * tk + u
+        kb.store(y, linear_index(vs, ext), x[_offset(base, vs, dims)])
+
+
+TILE_MIN_ELEMENTS = 4096  # smaller transposes stay in cache: a plain loop nest is as fast
+
+
+def _transpose_tiles(dims: Sequence[tuple[int, int]]) -> tuple[int, int, int, int] | None:
+    """(j, k, Tj, Tk) when the innermost output dim k is strided in x and an outer dim j is
+    x's unit-stride dim, both large enough and divisible by a tile of 4 to 16; else None."""
+    if len(dims) < 2 or dims[-1][1] == 1:
+        return None
+    k = len(dims) - 1
+    j = next((d for d, (_, s) in enumerate(dims) if s == 1), None)
+    if j is None or dims[j][0] * dims[k][0] < TILE_MIN_ELEMENTS:
+        return None
+    tj = next((t for t in (16, 8, 4) if dims[j][0] % t == 0), None)
+    tk = next((t for t in (16, 8, 4) if dims[k][0] % t == 0), None)
+    return None if tj is None or tk is None else (j, k, tj, tk)
+
+
+def _offset(base: int, vs: Sequence[Expr], dims: Sequence[tuple[int, int]]) -> Expr:
+    src: Expr = const(base)
+    for v, (_, s) in zip(vs, dims, strict=True):
+        src = src + v * s
+    return src
 
 
 def flat_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer) -> None:
