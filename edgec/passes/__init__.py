@@ -8,7 +8,15 @@ A pass is registered by name with `@register_pass`; see `manager` for the pass c
 """
 
 # the built-in passes register themselves on import
-from . import dce, fold_batchnorm, fold_constants, fuse, plan_memory, remove_identity
+from . import (
+    canonicalize,
+    dce,
+    fold_batchnorm,
+    fold_constants,
+    fuse,
+    plan_memory,
+    remove_identity,
+)
 from .manager import (
     Pass,
     PassInfo,
@@ -46,7 +54,7 @@ DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-cons
                     "plan-memory")
 
 __all__ = [
-    "DEFAULT_PIPELINE", "MatchFailure", "MemoryPlan", "NoMatch", "Pass", "PassInfo",
+    "DEFAULT_PIPELINE", "MatchFailure", "canonicalize", "MemoryPlan", "NoMatch", "Pass", "PassInfo",
     "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
     "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
     "fold_batchnorm", "fold_constants", "fuse", "make_pass", "parse_pipeline", "pass_spec",

@@ -48,7 +48,6 @@ class PassInfo:
 
 
 _PASSES: dict[str, PassInfo] = {}
-_OPTION_TYPES = (int, float, bool, str)
 
 
 def _options_of(cls) -> dict[str, tuple[Any, Any]]:
@@ -180,7 +179,8 @@ def pass_spec(p: Pass) -> str:
 
 
 def _fmt_option(v) -> str:
-    return str(v).lower() if isinstance(v, bool) else str(v)
+    text = str(v).lower() if isinstance(v, bool) else str(v)
+    return f'"{text}"' if text == "" or re.search(r'[\s{},="]', text) else text
 
 
 # -- pipeline strings ---------------------------------------------------------------------
@@ -288,7 +288,8 @@ class PipelineReport:
         return sum(r.seconds for r in self.records)
 
     def timing_table(self) -> str:
-        """A table of the passes, slowest first share of the total, as MLIR's -mlir-timing."""
+        """The passes in pipeline order with their time, share of the total, runs (more than
+        one under {fixpoint}) and whether they changed the graph."""
         total = self.total_seconds or 1e-12
         width = max([len("pass")] + [len(r.spec) for r in self.records])
         lines = [f"{'pass':<{width}}  {'ms':>9}  {'share':>6}  runs  changed",
@@ -381,6 +382,7 @@ class PassManager:
     def run(self, graph: Graph) -> PipelineReport:
         out = self.out if self.out is not None else sys.stderr
         report = PipelineReport()
+        self._verified_text: str | None = None
         if self.verify_each:
             self._verify(graph, None)
         feeds = reference = None
@@ -425,9 +427,12 @@ class PassManager:
         try:
             verify(graph)
             text = print_graph(graph)
+            if text == self._verified_text:  # unchanged since it last read back: skip parsing
+                return
             again = print_graph(parse(text))
         except EdgecError as e:
             raise PassError(f"pass verification failed {where}: {e}") from e
+        self._verified_text = again
         if again != text:
             line = next(i for i, (a, b) in enumerate(
                 zip(text.splitlines() + [""], again.splitlines() + [""], strict=False)) if a != b)

@@ -67,3 +67,21 @@ def test_outputs_above_the_size_limit_stay_computed_at_run_time():
     assert [n.op for n in g.nodes] == ["Neg", "Add"]
     g = check_pass(src, "fold-constants{max_elements=4}")
     assert [n.op for n in g.nodes] == ["Add"]
+
+
+def test_canonicalize_folds_then_removes_the_identities_folding_exposed():
+    # c0 + c1 = 1 makes the Mul an identity, and the Neg is left dead
+    check_pass("""
+        graph @g(%x: f32[2,2]) {
+          %c0 = const f32[2] dense<[0.25, 0.5]>
+          %c1 = const f32[2] dense<[0.75, 0.5]>
+          %one = Add(%c0, %c1) : f32[2]
+          %m = Mul(%x, %one) : f32[2,2]
+          %dead = Neg(%m) : f32[2,2]
+          %y = Relu(%m) : f32[2,2]
+          return %y
+        }""", "canonicalize", """
+        graph @g(%x: f32[2,2]) {
+          %y = Relu(%x) : f32[2,2]
+          return %y
+        }""")

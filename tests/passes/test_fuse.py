@@ -161,7 +161,7 @@ def test_fused_ops_reject_bad_epilogues():
     z = g.add_input("z", TensorType((1, 2, 1), DType.F32))
     with pytest.raises(ShapeError, match="residual f32.1,2,1. must have the output's type"):
         g.add_node("FusedConv", [x, w, None, z], conv)
-    with pytest.raises(ShapeError, match="bias f32.2. must be 1-D, one value per last"):
+    with pytest.raises(ShapeError, match="bias f32.2. must be 1-D, one value per last-axis"):
         g.add_node("FusedMatMul", [g.add_input("a", TensorType((2, 3), DType.F32)),
                                    g.const(np.ones((3, 4), np.float32)),
                                    g.const(np.ones(2, np.float32))])

@@ -47,7 +47,7 @@ ACTIVATION_PARAMS: dict[str, tuple[str, ...]] = {
 _EPILOGUE_ATTRS = {"activation": Attr.str(""), "activation_params": Attr.floats([])}
 
 
-def _check_epilogue(opname: str, out, bias, z, activation: str, params) -> None:
+def _check_epilogue(opname: str, out, z, activation: str, params) -> None:
     if not out.dtype.is_float:
         raise ShapeError(f"{opname}: output {out} must be a float tensor")
     if activation not in ACTIVATIONS:
@@ -57,11 +57,6 @@ def _check_epilogue(opname: str, out, bias, z, activation: str, params) -> None:
     if len(params) != len(want):
         raise ShapeError(f"{opname}: activation {activation} takes {len(want)} parameters "
                          f"{list(want)}, got {list(params)}")
-    if bias is not None and (bias.shape != out.shape[-1:] if opname == "FusedMatMul"
-                             else bias.shape != out.shape[1:2]):
-        axis = "last" if opname == "FusedMatMul" else "channel"
-        raise ShapeError(f"{opname}: bias {bias.type} must be 1-D, one value per {axis} of "
-                         f"the output {out}")
     if z is not None and z.type != out:
         raise ShapeError(f"{opname}: residual {z.type} must have the output's type {out}")
 
@@ -78,7 +73,7 @@ _CONV = get_op("Conv")
 def _infer_fused_conv(inputs, *, activation, activation_params, **conv_attrs):
     out = _CONV.infer(list(inputs[:3]), **conv_attrs)
     z = inputs[3] if len(inputs) > 3 else None
-    _check_epilogue("FusedConv", out, None, z, activation, activation_params)
+    _check_epilogue("FusedConv", out, z, activation, activation_params)  # Conv checks B
     return out
 
 
@@ -95,7 +90,10 @@ def _infer_fused_matmul(inputs, *, activation, activation_params):
     out = _MATMUL.infer(list(inputs[:2]))
     bias = inputs[2] if len(inputs) > 2 else None
     z = inputs[3] if len(inputs) > 3 else None
-    _check_epilogue("FusedMatMul", out, bias, z, activation, activation_params)
+    if bias is not None and bias.shape != out.shape[-1:]:
+        raise ShapeError(f"FusedMatMul: bias {bias.type} must be 1-D, one value per last-axis "
+                         f"element of the output {out}")
+    _check_epilogue("FusedMatMul", out, z, activation, activation_params)
     return out
 
 
