@@ -388,7 +388,11 @@ class PassManager:
         feeds = reference = None
         if self.check_numerics:
             feeds = sample_inputs(graph, self.seed)
-            reference = [interpret(graph, feeds)[v.name] for v in graph.outputs]
+            try:
+                reference = [interpret(graph, feeds)[v.name] for v in graph.outputs]
+            except EdgecError as e:
+                raise PassError(f"check-numerics: the input graph cannot be interpreted on "
+                                f"random inputs (floats normal, integers in [0, 4)): {e}") from e
             names = [v.name for v in graph.outputs]
         for step in self.steps:
             spec = str(step)
