@@ -27,6 +27,15 @@ def _affine(bn: Node) -> tuple[np.ndarray, np.ndarray]:
     return s, beta - mean * s
 
 
+def _replace(graph: Graph, bn: Node, new: Node, old: Node) -> None:
+    """`new` stands in for `old` followed by `bn`. Unless it takes over the batch norm's
+    name with its value, it keeps the model's name of `old`, which goes with `bn`."""
+    fresh = new.name
+    replace_value(graph, bn.output, new.output)
+    if new.name == fresh and old.name != old.output.name:
+        new.name = old.name
+
+
 def _const(graph: Graph, arr: np.ndarray, like, name: str):
     return graph.const(arr.astype(like.dtype.np), name=name)
 
@@ -54,7 +63,7 @@ def _fold_conv(graph: Graph, bn: Node, m) -> None:
     ins += [None] * (3 - len(ins))
     ins[2] = _const(graph, b2, conv.inputs[1], f"{conv.name}_b")
     new = graph.add_node(conv.op, ins, conv.attrs, name=conv.name, before=bn)
-    replace_value(graph, bn.output, new.output)
+    _replace(graph, bn, new, conv)
 
 
 # -- into Gemm ----------------------------------------------------------------------------
@@ -76,7 +85,7 @@ def _fold_gemm(graph: Graph, bn: Node, m) -> None:
     ins = [gemm.inputs[0], _const(graph, b2, gemm.inputs[1], f"{gemm.name}_b"),
            _const(graph, np.asarray(c2), gemm.inputs[1], f"{gemm.name}_c")]
     new = graph.add_node("Gemm", ins, {**at, "beta": 1.0}, name=gemm.name, before=bn)
-    replace_value(graph, bn.output, new.output)
+    _replace(graph, bn, new, gemm)
 
 
 # -- into MatMul [M, K] @ [K, N] ----------------------------------------------------------
@@ -99,6 +108,8 @@ def _fold_matmul(graph: Graph, bn: Node, m) -> None:
     add = graph.add_node("Add", [new.output, _const(graph, t, mm.inputs[1], f"{mm.name}_b")],
                          before=bn)
     replace_value(graph, bn.output, add.output)
+    if mm.name != mm.output.name:  # a model's node name (not its output's): keep it
+        new.name = mm.name
 
 
 # -- standalone ---------------------------------------------------------------------------

@@ -68,12 +68,17 @@ def _base(value: Value) -> tuple[Node, Fused]:
     return node, fused
 
 
-def _emit(graph: Graph, anchor: Node, fused: Fused) -> None:
+def _emit(graph: Graph, anchor: Node, fused: Fused, base: Node) -> None:
     ins = list(fused.inputs)
     while ins and ins[-1] is None:
         ins.pop()
     new = graph.add_node(fused.op, ins, fused.attrs, name=fused.op.lower(), before=anchor)
+    fresh = new.name
     replace_value(graph, anchor.output, new.output)
+    # unless the node name came with the value, keep the model's name of the conv, which
+    # goes with the anchor (its only user) right after this
+    if new.name == fresh and base.name != base.output.name:
+        new.name = base.name
 
 
 def _per_channel(c: np.ndarray, out: Value, op: str) -> np.ndarray:
@@ -113,7 +118,7 @@ def _match_bias(node: Node):
 def _fuse_bias(graph: Graph, node: Node, m) -> None:
     base, fused, b = m
     fused.inputs[2] = graph.const(b, name=f"{base.name}_bias")
-    _emit(graph, node, fused)
+    _emit(graph, node, fused, base)
 
 
 # -- residual: Add(y, z) with z of y's type -----------------------------------------------
@@ -141,7 +146,7 @@ def _match_residual(node: Node):
 def _fuse_residual(graph: Graph, node: Node, m) -> None:
     base, fused, z = m
     fused.inputs[3] = z
-    _emit(graph, node, fused)
+    _emit(graph, node, fused, base)
 
 
 # -- activation ---------------------------------------------------------------------------
@@ -170,7 +175,7 @@ def _match_activation(node: Node):
 def _fuse_activation(graph: Graph, node: Node, m) -> None:
     base, fused, params = m
     fused.attrs.update(activation=node.op, activation_params=params)
-    _emit(graph, node, fused)
+    _emit(graph, node, fused, base)
 
 
 # -- Gemm -> FusedMatMul ------------------------------------------------------------------
@@ -209,7 +214,8 @@ def _fuse_gemm(graph: Graph, node: Node, m) -> None:
     ins = [node.inputs[0], b,
            None if bias is None else graph.const(bias, name=f"{node.name}_bias"),
            graph.const(z, name=f"{node.name}_c") if isinstance(z, np.ndarray) else z]
-    _emit(graph, node, Fused("FusedMatMul", ins, {"activation": "", "activation_params": []}))
+    _emit(graph, node, Fused("FusedMatMul", ins, {"activation": "", "activation_params": []}),
+          node)
 
 
 FUSE_PATTERNS = [

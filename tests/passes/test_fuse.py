@@ -190,3 +190,18 @@ def test_mobilenet_v2_blocks_fuse_relu6_and_the_projection_residual():
     assert len(projections) == 2 and all(n.attrs["activation"] == "" for n in projections)
     assert after.op_counts() == {"FusedConv": 9, "Conv": 1}
     assert_same_numerics(before, after, tol=1e-5)
+
+
+def test_model_names_survive_the_output_value_and_conv_node_names():
+    check_pass("""
+        graph @g(%x: f32[1,2,3]) {
+          %w = const f32[2,2,1] dense<[1.0, 2.0, 3.0, 4.0]>
+          %"/conv/Conv_output_0" = Conv(%x, %w) {dilations = [1], pads = [0, 0], strides = [1]} : f32[1,2,3] #"/conv/Conv"
+          %y = Relu(%"/conv/Conv_output_0") : f32[1,2,3] #"/relu/Relu"
+          return %y
+        }""", "fuse", """
+        graph @g(%x: f32[1,2,3]) {
+          %w = const f32[2,2,1] dense<[1.0, 2.0, 3.0, 4.0]>
+          %y = FusedConv(%x, %w) {dilations = [1], pads = [0, 0], strides = [1], activation = "Relu"} : f32[1,2,3] #"/conv/Conv"
+          return %y
+        }""")
