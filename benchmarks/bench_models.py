@@ -29,12 +29,14 @@ import onnxruntime as ort
 import edgec
 from edgec import zoo
 
-FLOOR_MS = {"resnet18": 21.0}  # fp32 single-core floor from BENCHMARKING.md (3.6 GFLOP at 170 GFLOP/s)
+# fp32 single-core floor from BENCHMARKING.md (3.6 GFLOP at 170 GFLOP/s)
+FLOOR_MS = {"resnet18": 21.0}
 
 
 def code_size(lib: Path) -> dict[str, int]:
     """Bytes of code and read-only data per archive member, from `size -A`."""
-    out = subprocess.run(["size", "-A", str(lib)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["size", "-A", str(lib)], capture_output=True, text=True,
+                         check=True).stdout
     sizes: dict[str, int] = {}
     member = ""
     for line in out.splitlines():

@@ -108,7 +108,8 @@ def cmd_inspect(a) -> None:
     if a.json:
         print(json.dumps(m, indent=2))
         return
-    print(f"{m['name']}: edgec {m['edgec_version']}, target {m['target']}, from {m['source'] or '-'}")
+    print(f"{m['name']}: edgec {m['edgec_version']}, target {m['target']}, "
+          f"from {m['source'] or '-'}")
     for kind in ("inputs", "outputs"):
         for io in m[kind]:
             print(f"  {kind[:-1]:6s} {io['name']}: {io['dtype']}{io['shape']}")
@@ -123,7 +124,8 @@ def cmd_inspect(a) -> None:
 
 def _add_pipeline_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify-each", action="store_true", help="verify the IR after every pass")
-    p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
+    p.add_argument("--print-ir-after-all", action="store_true",
+                   help="print the IR after every pass")
     p.add_argument("--check-numerics", action="store_true",
                    help="run the interpreter after every pass; name the first pass that drifts")
     p.add_argument("--timing", action="store_true", help="print the time of every pass")
@@ -134,7 +136,8 @@ def _add_pipeline_flags(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     from ..targets.target import TARGETS
 
-    ap = argparse.ArgumentParser(prog="edgec", description="ONNX to self-contained static libraries")
+    ap = argparse.ArgumentParser(prog="edgec",
+                                 description="ONNX to self-contained static libraries")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("compile", help="compile an ONNX model into libNAME.a + NAME.h")
     c.add_argument("model")

@@ -163,5 +163,6 @@ def _report(manifest: dict, pipeline_report, plan) -> str:
     lines += [plan.report(), "",
               "ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(manifest["ops"].items())),
               f"weights: {manifest['weights_bytes']} bytes",
-              "compile time: " + ", ".join(f"{k} {v:.3f}s" for k, v in manifest["timing_s"].items())]
+              "compile time: " + ", ".join(f"{k} {v:.3f}s"
+                                           for k, v in manifest["timing_s"].items())]
     return "\n".join(lines) + "\n"

@@ -182,7 +182,8 @@ class Graph:
         for v in node.outputs:
             if v.uses or v in self.outputs:
                 raise VerificationError(
-                    f"cannot remove node {node.name} ({node.op}): its output %{v.name} is still used")
+                    f"cannot remove node {node.name} ({node.op}): "
+                    f"its output %{v.name} is still used")
         for i in range(len(node.inputs)):
             self.set_input(node, i, None)
         self.nodes.remove(node)

@@ -21,12 +21,14 @@ def check_feeds(graph: Graph, feeds: Mapping[str, np.ndarray]) -> None:
     missing = [n for n in names if n not in feeds]
     extra = [n for n in feeds if n not in names]
     if missing or extra:
-        raise ShapeError(f"model {graph.name} takes inputs {names}; missing {missing}, unknown {extra}")
+        raise ShapeError(f"model {graph.name} takes inputs {names}; "
+                         f"missing {missing}, unknown {extra}")
     for v in graph.inputs:
         a = np.asarray(feeds[v.name])
         if tuple(a.shape) != v.shape or a.dtype != v.dtype.np:
             raise ShapeError(
-                f"input '{v.name}' must be {v.dtype.np}{list(v.shape)}, got {a.dtype}{list(a.shape)}")
+                f"input '{v.name}' must be {v.dtype.np}{list(v.shape)}, "
+                f"got {a.dtype}{list(a.shape)}")
 
 
 def run_node(node: Node, inputs: list[np.ndarray | None]) -> list[np.ndarray]:

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from .graph import Graph, Value, is_plain_name
-from .registry import has_op, get_op
+from .registry import get_op, has_op
 
 MAX_LITERAL = 16
 
@@ -50,7 +50,8 @@ def fmt_array(arr: np.ndarray, elide: bool = False) -> str:
         return "dense<[" + ", ".join(fmt_scalar(x, arr.dtype) for x in arr.reshape(-1)) + "]>"
     if elide:
         return f"dense<...{arr.nbytes} bytes...>"
-    return "dense<0x" + np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes().hex() + ">"
+    data = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
+    return "dense<0x" + data.hex() + ">"
 
 
 def fmt_attr(value, kind: str, elide: bool, indent: str) -> str:
@@ -64,8 +65,8 @@ def fmt_attr(value, kind: str, elide: bool, indent: str) -> str:
     if kind == "strs":
         return "[" + ", ".join(json.dumps(v) for v in value) + "]"
     if kind == "tensor":
-        from .types import TensorType
         from .dtypes import DType
+        from .types import TensorType
 
         t = TensorType(value.shape, DType.from_numpy(value.dtype))
         return f"tensor<{t} {fmt_array(value, elide)}>"
@@ -93,13 +94,14 @@ def print_graph(graph: Graph, elide: bool = False, indent: str = "") -> str:
         outs = ", ".join(v(o) for o in n.outputs)
         ins = ", ".join(v(i) for i in n.inputs)
         defaults = get_op(n.op).attrs
-        shown = [(k, val) for k, val in n.attrs.items() if not _is_default(val, defaults[k].default)]
+        shown = [(k, val) for k, val in n.attrs.items()
+                 if not _is_default(val, defaults[k].default)]
         attrs = ""
         if shown:
-            attrs = " {" + ", ".join(
-                f"{k} = {fmt_attr(val, _attr_kind(n.op, k, val), elide, ind)}" for k, val in shown) + "}"
+            attrs = " {" + ", ".join(f"{k} = {fmt_attr(val, _attr_kind(n.op, k, val), elide, ind)}"
+                                     for k, val in shown) + "}"
         types = ", ".join(str(o.type) for o in n.outputs)
-        label = "" if n.name == n.outputs[0].name else f" #{json.dumps(n.name)}" if n.outputs else ""
+        label = "" if n.name == n.outputs[0].name else f" #{json.dumps(n.name)}"
         lines.append(f"{ind}{outs} = {n.op}({ins}){attrs} : {types}{label}")
     lines.append(f"{ind}return " + ", ".join(v(o) for o in graph.outputs))
     lines.append(indent + "}")

@@ -116,7 +116,8 @@ class OpDef:
                 out[k] = list(d) if isinstance(d, list | tuple) else d
         return out
 
-    def infer_types(self, inputs: Sequence, attrs: dict[str, Any], where: str = "") -> list[TensorType]:
+    def infer_types(self, inputs: Sequence, attrs: dict[str, Any],
+                    where: str = "") -> list[TensorType]:
         lo, hi = self.num_inputs
         present = len(inputs)
         while present and inputs[present - 1] is None:

@@ -62,7 +62,8 @@ def verify(graph: Graph, outer: set[int] | None = None) -> None:
                 f"{where} has {len(node.outputs)} outputs; inference gives {len(expected)}")
         for v, t in zip(node.outputs, expected):
             if v.type != t:
-                raise VerificationError(f"{where}: output %{v.name} is {v.type}, inference gives {t}")
+                raise VerificationError(
+                    f"{where}: output %{v.name} is {v.type}, inference gives {t}")
             if v.producer is not node:
                 raise VerificationError(f"{where}: output %{v.name} has a wrong producer link")
             define(v, where)

@@ -47,7 +47,8 @@ def test_compile_run_check_inspect(tiny, tmp_path, capsys):
     text = capsys.readouterr().out
     rel = float(text.split("relative ")[-1].split()[0])
     assert rel < 1e-4
-    assert np.load(tmp_path / "res.npz")[m["outputs"][0]["name"]].shape == tuple(m["outputs"][0]["shape"])
+    saved = np.load(tmp_path / "res.npz")[m["outputs"][0]["name"]]
+    assert saved.shape == tuple(m["outputs"][0]["shape"])
     assert main(["inspect", str(out)]) == 0
     assert "workspace" in capsys.readouterr().out
 
@@ -55,7 +56,8 @@ def test_compile_run_check_inspect(tiny, tmp_path, capsys):
 def test_opt_prints_parseable_ir(tiny, capsys):
     from edgec.ir import parse
 
-    assert main(["opt", str(tiny), "--pipeline", "fold-constants,fold-batchnorm,fuse", "--full"]) == 0
+    pipeline = "fold-constants,fold-batchnorm,fuse"
+    assert main(["opt", str(tiny), "--pipeline", pipeline, "--full"]) == 0
     text = capsys.readouterr().out
     g = parse(text)
     assert "FusedConv" in g.op_counts() and "BatchNormalization" not in g.op_counts()
