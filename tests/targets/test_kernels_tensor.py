@@ -70,6 +70,15 @@ def test_views_and_dropout(check):
     check(g)
 
 
+def test_dropout_mask_with_aliased_output(check):
+    """The planner makes Dropout's output a view of its input; the kernel writes only the mask."""
+    g = Graph("dropout")
+    x = g.add_input("x", TensorType((3, 4), F32))
+    d = g.add_node("Dropout", [x], num_outputs=2)
+    g.outputs = [g.add_node("Relu", [d.outputs[0]]).output, d.outputs[1]]
+    check(g)
+
+
 def test_transpose_all_perms(check):
     g = Graph("transpose")
     x = g.add_input("x", TensorType((2, 3, 4), F32))

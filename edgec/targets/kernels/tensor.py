@@ -123,7 +123,11 @@ def view_kernel(kb: NodeKernelBuilder, node: Node) -> None:
 @kernel("Dropout")
 def dropout_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     """Inference Dropout: the identity, and the optional mask output all true."""
-    flat_copy(kb, kb.bind(node.inputs[0], "x"), kb.bind(node.outputs[0], "y"))
+    plan = node.graph.meta.get("memory_plan") if node.graph is not None else None
+    if plan is None or node.outputs[0].name not in plan.aliases:
+        # (when the planner made the output a view of the input there is nothing to copy,
+        # and passing one buffer as both restrict parameters would be undefined behaviour)
+        flat_copy(kb, kb.bind(node.inputs[0], "x"), kb.bind(node.outputs[0], "y"))
     if len(node.outputs) > 1 and node.outputs[1] is not None:
         mask = kb.bind(node.outputs[1], "mask")
         with kb.loop(mask.numel) as i:
