@@ -22,7 +22,7 @@ class Target:
     doc: str = ""
 
 
-_COMMON = ("-O3", "-std=c99", "-fno-math-errno", "-ffp-contract=off")
+_COMMON = ("-O3", "-std=c99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("c-generic", "generic", "cc", ("-O2", "-std=c99"), doc="portable C99"),

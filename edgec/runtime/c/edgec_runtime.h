@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include "edgec_types.h"
 
-static const char *edgec_status_string(int status)
+static inline const char *edgec_status_string(int status)
 {
     switch (status) {
     case EDGEC_OK: return "ok";
@@ -17,7 +17,7 @@ static const char *edgec_status_string(int status)
     }
 }
 
-static int edgec_is_aligned(const void *p, size_t align)
+static inline int edgec_is_aligned(const void *p, size_t align)
 {
     return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
 }
