@@ -103,7 +103,7 @@ class CRenderer:
             if e.dtype.is_float:
                 return f"{self.math_fn(op, e.dtype)}({self.expr(a[0])}, {self.expr(a[1])})", 16
             cmp = ">" if op == "max" else "<"
-            x, y = self.expr(a[0], 3), self.expr(a[1], 3)
+            x, y = self.expr(a[0], 11), self.expr(a[1], 11)  # operands of the comparison
             return f"{x} {cmp} {y} ? {x} : {y}", 3
         if op == "neg":  # parenthesize a negative operand: "--x" would be a decrement
             return f"-{self.expr(a[0], 15)}", 14
