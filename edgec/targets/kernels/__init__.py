@@ -1,3 +1,3 @@
 """Kernel builders, one module per op family (mirroring edgec/ir/ops). Importing registers them."""
 
-from . import elementwise, nn, reduce, tensor  # noqa: F401
+from . import elementwise, fused, nn, reduce, tensor  # noqa: F401
