@@ -178,6 +178,12 @@ def test_gemm(check, ta, tb, alpha, beta, cshape):
                    {"transA": ta, "transB": tb, "alpha": alpha, "beta": beta}))
 
 
+def test_gemm_transposed_b_at_run_time(check):
+    """B a graph input (not transposed at compile time): a dot product per output."""
+    check(graph_of("Gemm", [(4, 3), (5, 4), rand(5, seed=3)],
+                   {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0}))
+
+
 # -- pooling --------------------------------------------------------------------------------
 
 def pool_attrs(kernel, strides=None, pads=None, dilations=None, ceil_mode=0, **extra):

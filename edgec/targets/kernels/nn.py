@@ -224,7 +224,8 @@ def pack_conv_weights(w: np.ndarray, group: int, tile: int, reduce_rows: bool) -
     return np.ascontiguousarray(np.concatenate(blocks))
 
 
-def derived_constant(kb: NodeKernelBuilder, source: Value, key: str, make) -> Buffer:
+def derived_constant(kb: NodeKernelBuilder, source: Value, key: str,
+                     make: Callable[[np.ndarray], np.ndarray], name: str = "wp") -> Buffer:
     """A buffer for a compile-time transform of constant `source` (a weight layout), made
     once per source and layout so that nodes sharing a weight share its transform."""
     cache = source.meta.setdefault("derived_constants", {})
@@ -232,7 +233,7 @@ def derived_constant(kb: NodeKernelBuilder, source: Value, key: str, make) -> Bu
         arr = make(source.const)
         arr.setflags(write=False)
         cache[key] = Value(f"{source.name}_{key}", TensorType(arr.shape, source.dtype), arr)
-    return kb.bind(cache[key], "wp")
+    return kb.bind(cache[key], name)
 
 
 def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
@@ -456,14 +457,21 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     dims broadcast, a 1-D A is a row and a 1-D B a column (their unit dim is dropped from Y).
 
     B row-major [K, N]: per output row, y[i, :] += A[i, k] * B[k, :] for k = 0..K-1 (a
-    contiguous axpy). B transposed or N = 1: a dot product per output in a local.
+    contiguous axpy). A constant transposed B is transposed back at compile time. B
+    transposed at run time, or N = 1: a dot product per output in a local.
     """
     a_shape = (1, *a_v.shape) if len(a_v.shape) == 1 else tuple(a_v.shape)
     b_shape = (*b_v.shape, 1) if len(b_v.shape) == 1 else tuple(b_v.shape)
     m_, k_ = a_shape[-2:][::-1] if trans_a else a_shape[-2:]
     n_ = b_shape[-2] if trans_b else b_shape[-1]
     batch = list(y_v.shape[:len(y_v.shape) - (len(a_v.shape) > 1) - (len(b_v.shape) > 1)])
-    a, b = kb.bind(a_v, "a"), kb.bind(b_v, "b")
+    a = kb.bind(a_v, "a")
+    if trans_b and b_v.is_const and n_ > 1:
+        b = derived_constant(kb, b_v, "transposed", lambda w: np.ascontiguousarray(
+            np.swapaxes(w, -1, -2)), "b")
+        b_shape, trans_b = (*b_shape[:-2], b_shape[-1], b_shape[-2]), False
+    else:
+        b = kb.bind(b_v, "b")
     sa = broadcast_strides(a_shape, (*batch, *a_shape[-2:]))
     sb = broadcast_strides(b_shape, (*batch, *b_shape[-2:]))
     epi = Epilogue(scale, [(bind_operand(kb, v, "c" if k == 0 else "z", y_v.shape), f)
