@@ -105,12 +105,14 @@ class Epilogue:
     def is_identity(self) -> bool:
         return self.scale == 1.0 and not self.addends and self.activation is None
 
-    def __call__(self, acc: Expr, coords: Sequence) -> Expr:
+    def __call__(self, kb: NodeKernelBuilder, acc: Expr, coords: Sequence) -> Expr:
         v = acc if self.scale == 1.0 else acc * const(self.scale, acc.dtype)
         for opd, factor in self.addends:
             t = opd.at(coords)
             v = v + (t if factor == 1.0 else t * const(factor, acc.dtype))
-        return v if self.activation is None else self.activation(v)
+        if self.activation is None:
+            return v
+        return self.activation(named(kb, "v", v))  # activations read their input twice
 
 
 def window(kb: NodeKernelBuilder, name: str, base: Expr, off: int, step: int, limit: int,
@@ -123,7 +125,9 @@ def window(kb: NodeKernelBuilder, name: str, base: Expr, off: int, step: int, li
     if min(bases) + off < 0:
         lo = kb.local(f"{name}_lo", _ceil_div(maximum(const(-off) - base, 0), step))
     if max(bases) + off + (extent - 1) * step >= limit:
-        hi = minimum(_ceil_div(maximum(const(limit - off) - base, 0), step), extent)
+        room = const(limit - off) - base  # may be negative only when the pads are wide
+        hi = minimum(_ceil_div(room if limit - off - max(bases) >= 0 else maximum(room, 0),
+                               step), extent)
     if lo.is_const and hi.is_const:
         return lo, hi - lo
     return lo, kb.local(f"{name}_n", hi - lo)
@@ -309,15 +313,12 @@ def _conv_tile_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buf
                         for j in range(tm):
                             kb.assign(acc[t][j], acc[t][j] + wp[wr + r * tm + j] * xv[t])
 
-            def row_taps() -> tuple[Expr, Expr]:
-                return ((const(0), const(kw_n)) if interior else
-                        window(kb, f"k{names[-1]}", ow0 * s, -p, d, width, kw_n,
-                               [o * s for o in edge]))
-
+            kw_lo, kw_cnt = ((const(0), const(kw_n)) if interior else
+                             window(kb, f"k{names[-1]}", ow0 * s, -p, d, width, kw_n,
+                                    [o * s for o in edge]))
             if geo.reduce_rows:  # [c][kw][kh][j]: the loop over kh innermost
                 (kh_lo, kh_cnt), = rows
                 with kb.loop(cg, "c") as c:
-                    kw_lo, kw_cnt = row_taps()
                     with kb.loop(kw_cnt, f"k{names[-1]}") as kv:
                         kw = kw_lo + kv
                         ih = oo[0] * geo.strides[0] + kh_lo * geo.dil[0] - geo.p0[0]
@@ -327,7 +328,6 @@ def _conv_tile_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buf
                         reduce(xr, wr, kh_cnt, geo.dil[0] * xs[2], f"k{names[0]}")
             else:  # [taps][c][j]: the loop over c innermost
                 with kb.loops([r[1] for r in rows], [f"k{a}" for a in names[:-1]]) as kk:
-                    kw_lo, kw_cnt = row_taps()
                     with kb.loop(kw_cnt, f"k{names[-1]}") as kv:
                         kidx = [r[0] + k for r, k in zip(rows, kk, strict=True)] + [kw_lo + kv]
                         ipos = [o * st + k * dd - pp for o, k, st, dd, pp in
@@ -339,7 +339,7 @@ def _conv_tile_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buf
             for t in range(npix):
                 for j in range(tm):
                     kb.store(y, yrow + j * ys[1] + ow0 + t,
-                             epi(acc[t][j], [n, m0 + j, *oo, ow0 + t]))
+                             epi(kb, acc[t][j], [n, m0 + j, *oo, ow0 + t]))
 
         if edge:
             with kb.loop(len(edge), "q") as q:
@@ -394,7 +394,7 @@ def _conv_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,
                         kb.store(y, yrow + ow, y[yrow + ow] + wv * x[xi])
             if not epi.is_identity:
                 with kb.loop(osp[-1], "ow") as ow:
-                    kb.store(y, yrow + ow, epi(y[yrow + ow], [n, m, *oo, ow]))
+                    kb.store(y, yrow + ow, epi(kb, y[yrow + ow], [n, m, *oo, ow]))
 
 
 @kernel("Conv")
@@ -497,7 +497,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
             acc = kb.local("acc", zero)
             with kb.loop(k_, "k") as k:
                 kb.assign(acc, acc + a_at(bi, i, k) * b_at(bi, k, j))
-            kb.store(y, offset([*bi, i, j], sy), epi(acc, out_coords(bi, i, j)))
+            kb.store(y, offset([*bi, i, j], sy), epi(kb, acc, out_coords(bi, i, j)))
         return
     with kb.loops([*batch, m_], [*names, "i"]) as (*bi, i):
         yrow = named(kb, "yrow", offset([*bi, i, 0], sy))
@@ -510,7 +510,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                 kb.store(y, yrow + j, y[yrow + j] + av * b[brow + j])
         if not epi.is_identity:
             with kb.loop(n_, "j") as j:
-                kb.store(y, yrow + j, epi(y[yrow + j], out_coords(bi, i, j)))
+                kb.store(y, yrow + j, epi(kb, y[yrow + j], out_coords(bi, i, j)))
 
 
 @kernel("MatMul")
