@@ -22,8 +22,8 @@ from ..ir.dtypes import DType
 INDEX = DType.INDEX
 
 # Expression ops and their arity class. "call" carries the math function name as args[0].
-BINARY = ("add", "sub", "mul", "div", "mod", "max", "min",
-          "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "bitand", "bitor", "bitxor", "shl", "shr")
+BINARY = ("add", "sub", "mul", "div", "mod", "max", "min", "lt", "le", "gt", "ge", "eq", "ne",
+          "and", "or", "bitand", "bitor", "bitxor", "shl", "shr")
 COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 UNARY = ("neg", "not")
 MATH = ("exp", "log", "sqrt", "tanh", "erf", "pow", "abs", "floor", "ceil", "round", "sin",
@@ -256,7 +256,8 @@ class Buffer:
     def offset(self, *coords) -> Expr:
         """The linear index of row-major coordinates (extent-1 dims contribute nothing)."""
         if len(coords) != len(self.shape):
-            raise ValueError(f"buffer {self.name} has rank {len(self.shape)}, got {len(coords)} coords")
+            raise ValueError(
+                f"buffer {self.name} has rank {len(self.shape)}, got {len(coords)} coords")
         return linear_index(coords, self.shape)
 
 

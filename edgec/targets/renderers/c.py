@@ -38,8 +38,7 @@ MATH_F32 = {
     "sinh": "sinhf", "cosh": "coshf", "asinh": "asinhf", "acosh": "acoshf", "atanh": "atanhf",
     "fmod": "fmodf", "isnan": "isnan", "isinf": "isinf", "max": "fmaxf", "min": "fminf",
 }
-MATH_F64 = {k: (v[:-1] if v.endswith("f") and k not in ("isinf",) else v) for k, v in MATH_F32.items()}
-MATH_F64["isinf"] = "isinf"
+MATH_F64 = {k: (v[:-1] if v.endswith("f") and k != "isinf" else v) for k, v in MATH_F32.items()}
 
 
 class CRenderer:
@@ -96,7 +95,8 @@ class CRenderer:
         if op in self.infix:
             sym, prec = self.infix[op]
             if op == "mod" and a[0].dtype.is_float:
-                return f"{self.math_fn('fmod', a[0].dtype)}({self.expr(a[0])}, {self.expr(a[1])})", 16
+                fmod = self.math_fn("fmod", a[0].dtype)
+                return f"{fmod}({self.expr(a[0])}, {self.expr(a[1])})", 16
             left = 6 if op == "or" else prec  # (a && b) || c: gcc's -Wparentheses asks for them
             return f"{self.expr(a[0], left)} {sym} {self.expr(a[1], max(left, prec + 1))}", prec
         if op in ("max", "min"):
@@ -135,8 +135,8 @@ class CRenderer:
         out: list[str] = []
         for s in body:
             if isinstance(s, Loop):
-                v = s.var
-                out.append(f"{indent}for (ptrdiff_t {v} = 0; {v} < {self.expr(s.extent)}; ++{v}) {{")
+                v, n = s.var, self.expr(s.extent)
+                out.append(f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{")
                 out += self.stmts(s.body, indent + "    ")
                 out.append(f"{indent}}}")
             elif isinstance(s, Local):
