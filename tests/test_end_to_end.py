@@ -31,7 +31,8 @@ def compiled(request, tmp_path_factory):
     work = tmp_path_factory.mktemp(name)
     path = work / f"{name}.onnx"
     zoo.save(MODELS[name](), path)
-    art = edgec.compile(path, work / "out")
+    # verify_each checks the IR and its text round-trip after every pass of the real pipeline
+    art = edgec.compile(path, work / "out", verify_each=True)
     rng = np.random.default_rng(1)
     feeds = {i["name"]: rng.standard_normal(i["shape"]).astype(np.float32)
              for i in art.manifest["inputs"]}
@@ -73,3 +74,23 @@ def test_artifact_layout(compiled):
     assert m["inputs"][0]["dtype"] == "f32"
     # batch-norm folded and the convolution epilogues fused away
     assert "BatchNormalization" not in m["ops"] and "Relu" not in m["ops"]
+
+
+def test_generated_c_has_no_warnings(compiled):
+    name, _, art, _, _ = compiled
+    res = subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                          f"{name}.c"], cwd=art.out_dir, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[:2000]
+
+
+def test_c_generic_target(tmp_path):
+    path = tmp_path / "mobilenet_v2.onnx"
+    zoo.save(zoo.mobilenet_v2(), path)
+    art = edgec.compile(path, tmp_path / "out", target="c-generic")
+    assert art.manifest["target"] == "c-generic" and "-march=native" not in art.manifest["cflags"]
+    x = np.random.default_rng(2).standard_normal(art.manifest["inputs"][0]["shape"])
+    feeds = {art.manifest["inputs"][0]["name"]: x.astype(np.float32)}
+    want = onnxruntime_outputs(path, feeds)
+    got = edgec.load(art.out_dir).run(feeds)
+    for k in want:
+        assert rel_error(got[k], want[k]) < 1e-4
