@@ -262,6 +262,8 @@ class _Importer:
         self.graph = Graph(sanitize_name(name))
         self.input_shapes = input_shapes
         self.env: dict[str, Value] = {}
+        self.parent: _Importer | None = None  # the enclosing importer, for subgraphs
+        self.captured: list[Value] = []  # outer values a subgraph reads, as extra inputs
         self.initializers: dict[str, onnx.TensorProto | onnx.SparseTensorProto] = {}
         g = proto.graph
         for t in g.initializer:
@@ -355,6 +357,9 @@ class _Importer:
         v = self.env.get(name)
         if v is None:
             t = self.initializers.get(name)
+            if t is None and self.parent is not None:
+                v = self.env[name] = self._capture(name, where)
+                return v
             if t is None:
                 raise FrontendError(f"{where} reads '{name}', which no node, input or "
                                     "initializer defines")
@@ -401,14 +406,51 @@ class _Importer:
             self._convert(node)
         return [self.value(o.name, where) for o in body.output]
 
+    def subgraph(self, body: onnx.GraphProto, input_types: Sequence[TensorType],
+                 where: str) -> tuple[Graph, list[Value]]:
+        """Import `body` as a closed graph whose declared inputs have `input_types`.
+
+        Every value of the enclosing graphs that the body reads becomes an extra trailing
+        input (constants are copied in instead); returns the graph and those captured outer
+        values, in the order of the extra inputs.
+        """
+        if len(body.input) != len(input_types):
+            raise FrontendError(f"{where}: subgraph '{body.name}' declares {len(body.input)} "
+                                f"inputs, {len(input_types)} are passed")
+        sub = _Importer.__new__(_Importer)
+        sub.proto, sub.opset, sub.input_shapes = self.proto, self.opset, {}
+        sub.graph = Graph(sanitize_name(body.name or "body"))
+        sub.env, sub.parent, sub.captured = {}, self, []
+        sub.initializers = dict(self.initializers)
+        sub.initializers.update({t.name: t for t in body.initializer})
+        sub.output_names = {o.name for o in body.output}
+        sub.used = {o.name for g in _graphs(body) for o in g.output}
+        sub.used |= {i for n in _walk(body) for i in n.input}
+        for info, t in zip(body.input, input_types, strict=True):
+            sub.env[info.name] = sub.graph.add_input(info.name, t)
+        for node in _topological(body):
+            sub._convert(node)
+        sub.graph.outputs = [sub.value(o.name, f"{where}: subgraph output") for o in body.output]
+        return sub.graph, sub.captured
+
+    def _capture(self, name: str, where: str) -> Value | None:
+        """An outer value read by this subgraph: a constant copy, or a new captured input."""
+        outer = self.parent.value(name, where)
+        if outer is None:
+            return None
+        if outer.is_const:
+            return self.graph.const(outer.const, name, outer.dtype)
+        self.captured.append(outer)
+        return self.graph.add_input(name, outer.type)
+
     def clean_attrs(self, op: str, attrs: dict[str, Any], name: str) -> dict[str, Any]:
         """`attrs` restricted to the IR op's schema: inert or default-valued extras dropped."""
         spec = get_op(op).attrs
         out = {}
         for k, v in attrs.items():
-            if isinstance(v, onnx.GraphProto):
+            if isinstance(v, onnx.GraphProto) and k not in spec:
                 raise FrontendError(f"node {name} ({op}): attribute '{k}' is a subgraph; edgec "
-                                    "does not import subgraphs")
+                                    "does not import subgraphs there")
             if k in spec:
                 out[k] = v
             elif (op, k) in _INERT_ATTRS:

@@ -122,16 +122,70 @@ def size(ctx, node, inputs, attrs):
 
 @converts("If")
 def if_(ctx, node, inputs, attrs):
-    """Shapes are static, so a condition computed from shapes is a constant: inline the branch
-    it takes. (A condition computed from data at run time is not supported.)"""
+    """A condition known at compile time (shapes are static, so any condition computed from
+    shapes is) inlines the branch it takes; a run-time condition becomes an IR If whose two
+    closed branches take the union of the outer values either reads."""
     cond = inputs[0]
-    if not cond.is_const:
-        raise FrontendError(f"node {node.name} (If): the condition %{cond.name} is computed at "
-                            "run time; edgec supports If only on conditions known at compile "
-                            "time (from shapes or constants)")
-    branch = attrs["then_branch" if bool(cond.const.reshape(-1)[0]) else "else_branch"]
-    outs = ctx.inline(branch, f"node {node.name} (If)")
-    return [_alias(ctx, node, v, i) for i, v in enumerate(outs[:len(node.outputs)])]
+    where = f"node {node.name} (If)"
+    if cond.is_const:
+        branch = attrs["then_branch" if bool(cond.const.reshape(-1)[0]) else "else_branch"]
+        outs = ctx.inline(branch, where)
+        return [_alias(ctx, node, v, i) for i, v in enumerate(outs[:len(node.outputs)])]
+    branches = [ctx.subgraph(attrs[k], [], where) for k in ("then_branch", "else_branch")]
+    captured = _align_captured(branches)
+    then_g, else_g = (g for g, _ in branches)
+    return ctx.emit("If", [cond, *captured], {"then_branch": then_g, "else_branch": else_g},
+                    outputs=node.outputs, name=node.name)
+
+
+def _align_captured(branches) -> list[Value]:
+    """Give every branch the same captured inputs (the union, in first-seen order)."""
+    union: list[Value] = []
+    for _, cap in branches:
+        union += [v for v in cap if all(v is not u for u in union)]
+    for g, cap in branches:
+        declared = len(g.inputs) - len(cap)
+        own = {id(v): inp for v, inp in zip(cap, g.inputs[declared:], strict=True)}
+        # a branch that does not read an outer value still takes it, unused
+        g.inputs = g.inputs[:declared] + [own.get(id(u)) or Value(g.fresh_name(u.name), u.type)
+                                          for u in union]
+    return union
+
+
+@converts("Loop")
+def loop(ctx, node, inputs, attrs):
+    where = f"node {node.name} (Loop)"
+    inputs = _pad_inputs(inputs, 2)
+    m, cond, carried = inputs[0], inputs[1], inputs[2:]
+    if m is None or not m.is_const:
+        raise FrontendError(f"{where}: the trip count M must be a constant; edgec compiles "
+                            "fixed-count loops only")
+    from ..ir import DType, TensorType
+
+    types = [TensorType((), DType.I64), TensorType((), DType.BOOL)] + [v.type for v in carried]
+    body, captured = ctx.subgraph(attrs["body"], types, where)
+    return ctx.emit("Loop", [m, cond, *carried, *captured],
+                    {"body": body, "captured": len(captured)}, outputs=node.outputs,
+                    name=node.name)
+
+
+@converts("Scan")
+def scan(ctx, node, inputs, attrs):
+    where = f"node {node.name} (Scan)"
+    k = attrs.get("num_scan_inputs", 0)
+    for key in ("scan_input_axes", "scan_output_axes"):
+        if any(attrs.get(key, [])):
+            raise FrontendError(f"{where}: {key}={attrs[key]} is not supported; edgec scans "
+                                "along axis 0 only")
+    n = len(inputs) - k
+    from ..ir import TensorType
+
+    types = [v.type for v in inputs[:n]] + [TensorType(v.shape[1:], v.dtype) for v in inputs[n:]]
+    body, captured = ctx.subgraph(attrs["body"], types, where)
+    keep = {"num_scan_inputs", "scan_input_directions", "scan_output_directions"}
+    return ctx.emit("Scan", [*inputs, *captured],
+                    {**{a: v for a, v in attrs.items() if a in keep}, "body": body,
+                     "captured": len(captured)}, outputs=node.outputs, name=node.name)
 
 
 # -- attribute forms of older opsets -> inputs ---------------------------------------------------

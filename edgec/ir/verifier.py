@@ -51,6 +51,9 @@ def verify(graph: Graph, outer: set[int] | None = None) -> None:
             if (node, i) not in v.uses:
                 raise VerificationError(f"{where}: use-def link of input {i} (%{v.name}) missing")
         attrs = opdef.complete_attrs(node.attrs, where=where)
+        for key, spec in opdef.attrs.items():
+            if spec.kind == "graph":  # subgraphs are closed: verified on their own
+                verify(node.attrs[key])
         if attrs.keys() != node.attrs.keys():
             raise VerificationError(f"{where}: attributes not completed with their defaults")
         expected = opdef.infer_types(node.inputs, node.attrs, where=where)

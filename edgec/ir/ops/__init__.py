@@ -1,3 +1,3 @@
 """The built-in ops, one module per family. Importing this package registers them all."""
 
-from . import elementwise, fused, nn, reduce, tensor  # noqa: F401
+from . import control, elementwise, fused, nn, reduce, tensor  # noqa: F401
