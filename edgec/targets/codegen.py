@@ -44,7 +44,7 @@ class Sources:
 
 
 def _copy_kernel(name: str, v: Value) -> Kernel:
-    kb = KernelBuilder(name, f"copy {v.type} into a graph output")
+    kb = KernelBuilder(name, f"copy {v.type}")
     x = kb.input("x", v.dtype, (v.type.numel,))
     y = kb.output("y", v.dtype, (v.type.numel,))
     with kb.loop(v.type.numel) as i:
@@ -52,49 +52,236 @@ def _copy_kernel(name: str, v: Value) -> Kernel:
     return kb.build()
 
 
-class _Storage:
-    """Where each value lives, as a C expression."""
+class _Weights:
+    """The weight symbols of one library, shared by the graph and its subgraphs."""
 
-    def __init__(self, graph: Graph, plan, name: str):
-        self.graph, self.plan, self.name = graph, plan, name
-        self.weights: dict[int, str] = {}
-        self.weight_values: list[Value] = []
-        self.symbols: set[str] = set()
+    def __init__(self, name: str):
+        self.name = name
+        self.symbols: dict[int, str] = {}
+        self.values: list[Value] = []
+        self._taken: set[str] = set()
 
-    def weight_symbol(self, v: Value) -> str:
-        if id(v) not in self.weights:
+    def symbol(self, v: Value) -> str:
+        if id(v) not in self.symbols:
             base = f"{self.name}_w_{c_identifier(v.name)}"[:80]
             sym, k = base, 1
-            while sym in self.symbols:
+            while sym in self._taken:
                 sym, k = f"{base}_{k}", k + 1
-            self.symbols.add(sym)
-            self.weights[id(v)] = sym
-            self.weight_values.append(v)
-        return self.weights[id(v)]
+            self._taken.add(sym)
+            self.symbols[id(v)] = sym
+            self.values.append(v)
+        return self.symbols[id(v)]
 
-    def expr(self, v: Value, renderer: CRenderer, out_slot: dict[int, int]) -> str:
-        ctype = renderer.type(v.dtype)
+    @property
+    def nbytes(self) -> int:
+        return sum(v.const.nbytes for v in self.values)
+
+
+class _Emitter:
+    """Kernels and the calls of `NAME_run` for one graph, given where its inputs and outputs
+    live (`inputs`, `outputs`: C pointer expressions) and the base of its arena (`ws`).
+
+    Control-flow nodes emit their bodies as nested C blocks; a body's own activations live in
+    a region after this graph's arena (`extra` bytes, the largest any control node needs).
+    """
+
+    def __init__(self, graph: Graph, plan, weights: _Weights, r: CRenderer, kernels: list[str],
+                 inputs: list[str], outputs: list[str], ws: str, prefix: str = "",
+                 indent: str = "    "):
+        self.graph, self.plan, self.weights, self.r = graph, plan, weights, r
+        self.kernels, self.ws, self.prefix, self.indent = kernels, ws, prefix, indent
+        self.lines: list[str] = []
+        self.extra = 0
+        self.bound: dict[int, str] = {id(v): e for v, e in zip(graph.inputs, inputs, strict=True)}
+        self.copies: list[tuple[Value, str]] = []  # outputs not written in place by a producer
+        for v, e in zip(graph.outputs, outputs, strict=True):
+            if v.producer is not None and id(v) not in self.bound:
+                self.bound[id(v)] = e
+            else:
+                self.copies.append((v, e))
+        self._by_name = {v.name: v for v in graph.values()}
+        self._ncopy = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return _align(self.plan.arena_bytes) + self.extra
+
+    def expr(self, v: Value) -> str:
+        ctype = self.r.type(v.dtype)
         if v.is_const:
-            return self.weight_symbol(v)
-        for i, inp in enumerate(self.graph.inputs):
-            if inp is v:
-                return f"(const {ctype} *)inputs[{i}]"
-        if id(v) in out_slot:
-            return f"({ctype} *)outputs[{out_slot[id(v)]}]"
+            return self.weights.symbol(v)
+        if id(v) in self.bound:
+            return self.bound[id(v)]
         root = self.plan.aliases.get(v.name)
         if root is not None:
-            rv = self._value(root)
-            return f"({ctype} *){self.expr(rv, renderer, out_slot)}"
+            return f"({ctype} *){self.expr(self._by_name[root])}"
         if v.name not in self.plan.offsets:
             raise EdgecError(f"value %{v.name} has no storage in the memory plan; "
                              "run plan-memory as the last pass of the pipeline")
-        return f"({ctype} *)(ws + {self.plan.offsets[v.name]})"
+        return f"({ctype} *)({self.ws} + {self.plan.offsets[v.name]})"
 
-    def _value(self, name: str) -> Value:
-        for v in self.graph.values():
-            if v.name == name:
-                return v
-        raise EdgecError(f"memory plan names an unknown value %{name}")
+    def call(self, k: Kernel, args: list[str]) -> None:
+        self.kernels.append(self.r.kernel(k))
+        self.lines.append(f"{self.indent}{k.name}({', '.join(args)});")
+
+    def copy(self, v: Value, src: str, dst: str) -> None:
+        self._ncopy += 1
+        self.call(_copy_kernel(f"{self.prefix}copy{self._ncopy}", v), [src, dst])
+
+    def run(self) -> _Emitter:
+        for i, node in enumerate(self.graph.nodes):
+            if all(o.name in self.plan.aliases for o in node.outputs):
+                continue  # a view: its output shares its input's storage
+            if node.op in _CONTROL:
+                _CONTROL[node.op](self, node, i)
+                continue
+            ln = lower_node(node, i)
+            ln.kernel.name = f"{self.prefix}{ln.kernel.name}"
+            self.call(ln.kernel, [self.expr(v) for v in ln.bindings])
+        for v, dst in self.copies:
+            self.copy(v, self.expr(v), dst)
+        return self
+
+    # -- control flow ------------------------------------------------------------------
+    def body(self, g: Graph, inputs: list[str], outputs: list[str], ws: str, prefix: str,
+             indent: str) -> _Emitter:
+        from ..passes.plan_memory import plan
+
+        child = _Emitter(g, plan(g), self.weights, self.r, self.kernels, inputs, outputs, ws,
+                         prefix, indent).run()
+        self.lines += child.lines
+        return child
+
+    def region(self) -> _Region:
+        return _Region(f"({self.ws} + {_align(self.plan.arena_bytes)})")
+
+    def emit_if(self, node, i: int) -> None:
+        ind, region = self.indent, self.region()
+        captured = [self.expr(v) for v in node.inputs[1:]]
+        outs = [self.expr(v) for v in node.outputs]
+        self.lines.append(f"{ind}if (({self.expr(node.inputs[0])})[0]) {{")
+        then = self.body(node.attrs["then_branch"], captured, outs, region.base,
+                         f"{self.prefix}k{i}_then_", ind + "    ")
+        self.lines.append(f"{ind}}} else {{")
+        other = self.body(node.attrs["else_branch"], captured, outs, region.base,
+                          f"{self.prefix}k{i}_else_", ind + "    ")
+        self.lines.append(f"{ind}}}")
+        self.extra = max(self.extra, then.total_bytes, other.total_bytes)
+
+    def _state(self, region: _Region, values) -> tuple[list[str], list[str]]:
+        """Slots for loop-carried values: what the body reads and what it writes."""
+        ins = [region.slot(v, const=True) for v in values]
+        outs = [region.slot(v) for v in values]
+        return ins, outs
+
+    def emit_loop(self, node, i: int) -> None:
+        from ..ir.ops.control import loop_layout, trip_count
+
+        body = node.attrs["body"]
+        n, _ = loop_layout(node.inputs, body, node.attrs["captured"])
+        m, carried = trip_count(node.inputs), node.inputs[2:2 + n]
+        region, ind, it = self.region(), self.indent, f"it{len(self.indent) // 4}"
+        iter_slot, cond_slot = region.slot(body.inputs[0]), region.slot(body.inputs[1])
+        cond_out = region.slot(body.outputs[0])
+        s_in, s_out = self._state(region, carried)
+        for v, src, dst in zip(carried, map(self.expr, carried), s_in, strict=True):
+            self.copy(v, src, _mutable(dst))
+        scans = [f"{self.expr(o)} + {it} * {o.type.numel // max(o.shape[0], 1)}"
+                 for o in node.outputs[n:]]
+        self.lines += [f"{ind}for (int64_t {it} = 0; {it} < {m}; ++{it}) {{",
+                       f"{ind}    *{_mutable(iter_slot)} = {it};",
+                       f"{ind}    *{_mutable(cond_slot)} = true;"]
+        inner = self._nested(ind)
+        child = inner.body(body, [iter_slot, cond_slot, *s_in,
+                                  *[self.expr(v) for v in node.inputs[2 + n:]]],
+                           [_mutable(cond_out), *s_out, *scans], region.end,
+                           f"{self.prefix}k{i}_body_", ind + "    ")
+        if not _always_true(body):
+            inner.lines += [f"{ind}    if (!({cond_out})[0])",
+                            f"{ind}        return EDGEC_ERR_LOOP_EXIT;"]
+        for v, src, dst in zip(carried, s_out, s_in, strict=True):
+            inner.copy(v, src, _mutable(dst))
+        self._finish_state(inner, node.outputs[:n], s_in, carried, ind, region, child)
+
+    def emit_scan(self, node, i: int) -> None:
+        from ..ir.ops.control import scan_layout
+
+        body, a = node.attrs["body"], node.attrs
+        n, k = scan_layout(node.inputs, body, a["num_scan_inputs"], a["captured"])
+        xs = node.inputs[n:n + a["num_scan_inputs"]]
+        length = xs[0].shape[0]
+        region, ind, t = self.region(), self.indent, f"t{len(self.indent) // 4}"
+        s_in, s_out = self._state(region, node.inputs[:n])
+        for v, dst in zip(node.inputs[:n], s_in, strict=True):
+            self.copy(v, self.expr(v), _mutable(dst))
+        step = lambda d: f"({length - 1} - {t})" if d else t  # noqa: E731
+        in_dirs = a["scan_input_directions"] or [0] * len(xs)
+        out_dirs = a["scan_output_directions"] or [0] * k
+        slices = [f"{self.expr(x)} + {step(d)} * {x.type.numel // max(length, 1)}"
+                  for x, d in zip(xs, in_dirs, strict=True)]
+        outs = [f"{self.expr(o)} + {step(d)} * {o.type.numel // max(length, 1)}"
+                for o, d in zip(node.outputs[n:], out_dirs, strict=True)]
+        self.lines.append(f"{ind}for (ptrdiff_t {t} = 0; {t} < {length}; ++{t}) {{")
+        inner = self._nested(ind)
+        child = inner.body(body, [*s_in, *slices,
+                                  *[self.expr(v) for v in node.inputs[n + len(xs):]]],
+                           [*s_out, *outs], region.end, f"{self.prefix}k{i}_body_", ind + "    ")
+        for v, src, dst in zip(node.inputs[:n], s_out, s_in, strict=True):
+            inner.copy(v, src, _mutable(dst))
+        self._finish_state(inner, node.outputs[:n], s_in, node.inputs[:n], ind, region, child)
+
+    def _nested(self, ind: str) -> _Emitter:
+        """An emitter sharing this one's storage whose calls are indented one level deeper."""
+        inner = _Emitter.__new__(_Emitter)
+        inner.__dict__.update(self.__dict__)
+        inner.lines, inner.indent, inner.prefix = [], ind + "    ", self.prefix
+        return inner
+
+    def _finish_state(self, inner: _Emitter, outputs, s_in, values, ind, region, child) -> None:
+        self.lines += inner.lines
+        self._ncopy = inner._ncopy
+        self.lines.append(f"{ind}}}")
+        for v, src, out in zip(values, s_in, outputs, strict=True):
+            self.copy(v, src, self.expr(out))
+        self.extra = max(self.extra, region.size + child.total_bytes)
+
+
+class _Region:
+    """A bump allocator of 64-byte aligned slots after an arena."""
+
+    def __init__(self, base: str):
+        self.base, self.size = base, 0
+
+    def slot(self, v: Value, const: bool = False) -> str:
+        off, self.size = self.size, self.size + _align(max(v.type.nbytes, 1))
+        ctype = CRenderer.types[v.dtype]
+        return f"({'const ' if const else ''}{ctype} *)({self.base} + {off})"
+
+    @property
+    def end(self) -> str:
+        return f"({self.base} + {self.size})"
+
+
+def _mutable(ptr: str) -> str:
+    return ptr.replace("(const ", "(", 1)
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def _always_true(body: Graph) -> bool:
+    """Whether a Loop body's condition output can never be false."""
+    c = body.outputs[0]
+    if c is body.inputs[1]:
+        return True
+    if c.is_const:
+        return bool(c.const.reshape(-1)[0])
+    p = c.producer
+    return p is not None and p.op == "Identity" and p.inputs[0] is body.inputs[1]
+
+
+_CONTROL = {"If": _Emitter.emit_if, "Loop": _Emitter.emit_loop, "Scan": _Emitter.emit_scan}
 
 
 def generate(graph: Graph, plan, target: Target, name: str, source: str = "") -> Sources:
@@ -102,40 +289,25 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "") ->
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise EdgecError(f"library name '{name}' is not a C identifier; pass --name")
     r = CRenderer()
-    store = _Storage(graph, plan, name)
-    out_slot: dict[int, int] = {}
-    for j, v in enumerate(graph.outputs):
-        if v.producer is not None and id(v) not in out_slot:
-            out_slot[id(v)] = j
-
-    kernels, calls = [], []
-
-    def emit(k: Kernel, args: list[str]) -> None:
-        kernels.append(r.kernel(k))
-        calls.append(f"    {k.name}({', '.join(args)});")
-
-    for i, node in enumerate(graph.nodes):
-        if all(o.name in plan.aliases for o in node.outputs):
-            continue  # a view: its output shares its input's storage
-        ln = lower_node(node, i)
-        emit(ln.kernel, [store.expr(v, r, out_slot) for v in ln.bindings])
-    # Outputs that are inputs, constants, views or repeated get a copy at the end.
-    for j, v in enumerate(graph.outputs):
-        if out_slot.get(id(v)) != j:
-            emit(_copy_kernel(f"k_copy_output{j}", v),
-                 [store.expr(v, r, out_slot), f"({r.type(v.dtype)} *)outputs[{j}]"])
+    weights = _Weights(name)
+    kernels: list[str] = []
+    ins = [f"(const {r.type(v.dtype)} *)inputs[{i}]" for i, v in enumerate(graph.inputs)]
+    outs = [f"({r.type(v.dtype)} *)outputs[{j}]" for j, v in enumerate(graph.outputs)]
+    top = _Emitter(graph, plan, weights, r, kernels, ins, outs, "ws").run()
+    calls = top.lines
+    store = weights
 
     up = name.upper()
-    ws = plan.arena_bytes
+    ws = plan.arena_bytes if not top.extra else top.total_bytes
     blob, asm = _weights(store, name)
-    externs = [f"extern const {r.type(v.dtype)} {store.weights[id(v)]}[{max(v.type.numel, 1)}];"
-               for v in store.weight_values]
+    externs = [f"extern const {r.type(v.dtype)} {store.symbols[id(v)]}[{max(v.type.numel, 1)}];"
+               for v in store.values]
     c = [f"/* {name}.c: generated by edgec {__version__}{' from ' + source if source else ''}.",
          " * Kernels in graph order, then the entry points declared in "
          f"{name}.h. Do not edit. */",
          "#include <math.h>", "#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
          f'#include "{name}.h"', '#include "edgec_runtime.h"', "",
-         f"/* weights: {len(store.weight_values)} arrays, {store_bytes(store)} bytes, "
+         f"/* weights: {len(store.values)} arrays, {store.nbytes} bytes, "
          f"in {name}_weights.S */", *externs, "", *(k + "\n" for k in kernels)]
     c += _api_functions(graph, name, up)
     c += [f"int {name}_run(const void *const *inputs, void *const *outputs, void *workspace)", "{",
@@ -161,25 +333,21 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "") ->
     src.files["edgec_types.h"] = c_source("edgec_types.h")
     src.c_sources = [f"{name}.c", f"{name}_weights.S"]
     src.workspace_bytes = ws
-    src.weights_bytes = store_bytes(store)
+    src.weights_bytes = store.nbytes
     src.kernels = [k.split("(")[0].split()[-1] for k in kernels]
     return src
 
 
-def store_bytes(store: _Storage) -> int:
-    return sum(v.const.nbytes for v in store.weight_values)
-
-
-def _weights(store: _Storage, name: str) -> tuple[bytes, str]:
+def _weights(store: _Weights, name: str) -> tuple[bytes, str]:
     parts, offset = [], 0
     asm = [f"/* {name}_weights.S: generated by edgec. Each weight is a read-only, "
            f"{ALIGN}-byte aligned array",
            f" * filled from {name}.weights.bin; assemble with this folder as the working",
            " * directory (or pass -Wa,-I,<folder>). */",
            "    .section .rodata", ""]
-    for v in store.weight_values:
+    for v in store.values:
         data = np.ascontiguousarray(v.const).astype(v.dtype.np.newbyteorder("<")).tobytes()
-        sym = store.weights[id(v)]
+        sym = store.symbols[id(v)]
         asm += [f"    .balign {ALIGN}", f"    .globl {sym}", f"    .hidden {sym}",
                 f"    .type {sym}, %object", f"    .size {sym}, {max(len(data), 1)}", f"{sym}:"]
         asm.append(f'    .incbin "{name}.weights.bin", {offset}, {len(data)}' if data

@@ -107,9 +107,21 @@ def lower_node(node: Node, index: int) -> LoweredNode:
     return LoweredNode(node, kb.build(), kb.bindings)
 
 
+# Ops whose bodies the codegen emits as nested C blocks instead of one kernel.
+CONTROL_OPS = frozenset({"If", "Loop", "Scan"})
+
+
 def unsupported_kernels(nodes: Sequence[Node]) -> list[str]:
+    """The ops among `nodes` (and in their subgraphs) that have no kernel builder."""
     _load_kernels()
-    return sorted({n.op for n in nodes if n.op not in KERNELS})
+    missing: set[str] = set()
+    for n in nodes:
+        if n.op not in KERNELS and n.op not in CONTROL_OPS:
+            missing.add(n.op)
+        for a in n.attrs.values():
+            if hasattr(a, "nodes") and hasattr(a, "outputs"):
+                missing.update(unsupported_kernels(a.nodes))
+    return sorted(missing)
 
 
 # -- elementwise with broadcasting ---------------------------------------------------------

@@ -13,6 +13,8 @@ static inline const char *edgec_status_string(int status)
     case EDGEC_ERR_NULL_ARGUMENT: return "a NULL pointer was passed for inputs, outputs or the workspace";
     case EDGEC_ERR_MISALIGNED: return "the workspace is not aligned to the required boundary";
     case EDGEC_ERR_THREADS: return "the thread pool could not be started";
+    case EDGEC_ERR_LOOP_EXIT:
+        return "a Loop ended before its trip count; edgec compiles fixed-count loops only";
     default: return "unknown status";
     }
 }
