@@ -1,9 +1,11 @@
-"""Elementwise ops: arithmetic with numpy broadcasting, comparisons, logic, math, activations.
+"""Elementwise ops: arithmetic with numpy broadcasting, comparisons, logic, bitwise ops,
+math (trigonometric, rounding, IsNaN/IsInf), integer remainder, activations.
 
 Every op here carries the "elementwise" trait (output element i reads only element i of each
 broadcast input); the unary activations the fusion pass can fold into a producer also carry
-"activation". References compute in the input dtype (IEEE semantics: 1/0 = inf, log(0) = -inf)
-and return it; integer Div truncates toward zero, like C and onnxruntime.
+"activation". References compute in the input dtype (IEEE semantics: 1/0 = inf, log(0) = -inf),
+float16 in float32 rounded once, and return the input dtype; integer Div truncates toward zero,
+like C and onnxruntime, and an integer division or remainder by zero gives 0.
 """
 
 from __future__ import annotations
@@ -57,14 +59,17 @@ def _ieee(fn):
 
 
 def _declare(name: str, fn, *, kinds: str, inputs=1, out: DType | None = None,
-             traits=EW, attrs=None) -> None:
-    """Declare an op whose reference is `fn` cast back to the inputs' dtype (or `out`)."""
+             traits=EW, attrs=None, infer=None) -> None:
+    """Declare an op whose reference is `fn` cast back to the inputs' dtype (or `out`);
+    float16 inputs are computed in float32 and the result rounded once, as the kernels do."""
 
     def ref(*xs, **kw):
-        res = np.asarray(fn(*xs, **kw))
+        wide = [x.astype(np.float32) if x.dtype == np.float16 else x for x in xs]
+        res = np.asarray(fn(*wide, **kw))
         return res.astype(out.np if out else xs[0].dtype, copy=False)
 
-    op(name, inputs=inputs, infer=_infer(name, kinds, out), traits=traits, attrs=attrs)(_ieee(ref))
+    op(name, inputs=inputs, infer=infer or _infer(name, kinds, out), traits=traits,
+       attrs=attrs)(_ieee(ref))
 
 
 # -- arithmetic -----------------------------------------------------------------------------
@@ -170,6 +175,68 @@ for _name, _fn, _kinds in [
     _declare(_name, _fn, kinds=_kinds)
 
 
+for _name, _fn in [
+    ("Sin", np.sin), ("Cos", np.cos), ("Tan", np.tan), ("Asin", np.arcsin),
+    ("Acos", np.arccos), ("Atan", np.arctan), ("Sinh", np.sinh), ("Cosh", np.cosh),
+    ("Asinh", np.arcsinh), ("Acosh", np.arccosh), ("Atanh", np.arctanh),
+    ("Round", np.round),  # halves to even, like C's nearbyint in the default rounding mode
+]:
+    _declare(_name, _fn, kinds=FLOAT)
+_declare("Sign", np.sign, kinds=NUMBER)  # NaN stays NaN, as in onnxruntime
+_declare("IsNaN", np.isnan, kinds=FLOAT, out=DType.BOOL)
+
+
+def is_inf(x: np.ndarray, *, detect_positive: int, detect_negative: int) -> np.ndarray:
+    """x == +inf (if detect_positive) or x == -inf (if detect_negative)."""
+    return ((x == np.inf) & bool(detect_positive)) | ((x == -np.inf) & bool(detect_negative))
+
+
+_declare("IsInf", is_inf, kinds=FLOAT, out=DType.BOOL,
+         attrs={"detect_positive": Attr.int(1), "detect_negative": Attr.int(1)})
+
+
+# -- integer remainder and bits -------------------------------------------------------------
+
+def mod(a: np.ndarray, b: np.ndarray, *, fmod: int) -> np.ndarray:
+    """fmod=1: C's fmod / %, the sign of the dividend; fmod=0 (integers only): the sign of the
+    divisor, as Python's %. A zero divisor gives 0 (onnxruntime stops with an error)."""
+    return np.fmod(a, b) if fmod else np.mod(a, b)
+
+
+def _infer_mod(inputs, *, fmod):
+    t = _infer("Mod", NUMBER)(inputs)
+    if t.dtype.is_float and not fmod:
+        raise ShapeError(f"Mod: float inputs ({t.dtype}) need fmod=1 (ONNX defines fmod=0 "
+                         "for integers only)")
+    return t
+
+
+_declare("Mod", mod, kinds=NUMBER, inputs=2, attrs={"fmod": Attr.int(0)}, infer=_infer_mod)
+
+
+def bit_shift(x: np.ndarray, n: np.ndarray, *, direction: str) -> np.ndarray:
+    """x << n or x >> n; shifting by the bit width or more gives 0 (C leaves it undefined)."""
+    bits = 8 * x.dtype.itemsize
+    shift = np.left_shift if direction == "LEFT" else np.right_shift
+    res = shift(x, np.minimum(n, bits - 1).astype(x.dtype))
+    return np.where(n < bits, res, np.zeros((), x.dtype))
+
+
+def _infer_bit_shift(inputs, *, direction):
+    if direction not in ("LEFT", "RIGHT"):
+        raise ShapeError(f"BitShift: direction must be 'LEFT' or 'RIGHT', not {direction!r}")
+    return _infer("BitShift", "u")(inputs)
+
+
+_declare("BitShift", bit_shift, kinds="u", inputs=2, attrs={"direction": Attr.str()},
+         infer=_infer_bit_shift)
+_declare("BitwiseAnd", np.bitwise_and, kinds="iu", inputs=2)
+_declare("BitwiseOr", np.bitwise_or, kinds="iu", inputs=2)
+_declare("BitwiseXor", np.bitwise_xor, kinds="iu", inputs=2)
+_declare("BitwiseNot", np.invert, kinds="iu")
+_declare("Xor", np.logical_xor, kinds="b", inputs=2)
+
+
 # -- activations ----------------------------------------------------------------------------
 
 _declare("Relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), kinds="fi", traits=ACT)
@@ -251,3 +318,57 @@ def clip(x, lo=None, hi=None):
     y = x if lo is None else np.maximum(x, lo.reshape(()))
     y = y if hi is None else np.minimum(y, hi.reshape(()))
     return y.astype(x.dtype, copy=False)
+
+
+# -- exponential-family activations ---------------------------------------------------------
+
+def _f(v: float, x: np.ndarray) -> np.ndarray:
+    return np.asarray(v, x.dtype)
+
+
+def elu(x: np.ndarray, *, alpha: float) -> np.ndarray:
+    """x if x >= 0 else alpha (e^x - 1)."""
+    return np.where(x >= 0, x, _f(alpha, x) * np.expm1(x))
+
+
+def selu(x: np.ndarray, *, alpha: float, gamma: float) -> np.ndarray:
+    """gamma x if x > 0 else gamma alpha (e^x - 1)."""
+    return np.where(x > 0, x, _f(alpha, x) * np.expm1(x)) * _f(gamma, x)
+
+
+def celu(x: np.ndarray, *, alpha: float) -> np.ndarray:
+    """max(0, x) + min(0, alpha (e^(x/alpha) - 1)), i.e. x if x > 0 else alpha (e^(x/alpha) - 1)."""
+    a = _f(alpha, x)
+    return np.where(x > 0, x, a * np.expm1(x / a))
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    """log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow, and exact where e^x is tiny."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+_declare("Elu", elu, kinds=FLOAT, traits=ACT, attrs={"alpha": Attr.float(1.0)})
+_declare("Selu", selu, kinds=FLOAT, traits=ACT,
+         attrs={"alpha": Attr.float(1.67326319217681884765625),
+                "gamma": Attr.float(1.05070102214813232421875)})
+_declare("Celu", celu, kinds=FLOAT, traits=ACT, attrs={"alpha": Attr.float(1.0)})
+_declare("Softplus", softplus, kinds=FLOAT, traits=ACT)
+_declare("Softsign", lambda x: x / (1 + np.abs(x)), kinds=FLOAT, traits=ACT)
+_declare("Mish", lambda x: x * np.tanh(softplus(x)), kinds=FLOAT, traits=ACT)
+_declare("Swish", lambda x, *, alpha: x * sigmoid(_f(alpha, x) * x), kinds=FLOAT, traits=ACT,
+         attrs={"alpha": Attr.float(1.0)})
+_declare("ThresholdedRelu", lambda x, *, alpha: np.where(x > alpha, x, np.zeros((), x.dtype)),
+         kinds=FLOAT, traits=ACT, attrs={"alpha": Attr.float(1.0)})
+
+
+def shrink(x: np.ndarray, *, bias: float, lambd: float) -> np.ndarray:
+    """x + bias if x < -lambd, x - bias if x > lambd, else 0. Integers compare and add in
+    float32 and truncate back, as onnxruntime does."""
+    xf = x.astype(np.float32) if x.dtype.kind != "f" else x
+    b = _f(bias, xf)
+    y = np.where(xf < -lambd, xf + b, np.where(xf > lambd, xf - b, np.zeros((), xf.dtype)))
+    return y.astype(x.dtype)
+
+
+_declare("Shrink", shrink, kinds=NUMBER, traits=ACT,
+         attrs={"bias": Attr.float(0.0), "lambd": Attr.float(0.5)})

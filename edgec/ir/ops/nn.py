@@ -430,6 +430,18 @@ def log_softmax(x, *, axis):
     return (d - np.log(np.sum(np.exp(d), axis=a, keepdims=True))).astype(x.dtype)
 
 
+@op("Hardmax", attrs={"axis": Attr.int(-1)}, infer=_infer_softmax("Hardmax"))
+def hardmax(x, *, axis):
+    """1 at the first maximum along one axis, 0 elsewhere (opset 13). NaNs as in onnxruntime,
+    which scans with `v > best`: a NaN is skipped, and a row starting with NaN is all 0."""
+    a = _axis("Hardmax", axis, x.ndim)
+    first = np.take(x, [0], axis=a)
+    idx = np.argmax(np.where(np.isnan(x), -np.inf, x), axis=a, keepdims=True)
+    y = np.zeros_like(x)
+    np.put_along_axis(y, idx, np.where(np.isnan(first), 0, 1).astype(x.dtype), axis=a)
+    return y
+
+
 def _infer_layer_norm(inputs, *, axis, epsilon, stash_type):
     x = inputs[0].type
     if not x.dtype.is_float:
