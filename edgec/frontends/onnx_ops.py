@@ -3,9 +3,9 @@
 Attribute forms of older opsets become constant inputs (Split `split`, (Un)Squeeze and Reduce*
 `axes`, Clip `min/max`, Pad `pads`), `auto_pad` becomes explicit pads, Softmax before opset 13
 ("coerce to 2-D") becomes Reshape [prod(d[:axis]), prod(d[axis:])] -> Softmax -> Reshape,
-Constant, Identity, Dropout, Shape and Size become constants or aliases, and an If whose
-condition is known at compile time becomes the branch it takes. Any op not listed here
-converts one-to-one (`ctx.emit(node.op_type, ...)`).
+Constant, Identity, Dropout, Shape and Size become constants or aliases, CastLike a Cast to
+its second input's dtype, and an If whose condition is known at compile time becomes the
+branch it takes. Any op not listed here converts one-to-one (`ctx.emit(node.op_type, ...)`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import FrontendError
-from ..ir import Value, get_op, has_op
+from ..ir import Value, get_op, has_op, onnx_dtypes
 
 if TYPE_CHECKING:
     from .onnx import _Importer, _NodeInfo
@@ -28,7 +28,7 @@ CONVERTERS: dict[str, Converter] = {}
 # Ops the frontend turns into constants or aliases itself: supported without a registry op.
 FRONTEND_OPS = frozenset({"Constant", "Identity", "Dropout", "Shape", "Size", "If"})
 # ONNX ops that convert to a differently named IR op.
-REQUIRES: dict[str, tuple[str, ...]] = {"Scatter": ("ScatterElements",)}
+REQUIRES: dict[str, tuple[str, ...]] = {"Scatter": ("ScatterElements",), "CastLike": ("Cast",)}
 # Never evaluated at import even on constant inputs: random ops, and Q/DQ, which the
 # quantization passes import as such (folding DequantizeLinear would lose the int weights).
 NO_FOLD = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
@@ -298,6 +298,13 @@ def batch_norm(ctx, node, inputs, attrs):
 @converts("Scatter")
 def scatter(ctx, node, inputs, attrs):
     return _emit(ctx, node, inputs, attrs, op="ScatterElements")
+
+
+@converts("CastLike")
+def cast_like(ctx, node, inputs, attrs):
+    """CastLike(x, like) is Cast(x) to like's dtype; `like` is read for its type only."""
+    to = onnx_dtypes.to_onnx(inputs[1].dtype)
+    return _emit(ctx, node, inputs[:1], {**attrs, "to": to}, op="Cast")
 
 
 # -- convolution and pooling: explicit spatial attributes ---------------------------------------
