@@ -1,3 +1,12 @@
 """The built-in ops, one module per family. Importing this package registers them all."""
 
-from . import control, elementwise, fused, nn, reduce, tensor  # noqa: F401
+from . import (  # noqa: F401
+    control,
+    elementwise,
+    fused,
+    nn,
+    normalization,
+    recurrent,
+    reduce,
+    tensor,
+)
