@@ -315,7 +315,8 @@ def _split_pads(total: int, upper: bool) -> tuple[int, int]:
     return (small, big) if upper else (big, small)
 
 
-@converts("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool")
+@converts("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool",
+          "LpPool")
 def spatial(ctx, node, inputs, attrs):
     """Resolve `auto_pad` and fill strides, pads, dilations (and output_padding) explicitly.
 
@@ -331,12 +332,13 @@ def spatial(ctx, node, inputs, attrs):
     if n < 1:
         raise FrontendError(f"{where}: input %{x.name} has shape {list(x.shape)}; "
                             "expected [N, C, spatial...]")
-    if op in ("Conv", "ConvTranspose"):
-        kernel = list(inputs[1].shape[2:])
+    if op in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv"):
+        weight = inputs[3 if op == "QLinearConv" else 1]
+        kernel = list(weight.shape[2:])
         given = attrs.pop("kernel_shape", None)
         if given is not None and list(given) != kernel:
             raise FrontendError(f"{where}: kernel_shape {list(given)} does not match the weight "
-                                f"shape {list(inputs[1].shape)}")
+                                f"shape {list(weight.shape)}")
     elif "kernel_shape" in attrs:
         kernel = list(attrs["kernel_shape"])
     else:
@@ -371,7 +373,7 @@ def spatial(ctx, node, inputs, attrs):
     elif auto_pad.startswith("SAME"):
         # Pools pad for the undilated kernel, as onnxruntime and the ONNX reference do (the
         # spec's formula says the dilated extent; onnxruntime's Conv refuses SAME + dilation).
-        span = extent if op == "Conv" else kernel
+        span = kernel if op.endswith("Pool") else extent
         for i in range(n):
             out = -(-size[i] // strides[i])
             total = max((out - 1) * strides[i] + span[i] - size[i], 0)
