@@ -307,6 +307,32 @@ def cast_like(ctx, node, inputs, attrs):
     return _emit(ctx, node, inputs[:1], {**attrs, "to": to}, op="Cast")
 
 
+@converts("GroupNormalization")
+def group_norm(ctx, node, inputs, attrs):
+    """Before opset 21, scale and bias hold one value per group: repeat each for the group's
+    channels (the IR op takes them per channel, as opset 21 does)."""
+    if ctx.opset >= 21:
+        return _emit(ctx, node, inputs, attrs)
+    x, groups = inputs[0], attrs.get("num_groups", 0)
+    c = x.shape[1] if x.type.rank > 1 else 0
+    if groups < 1 or c % groups:
+        raise FrontendError(f"node {node.name} (GroupNormalization): num_groups={groups} must "
+                            f"divide the {c} channels of %{x.name}")
+    per_channel = []
+    for v, what in zip(inputs[1:3], ("scale", "bias"), strict=True):
+        name = f"{node.name}_{what}_per_channel"
+        if v.is_const:
+            per_channel.append(ctx.const(np.repeat(v.const.reshape(-1), c // groups), name))
+            continue
+        col, = ctx.emit("Reshape", [v, _i64(ctx, [groups, 1], f"{name}_col_shape")],
+                        outputs=[f"{name}_col"], name=f"{name}_col")
+        rep, = ctx.emit("Expand", [col, _i64(ctx, [groups, c // groups], f"{name}_rep_shape")],
+                        outputs=[f"{name}_rep"], name=f"{name}_rep")
+        per_channel += ctx.emit("Reshape", [rep, _i64(ctx, [c], f"{name}_shape")],
+                                outputs=[name], name=name)
+    return _emit(ctx, node, [x, *per_channel], attrs)
+
+
 # -- convolution and pooling: explicit spatial attributes ---------------------------------------
 
 def _split_pads(total: int, upper: bool) -> tuple[int, int]:
@@ -316,7 +342,7 @@ def _split_pads(total: int, upper: bool) -> tuple[int, int]:
 
 
 @converts("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool",
-          "LpPool")
+          "LpPool", "MaxUnpool")
 def spatial(ctx, node, inputs, attrs):
     """Resolve `auto_pad` and fill strides, pads, dilations (and output_padding) explicitly.
 

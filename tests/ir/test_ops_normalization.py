@@ -130,3 +130,51 @@ def one_node(op, shapes, attrs, consts=None):
 def test_shape_errors(op, shapes, attrs, consts, match):
     with pytest.raises(ShapeError, match=match):
         one_node(op, shapes, attrs, consts)
+
+
+# -- the ONNX forms the frontend converts ---------------------------------------------------
+
+def onnx_model(node, inputs: dict, inits: dict, opset: int):
+    from onnx import helper, numpy_helper
+
+    vis = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+           for k, v in inputs.items()]
+    graph = helper.make_graph([node], "g", vis, [helper.make_empty_tensor_value_info("y")],
+                              initializer=[numpy_helper.from_array(v, k)
+                                           for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=8)
+
+
+def import_and_compare(model, feeds, rtol=1e-5, atol=1e-6):
+    import onnxruntime as ort
+
+    from edgec.frontends.onnx import import_onnx
+    from edgec.ir import interpret
+
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = interpret(import_onnx(model), feeds)["y"]
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("const", [True, False])
+def test_group_normalization_opset_18_per_group_scale(const):
+    from onnx import helper
+
+    x, s, b = rand(2, 6, 3, 3), rand(3, seed=1), rand(3, seed=2)
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3,
+                            epsilon=1e-3)
+    params = {"s": s, "b": b}
+    model = onnx_model(node, {"x": x} if const else {"x": x, **params}, params if const else {},
+                       18)
+    import_and_compare(model, {"x": x} if const else {"x": x, **params}, rtol=1e-4, atol=1e-5)
+
+
+def test_max_unpool_default_strides_and_pads():
+    from onnx import helper
+
+    x = rand(1, 1, 2, 2)
+    idx = np.array([0, 4, 5, 8], np.int64).reshape(1, 1, 2, 2)
+    node = helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2, 2])
+    import_and_compare(onnx_model(node, {"x": x}, {"i": idx}, 11), {"x": x})
