@@ -1,3 +1,11 @@
 """Kernel builders, one module per op family (mirroring edgec/ir/ops). Importing registers them."""
 
-from . import elementwise, fused, nn, reduce, tensor  # noqa: F401
+from . import (  # noqa: F401
+    elementwise,
+    fused,
+    nn,
+    normalization,
+    recurrent,
+    reduce,
+    tensor,
+)
