@@ -7,3 +7,4 @@ python3 -m venv .venv
 .venv/bin/pip install -q -e '.[test]'
 .venv/bin/ruff check edgec tests examples benchmarks
 .venv/bin/python -m pytest -n 2 "$@"
+.venv/bin/python scripts/conformance.py --check CONFORMANCE.md

@@ -1,0 +1,72 @@
+"""A fast sample of the ONNX node-test conformance suite (scripts/conformance.py).
+
+The tests CONFORMANCE.md lists as passing, one per op type spread over the op list, are
+compiled, built and run again: a regression in any of those ops shows in the normal test run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = 40
+
+
+def _harness():
+    path = ROOT / "scripts" / "conformance.py"
+    spec = importlib.util.spec_from_file_location("conformance", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["conformance"] = mod  # the process pool pickles its functions by module name
+    spec.loader.exec_module(mod)
+    return mod
+
+
+conformance = _harness()
+
+
+def _sample(report: str, k: int) -> list[str]:
+    """The first passing test of each op type, then `k` of those evenly over the ops."""
+    firsts: dict[str, str] = {}
+    for test, op, status in re.findall(r"^\| (test_\w+) \| ([^|]+?) \| (\w+) \|", report, re.M):
+        if status == "pass" and op not in firsts:
+            firsts[op] = test
+    picked = [firsts[op] for op in sorted(firsts)]
+    if len(picked) <= k:
+        return picked
+    step = len(picked) / k
+    return [picked[int(i * step)] for i in range(k)]
+
+
+def test_sample_of_passing_tests_still_passes(tmp_path):
+    report = (ROOT / "CONFORMANCE.md").read_text()
+    names = _sample(report, SAMPLE)
+    assert len(names) >= min(SAMPLE, 20), "CONFORMANCE.md lists too few passing tests"
+    results = conformance.run_suite(names, jobs=2, work=tmp_path)
+    broken = [f"{r.test}: {r.status} {r.reason}" for r in results if r.status != "pass"]
+    assert not broken, ("tests CONFORMANCE.md lists as passing no longer pass:\n"
+                        + "\n".join(broken))
+
+
+def test_tolerances_follow_the_backend_runner():
+    # A relative error of 1e-3 passes, 2e-3 does not; NaN matches NaN; ints compare exactly.
+    want = np.array([1.0, -2.0, np.nan, 0.0], np.float32)
+    rtol, atol = conformance.tolerances("test_abs")
+    assert conformance.mismatch(want * np.float32(1 + 9e-4), want, rtol, atol) is None
+    assert conformance.mismatch(want * np.float32(1 + 2e-3), want, rtol, atol) is not None
+    assert conformance.mismatch(np.array([1, 2]), np.array([1, 3]), 1e-3, 1e-7) == "1 of 2 differ"
+    assert conformance.tolerances("test_dft") == (1e-3, 1e-3)
+
+
+@pytest.mark.parametrize("test, op, expanded", [
+    ("test_abs", "Abs", False),
+    ("test_celu_expanded", "Celu", True),
+    ("test_elu_expanded_ver18", "Elu", True),
+])
+def test_each_test_is_filed_under_its_op(test, op, expanded):
+    assert conformance.op_of(test) == (op, expanded)
