@@ -8,6 +8,7 @@ Shape-like inputs (Reshape's shape, Slice's starts, ...) must be compile-time co
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import NoReturn
 
 import numpy as np
@@ -456,3 +457,446 @@ def range_(start, limit, delta):
     n = range_length(start.reshape(()), limit.reshape(()), delta.reshape(()))
     return (start.reshape(()) + np.arange(n).astype(start.dtype) * delta.reshape(())).astype(
         start.dtype)
+
+
+# -- gathers and scatters by index tensors --------------------------------------------------
+
+def _index_type(opname: str, t: TensorType, what: str = "indices") -> None:
+    if t.dtype not in (DType.I32, DType.I64):
+        _fail(opname, f"{what} must be int32 or int64, got {t}")
+
+
+def _wrapped(idx: np.ndarray, dims) -> np.ndarray:
+    """Indices with negative values counted from the end of their axis, as int64."""
+    idx = idx.astype(np.int64)
+    return np.where(idx < 0, idx + np.asarray(dims, np.int64), idx)
+
+
+def _check_nd_indices(opname: str, idx: np.ndarray, dims) -> None:
+    if idx.size:
+        d = np.asarray(dims, np.int64)
+        if np.any(idx < -d) or np.any(idx >= d):
+            _fail(opname, f"an index tuple is out of range for dims {list(dims)}")
+
+
+def _elements_shapes(opname: str, data: TensorType, idx: TensorType, axis: int) -> int:
+    _index_type(opname, idx)
+    if data.rank == 0 or idx.rank != data.rank:
+        _fail(opname, f"data {data} and indices {idx} must have one rank >= 1")
+    a = norm_axis(opname, axis, data.rank)
+    if any(i > d for k, (i, d) in enumerate(zip(idx.shape, data.shape)) if k != a):
+        _fail(opname, f"indices {idx} are larger than data {data} off axis {axis}")
+    return a
+
+
+def _infer_gather_elements(inputs, *, axis):
+    data, idx = inputs[0].type, inputs[1].type
+    a = _elements_shapes("GatherElements", data, idx, axis)
+    if inputs[1].const is not None:
+        _check_indices("GatherElements", inputs[1].const, data.shape[a])
+    return data.with_shape(idx.shape)
+
+
+def _element_coords(indices: np.ndarray, a: int, dim: int) -> tuple[np.ndarray, ...]:
+    """Full coordinates of every element of `indices`, axis `a` replaced by its value."""
+    coords = list(np.indices(indices.shape, sparse=True))
+    coords[a] = _wrapped(indices, dim)
+    return tuple(coords)
+
+
+@op("GatherElements", inputs=2, attrs={"axis": Attr.int(0)}, infer=_infer_gather_elements)
+def gather_elements(data, indices, *, axis):
+    """y[i, j, k] = data[indices[i, j, k], j, k] (for axis 0); negative indices wrap."""
+    a = norm_axis("GatherElements", axis, data.ndim)
+    _check_indices("GatherElements", indices, data.shape[a])
+    return data[_element_coords(indices, a, data.shape[a])]
+
+
+def gather_nd_shape(opname: str, data: tuple[int, ...], idx: tuple[int, ...],
+                    batch_dims: int) -> tuple[int, ...]:
+    """GatherND's output shape: indices.shape[:-1] + data.shape[batch_dims + last:]."""
+    r, q, b = len(data), len(idx), batch_dims
+    if q < 1 or not 0 <= b < min(q, r) or data[:b] != idx[:b]:
+        _fail(opname, f"data {list(data)} and indices {list(idx)} do not share "
+                      f"batch_dims={b} leading dims")
+    last = idx[-1]
+    if not 1 <= last <= r - b:
+        _fail(opname, f"index tuples of length {last} do not fit data {list(data)} after "
+                      f"{b} batch dims")
+    return idx[:-1] + data[b + last:]
+
+
+def _infer_gather_nd(inputs, *, batch_dims):
+    data, idx = inputs[0].type, inputs[1].type
+    if idx.dtype is not DType.I64:
+        _fail("GatherND", f"indices must be int64, got {idx}")
+    shape = gather_nd_shape("GatherND", data.shape, idx.shape, batch_dims)
+    if inputs[1].const is not None:
+        last = idx.shape[-1]
+        _check_nd_indices("GatherND", inputs[1].const, data.shape[batch_dims:batch_dims + last])
+    return data.with_shape(shape)
+
+
+@op("GatherND", inputs=2, attrs={"batch_dims": Attr.int(0)}, infer=_infer_gather_nd)
+def gather_nd(data, indices, *, batch_dims):
+    """y[b, i] = data[b, indices[b, i, 0], ..., indices[b, i, last-1], :] per batch b."""
+    b = batch_dims
+    shape = gather_nd_shape("GatherND", data.shape, indices.shape, b)
+    last = indices.shape[-1]
+    dims = data.shape[b:b + last]
+    _check_nd_indices("GatherND", indices, dims)
+    batch = math.prod(data.shape[:b])
+    d = data.reshape((batch,) + data.shape[b:])
+    ix = _wrapped(indices.reshape(batch, -1, last), dims)
+    rows = [d[k][tuple(ix[k].T)] for k in range(batch)]
+    return np.stack(rows).reshape(shape) if rows else np.zeros(shape, data.dtype)
+
+
+_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _scatter_into(out: np.ndarray, at: np.ndarray, updates: np.ndarray, reduction: str) -> None:
+    """out[at[i]] op= updates[i] in order (rows of `out` when it is 2-D); with no reduction
+    the last write to an element wins, as a sequential loop (onnxruntime) has it."""
+    if reduction == "none":
+        last = len(at) - 1 - np.unique(at[::-1], return_index=True)[1]
+        out[at[last]] = updates[last]
+        return
+    fn = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[reduction]
+    fn.at(out, at, updates)
+
+
+def _check_reduction(opname: str, reduction: str, data: TensorType) -> None:
+    if reduction not in _REDUCTIONS:
+        _fail(opname, f"reduction {reduction!r} is not one of {_REDUCTIONS}")
+    if reduction != "none" and data.dtype is DType.BOOL:
+        _fail(opname, f"reduction {reduction!r} needs numeric data, got {data}")
+
+
+def _infer_scatter_elements(inputs, *, axis, reduction):
+    data, idx, upd = (v.type for v in inputs)
+    a = _elements_shapes("ScatterElements", data, idx, axis)
+    _check_reduction("ScatterElements", reduction, data)
+    if upd.shape != idx.shape or upd.dtype != data.dtype:
+        _fail("ScatterElements", f"updates {upd} must have the shape of indices {idx} and the "
+                                 f"dtype of data {data}")
+    if inputs[1].const is not None:
+        _check_indices("ScatterElements", inputs[1].const, data.shape[a])
+    return data
+
+
+@op("ScatterElements", inputs=3, infer=_infer_scatter_elements,
+    attrs={"axis": Attr.int(0), "reduction": Attr.str("none")})
+def scatter_elements(data, indices, updates, *, axis, reduction):
+    """A copy of data with y[indices[i, j], j] (op)= updates[i, j] (axis 0), in order."""
+    a = norm_axis("ScatterElements", axis, data.ndim)
+    _check_indices("ScatterElements", indices, data.shape[a])
+    out = data.copy()
+    coords = np.broadcast_arrays(*_element_coords(indices, a, data.shape[a]))
+    at = np.ravel_multi_index(tuple(c.reshape(-1) for c in coords), data.shape) if \
+        indices.size else np.zeros(0, np.int64)
+    _scatter_into(out.reshape(-1), at, updates.reshape(-1), reduction)
+    return out
+
+
+def _infer_scatter_nd(inputs, *, reduction):
+    data, idx, upd = (v.type for v in inputs)
+    if idx.dtype is not DType.I64 or idx.rank < 1:
+        _fail("ScatterND", f"indices must be an int64 tensor of rank >= 1, got {idx}")
+    _check_reduction("ScatterND", reduction, data)
+    last = idx.shape[-1]
+    if last > data.rank:
+        _fail("ScatterND", f"index tuples of length {last} do not fit data {data}")
+    want = idx.shape[:-1] + data.shape[last:]
+    if upd.shape != want or upd.dtype != data.dtype:
+        _fail("ScatterND", f"updates {upd} must be {data.dtype}{list(want)}")
+    if inputs[1].const is not None:
+        _check_nd_indices("ScatterND", inputs[1].const, data.shape[:last])
+    return data
+
+
+@op("ScatterND", inputs=3, attrs={"reduction": Attr.str("none")}, infer=_infer_scatter_nd)
+def scatter_nd(data, indices, updates, *, reduction):
+    """A copy of data with y[indices[i]] (op)= updates[i] (whole slices), in order."""
+    last = indices.shape[-1]
+    dims = data.shape[:last]
+    _check_nd_indices("ScatterND", indices, dims)
+    out = data.copy()
+    ix = _wrapped(indices.reshape(-1, last), dims)
+    rows = np.ravel_multi_index(tuple(ix.T), dims) if ix.size else np.zeros(len(ix), np.int64)
+    inner = math.prod(data.shape[last:])
+    _scatter_into(out.reshape(-1, inner), rows, updates.reshape(-1, inner), reduction)
+    return out
+
+
+def _infer_tensor_scatter(inputs, *, mode, axis):
+    cache, upd = inputs[0].type, inputs[1].type
+    if mode not in ("linear", "circular"):
+        _fail("TensorScatter", f"mode {mode!r} is not 'linear' or 'circular'")
+    a = norm_axis("TensorScatter", axis, cache.rank)
+    if a == 0 or upd.rank != cache.rank or upd.dtype != cache.dtype or upd.shape[a] > \
+            cache.shape[a] or any(u != c for k, (u, c) in enumerate(
+                zip(upd.shape, cache.shape)) if k != a):
+        _fail("TensorScatter", f"update {upd} does not fit past_cache {cache} along axis {axis}")
+    if len(inputs) > 2 and inputs[2] is not None:
+        w = inputs[2].type
+        _index_type("TensorScatter", w, "write_indices")
+        if w.shape != (cache.shape[0],):
+            _fail("TensorScatter", f"write_indices {w} must hold one index per batch")
+    return cache
+
+
+@op("TensorScatter", inputs=(2, 3), infer=_infer_tensor_scatter,
+    attrs={"mode": Attr.str("linear"), "axis": Attr.int(-2)})
+def tensor_scatter(past_cache, update, write_indices=None, *, mode, axis):
+    """A cache update: y = past_cache, then y[b, .., w[b] + s, ..] = update[b, .., s, ..] for
+    each batch b and step s (positions modulo the axis size in circular mode)."""
+    a = norm_axis("TensorScatter", axis, past_cache.ndim)
+    n, steps = past_cache.shape[a], update.shape[a]
+    w = np.zeros(past_cache.shape[0], np.int64) if write_indices is None else \
+        write_indices.astype(np.int64)
+    out = past_cache.copy()
+    for b in range(past_cache.shape[0]):
+        pos = w[b] + np.arange(steps)
+        pos = pos % n if mode == "circular" else pos
+        if steps and (pos.min() < 0 or pos.max() >= n):
+            _fail("TensorScatter", f"write index {w[b]} + {steps} steps overruns axis {axis} "
+                                   f"of size {n}")
+        np.moveaxis(out[b], a - 1, 0)[pos] = np.moveaxis(update[b], a - 1, 0)  # views of out
+    return out
+
+
+def _infer_one_hot(inputs, *, axis):
+    idx, values = inputs[0].type, inputs[2].type
+    if idx.dtype.np.kind not in "fiu":
+        _fail("OneHot", f"indices must be numeric, got {idx}")
+    depth = one_hot_depth(inputs)
+    if values.numel != 2:
+        _fail("OneHot", f"values must hold [off_value, on_value], got {values}")
+    a = norm_axis("OneHot", axis, idx.rank + 1)
+    return values.with_shape(idx.shape[:a] + (depth,) + idx.shape[a:])
+
+
+def one_hot_depth(inputs) -> int:
+    depth = const_input(inputs, 1, "OneHot's 'depth' input")
+    if depth.size != 1 or depth.dtype.kind not in "fiu" or depth.reshape(()) < 1:
+        _fail("OneHot", f"depth must be one positive number, got {depth.tolist()}")
+    return int(depth.reshape(()))
+
+
+@op("OneHot", inputs=3, attrs={"axis": Attr.int(-1)}, infer=_infer_one_hot)
+def one_hot(indices, depth, values, *, axis):
+    """y = on_value where the new axis' position equals the index (negative indices count
+    from depth; float indices truncate), off_value elsewhere, out-of-range indices included."""
+    d = int(np.asarray(depth).reshape(()))
+    a = norm_axis("OneHot", axis, indices.ndim + 1)
+    idx = indices.astype(np.int64)
+    idx = np.where(idx < 0, idx + d, idx)
+    hot = np.moveaxis(idx[..., None] == np.arange(d), -1, a)
+    off, on = values.reshape(-1)
+    return np.where(hot, on, off).astype(values.dtype)
+
+
+# -- rearrangements ---------------------------------------------------------------------------
+
+def depth_space_view(opname: str, shape: tuple[int, ...], b: int,
+                     mode: str = "DCR") -> tuple[tuple[int, ...], list[int], tuple[int, ...]]:
+    """(6-D view of the input, the permutation that rearranges it, output shape)."""
+    if len(shape) != 4 or b < 1:
+        _fail(opname, f"needs a 4-D input and blocksize >= 1, got {list(shape)}, {b}")
+    n, c, h, w = shape
+    if opname == "SpaceToDepth":
+        if h % b or w % b:
+            _fail(opname, f"H={h} and W={w} must be multiples of blocksize {b}")
+        return (n, c, h // b, b, w // b, b), [0, 3, 5, 1, 2, 4], (n, c * b * b, h // b, w // b)
+    if c % (b * b):
+        _fail(opname, f"C={c} must be a multiple of blocksize^2 = {b * b}")
+    if mode == "DCR":
+        return (n, b, b, c // (b * b), h, w), [0, 3, 4, 1, 5, 2], (n, c // (b * b), h * b, w * b)
+    if mode == "CRD":
+        return (n, c // (b * b), b, b, h, w), [0, 1, 4, 2, 5, 3], (n, c // (b * b), h * b, w * b)
+    _fail(opname, f"mode {mode!r} is not 'DCR' or 'CRD'")
+
+
+@op("DepthToSpace", attrs={"blocksize": Attr.int(), "mode": Attr.str("DCR")},
+    infer=lambda inputs, *, blocksize, mode: inputs[0].type.with_shape(
+        depth_space_view("DepthToSpace", inputs[0].shape, blocksize, mode)[2]))
+def depth_to_space(x, *, blocksize, mode):
+    """Moves blocks of channels into b x b spatial blocks (DCR: depth-major, CRD: channel-major)."""
+    view, perm, out = depth_space_view("DepthToSpace", x.shape, blocksize, mode)
+    return x.reshape(view).transpose(perm).reshape(out)
+
+
+@op("SpaceToDepth", attrs={"blocksize": Attr.int()},
+    infer=lambda inputs, *, blocksize: inputs[0].type.with_shape(
+        depth_space_view("SpaceToDepth", inputs[0].shape, blocksize)[2]))
+def space_to_depth(x, *, blocksize):
+    """The inverse of DepthToSpace in DCR mode: b x b spatial blocks become channels."""
+    view, perm, out = depth_space_view("SpaceToDepth", x.shape, blocksize)
+    return x.reshape(view).transpose(perm).reshape(out)
+
+
+def _infer_reverse_sequence(inputs, *, batch_axis, time_axis):
+    x, lens = inputs[0].type, inputs[1].type
+    if x.rank < 2 or {batch_axis, time_axis} != {0, 1}:
+        _fail("ReverseSequence", f"needs rank >= 2 and batch/time axes 0 and 1, got {x}, "
+                                 f"batch_axis={batch_axis}, time_axis={time_axis}")
+    _index_type("ReverseSequence", lens, "sequence_lens")
+    if lens.shape != (x.shape[batch_axis],):
+        _fail("ReverseSequence", f"sequence_lens {lens} must hold one length per batch of {x}")
+    return x
+
+
+@op("ReverseSequence", inputs=2, infer=_infer_reverse_sequence,
+    attrs={"batch_axis": Attr.int(1), "time_axis": Attr.int(0)})
+def reverse_sequence(x, sequence_lens, *, batch_axis, time_axis):
+    """Reverses the first sequence_lens[b] steps of each batch b along the time axis
+    (lengths clamped into [0, T]); later steps are copied."""
+    t = x.shape[time_axis]
+    out = x.copy()
+    for b, n in enumerate(np.clip(sequence_lens.astype(np.int64), 0, t)):
+        src = [slice(None)] * x.ndim
+        src[batch_axis], src[time_axis] = b, slice(None, None)
+        rev = np.take(x[tuple(src)], np.arange(n)[::-1], axis=0)
+        dst = list(src)
+        dst[time_axis] = slice(0, n)
+        out[tuple(dst)] = rev
+    return out
+
+
+def _infer_trilu(inputs, *, upper):
+    x = inputs[0].type
+    if x.rank < 2:
+        _fail("Trilu", f"input must have rank >= 2, got {x}")
+    if len(inputs) > 1 and inputs[1] is not None and (
+            inputs[1].type.numel != 1 or inputs[1].dtype is not DType.I64):
+        _fail("Trilu", f"k must be an int64 scalar, got {inputs[1].type}")
+    return x
+
+
+@op("Trilu", inputs=(1, 2), attrs={"upper": Attr.int(1)}, infer=_infer_trilu)
+def trilu(x, k=None, *, upper):
+    """Keeps x[.., i, j] where j - i >= k (upper) or j - i <= k (lower), zeros the rest."""
+    kk = 0 if k is None else int(np.asarray(k).reshape(()))
+    i, j = np.indices(x.shape[-2:], sparse=True)
+    keep = (j - i >= kk) if upper else (j - i <= kk)
+    return np.where(keep, x, np.zeros((), x.dtype))
+
+
+def _infer_eye_like(inputs, *, dtype, k):
+    x = inputs[0].type
+    if x.rank != 2:
+        _fail("EyeLike", f"input must be 2-D, got {x}")
+    return TensorType(x.shape, x.dtype if dtype is None else onnx_dtypes.from_onnx(dtype))
+
+
+@op("EyeLike", attrs={"dtype": Attr.int(None), "k": Attr.int(0)}, infer=_infer_eye_like)
+def eye_like(x, *, dtype, k):
+    """Ones on diagonal k (above the main one for k > 0), zeros elsewhere, x's shape."""
+    dt = x.dtype if dtype is None else onnx_dtypes.from_onnx(dtype).np
+    return np.eye(x.shape[0], x.shape[1], k, dtype=dt)
+
+
+# -- selections with a compile-time count ---------------------------------------------------
+
+def compress_selection(inputs, axis: int | None) -> tuple[int | None, list[int]]:
+    """(normalized axis or None for the flattened input, the positions selected)."""
+    cond = const_input(inputs, 1, "Compress's 'condition' input (its count of true values "
+                                  "fixes the output shape)")
+    if cond.ndim != 1:
+        _fail("Compress", f"condition must be 1-D, got shape {list(cond.shape)}")
+    x = inputs[0].type
+    a = None if axis is None else norm_axis("Compress", axis, x.rank)
+    n = x.numel if a is None else x.shape[a]
+    picked = [int(i) for i in np.flatnonzero(cond)]
+    if picked and picked[-1] >= n:
+        _fail("Compress", f"condition selects position {picked[-1]} of an axis of size {n}")
+    return a, picked
+
+
+def _infer_compress(inputs, *, axis):
+    x = inputs[0].type
+    a, picked = compress_selection(inputs, axis)
+    if a is None:
+        return x.with_shape((len(picked),))
+    return x.with_shape(x.shape[:a] + (len(picked),) + x.shape[a + 1:])
+
+
+@op("Compress", inputs=2, attrs={"axis": Attr.int(None)}, infer=_infer_compress)
+def compress(x, condition, *, axis):
+    """The slices along `axis` (of the flattened input without one) whose condition is true;
+    a condition shorter than the axis selects nothing past its end."""
+    a, picked = compress_selection(_consts(x, condition), axis)
+    idx = np.array(picked, np.int64)
+    return np.take(x.reshape(-1), idx) if a is None else np.take(x, idx, axis=a)
+
+
+def _infer_nonzero(inputs):
+    x = const_input(inputs, 0, "NonZero's input (its count of nonzeros fixes the output shape)")
+    return TensorType((x.ndim, int(np.count_nonzero(x))), DType.I64)
+
+
+@op("NonZero", infer=_infer_nonzero)
+def nonzero(x):
+    """The coordinates of the nonzero elements, one row per axis, in row-major order."""
+    return np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
+
+
+# -- Col2Im ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Col2ImGeometry:
+    """Col2Im's shapes: image and block dims, and the count of blocks along each dim."""
+
+    image: tuple[int, ...]
+    block: tuple[int, ...]
+    blocks: tuple[int, ...]
+    channels: int
+
+
+def col2im_geometry(inputs, *, dilations, pads, strides) -> Col2ImGeometry:
+    x = inputs[0].type
+    image = _ints("Col2Im", inputs, 1, "image_shape")
+    block = _ints("Col2Im", inputs, 2, "block_shape")
+    n = len(image)
+    dil, st = dilations or [1] * n, strides or [1] * n
+    pd = pads or [0] * (2 * n)
+    if x.rank != 3 or len(block) != n or len(dil) != n or len(st) != n or len(pd) != 2 * n:
+        _fail("Col2Im", f"input {x} must be [N, C * prod(block), L] and image_shape {image}, "
+                        f"block_shape {block}, dilations, strides and pads must agree in rank")
+    k = math.prod(block)
+    blocks = tuple((image[d] + pd[d] + pd[d + n] - dil[d] * (block[d] - 1) - 1) // st[d] + 1
+                   for d in range(n))
+    if k < 1 or x.shape[1] % k or math.prod(blocks) != x.shape[2] or min(blocks) < 1:
+        _fail("Col2Im", f"input {x} does not hold {list(blocks)} blocks of {block} for an image "
+                        f"of {image}")
+    return Col2ImGeometry(tuple(image), tuple(block), blocks, x.shape[1] // k)
+
+
+_COL2IM = {"dilations": Attr.ints(None), "pads": Attr.ints(None), "strides": Attr.ints(None)}
+
+
+def _infer_col2im(inputs, **attrs):
+    x = inputs[0].type
+    geo = col2im_geometry(inputs, **attrs)
+    return x.with_shape((x.shape[0], geo.channels) + geo.image)
+
+
+@op("Col2Im", inputs=3, attrs=_COL2IM, infer=_infer_col2im)
+def col2im(x, image_shape, block_shape, *, dilations, pads, strides):
+    """The inverse of im2col: each column of x is a block, added back at its place in the
+    image: y[n, c, l * s - pad + k * dil] += x[n, c * K + k, l] (where that is inside)."""
+    geo = col2im_geometry(_consts(x, image_shape, block_shape), dilations=dilations, pads=pads,
+                          strides=strides)
+    n = len(geo.image)
+    dil, st, pd = dilations or [1] * n, strides or [1] * n, pads or [0] * (2 * n)
+    y = np.zeros((x.shape[0], geo.channels) + geo.image, x.dtype)
+    cols = x.reshape((x.shape[0], geo.channels) + geo.block + geo.blocks)
+    grid = np.indices(geo.blocks)
+    for k in np.ndindex(*geo.block):
+        pos = [grid[d] * st[d] - pd[d] + k[d] * dil[d] for d in range(n)]
+        inside = np.logical_and.reduce([(p >= 0) & (p < geo.image[d]) for d, p in enumerate(pos)])
+        # within one block offset k, distinct blocks land on distinct pixels: no collisions
+        y[(slice(None), slice(None)) + tuple(p[inside] for p in pos)] += \
+            cols[(slice(None), slice(None)) + k][..., inside]
+    return y
