@@ -1,13 +1,17 @@
-"""Kernel builders of the reductions (ReduceSum/Mean/Max/Min/Prod) and ArgMax.
+"""Kernel builders of the reductions and scans: Reduce*, ArgMax/ArgMin, TopK, CumSum/CumProd
+and Einsum.
 
 The input's axes are first merged into alternating runs of kept and reduced dims. When the
 innermost run is reduced, each output element is one accumulator over a contiguous inner loop:
-    y[k] = finish(fold(combine, init, x[k, r...]))
+    y[k] = post(fold(combine, init, pre(x[k, r...])))
 otherwise the kernel walks the input in memory order and accumulates into the output rows,
-    y[k] = init;  for r: y[k] = combine(y[k], x[.., r, .., k]);  y[k] = finish(y[k])
-whose inner loop is unit stride in both buffers (so gcc vectorizes it). Max/Min propagate NaN
-like numpy; ReduceMean divides the sum by the count (integer division truncates, as the
-reference does).
+    y[k] = init;  for r: y[k] = combine(y[k], pre(x[.., r, .., k]));  y[k] = post(y[k])
+whose inner loop is unit stride in both buffers (so gcc vectorizes it). That second form needs
+the accumulator in the output's dtype; float16 accumulates in float32 (and sqrt/log of integer
+sums in double), so those always take the first. Max/Min propagate NaN like numpy; ReduceMean
+divides the sum by the count (integer division truncates, as the reference does).
+LogSumExp makes two passes per output: m = max, then m' + log(sum exp(x - m')), m' = m (0 if
+m is infinite).
 """
 
 from __future__ import annotations
@@ -20,18 +24,28 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.graph import Node
-from ...ir.ops.reduce import reduce_axes
-from ..kernel_ir import Expr, call, cast, const, linear_index, select
+from ...ir.ops.reduce import cum_axis, einsum_spec, reduce_axes, topk_k
+from ..kernel_ir import Buffer, Expr, call, cast, const, linear_index, select
 from ..lowering import NodeKernelBuilder, kernel
-from .elementwise import max_nan, min_nan
+from .elementwise import abs_, max_nan, min_nan
 from .tensor import flat_copy, row_strides
+
+
+def _identity(v: Expr) -> Expr:
+    return v
+
+
+def _keep(acc: Expr, count: int) -> Expr:
+    return acc
 
 
 @dataclass(frozen=True)
 class Reduction:
     init: Callable[[DType], Expr]
     combine: Callable[[Expr, Expr], Expr]
-    mean: bool = False
+    pre: Callable[[Expr], Expr] = _identity
+    post: Callable[[Expr, int], Expr] = _keep
+    float_post: bool = False  # post is sqrt/log: integer inputs compute it in double
 
 
 def _lowest(dt: DType) -> Expr:
@@ -46,15 +60,39 @@ def _highest(dt: DType) -> Expr:
     return const(True if dt is DType.BOOL else np.iinfo(dt.np).max, dt)
 
 
+def _mean(acc: Expr, count: int) -> Expr:
+    return acc / const(count, acc.dtype) if count else acc
+
+
+def _in_float(fn: str) -> Callable[[Expr, int], Expr]:
+    def post(acc: Expr, count: int) -> Expr:
+        return call(fn, acc if acc.dtype.is_float else cast(acc, DType.F64))
+
+    return post
+
+
 LANES = 8  # float accumulators per output in a reduction over the innermost axis
 
+_zero = lambda dt: const(0, dt)  # noqa: E731
+_add = lambda a, v: a + v  # noqa: E731
+
 REDUCTIONS: dict[str, Reduction] = {
-    "ReduceSum": Reduction(lambda dt: const(0, dt), lambda a, v: a + v),
-    "ReduceMean": Reduction(lambda dt: const(0, dt), lambda a, v: a + v, mean=True),
+    "ReduceSum": Reduction(_zero, _add),
+    "ReduceMean": Reduction(_zero, _add, post=_mean),
     "ReduceProd": Reduction(lambda dt: const(1, dt), lambda a, v: a * v),
     "ReduceMax": Reduction(_lowest, max_nan),
     "ReduceMin": Reduction(_highest, min_nan),
+    "ReduceL1": Reduction(_zero, _add, pre=abs_),
+    "ReduceSumSquare": Reduction(_zero, _add, pre=lambda v: v * v),
+    "ReduceL2": Reduction(_zero, _add, pre=lambda v: v * v, post=_in_float("sqrt"),
+                          float_post=True),
+    "ReduceLogSum": Reduction(_zero, _add, post=_in_float("log"), float_post=True),
 }
+
+
+def accumulator(dt: DType) -> DType:
+    """float16 accumulates in float32 (as the references and onnxruntime do)."""
+    return DType.F32 if dt is DType.F16 else dt
 
 
 def runs(shape, axes) -> list[tuple[int, bool]]:
@@ -71,7 +109,29 @@ def runs(shape, axes) -> list[tuple[int, bool]]:
     return out
 
 
-@kernel(*REDUCTIONS)
+@dataclass
+class _Layout:
+    """The input as runs of kept and reduced dims, with their strides."""
+
+    kept: list[tuple[int, int]]
+    reduced: list[tuple[int, int]]
+    groups: list[tuple[int, bool]]
+    strides: list[int]
+
+    @property
+    def kept_extents(self) -> list[int]:
+        return [n for n, _ in self.kept]
+
+
+def _layout(shape, axes) -> _Layout:
+    groups = runs(shape, set(axes))
+    xst = row_strides([n for n, _ in groups])
+    kept = [(n, s) for (n, r), s in zip(groups, xst, strict=True) if not r]
+    reduced = [(n, s) for (n, r), s in zip(groups, xst, strict=True) if r]
+    return _Layout(kept, reduced, groups, xst)
+
+
+@kernel(*REDUCTIONS, "ReduceLogSumExp")
 def reduce_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
     axes_v = node.input(1)
@@ -80,60 +140,81 @@ def reduce_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     if not axes:
         flat_copy(kb, x, y)
         return
-    red = REDUCTIONS[node.op]
-    count = math.prod(x.shape[a] for a in axes)
-    dt = x.dtype
-
-    def finish(acc: Expr) -> Expr:
-        return acc / const(count, dt) if red.mean and count else acc
-
     if y.numel == 0:
         return
-    groups = runs(x.shape, set(axes))
-    xst = row_strides([n for n, _ in groups])
-    kept = [(n, s) for (n, r), s in zip(groups, xst, strict=True) if not r]
-    reduced = [(n, s) for (n, r), s in zip(groups, xst, strict=True) if r]
-    kept_ext = [n for n, _ in kept]
-    if not groups or groups[-1][1] or count == 0:
+    count = math.prod(x.shape[a] for a in axes)
+    lay = _layout(x.shape, axes)
+    if node.op == "ReduceLogSumExp":
+        _log_sum_exp(kb, x, y, lay)
+        return
+    red = REDUCTIONS[node.op]
+    acc_dt = accumulator(x.dtype)
+
+    def load(idx: Expr) -> Expr:
+        return red.pre(cast(x[idx], acc_dt))
+
+    if not lay.groups or lay.groups[-1][1] or count == 0 or acc_dt != x.dtype or \
+            (red.float_post and not x.dtype.is_float):
         # kept loops outside, the accumulator(s) over the reduced loops inside
-        inner = reduced[-1][0] if reduced else 1
-        lanes = LANES if dt.is_float and inner >= 2 * LANES else 1
-        with kb.loops(kept_ext, [f"k{i}" for i in range(len(kept))]) as ks:
-            accs = [kb.local("acc", red.init(dt)) for _ in range(lanes)]
-            outer_red = reduced[:-1] if lanes > 1 else reduced
+        inner = lay.reduced[-1][0] if lay.reduced else 1
+        lanes = LANES if acc_dt.is_float and inner >= 2 * LANES else 1
+        with kb.loops(lay.kept_extents, [f"k{i}" for i in range(len(lay.kept))]) as ks:
+            accs = [kb.local("acc", red.init(acc_dt)) for _ in range(lanes)]
+            outer_red = lay.reduced[:-1] if lanes > 1 else lay.reduced
             with kb.loops([n for n, _ in outer_red], [f"r{i}" for i in range(len(outer_red))]) \
                     as rs:
-                src = _offset(list(ks) + list(rs), kept + outer_red)
+                src = _offset(list(ks) + list(rs), lay.kept + outer_red)
                 if lanes == 1:
-                    kb.assign(accs[0], red.combine(accs[0], x[src]))
+                    kb.assign(accs[0], red.combine(accs[0], load(src)))
                 else:
-                    _lanes(kb, red, accs, x, src, inner)
-            kb.store(y, linear_index(ks, kept_ext), finish(_tree(kb, red, accs)))
+                    _lanes(kb, red, accs, load, src, inner)
+            kb.store(y, linear_index(ks, lay.kept_extents),
+                     red.post(_tree(kb, red, accs), count))
         return
     # memory order, accumulating into the output rows
     with kb.loop(y.numel) as i:
-        kb.store(y, i, red.init(dt))
-    names = [f"i{i}" for i in range(len(groups))]
-    with kb.loops([n for n, _ in groups], names) as vs:
-        src = _offset(vs, [(n, s) for (n, _), s in zip(groups, xst, strict=True)])
-        dst = linear_index([v for v, (_, r) in zip(vs, groups, strict=True) if not r], kept_ext)
-        kb.store(y, dst, red.combine(y[dst], x[src]))
-    if red.mean:
+        kb.store(y, i, red.init(acc_dt))
+    names = [f"i{i}" for i in range(len(lay.groups))]
+    with kb.loops([n for n, _ in lay.groups], names) as vs:
+        src = _offset(vs, [(n, s) for (n, _), s in zip(lay.groups, lay.strides, strict=True)])
+        dst = linear_index([v for v, (_, r) in zip(vs, lay.groups, strict=True) if not r],
+                           lay.kept_extents)
+        kb.store(y, dst, red.combine(y[dst], load(src)))
+    if red.post is not _keep:
         with kb.loop(y.numel) as i:
-            kb.store(y, i, finish(y[i]))
+            kb.store(y, i, red.post(y[i], count))
 
 
-def _lanes(kb: NodeKernelBuilder, red: Reduction, accs: list[Expr], x, src: Expr,
-           n: int) -> None:
+def _log_sum_exp(kb: NodeKernelBuilder, x: Buffer, y: Buffer, lay: _Layout) -> None:
+    """Per output: m = max x, then m' + log(sum exp(x - m')) with m' = 0 where m is infinite
+    (all -inf gives log 0 = -inf; a +inf gives +inf), as the reference computes it."""
+    dt = x.dtype if x.dtype.is_float else DType.F64
+    dt = accumulator(dt)
+    names = [f"r{i}" for i in range(len(lay.reduced))]
+    with kb.loops(lay.kept_extents, [f"k{i}" for i in range(len(lay.kept))]) as ks:
+        m = kb.local("m", const(-math.inf, dt))
+        with kb.loops([n for n, _ in lay.reduced], names) as rs:
+            kb.assign(m, max_nan(m, cast(x[_offset(list(ks) + list(rs), lay.kept + lay.reduced)],
+                                         dt)))
+        kb.assign(m, select(call("isinf", m), const(0, dt), m))
+        acc = kb.local("acc", const(0, dt))
+        with kb.loops([n for n, _ in lay.reduced], names) as rs:
+            v = cast(x[_offset(list(ks) + list(rs), lay.kept + lay.reduced)], dt)
+            kb.assign(acc, acc + call("exp", v - m))
+        kb.store(y, linear_index(ks, lay.kept_extents), call("log", acc) + m)
+
+
+def _lanes(kb: NodeKernelBuilder, red: Reduction, accs: list[Expr],
+           load: Callable[[Expr], Expr], src: Expr, n: int) -> None:
     """acc[l] = combine(acc[l], x[src + b * L + l]) over blocks b of L lanes, then the tail;
     the L independent chains vectorize (a single float chain cannot be reordered)."""
     lanes = len(accs)
     with kb.loop(n // lanes, "b") as b:
         for lane, acc in enumerate(accs):
-            kb.assign(acc, red.combine(acc, x[src + b * lanes + lane]))
+            kb.assign(acc, red.combine(acc, load(src + b * lanes + lane)))
     for lane in range(n % lanes):
         acc = accs[lane]
-        kb.assign(acc, red.combine(acc, x[src + ((n // lanes) * lanes + lane)]))
+        kb.assign(acc, red.combine(acc, load(src + ((n // lanes) * lanes + lane))))
 
 
 def _tree(kb: NodeKernelBuilder, red: Reduction, accs: list[Expr]) -> Expr:
@@ -153,29 +234,48 @@ def _offset(vs, dims) -> Expr:
     return src
 
 
-@kernel("ArgMax")
+def _axis_split(shape, axis: int) -> tuple[int, int, int, int]:
+    """(axis normalized, outer, extent, inner) of `shape` around `axis`."""
+    a = axis + len(shape) if axis < 0 else axis
+    return a, math.prod(shape[:a]), shape[a], math.prod(shape[a + 1:])
+
+
+def _beats(largest: bool) -> Callable[[Expr, Expr], Expr]:
+    """better(v, best): strictly larger (smaller) where NaN ranks above every number."""
+
+    def better(v: Expr, best: Expr) -> Expr:
+        if largest:
+            b = v > best
+            return b | (call("isnan", v) & ~call("isnan", best)) if v.dtype.is_float else b
+        b = v < best
+        return b | (call("isnan", best) & ~call("isnan", v)) if v.dtype.is_float else b
+
+    return better
+
+
+@kernel("ArgMax", "ArgMin")
 def argmax_kernel(kb: NodeKernelBuilder, node: Node) -> None:
-    """The first maximum's index (the last with select_last_index); NaN counts as the
-    maximum, as numpy's argmax has it."""
+    """The first maximum's (minimum's) index, the last with select_last_index; NaN wins, as
+    with numpy's argmax and argmin."""
     x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
-    rank = len(x.shape)
-    a = node.attrs["axis"] + rank if node.attrs["axis"] < 0 else node.attrs["axis"]
-    outer, n, inner = math.prod(x.shape[:a]), x.shape[a], math.prod(x.shape[a + 1:])
+    _, outer, n, inner = _axis_split(x.shape, node.attrs["axis"])
     last = bool(node.attrs["select_last_index"])
     if y.numel == 0:
         return
+    nan_wins = node.op == "ArgMax"  # argmax: NaN is "largest"; argmin: NaN is "smallest"
     with kb.loop(outer, "o") as o, kb.loop(inner, "j") as j:
         base = o * (n * inner) + j
         best = kb.local("best", x[base])
         idx = kb.local("idx", const(0))
         with kb.loop(n, "k") as k:
             v = x[base + k * inner]
+            cmp = (v > best if nan_wins else v < best)
             if last:
-                better = v >= best
+                better = (v >= best if nan_wins else v <= best)
                 if x.dtype.is_float:
                     better = better | call("isnan", v)
             else:
-                better = v > best
+                better = cmp
                 if x.dtype.is_float:
                     better = better | (call("isnan", v) & ~call("isnan", best))
             kb.assign(idx, select(better, k, idx))
@@ -183,4 +283,104 @@ def argmax_kernel(kb: NodeKernelBuilder, node: Node) -> None:
         kb.store(y, o * inner + j, cast(idx, DType.I64))
 
 
+@kernel("TopK")
+def topk_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Per slice, an insertion into the sorted output: an element enters when the list has
+    room or it beats the last entry; it goes after every entry not worse than it (so equal
+    values keep their input order) and the worse ones shift down. O(n k) at worst, O(n) when
+    few elements make the cut."""
+    x = kb.bind(node.inputs[0], "x")
+    vals = kb.bind(node.outputs[0], "values")
+    idx = kb.bind(node.outputs[1], "indices") if len(node.outputs) > 1 else None
+    _, outer, n, inner = _axis_split(x.shape, node.attrs["axis"])
+    k = topk_k(node.inputs)
+    if k == 0 or vals.numel == 0:
+        return
+    better = _beats(bool(node.attrs["largest"]))
+    with kb.loop(outer, "o") as o, kb.loop(inner, "j") as j:
+        src, dst = o * (n * inner) + j, o * (k * inner) + j
+        cnt = kb.local("cnt", const(0))
+        with kb.loop(n, "t") as t:
+            v = kb.local("v", x[src + t * inner])
+            with kb.if_((cnt < k) | better(v, vals[dst + (k - 1) * inner])):
+                pos = kb.local("pos", const(0))
+                with kb.loop(k, "q") as q:
+                    stays = (q < cnt) & ~better(v, vals[dst + q * inner])
+                    kb.assign(pos, pos + select(stays, const(1), const(0)))
+                end = kb.local("end", select(cnt < k - 1, cnt, const(k - 1)))
+                with kb.loop(end - pos, "s") as s:
+                    at = dst + (end - s) * inner
+                    kb.store(vals, at, vals[at - inner])
+                    if idx is not None:
+                        kb.store(idx, at, idx[at - inner])
+                kb.store(vals, dst + pos * inner, v)
+                if idx is not None:
+                    kb.store(idx, dst + pos * inner, cast(t, DType.I64))
+                kb.assign(cnt, select(cnt < k, cnt + 1, cnt))
 
+
+@kernel("CumSum", "CumProd")
+def cumulative_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Running sum (product) along the axis. With an inner extent, whole rows at once:
+    y[t] = y[t-1] op x[t] (exclusive: op x[t-1]), a unit-stride loop gcc vectorizes; alone,
+    one accumulator. float16 keeps a float32 accumulator, so it takes the scalar form."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    _, outer, n, inner = _axis_split(x.shape, cum_axis(node.op, node.inputs))
+    if y.numel == 0:
+        return
+    prod = node.op == "CumProd"
+    excl, rev = bool(node.attrs["exclusive"]), bool(node.attrs["reverse"])
+    acc_dt = accumulator(x.dtype)
+    neutral = const(1 if prod else 0, acc_dt)
+
+    def op(a: Expr, b: Expr) -> Expr:
+        return a * b if prod else a + b
+
+    def step(t) -> Expr:  # the t-th position visited
+        return (n - 1) - t if rev else t
+
+    if inner == 1 or acc_dt != x.dtype:
+        with kb.loop(outer, "o") as o, kb.loop(inner, "j") as j:
+            acc = kb.local("acc", neutral)
+            with kb.loop(n, "t") as t:
+                at = (o * n + step(t)) * inner + j
+                if excl:
+                    kb.store(y, at, acc)
+                    kb.assign(acc, op(acc, cast(x[at], acc_dt)))
+                else:
+                    kb.assign(acc, op(acc, cast(x[at], acc_dt)))
+                    kb.store(y, at, acc)
+        return
+    with kb.loop(outer, "o") as o:
+        first = (o * n + step(0)) * inner
+        with kb.loop(inner, "j") as j:
+            kb.store(y, first + j, neutral if excl else x[first + j])
+        with kb.loop(n - 1, "t") as t:
+            at, prev = (o * n + step(t + 1)) * inner, (o * n + step(t)) * inner
+            with kb.loop(inner, "j") as j:
+                kb.store(y, at + j, op(y[prev + j], x[(prev if excl else at) + j]))
+
+
+@kernel("Einsum")
+def einsum_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """A loop nest: the output's indices outside, the summed ones inside, one accumulator:
+    y[out...] = sum over summed... of prod_k x_k[its indices]. A repeated index in one
+    operand reads its diagonal; a broadcast (extent-1) ellipsis dim reads index 0."""
+    xs = [kb.bind(v, f"x{k}") for k, v in enumerate(node.inputs)]
+    y = kb.bind(node.output, "y")
+    spec = einsum_spec(node.attrs["equation"], [b.shape for b in xs])
+    if y.numel == 0:
+        return
+    acc_dt = accumulator(y.dtype)
+    out_vars = [f"i{c}" if c.isalpha() else f"e{c}" for c in spec.output]
+    sum_vars = [f"i{c}" if c.isalpha() else f"e{c}" for c in spec.summed]
+    with kb.loops([spec.sizes[c] for c in spec.output], out_vars) as ov:
+        acc = kb.local("acc", const(0, acc_dt))
+        with kb.loops([spec.sizes[c] for c in spec.summed], sum_vars) as sv:
+            env = dict(zip(spec.output + spec.summed, list(ov) + list(sv), strict=True))
+            term: Expr | None = None
+            for b, letters in zip(xs, spec.inputs, strict=True):
+                v = cast(b.at(*[env[c] for c in letters]), acc_dt)
+                term = v if term is None else term * v
+            kb.assign(acc, acc + term)
+        kb.store(y, linear_index(ov, [spec.sizes[c] for c in spec.output]), acc)

@@ -19,10 +19,19 @@ from collections.abc import Sequence
 from ...ir import onnx_dtypes
 from ...ir.dtypes import DType
 from ...ir.graph import Node
-from ...ir.ops.tensor import norm_axis, pad_widths, slice_ranges, split_sizes
+from ...ir.ops.tensor import (
+    col2im_geometry,
+    compress_selection,
+    depth_space_view,
+    norm_axis,
+    pad_widths,
+    slice_ranges,
+    split_sizes,
+)
 from ...ir.registry import get_op
 from ..kernel_ir import INDEX, Buffer, Expr, cast, const, linear_index, select
 from ..lowering import NodeKernelBuilder, kernel, operand, scalar
+from .elementwise import max_nan, min_nan
 
 
 def row_strides(shape: Sequence[int]) -> list[int]:
@@ -400,3 +409,271 @@ def cast_(x: Expr, to: int, saturate: int = 1) -> Expr:
     if x.dtype.is_float and dst in _VIA:
         return cast(cast(x, _VIA[dst]), dst)
     return cast(x, dst)
+
+
+# -- index tensors: gathers and scatters ----------------------------------------------------
+
+def _in_range(kb: NodeKernelBuilder, raw: Expr, n: int) -> Expr:
+    """An index read from a tensor, negative counted from the end, clamped into [0, n)."""
+    j = kb.local("j", cast(raw, INDEX))
+    kb.assign(j, select(j < 0, j + n, j))
+    kb.assign(j, select(j < 0, 0, select(j >= n, n - 1, j)))
+    return j
+
+
+@kernel("GatherElements", "ScatterElements")
+def elements_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Walks the indices: y[.., idx[c], ..] (op)= updates[c] (scatter, after copying data) or
+    y[c] = data[.., idx[c], ..] (gather), the axis coordinate replaced by the index."""
+    data, idx = kb.bind(node.inputs[0], "data"), kb.bind(node.inputs[1], "idx")
+    scatter = node.op == "ScatterElements"
+    upd = kb.bind(node.inputs[2], "updates") if scatter else None
+    y = kb.bind(node.output, "y")
+    a = norm_axis(node.op, node.attrs["axis"], len(data.shape))
+    if scatter:
+        flat_copy(kb, data, y)
+    if idx.numel == 0:
+        return
+    with kb.loops(idx.shape, [f"i{d}" for d in range(len(idx.shape))]) as vs:
+        coords = list(vs)
+        coords[a] = _in_range(kb, idx.at(*vs), data.shape[a])
+        at = data.offset(*coords)
+        if scatter:
+            kb.store(y, at, _combine(node.attrs["reduction"], y[at], upd.at(*vs)))
+        else:
+            kb.store(y, idx.offset(*vs), data[at])
+
+
+def _combine(reduction: str, old: Expr, new: Expr) -> Expr:
+    if reduction == "add":
+        return old + new
+    if reduction == "mul":
+        return old * new
+    if reduction == "max":
+        return max_nan(old, new)
+    if reduction == "min":
+        return min_nan(old, new)
+    return new
+
+
+def _tuple_offset(kb: NodeKernelBuilder, idx: Buffer, row: Expr, dims: Sequence[int]) -> Expr:
+    """The row-major offset in `dims` of the index tuple idx[row, :]."""
+    off: Expr = const(0)
+    for t, (n, s) in enumerate(zip(dims, row_strides(dims), strict=True)):
+        off = off + _in_range(kb, idx[row * len(dims) + t], n) * s
+    return off
+
+
+@kernel("GatherND")
+def gather_nd_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Per batch b and index tuple i, copies the slice data[b, idx[b, i, :], ...]."""
+    data, idx = kb.bind(node.inputs[0], "data"), kb.bind(node.inputs[1], "idx")
+    y = kb.bind(node.output, "y")
+    b = node.attrs["batch_dims"]
+    last = idx.shape[-1]
+    batch = math.prod(data.shape[:b])
+    tuples = math.prod(idx.shape[b:-1])
+    dims = data.shape[b:b + last]
+    inner = math.prod(data.shape[b + last:])
+    if y.numel == 0:
+        return
+    with kb.loop(batch, "b") as bb, kb.loop(tuples, "t") as t:
+        row = bb * tuples + t
+        src = kb.local("src", (bb * math.prod(dims) + _tuple_offset(kb, idx, row, dims)) * inner)
+        with kb.loop(inner, "i") as i:
+            kb.store(y, row * inner + i, data[src + i])
+
+
+@kernel("ScatterND")
+def scatter_nd_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = data; then in order, y[idx[i, :], ...] (op)= updates[i, ...] (whole slices)."""
+    data, idx = kb.bind(node.inputs[0], "data"), kb.bind(node.inputs[1], "idx")
+    upd, y = kb.bind(node.inputs[2], "updates"), kb.bind(node.output, "y")
+    last = idx.shape[-1]
+    dims = data.shape[:last]
+    inner = math.prod(data.shape[last:])
+    flat_copy(kb, data, y)
+    tuples = math.prod(idx.shape[:-1])
+    if tuples * inner == 0:
+        return
+    with kb.loop(tuples, "t") as t:
+        dst = kb.local("dst", _tuple_offset(kb, idx, t, dims) * inner)
+        with kb.loop(inner, "i") as i:
+            kb.store(y, dst + i, _combine(node.attrs["reduction"], y[dst + i], upd[t * inner + i]))
+
+
+@kernel("TensorScatter")
+def tensor_scatter_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = past_cache; per batch b the update's steps go to rows w[b] + s of the axis (modulo
+    its size in circular mode; clamped into range in linear mode, where onnxruntime fails)."""
+    cache, upd = kb.bind(node.inputs[0], "cache"), kb.bind(node.inputs[1], "update")
+    w = kb.bind(node.inputs[2], "write_idx") if node.input(2) is not None else None
+    y = kb.bind(node.output, "y")
+    a = norm_axis("TensorScatter", node.attrs["axis"], len(cache.shape))
+    batch, mid = cache.shape[0], math.prod(cache.shape[1:a])
+    n, steps, inner = cache.shape[a], upd.shape[a], math.prod(cache.shape[a + 1:])
+    flat_copy(kb, cache, y)
+    if batch * mid * steps * inner == 0:
+        return
+    with kb.loop(batch, "b") as b, kb.loop(mid, "m") as m, kb.loop(steps, "s") as s:
+        start: Expr = const(0) if w is None else cast(w[b], INDEX)
+        p = kb.local("p", start + s)
+        if node.attrs["mode"] == "circular":
+            kb.assign(p, (p % n + n) % n)
+        else:
+            kb.assign(p, select(p < 0, 0, select(p >= n, n - 1, p)))
+        with kb.loop(inner, "i") as i:
+            kb.store(y, ((b * mid + m) * n + p) * inner + i,
+                     upd[((b * mid + m) * steps + s) * inner + i])
+
+
+@kernel("OneHot")
+def one_hot_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """y[.., d, ..] = on if d == idx (negative idx + depth) else off, d on the new axis."""
+    idx, y = kb.bind(node.inputs[0], "idx"), kb.bind(node.output, "y")
+    values = operand_pair(kb, node.inputs[2])
+    a = norm_axis("OneHot", node.attrs["axis"], len(idx.shape) + 1)
+    depth = y.shape[a]
+    outer, inner = math.prod(idx.shape[:a]), math.prod(idx.shape[a:])
+    if y.numel == 0:
+        return
+    with kb.loop(outer, "o") as o, kb.loop(inner, "i") as i:
+        j = kb.local("j", cast(idx[o * inner + i], INDEX))
+        kb.assign(j, select(j < 0, j + depth, j))
+        with kb.loop(depth, "d") as d:
+            kb.store(y, (o * depth + d) * inner + i, select(d.eq(j), values[1], values[0]))
+
+
+def operand_pair(kb: NodeKernelBuilder, v) -> list[Expr]:
+    """The two elements of a 2-element input: literals when constant, else loads."""
+    if v.is_const:
+        return [const(e.item(), v.dtype) for e in v.const.reshape(-1)]
+    buf = kb.bind(v, "values")
+    return [buf[0], buf[1]]
+
+
+# -- rearrangements -------------------------------------------------------------------------
+
+@kernel("DepthToSpace", "SpaceToDepth")
+def depth_space_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """A transpose of the input's 6-D view: one strided copy."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    view, perm, _ = depth_space_view(node.op, x.shape, node.attrs["blocksize"],
+                                     node.attrs.get("mode", "DCR"))
+    st = row_strides(view)
+    strided_copy(kb, x, y, [(view[p], st[p]) for p in perm])
+
+
+@kernel("ReverseSequence")
+def reverse_sequence_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """y[t, b] = x[len_b - 1 - t, b] for t < len_b (len clamped into [0, T]), else x[t, b]."""
+    x, lens = kb.bind(node.inputs[0], "x"), kb.bind(node.inputs[1], "lens")
+    y = kb.bind(node.output, "y")
+    ta, ba = node.attrs["time_axis"], node.attrs["batch_axis"]
+    t_n, b_n = x.shape[ta], x.shape[ba]
+    inner = math.prod(x.shape[2:])
+    if y.numel == 0:
+        return
+    st_t, st_b = (b_n * inner, inner) if ta == 0 else (inner, t_n * inner)
+    with kb.loop(b_n, "b") as b:
+        n = kb.local("n", cast(lens[b], INDEX))
+        kb.assign(n, select(n < 0, 0, select(n > t_n, t_n, n)))
+        with kb.loop(t_n, "t") as t:
+            src = kb.local("src", select(t < n, n - 1 - t, t))
+            with kb.loop(inner, "i") as i:
+                kb.store(y, t * st_t + b * st_b + i, x[src * st_t + b * st_b + i])
+
+
+@kernel("Trilu")
+def trilu_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Keeps x[.., i, j] where j - i >= k (upper) or <= k (lower); k may be read at run time."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    kv = node.input(1)
+    k: Expr = const(0) if kv is None else (
+        const(int(kv.const.reshape(())), INDEX) if kv.is_const else
+        cast(kb.bind(kv, "k")[0], INDEX))
+    rows, cols = x.shape[-2:]
+    batch = math.prod(x.shape[:-2])
+    if y.numel == 0:
+        return
+    with kb.loop(batch, "b") as b, kb.loop(rows, "r") as r, kb.loop(cols, "c") as c:
+        at = (b * rows + r) * cols + c
+        keep = (c - r >= k) if node.attrs["upper"] else (c - r <= k)
+        kb.store(y, at, select(keep, x[at], const(0, x.dtype)))
+
+
+@kernel("EyeLike")
+def eye_like_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    y = kb.bind(node.output, "y")
+    rows, cols = y.shape
+    k = node.attrs["k"]
+    one, zero = const(1, y.dtype), const(0, y.dtype)
+    with kb.loop(rows, "r") as r, kb.loop(cols, "c") as c:
+        kb.store(y, r * cols + c, select((c - r).eq(k), one, zero))
+
+
+# -- selections -----------------------------------------------------------------------------
+
+@kernel("Compress")
+def compress_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Copies the slices whose condition is true, in order: a running count places them."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    cond = kb.bind(node.inputs[1], "cond")
+    a, _ = compress_selection(node.inputs, node.attrs["axis"])
+    n = x.numel if a is None else x.shape[a]
+    outer = 1 if a is None else math.prod(x.shape[:a])
+    inner = 1 if a is None else math.prod(x.shape[a + 1:])
+    picked = y.numel // max(outer * inner, 1)
+    if y.numel == 0:
+        return
+    with kb.loop(outer, "o") as o:
+        cnt = kb.local("cnt", const(0))
+        with kb.loop(min(n, cond.numel), "p") as p:
+            with kb.if_(cond[p].ne(const(False, DType.BOOL))):
+                with kb.loop(inner, "i") as i:
+                    kb.store(y, (o * picked + cnt) * inner + i, x[(o * n + p) * inner + i])
+                kb.assign(cnt, cnt + 1)
+
+
+@kernel("NonZero")
+def nonzero_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Row d of y lists coordinate d of each nonzero, in row-major order (a running count)."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    nnz = y.shape[1]
+    if nnz == 0:
+        return
+    cnt = kb.local("cnt", const(0))
+    with kb.loops(x.shape, [f"i{d}" for d in range(len(x.shape))]) as vs:
+        with kb.if_(x.at(*vs).ne(const(0, x.dtype))):
+            for d, v in enumerate(vs):
+                kb.store(y, cnt + d * nnz, cast(v, DType.I64))
+            kb.assign(cnt, cnt + 1)
+
+
+@kernel("Col2Im")
+def col2im_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = 0; y[n, c, l * s - pad + k * dil] += x[n, c * K + k, l] where that is inside."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+    geo = col2im_geometry(node.inputs, **node.attrs)
+    nd = len(geo.image)
+    dil = node.attrs["dilations"] or [1] * nd
+    st = node.attrs["strides"] or [1] * nd
+    pd = node.attrs["pads"] or [0] * (2 * nd)
+    with kb.loop(y.numel) as i:
+        kb.store(y, i, const(0, y.dtype))
+    planes = x.shape[0] * geo.channels
+    if planes * math.prod(geo.block) * math.prod(geo.blocks) == 0:
+        return
+    img = math.prod(geo.image)
+    with kb.loop(planes, "p") as p, \
+            kb.loops(geo.block, [f"k{d}" for d in range(nd)]) as ks, \
+            kb.loops(geo.blocks, [f"l{d}" for d in range(nd)]) as ls:
+        pos = [ls[d] * st[d] - pd[d] + ks[d] * dil[d] for d in range(nd)]
+        inside: Expr = const(True, DType.BOOL)
+        for d, q in enumerate(pos):
+            inside = inside & (q >= 0) & (q < geo.image[d])
+        src = (p * math.prod(geo.block) + linear_index(ks, geo.block)) * math.prod(geo.blocks) \
+            + linear_index(ls, geo.blocks)
+        dst = p * img + linear_index(pos, geo.image)
+        with kb.if_(inside):
+            kb.store(y, dst, y[dst] + x[src])
