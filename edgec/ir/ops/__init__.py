@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     fused,
     nn,
     normalization,
+    quant,
     recurrent,
     reduce,
     tensor,

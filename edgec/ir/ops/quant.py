@@ -1,0 +1,536 @@
+"""Quantization ops: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, the integer
+products MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv, and the two ops QDQ graphs are
+fused into, QGemm and QLinearAdd (onnxruntime's com.microsoft contrib ops of those names).
+
+Affine quantization: real = scale * (q - zero_point). Quantize: q = sat(rint(x / scale) + zp),
+rint rounding halves to even, sat clamping to the integer type's range (NaN goes to its
+minimum, as onnxruntime's kernels do). The integer products accumulate
+acc = sum (a - za)(b - zb) (+ an int32 bias) exactly in int32 and requantize
+y = sat(rint(acc * M) + zy) with M = (sa * sb) / sy. All float arithmetic is float32 (float16
+scales are widened first), as in onnxruntime; the ONNX reference implementation computes
+acc * M in float64 (and M in float16 for float16 scales), which can differ by one step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ShapeError
+from .. import onnx_dtypes
+from ..dtypes import DType
+from ..registry import Attr, broadcast_shapes, op
+from ..types import TensorType
+from .nn import _check_spatial, _window_out, conv_nd, matmul_shape
+
+F32 = np.float32
+
+# Integer types a tensor can be quantized to, with their ranges; DequantizeLinear also reads
+# int32 (quantized biases).
+QUANT_RANGES: dict[DType, tuple[int, int]] = {
+    DType.U8: (0, 255), DType.I8: (-128, 127), DType.U16: (0, 65535),
+    DType.I16: (-32768, 32767),
+}
+DEQUANT_TYPES = (*QUANT_RANGES, DType.I32)
+SCALE_TYPES = (DType.F32, DType.F16)
+
+
+def _fail(opname: str, msg: str):
+    raise ShapeError(f"{opname}: {msg}")
+
+
+def _opt(inputs, i: int):
+    return inputs[i] if i < len(inputs) else None
+
+
+def _check_scale(opname: str, what: str, s: TensorType) -> None:
+    if s.dtype not in SCALE_TYPES:
+        _fail(opname, f"{what} {s} must be float32 or float16")
+
+
+def _check_zero_point(opname: str, what: str, z: TensorType | None, s: TensorType | None,
+                      dtype: DType | None = None) -> None:
+    if z is None:
+        return
+    if dtype is not None and z.dtype != dtype:
+        _fail(opname, f"{what} {z} must have the dtype of the tensor it describes ({dtype})")
+    if s is not None and z.shape != s.shape and not (z.numel == 1 and s.numel == 1):
+        _fail(opname, f"{what} {z} must have the shape of its scale {s}")
+
+
+# -- how a scale maps onto the tensor it describes ----------------------------------------------
+
+@dataclass(frozen=True)
+class QuantLayout:
+    """Which scale (and zero point) element each element of a tensor uses: one for the whole
+    tensor (`axis` None), one per index along `axis` (`block` 0), or one per `block`
+    consecutive indices along `axis` (blocked quantization: the scale has the tensor's shape
+    but ceil(n / block) along `axis`)."""
+
+    axis: int | None
+    block: int = 0
+
+    def expand(self, p: np.ndarray, shape) -> np.ndarray:
+        """`p` (a scale or zero point) broadcastable against a tensor of `shape`."""
+        if self.axis is None:
+            return p.reshape(())
+        if not self.block:
+            dims = [1] * len(shape)
+            dims[self.axis] = p.size
+            return p.reshape(dims)
+        p = np.repeat(p, self.block, axis=self.axis)
+        return np.take(p, np.arange(shape[self.axis]), axis=self.axis)
+
+
+def quant_layout(opname: str, x: TensorType, s: TensorType, axis: int,
+                 block_size: int) -> QuantLayout:
+    """The layout of scale `s` for tensor `x` (ShapeError if they do not fit)."""
+    r = x.rank
+    if block_size < 0:
+        _fail(opname, f"block_size must be >= 0, got {block_size}")
+    if s.numel == 1 and s.rank <= 1 and not block_size:
+        return QuantLayout(None)
+    if not -r <= axis < r:
+        _fail(opname, f"axis {axis} is out of range for input {x}")
+    axis %= r
+    n = x.shape[axis]
+    if not block_size:
+        if s.rank != 1 or s.shape[0] != n:
+            _fail(opname, f"a per-axis scale must be 1-D of length {n} (dim {axis} of input "
+                          f"{x}); got {s}")
+        return QuantLayout(axis)
+    want = tuple(-(-d // block_size) if i == axis else d for i, d in enumerate(x.shape))
+    if s.shape != want:
+        _fail(opname, f"a blocked scale (block_size={block_size}, axis={axis}) for input {x} "
+                      f"must have shape {list(want)}; got {s}")
+    return QuantLayout(axis, block_size)
+
+
+# -- the arithmetic shared by the references ----------------------------------------------------
+
+def saturate(v: np.ndarray, zp, dtype: DType) -> np.ndarray:
+    """sat(rint(v) + zp) for float32 `v`: v is clamped to [qmin - zp, qmax - zp] first (a NaN
+    to the lower bound, as onnxruntime's max(v, lo) does), rounded half to even, shifted."""
+    lo, hi = QUANT_RANGES[dtype]
+    zp = np.asarray(zp, dtype=np.int32)
+    lo_f, hi_f = (lo - zp).astype(F32), (hi - zp).astype(F32)
+    v = np.where(v > lo_f, v, lo_f)
+    v = np.where(v < hi_f, v, hi_f)
+    return (np.rint(v).astype(np.int32) + zp).astype(dtype.np)
+
+
+def _f32(a) -> np.ndarray:
+    return np.asarray(a).astype(F32)
+
+
+def _i32(a) -> np.ndarray:
+    return np.asarray(a).astype(np.int32)
+
+
+def _zero_or(z) -> np.ndarray:
+    return np.zeros((), np.int32) if z is None else _i32(z)
+
+
+def requantize_multiplier(sa, sb, sy) -> np.ndarray:
+    """M = (sa * sb) / sy in float32, in that order (onnxruntime's output scale)."""
+    return (_f32(sa) * _f32(sb)) / _f32(sy)
+
+
+# -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------
+
+def _quantize_dtype(opname: str, z: DType | None, output_dtype: int) -> DType:
+    out = DType.U8
+    if output_dtype:
+        out = onnx_dtypes.from_onnx(output_dtype)
+        if z is not None and z != out:
+            _fail(opname, f"output_dtype {out} differs from the zero point's dtype {z}")
+    elif z is not None:
+        out = z
+    if out not in QUANT_RANGES:
+        _fail(opname, f"cannot quantize to {out}; edgec quantizes to "
+                      f"{', '.join(map(str, QUANT_RANGES))}")
+    return out
+
+
+def _infer_quantize(inputs, *, axis, block_size, output_dtype, saturate):
+    x, s, z = inputs[0].type, inputs[1].type, _opt(inputs, 2)
+    z = z.type if z is not None else None
+    if x.dtype not in SCALE_TYPES:
+        _fail("QuantizeLinear", f"input {x} must be float32 or float16")
+    _check_scale("QuantizeLinear", "y_scale", s)
+    out = _quantize_dtype("QuantizeLinear", z and z.dtype, output_dtype)
+    quant_layout("QuantizeLinear", x, s, axis, block_size)
+    _check_zero_point("QuantizeLinear", "y_zero_point", z, s)
+    return TensorType(x.shape, out)
+
+
+@op("QuantizeLinear", inputs=(2, 3), infer=_infer_quantize, attrs={
+    "axis": Attr.int(1), "block_size": Attr.int(0), "output_dtype": Attr.int(0),
+    "saturate": Attr.int(1)})
+def quantize_linear(x, y_scale, y_zero_point=None, *, axis, block_size, output_dtype,
+                    saturate):
+    """y = sat(rint(x / y_scale) + y_zero_point); `saturate` concerns float8 outputs only."""
+    z = None if y_zero_point is None else DType.from_numpy(y_zero_point.dtype)
+    out = _quantize_dtype("QuantizeLinear", z, output_dtype)
+    lay = quant_layout("QuantizeLinear", TensorType(x.shape, DType.from_numpy(x.dtype)),
+                       TensorType(y_scale.shape, DType.from_numpy(y_scale.dtype)), axis,
+                       block_size)
+    with np.errstate(all="ignore"):
+        v = _f32(x) / lay.expand(_f32(y_scale), x.shape)
+    return saturate_zero_point(v, y_zero_point, lay, x.shape, out)
+
+
+def saturate_zero_point(v, z, lay: QuantLayout, shape, out: DType) -> np.ndarray:
+    zp = np.zeros((), np.int32) if z is None else lay.expand(_i32(z), shape)
+    return saturate(v, zp, out)
+
+
+def _infer_dequantize(inputs, *, axis, block_size, output_dtype):
+    x, s, z = inputs[0].type, inputs[1].type, _opt(inputs, 2)
+    if x.dtype not in DEQUANT_TYPES:
+        _fail("DequantizeLinear", f"input {x} must be one of "
+                                  f"{', '.join(map(str, DEQUANT_TYPES))}")
+    _check_scale("DequantizeLinear", "x_scale", s)
+    quant_layout("DequantizeLinear", x, s, axis, block_size)
+    _check_zero_point("DequantizeLinear", "x_zero_point", z.type if z is not None else None, s,
+                      x.dtype)
+    out = onnx_dtypes.from_onnx(output_dtype) if output_dtype else s.dtype
+    if out not in SCALE_TYPES:
+        _fail("DequantizeLinear", f"output_dtype {out} must be float32 or float16")
+    return TensorType(x.shape, out)
+
+
+@op("DequantizeLinear", inputs=(2, 3), infer=_infer_dequantize, attrs={
+    "axis": Attr.int(1), "block_size": Attr.int(0), "output_dtype": Attr.int(0)})
+def dequantize_linear(x, x_scale, x_zero_point=None, *, axis, block_size, output_dtype):
+    """y = (x - x_zero_point) * x_scale: the difference in int32, converted to float32."""
+    lay = quant_layout("DequantizeLinear", TensorType(x.shape, DType.from_numpy(x.dtype)),
+                       TensorType(x_scale.shape, DType.from_numpy(x_scale.dtype)), axis,
+                       block_size)
+    d = _i32(x)
+    if x_zero_point is not None:
+        d = d - lay.expand(_i32(x_zero_point), x.shape)
+    y = d.astype(F32) * lay.expand(_f32(x_scale), x.shape)
+    out = onnx_dtypes.from_onnx(output_dtype).np if output_dtype else x_scale.dtype
+    return y.astype(out)
+
+
+# -- DynamicQuantizeLinear ----------------------------------------------------------------------
+
+def _infer_dynamic_quantize(inputs):
+    x = inputs[0].type
+    if x.dtype != DType.F32:
+        _fail("DynamicQuantizeLinear", f"input {x} must be float32")
+    return [TensorType(x.shape, DType.U8), TensorType((), DType.F32), TensorType((), DType.U8)]
+
+
+def dynamic_range(x: np.ndarray) -> tuple[np.float32, np.float32]:
+    """(min(0, min x), max(0, max x)), NaN ignored."""
+    x = np.where(np.isnan(x), F32(0), x)
+    return F32(min(F32(0), x.min(initial=0))), F32(max(F32(0), x.max(initial=0)))
+
+
+@op("DynamicQuantizeLinear", outputs=3, infer=_infer_dynamic_quantize)
+def dynamic_quantize_linear(x):
+    """uint8 quantization over the range [min(0, min x), max(0, max x)]:
+    scale = (hi - lo) / 255 (1 when hi == lo), zp = rint(clamp(-lo / scale, 0, 255))."""
+    lo, hi = dynamic_range(x)
+    scale = F32(1) if hi == lo else F32((hi - lo) / F32(255))
+    zp_f = F32(0) - lo / scale
+    zp = np.int32(np.rint(min(max(zp_f, F32(0)), F32(255))))
+    with np.errstate(all="ignore"):
+        y = saturate(x / scale, zp, DType.U8)
+    return y, np.asarray(scale, F32), np.asarray(zp, np.uint8)
+
+
+# -- matrix products ---------------------------------------------------------------------------
+
+def matmul_param_shape(opname: str, what: str, p: TensorType | None, operand: tuple[int, ...],
+                       rows: bool) -> tuple[int, ...]:
+    """The shape, broadcastable against `operand`, of a scale or zero point given per tensor
+    (one element), per row of A (`rows`: 1-D [M] or [..., M, 1]) or per column of B (1-D [N]
+    or [..., 1, N])."""
+    if p is None or p.numel == 1:
+        return ()
+    shape = p.shape
+    if len(operand) >= 2 and p.rank == 1:
+        n = operand[-2] if rows else operand[-1]
+        if shape[0] == n:
+            return (n, 1) if rows else (n,)
+    elif len(operand) >= 2 and p.rank == len(operand) and shape[-1 if rows else -2] == 1:
+        if broadcast_shapes(shape, operand) == tuple(operand):
+            return shape
+    kind = "row of A" if rows else "column of B"
+    _fail(opname, f"{what} {p} must have one element or one per {kind} (operand "
+                  f"{list(operand)})")
+
+
+def _infer_matmul_integer(inputs):
+    a, b = inputs[0].type, inputs[1].type
+    az, bz = _opt(inputs, 2), _opt(inputs, 3)
+    for t in (a, b):
+        if t.dtype not in (DType.U8, DType.I8):
+            _fail("MatMulInteger", f"operands must be uint8 or int8, got {t}")
+    _check_zero_point("MatMulInteger", "a_zero_point", az and az.type, None, a.dtype)
+    _check_zero_point("MatMulInteger", "b_zero_point", bz and bz.type, None, b.dtype)
+    matmul_param_shape("MatMulInteger", "a_zero_point", az and az.type, a.shape, True)
+    matmul_param_shape("MatMulInteger", "b_zero_point", bz and bz.type, b.shape, False)
+    return TensorType(matmul_shape(a.shape, b.shape), DType.I32)
+
+
+def _centered(opname: str, what: str, q: np.ndarray, z: np.ndarray | None, rows: bool):
+    """q - z in int32, z laid out per tensor, row or column."""
+    if z is None:
+        return _i32(q)
+    t = TensorType(z.shape, DType.from_numpy(z.dtype))
+    return _i32(q) - _i32(z).reshape(matmul_param_shape(opname, what, t, q.shape, rows))
+
+
+@op("MatMulInteger", inputs=(2, 4), infer=_infer_matmul_integer)
+def matmul_integer(a, b, a_zero_point=None, b_zero_point=None):
+    """(a - a_zero_point) @ (b - b_zero_point) in int32, numpy matmul broadcasting."""
+    return np.matmul(_centered("MatMulInteger", "a_zero_point", a, a_zero_point, True),
+                     _centered("MatMulInteger", "b_zero_point", b, b_zero_point, False))
+
+
+def _check_quantized(opname: str, pairs) -> None:
+    """(what, tensor type, scale type or None, zero point type or None) per quantized operand."""
+    for what, t, s, z in pairs:
+        if t.dtype not in (DType.U8, DType.I8):
+            _fail(opname, f"{what} {t} must be uint8 or int8")
+        if s is not None:
+            _check_scale(opname, f"{what}_scale", s)
+        _check_zero_point(opname, f"{what}_zero_point", z, None, t.dtype)
+
+
+def _qlinear_out_dtype(z, fallback: TensorType) -> DType:
+    return z.dtype if z is not None else fallback.dtype
+
+
+def _types(inputs, *idx):
+    return [None if _opt(inputs, i) is None else inputs[i].type for i in idx]
+
+
+def _infer_qlinear_matmul(inputs):
+    a, sa, za, b, sb, zb, sy, zy = _types(inputs, *range(8))
+    _check_quantized("QLinearMatMul", [("a", a, sa, za), ("b", b, sb, zb)])
+    _check_scale("QLinearMatMul", "y_scale", sy)
+    for what, p, t, rows in (("a_scale", sa, a, True), ("a_zero_point", za, a, True),
+                             ("b_scale", sb, b, False), ("b_zero_point", zb, b, False)):
+        matmul_param_shape("QLinearMatMul", what, p, t.shape, rows)
+    _check_per_tensor("QLinearMatMul", [("y_scale", sy), ("y_zero_point", zy)])
+    out = _qlinear_out_dtype(zy, a)
+    if out not in (DType.U8, DType.I8):
+        _fail("QLinearMatMul", f"y_zero_point {zy} must be uint8 or int8")
+    return TensorType(matmul_shape(a.shape, b.shape), out)
+
+
+def _check_per_tensor(opname: str, params) -> None:
+    for what, t in params:
+        if t is not None and t.numel != 1:
+            _fail(opname, f"{what} {t} must have one element (per-tensor quantization)")
+
+
+def _param(opname: str, what: str, p: np.ndarray | None, operand: np.ndarray, rows: bool,
+           fill=None) -> np.ndarray:
+    if p is None:
+        return np.asarray(fill)
+    t = TensorType(p.shape, DType.from_numpy(p.dtype))
+    return p.reshape(matmul_param_shape(opname, what, t, operand.shape, rows))
+
+
+@op("QLinearMatMul", inputs=8, infer=_infer_qlinear_matmul)
+def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
+    """y = sat(rint(((a - za) @ (b - zb)) * (sa * sb / sy)) + zy), scales per tensor, per row
+    of a or per column of b."""
+    n = "QLinearMatMul"
+    acc = np.matmul(_centered(n, "a_zero_point", a, a_zero_point, True),
+                    _centered(n, "b_zero_point", b, b_zero_point, False))
+    mult = requantize_multiplier(_param(n, "a_scale", a_scale, a, True),
+                                 _param(n, "b_scale", b_scale, b, False), y_scale.reshape(()))
+    mult = _matmul_out_param(mult, a, b)
+    out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else a.dtype)
+    return saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
+
+
+def _matmul_out_param(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A per-row or per-column parameter aligned with the matmul result (1-D operands drop
+    their unit dim from the result, so the parameter drops it too)."""
+    if p.ndim == 0:
+        return p
+    if a.ndim == 1 or b.ndim == 1:
+        return p.reshape(-1) if p.size > 1 else p.reshape(())
+    return p
+
+
+def _infer_qgemm(inputs, *, alpha, transA, transB):
+    a, sa, za, b, sb, zb, c, sy, zy = _types(inputs, *range(9))
+    _check_quantized("QGemm", [("a", a, sa, za), ("b", b, sb, zb)])
+    _check_scale("QGemm", "y_scale", sy)
+    if a.rank != 2 or b.rank != 2:
+        _fail("QGemm", f"A and B must be 2-D, got {a} and {b}")
+    m, ka = a.shape[::-1] if transA else a.shape
+    kb, n = b.shape[::-1] if transB else b.shape
+    if ka != kb:
+        _fail("QGemm", f"inner dimensions differ: A {a} (transA={transA}), B {b} "
+                       f"(transB={transB})")
+    _check_per_tensor("QGemm", [("a_scale", sa), ("a_zero_point", za), ("y_scale", sy),
+                                ("y_zero_point", zy)])
+    for what, p in (("b_scale", sb), ("b_zero_point", zb)):
+        if p is not None and p.numel != 1 and p.shape != (n,):
+            _fail("QGemm", f"{what} {p} must have one element or one per output column ({n})")
+    if c is not None and (c.dtype != DType.I32 or broadcast_shapes(c.shape, (m, n)) != (m, n)):
+        _fail("QGemm", f"C {c} must be int32 and broadcast to [{m}, {n}]")
+    out = _qlinear_out_dtype(zy, a)
+    if out not in (DType.U8, DType.I8):
+        _fail("QGemm", f"y_zero_point {zy} must be uint8 or int8")
+    return TensorType((m, n), out)
+
+
+@op("QGemm", inputs=(8, 9), infer=_infer_qgemm, attrs={
+    "alpha": Attr.float(1.0), "transA": Attr.int(0), "transB": Attr.int(0)})
+def qgemm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c=None, y_scale=None,
+          y_zero_point=None, *, alpha, transA, transB):
+    """y = sat(rint((A' @ B' + C) * (alpha * sa * sb / sy)) + zy), A' = a - za (transposed if
+    transA), B' = b - zb (likewise); C is an int32 bias in units of sa * sb; b's scale and
+    zero point per tensor or per output column."""
+    ac = _i32(a) - _zero_or(a_zero_point).reshape(())
+    bz = _zero_or(b_zero_point).reshape(-1)
+    bc = _i32(b) - (bz.reshape((-1, 1)) if transB and bz.size > 1 else bz if bz.size > 1
+                    else bz.reshape(()))
+    acc = np.matmul(ac.T if transA else ac, bc.T if transB else bc)
+    if c is not None:
+        acc = acc + _i32(c)
+    mult = qgemm_multiplier(alpha, a_scale, b_scale, y_scale)
+    out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else a.dtype)
+    return saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
+
+
+def qgemm_multiplier(alpha: float, sa, sb, sy) -> np.ndarray:
+    """alpha * sa * sb / sy in float32, per tensor or per output column."""
+    sa = _f32(sa).reshape(())
+    if alpha != 1.0:
+        sa = F32(alpha) * sa
+    m = requantize_multiplier(sa, _f32(sb).reshape(-1), _f32(sy).reshape(()))
+    return m if m.size > 1 else m.reshape(())
+
+
+# -- convolutions ------------------------------------------------------------------------------
+
+_CONV_ATTRS = {
+    "dilations": Attr.ints(),
+    "group": Attr.int(1),
+    "pads": Attr.ints(),
+    "strides": Attr.ints(),
+}
+
+
+def _conv_shape(opname: str, x: TensorType, w: TensorType, *, dilations, group, pads,
+                strides) -> tuple[int, ...]:
+    nsp = x.rank - 2
+    _check_spatial(opname, x, nsp, dilations=(dilations, nsp), pads=(pads, 2 * nsp),
+                   strides=(strides, nsp))
+    if w.rank != x.rank:
+        _fail(opname, f"weight {w} must have the rank of input {x}")
+    if group < 1 or x.shape[1] != w.shape[1] * group or w.shape[0] % group:
+        _fail(opname, f"input {x} with group={group} needs weight [M, C/group, ...] with M "
+                      f"divisible by group; got weight {w}")
+    out = [_window_out(opname, x.shape[2 + i], w.shape[2 + i], strides[i], dilations[i],
+                       pads[i], pads[i + nsp]) for i in range(nsp)]
+    return (x.shape[0], w.shape[0], *out)
+
+
+def _per_channel(opname: str, what: str, p: TensorType | None, m: int) -> None:
+    if p is not None and p.numel != 1 and p.shape != (m,):
+        _fail(opname, f"{what} {p} must have one element or one per output channel ({m})")
+
+
+def _infer_conv_integer(inputs, **attrs):
+    x, w, xz, wz = _types(inputs, 0, 1, 2, 3)
+    _check_quantized("ConvInteger", [("x", x, None, xz), ("w", w, None, wz)])
+    _check_per_tensor("ConvInteger", [("x_zero_point", xz)])
+    _per_channel("ConvInteger", "w_zero_point", wz, w.shape[0])
+    return TensorType(_conv_shape("ConvInteger", x, w, **attrs), DType.I32)
+
+
+def _weight_zero_point(wz: np.ndarray | None, nsp: int) -> np.ndarray:
+    z = _zero_or(wz)
+    return z.reshape((-1,) + (1,) * (nsp + 1)) if z.size > 1 else z.reshape(())
+
+
+@op("ConvInteger", inputs=(2, 4), attrs=_CONV_ATTRS, infer=_infer_conv_integer)
+def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, dilations, group, pads,
+                 strides):
+    """conv(x - x_zero_point, w - w_zero_point) in int32 (padding holds x_zero_point);
+    w_zero_point per tensor or per output channel."""
+    xc = _i32(x) - _zero_or(x_zero_point).reshape(())
+    wc = _i32(w) - _weight_zero_point(w_zero_point, x.ndim - 2)
+    return conv_nd(xc, wc, None, dilations=dilations, group=group, pads=pads, strides=strides)
+
+
+def _infer_qlinear_conv(inputs, **attrs):
+    x, sx, zx, w, sw, zw, sy, zy, b = _types(inputs, *range(9))
+    _check_quantized("QLinearConv", [("x", x, sx, zx), ("w", w, sw, zw)])
+    _check_scale("QLinearConv", "y_scale", sy)
+    _check_per_tensor("QLinearConv", [("x_scale", sx), ("x_zero_point", zx),
+                                       ("y_scale", sy), ("y_zero_point", zy)])
+    m = w.shape[0]
+    _per_channel("QLinearConv", "w_scale", sw, m)
+    _per_channel("QLinearConv", "w_zero_point", zw, m)
+    if b is not None and (b.dtype != DType.I32 or b.shape != (m,)):
+        _fail("QLinearConv", f"bias {b} must be int32 of shape [{m}]")
+    out = _qlinear_out_dtype(zy, x)
+    if out not in (DType.U8, DType.I8):
+        _fail("QLinearConv", f"y_zero_point {zy} must be uint8 or int8")
+    return TensorType(_conv_shape("QLinearConv", x, w, **attrs), out)
+
+
+@op("QLinearConv", inputs=(8, 9), attrs=_CONV_ATTRS, infer=_infer_qlinear_conv)
+def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
+                 b=None, *, dilations, group, pads, strides):
+    """y = sat(rint((conv(x - zx, w - zw) + b) * (sx * sw / sy)) + zy), w's scale and zero
+    point per tensor or per output channel."""
+    nsp = x.ndim - 2
+    xc = _i32(x) - _zero_or(x_zero_point).reshape(())
+    wc = _i32(w) - _weight_zero_point(w_zero_point, nsp)
+    acc = conv_nd(xc, wc, None if b is None else _i32(b), dilations=dilations, group=group,
+                  pads=pads, strides=strides)
+    mult = requantize_multiplier(x_scale.reshape(()), w_scale.reshape(-1), y_scale.reshape(()))
+    mult = mult.reshape((-1,) + (1,) * nsp) if mult.size > 1 else mult.reshape(())
+    out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else x.dtype)
+    return saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
+
+
+# -- QLinearAdd --------------------------------------------------------------------------------
+
+def _infer_qlinear_add(inputs):
+    a, sa, za, b, sb, zb, sc, zc = _types(inputs, *range(8))
+    _check_quantized("QLinearAdd", [("A", a, sa, za), ("B", b, sb, zb)])
+    _check_scale("QLinearAdd", "C_scale", sc)
+    _check_per_tensor("QLinearAdd", [("A_scale", sa), ("A_zero_point", za), ("B_scale", sb),
+                                      ("B_zero_point", zb), ("C_scale", sc),
+                                      ("C_zero_point", zc)])
+    out = _qlinear_out_dtype(zc, a)
+    if out not in (DType.U8, DType.I8):
+        _fail("QLinearAdd", f"C_zero_point {zc} must be uint8 or int8")
+    return TensorType(broadcast_shapes(a.shape, b.shape), out)
+
+
+def add_ratios(sa, sb, sc) -> tuple[np.float32, np.float32]:
+    """(sa / sc, sb / sc) in float32."""
+    sc = _f32(sc).reshape(())
+    return F32(_f32(sa).reshape(()) / sc), F32(_f32(sb).reshape(()) / sc)
+
+
+@op("QLinearAdd", inputs=(7, 8), infer=_infer_qlinear_add)
+def qlinear_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
+                c_zero_point=None):
+    """C = sat(rint((sa / sc) (A - za) + (sb / sc) (B - zb)) + zc), with numpy broadcasting:
+    dequantize, add, quantize with the output's parameters, in float32."""
+    ra, rb = add_ratios(a_scale, b_scale, c_scale)
+    va = ra * (_i32(a) - _zero_or(a_zero_point).reshape(())).astype(F32)
+    vb = rb * (_i32(b) - _zero_or(b_zero_point).reshape(())).astype(F32)
+    out = DType.from_numpy(c_zero_point.dtype if c_zero_point is not None else a.dtype)
+    return saturate(va + vb, _zero_or(c_zero_point).reshape(()), out)
+
