@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     fused,
     nn,
     normalization,
+    quant,
     recurrent,
     reduce,
     tensor,

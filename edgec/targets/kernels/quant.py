@@ -1,0 +1,517 @@
+"""Kernel builders of the quantization ops, in integer arithmetic: every product accumulates
+(a - za) * (b - zb) in an int32 local, starting from the int32 bias, and requantizes once.
+
+Requantization, shared by all ops and equal to `saturate` in `edgec/ir/ops/quant.py`:
+v = (float)acc * M, clamped to [qmin - zp, qmax - zp] (a NaN to the lower bound, like
+onnxruntime's max(v, lo)), rounded half to even by nearbyintf (the default rounding mode),
+then zp added in int32. M = (sa * sb) / sy is computed at compile time in float32 when the
+scales are constants (a literal, or a per-channel table) and in the kernel otherwise.
+Constant weights are stored with their zero point subtracted (int16: [-255, 255] fits), a
+constant B of a matrix product transposed so that the dot product over k reads it in order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.graph import Node, Value
+from ...ir.ops.quant import (
+    QUANT_RANGES,
+    add_ratios,
+    matmul_param_shape,
+    qgemm_multiplier,
+    quant_layout,
+    requantize_multiplier,
+)
+from ...ir.types import TensorType
+from ..kernel_ir import Buffer, Expr, call, cast, const, select
+from ..lowering import NodeKernelBuilder, broadcast_index, coalesce, kernel
+from .nn import broadcast_strides, named, offset, row_major_strides, window
+
+F32, I32 = DType.F32, DType.I32
+
+
+# -- scalars, parameters and requantization -----------------------------------------------------
+
+def scalar(kb: NodeKernelBuilder, v: Value | None, name: str, dtype: DType) -> Expr | None:
+    """A one-element value in `dtype`: a literal when constant, else its element 0 loaded once
+    into a local."""
+    if v is None:
+        return None
+    if v.is_const:
+        return cast(const(v.const.reshape(-1)[0].item(), v.dtype), dtype)
+    return named(kb, name, cast(kb.bind(v, name)[0], dtype))
+
+
+def constant_table(kb: NodeKernelBuilder, arr: np.ndarray, name: str, source: Value) -> Buffer:
+    """A buffer for a compile-time table derived from `source` (a weight with its zero point
+    subtracted, a per-channel multiplier); the same table is shared by the nodes that ask."""
+    cache = source.meta.setdefault("derived_constants", {})
+    key = (name, arr.dtype.str, arr.shape, arr.tobytes())
+    if key not in cache:
+        arr = np.ascontiguousarray(arr)
+        arr.setflags(write=False)
+        cache[key] = Value(f"{source.name}_{name}", TensorType(arr.shape,
+                                                             DType.from_numpy(arr.dtype)), arr)
+    return kb.bind(cache[key], name)
+
+
+def narrow(arr: np.ndarray) -> np.ndarray:
+    """An int32 array stored as int16 when its values fit (weights minus zero points do)."""
+    info = np.iinfo(np.int16)
+    if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        return arr.astype(np.int32)
+    return arr.astype(np.int16)
+
+
+@dataclass
+class Requant:
+    """y = sat(rint(acc * M) + zp) for one output dtype and zero point: the bounds of v are
+    computed once, outside the loops."""
+
+    dtype: DType
+    zp: Expr
+    lo: Expr
+    hi: Expr
+
+    @staticmethod
+    def make(kb: NodeKernelBuilder, dtype: DType, zp: Expr | None) -> Requant:
+        zp = const(0, I32) if zp is None else zp
+        qmin, qmax = QUANT_RANGES[dtype]
+        lo = named(kb, "lo", cast(const(qmin, I32) - zp, F32))
+        hi = named(kb, "hi", cast(const(qmax, I32) - zp, F32))
+        return Requant(dtype, zp, lo, hi)
+
+    def __call__(self, kb: NodeKernelBuilder, v: Expr) -> Expr:
+        """`v` (float32, already scaled) saturated, rounded and shifted by the zero point."""
+        v = named(kb, "v", v)
+        v = named(kb, "v", select(v > self.lo, v, self.lo))  # NaN goes to lo
+        v = select(v < self.hi, v, self.hi)
+        return cast(cast(call("round", v), I32) + self.zp, self.dtype)
+
+
+def zero_point(kb: NodeKernelBuilder, v: Value | None, name: str) -> Expr | None:
+    return scalar(kb, v, name, I32)
+
+
+# -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------
+
+@dataclass
+class _Slices:
+    """A tensor seen as [outer, n, inner] around its quantization axis; a blocked scale is
+    [outer, blocks, inner], one element per `block` indices along the axis."""
+
+    outer: int
+    n: int
+    inner: int
+    blocks: int
+    block: int
+
+    @staticmethod
+    def of(node: Node) -> _Slices:
+        x, s = node.inputs[0].type, node.inputs[1].type
+        lay = quant_layout(node.op, x, s, node.attrs["axis"], node.attrs["block_size"])
+        if lay.axis is None:
+            return _Slices(1, 1, x.numel, 1, 0)
+        ax = lay.axis
+        n = x.shape[ax]
+        outer, inner = math.prod(x.shape[:ax]), math.prod(x.shape[ax + 1:])
+        return _Slices(outer, n, inner, s.shape[ax] if lay.block else n, lay.block)
+
+
+Setup = Callable[[Expr, "Expr | None"], Callable[[Expr], None]]
+
+
+def _per_slice(kb: NodeKernelBuilder, node: Node, setup: Setup) -> None:
+    """For every element index i: setup(scale, zero point)(i), with the scale (float32) and
+    zero point (int32 or None) loaded, and `setup` called, once per slice along the axis (per
+    element for blocked layouts)."""
+    sl = _Slices.of(node)
+    s_v, z_v = node.inputs[1], node.input(2)
+    if sl.outer == 1 and sl.n == 1:  # per tensor
+        store = setup(scalar(kb, s_v, "s", F32), zero_point(kb, z_v, "zp"))
+        with kb.loop(sl.inner, "i") as i:
+            store(i)
+        return
+    sb = kb.bind(s_v, "s")
+    zb = kb.bind(z_v, "z") if z_v is not None else None
+    with kb.loops([sl.outer, sl.n], ["o", "a"]) as (o, a):
+        base = named(kb, "base", (o * sl.n + a) * sl.inner)
+        if not sl.block:
+            s = named(kb, "sv", cast(sb[a], F32))
+            z = named(kb, "zv", cast(zb[a], I32)) if zb is not None else None
+            store = setup(s, z)
+            with kb.loop(sl.inner, "i") as i:
+                store(base + i)
+            return
+        row = named(kb, "srow", (o * sl.blocks + a // sl.block) * sl.inner)
+        with kb.loop(sl.inner, "i") as i:
+            s = named(kb, "sv", cast(sb[row + i], F32))
+            z = named(kb, "zv", cast(zb[row + i], I32)) if zb is not None else None
+            setup(s, z)(base + i)
+
+
+@kernel("QuantizeLinear")
+def quantize_linear(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = sat(rint(x / s) + zp), the division in float32 (never a multiplication by 1/s,
+    which rounds differently)."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+
+    def setup(s: Expr, z: Expr | None):
+        req = Requant.make(kb, y.dtype, z)
+        return lambda i: kb.store(y, i, req(kb, cast(x[i], F32) / s))
+
+    _per_slice(kb, node, setup)
+
+
+@kernel("DequantizeLinear")
+def dequantize_linear(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = (float)(x - zp) * s, the difference in int32."""
+    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
+
+    def setup(s: Expr, z: Expr | None):
+        def store(i: Expr) -> None:
+            d = cast(x[i], I32)
+            kb.store(y, i, cast(d - z if z is not None else d, F32) * s)
+        return store
+
+    _per_slice(kb, node, setup)
+
+
+@kernel("DynamicQuantizeLinear")
+def dynamic_quantize_linear(kb: NodeKernelBuilder, node: Node) -> None:
+    """lo = min(0, min x), hi = max(0, max x) (NaN skipped), scale = (hi - lo) / 255 (1 when
+    hi == lo), zp = rint(clamp(-lo / scale, 0, 255)); then y as QuantizeLinear."""
+    n = node.inputs[0].type.numel
+    x = kb.bind(node.inputs[0], "x")
+    y, s_out, z_out = (kb.bind(v, k) for v, k in zip(node.outputs, ("y", "y_scale", "y_zp")))
+    lo, hi = kb.local("lo", const(0.0, F32)), kb.local("hi", const(0.0, F32))
+    with kb.loop(n, "i") as i:
+        v = named(kb, "xv", x[i])
+        kb.assign(lo, select(v < lo, v, lo))
+        kb.assign(hi, select(v > hi, v, hi))
+    scale = kb.local("scale", select(hi.eq(lo), const(1.0, F32), (hi - lo) / const(255.0, F32)))
+    zf = kb.local("zf", const(0.0, F32) - lo / scale)
+    kb.assign(zf, select(zf > const(0.0, F32), zf, const(0.0, F32)))
+    kb.assign(zf, select(zf < const(255.0, F32), zf, const(255.0, F32)))
+    zp = kb.local("zp", cast(call("round", zf), I32))
+    kb.store(s_out, 0, scale)
+    kb.store(z_out, 0, zp)
+    req = Requant.make(kb, DType.U8, zp)
+    with kb.loop(n, "i") as i:
+        kb.store(y, i, req(kb, x[i] / scale))
+
+
+# -- matrix products ---------------------------------------------------------------------------
+
+@dataclass
+class _Side:
+    """A per-tensor / per-row / per-column parameter (scale or zero point) of a matrix
+    product, read at (batch, i) of A or (batch, j) of B."""
+
+    src: Buffer | Expr | None
+    strides: tuple[int, ...]
+    dtype: DType = I32
+
+    def at(self, bi: Sequence[Expr], r: Expr, c: Expr) -> Expr | None:
+        if self.src is None or isinstance(self.src, Expr):
+            return self.src
+        return cast(self.src[offset([*bi, r, c], self.strides)], self.dtype)
+
+    @property
+    def varies(self) -> bool:
+        return isinstance(self.src, Buffer)
+
+
+def _side(kb: NodeKernelBuilder, node: Node, v: Value | None, name: str, operand: tuple,
+          batch: Sequence[int], rows: bool, dtype: DType) -> _Side:
+    if v is None:
+        return _Side(None, ())
+    shape = matmul_param_shape(node.op, name, v.type, operand, rows)
+    if not shape:
+        return _Side(scalar(kb, v, name, dtype), ())
+    full = (*batch, *operand[-2:])
+    return _Side(kb.bind(v, name), broadcast_strides(shape, full), dtype)
+
+
+@dataclass
+class _Product:
+    """The geometry of y[batch, i, j] = sum_k A'[batch, i, k] B'[batch, k, j]."""
+
+    a_shape: tuple[int, ...]
+    b_shape: tuple[int, ...]
+    batch: list[int]
+    m: int
+    k: int
+    n: int
+
+    @staticmethod
+    def of(a: Value, b: Value, y: Value, trans_a: bool = False,
+           trans_b: bool = False) -> _Product:
+        a_shape = (1, *a.shape) if len(a.shape) == 1 else tuple(a.shape)
+        b_shape = (*b.shape, 1) if len(b.shape) == 1 else tuple(b.shape)
+        m, k = a_shape[-2:][::-1] if trans_a else a_shape[-2:]
+        n = b_shape[-2] if trans_b else b_shape[-1]
+        batch = list(y.shape[:len(y.shape) - (len(a.shape) > 1) - (len(b.shape) > 1)])
+        return _Product(a_shape, b_shape, batch, m, k, n)
+
+
+def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | None,
+                b_v: Value, bz_v: Value | None, *, trans_a: bool = False,
+                trans_b: bool = False, bias: Value | None = None,
+                finish: Callable[[list, Expr, Expr, Expr], Expr] | None = None) -> None:
+    """y[b, i, j] = finish(bias[i, j] + sum_k (A[b, i, k] - za) * (B[b, k, j] - zb)) in int32.
+
+    A constant B (with a constant zero point) is stored as (B - zb) transposed to [b, j, k];
+    otherwise B is read in place with its zero point subtracted in the loop."""
+    y_v = node.output
+    g = _Product.of(a_v, b_v, y_v, trans_a, trans_b)
+    a = kb.bind(a_v, "a")
+    sa = broadcast_strides(g.a_shape, (*g.batch, *g.a_shape[-2:]))
+    az = _side(kb, node, az_v, "a_zp", g.a_shape, g.batch, True, I32)
+    packed = b_v.is_const and (bz_v is None or bz_v.is_const)
+    if packed:
+        w = b_v.const.reshape(g.b_shape).astype(np.int32)
+        if bz_v is not None:
+            # per column of B: per row of a transposed B
+            shape = matmul_param_shape(node.op, "b_zp", bz_v.type, g.b_shape, trans_b)
+            w = w - bz_v.const.astype(np.int32).reshape(shape)
+        if not trans_b:
+            w = np.swapaxes(w, -1, -2)
+        bt = constant_table(kb, narrow(w), "bt", b_v)  # [batch..., N, K]
+        bt_shape = (*g.b_shape[:-2], g.n, g.k)
+        sb = broadcast_strides(bt_shape, (*g.batch, g.n, g.k))
+        bz = _Side(None, ())
+    else:
+        b = kb.bind(b_v, "b")
+        sb = broadcast_strides(g.b_shape, (*g.batch, *g.b_shape[-2:]))
+        bz = _side(kb, node, bz_v, "b_zp", g.b_shape, g.batch, trans_b, I32)
+    c = kb.bind(bias, "c") if bias is not None else None
+    sc = broadcast_strides(bias.shape, (g.m, g.n)) if bias is not None else ()
+    y = kb.bind(y_v, "y")
+    sy = row_major_strides((*g.batch, g.m, g.n))
+    names = [f"b{d}" for d in range(len(g.batch))]
+    with kb.loops([*g.batch, g.m], [*names, "i"]) as (*bi, i):
+        zr = az.at(bi, i, const(0))
+        zr = named(kb, "za", zr) if az.varies else zr
+        with kb.loop(g.n, "j") as j:
+            acc = kb.local("acc", c[offset([i, j], sc)] if c is not None else const(0, I32))
+            zc = bz.at(bi, j, const(0)) if trans_b else bz.at(bi, const(0), j)
+            zc = named(kb, "zb", zc) if bz.varies else zc
+            with kb.loop(g.k, "k") as k:
+                ik = (k, i) if trans_a else (i, k)
+                av = cast(a[offset([*bi, *ik], sa)], I32)
+                if zr is not None:
+                    av = av - zr
+                if packed:
+                    bv = cast(bt[offset([*bi, j, k], sb)], I32)
+                else:
+                    bv = cast(b[offset([*bi, *((j, k) if trans_b else (k, j))], sb)], I32)
+                    if zc is not None:
+                        bv = bv - zc
+                kb.assign(acc, acc + av * bv)
+            out = acc if finish is None else finish(bi, i, j, acc)
+            kb.store(y, offset([*bi, i, j], sy), out)
+
+
+@kernel("MatMulInteger")
+def matmul_integer(kb: NodeKernelBuilder, node: Node) -> None:
+    _int_matmul(kb, node, node.inputs[0], node.input(2), node.inputs[1], node.input(3))
+
+
+def _multiplier(kb: NodeKernelBuilder, table: np.ndarray | None, out_shape: tuple[int, ...],
+                fallback: Callable[[list, Expr, Expr], Expr], source: Value):
+    """(bi, i, j) -> M: a literal or a table computed at compile time when `table` is given,
+    else `fallback` (float32 arithmetic in the kernel)."""
+    if table is None:
+        return fallback
+    if table.size == 1:
+        lit = const(float(table.reshape(())), F32)
+        return lambda bi, i, j: lit
+    buf = constant_table(kb, table.astype(np.float32), "mult", source)
+    strides = broadcast_strides(table.shape, out_shape)
+    return lambda bi, i, j: buf[offset([*bi, i, j], strides)]
+
+
+@kernel("QLinearMatMul")
+def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = sat(rint(acc * (sa * sb / sy)) + zy); scales per tensor, per row of A, per column
+    of B."""
+    a_v, sa_v, za_v, b_v, sb_v, zb_v, sy_v, zy_v = (node.input(i) for i in range(8))
+    g = _Product.of(a_v, b_v, node.output)
+    full = (*g.batch, g.m, g.n)
+    a_shape = matmul_param_shape(node.op, "a_scale", sa_v.type, g.a_shape, True)
+    b_shape = matmul_param_shape(node.op, "b_scale", sb_v.type, g.b_shape, False)
+    table = None
+    if sa_v.is_const and sb_v.is_const and sy_v.is_const:
+        table = requantize_multiplier(sa_v.const.reshape(a_shape), sb_v.const.reshape(b_shape),
+                                      sy_v.const.reshape(()))
+    if table is None:
+        sa = _side(kb, node, sa_v, "a_scale", g.a_shape, g.batch, True, F32)
+        sb = _side(kb, node, sb_v, "b_scale", g.b_shape, g.batch, False, F32)
+        sy = scalar(kb, sy_v, "y_scale", F32)
+    mult = _multiplier(
+        kb, table, full,
+        lambda bi, i, j: (cast(sa.at(bi, i, const(0)), F32) * cast(sb.at(bi, const(0), j), F32))
+        / sy, sa_v)
+    req = Requant.make(kb, node.output.dtype, zero_point(kb, zy_v, "y_zp"))
+
+    def finish(bi, i, j, acc):
+        return req(kb, cast(acc, F32) * mult(bi, i, j))
+
+    _int_matmul(kb, node, a_v, za_v, b_v, zb_v, finish=finish)
+
+
+@kernel("QGemm")
+def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = sat(rint((A' @ B' + C) * (alpha * sa * sb / sy)) + zy); b's scale per tensor or
+    per output column."""
+    a_v, sa_v, za_v, b_v, sb_v, zb_v, c_v, sy_v, zy_v = (node.input(i) for i in range(9))
+    ta, tb, alpha = bool(node.attrs["transA"]), bool(node.attrs["transB"]), node.attrs["alpha"]
+    g = _Product.of(a_v, b_v, node.output, ta, tb)
+    table = None
+    if sa_v.is_const and sb_v.is_const and sy_v.is_const:
+        table = qgemm_multiplier(alpha, sa_v.const, sb_v.const, sy_v.const)
+        table = table.reshape(-1 if table.size > 1 else ())
+    per_col = sb_v.type.numel > 1
+    sb = kb.bind(sb_v, "b_scale") if per_col else None
+    sa = scalar(kb, sa_v, "a_scale", F32) if table is None else None
+    if sa is not None and alpha != 1.0:
+        sa = named(kb, "sa", const(alpha, F32) * sa)
+    sbs = scalar(kb, sb_v, "b_scale", F32) if table is None and not per_col else None
+    sy = scalar(kb, sy_v, "y_scale", F32) if table is None else None
+    mult = _multiplier(
+        kb, table, (g.m, g.n),
+        lambda bi, i, j: (sa * (cast(sb[j], F32) if per_col else sbs)) / sy, sb_v)
+    req = Requant.make(kb, node.output.dtype, zero_point(kb, zy_v, "y_zp"))
+
+    def finish(bi, i, j, acc):
+        return req(kb, cast(acc, F32) * mult(bi, i, j))
+
+    _int_matmul(kb, node, a_v, za_v, b_v, zb_v, trans_a=ta, trans_b=tb, bias=c_v,
+                finish=finish)
+
+
+# -- convolutions ------------------------------------------------------------------------------
+
+def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None, w_v: Value,
+              wz_v: Value | None, bias_v: Value | None,
+              channel: Callable[[Expr], Callable[[Expr], Expr]]) -> None:
+    """y[n, m, o] = finish_m(b[m] + sum_{c, k} (x[n, g*Cg + c, o*s + k*d - p] - zx) *
+    (w[m, c, k] - zw[m])), direct form with an int32 accumulator per output; taps in the
+    padding are cut off by loop bounds (they would multiply x - zx = 0). `channel(m)` sets up
+    per-channel values once and returns the finishing function of the accumulator."""
+    y_v = node.output
+    strides, dil, group = node.attrs["strides"], node.attrs["dilations"], node.attrs["group"]
+    n_, c_, *isp = x_v.shape
+    m_, cg, *ksz = w_v.shape
+    osp = list(y_v.shape[2:])
+    nsp, mg = len(ksz), m_ // group
+    p0 = node.attrs["pads"][:nsp]
+    x = kb.bind(x_v, "x")
+    xz = zero_point(kb, xz_v, "x_zp")
+    if w_v.is_const and (wz_v is None or wz_v.is_const):
+        wc = w_v.const.astype(np.int32)
+        if wz_v is not None:
+            z = wz_v.const.astype(np.int32).reshape(-1)
+            wc = wc - (z.reshape((-1,) + (1,) * (nsp + 1)) if z.size > 1 else z[0])
+        w, wz_buf, wz_lit = constant_table(kb, narrow(wc), "wc", w_v), None, None
+    else:
+        w = kb.bind(w_v, "w")
+        per_m = wz_v is not None and wz_v.type.numel > 1
+        wz_buf = kb.bind(wz_v, "w_zp") if per_m else None
+        wz_lit = zero_point(kb, wz_v, "w_zp") if not per_m else None
+    b = kb.bind(bias_v, "b") if bias_v is not None else None
+    xs, ws = row_major_strides(x_v.shape), row_major_strides(w_v.shape)
+    ys = row_major_strides(y_v.shape)
+    y = kb.bind(y_v, "y")
+    names = list("dhw"[-nsp:]) if nsp <= 3 else [str(i) for i in range(nsp)]
+    with kb.loops([n_, group, mg], ["n", "g", "mo"]) as (n, g, mo):
+        m = named(kb, "m", g * mg + mo)
+        finish = channel(m)
+        wz = named(kb, "wz", cast(wz_buf[m], I32)) if wz_buf is not None else wz_lit
+        with kb.loops(osp, [f"o{a}" for a in names]) as oo:
+            taps = [window(kb, f"k{names[a]}", o * strides[a], -p0[a], dil[a], isp[a], ksz[a],
+                           range(0, osp[a] * strides[a], strides[a]))
+                    for a, o in enumerate(oo)]
+            acc = kb.local("acc", b[m] if b is not None else const(0, I32))
+            with kb.loop(cg, "c") as c, \
+                    kb.loops([t[1] for t in taps], [f"k{a}" for a in names]) as kk:
+                kidx = [t[0] + k for t, k in zip(taps, kk, strict=True)]
+                ipos = [o * s + k * d - p
+                        for o, k, s, d, p in zip(oo, kidx, strides, dil, p0, strict=True)]
+                xv = cast(x[offset([n, g * cg + c, *ipos], xs)], I32)
+                if xz is not None:
+                    xv = xv - xz
+                wv = cast(w[offset([m, c, *kidx], ws)], I32)
+                if wz is not None:
+                    wv = wv - wz
+                kb.assign(acc, acc + xv * wv)
+            kb.store(y, offset([n, m, *oo], ys), finish(acc))
+
+
+@kernel("ConvInteger")
+def conv_integer(kb: NodeKernelBuilder, node: Node) -> None:
+    _int_conv(kb, node, node.inputs[0], node.input(2), node.inputs[1], node.input(3), None,
+              lambda m: lambda acc: acc)
+
+
+@kernel("QLinearConv")
+def qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = sat(rint(acc * M[m]) + zy), M[m] = sx * sw[m] / sy."""
+    x_v, sx_v, zx_v, w_v, sw_v, zw_v, sy_v, zy_v, b_v = (node.input(i) for i in range(9))
+    per_m = sw_v.type.numel > 1
+    if sx_v.is_const and sw_v.is_const and sy_v.is_const:
+        table = requantize_multiplier(sx_v.const.reshape(()), sw_v.const.reshape(-1),
+                                      sy_v.const.reshape(()))
+        if per_m:
+            buf = constant_table(kb, table, "mults", sw_v)
+            mult_of = lambda m: buf[m]  # noqa: E731
+        else:
+            lit = const(float(table.reshape(-1)[0]), F32)
+            mult_of = lambda m: lit  # noqa: E731
+    else:
+        sx, sy = scalar(kb, sx_v, "x_scale", F32), scalar(kb, sy_v, "y_scale", F32)
+        sw_buf = kb.bind(sw_v, "w_scale") if per_m else None
+        sw = scalar(kb, sw_v, "w_scale", F32) if not per_m else None
+        mult_of = lambda m: (sx * (cast(sw_buf[m], F32) if per_m else sw)) / sy  # noqa: E731
+    req = Requant.make(kb, node.output.dtype, zero_point(kb, zy_v, "y_zp"))
+
+    def channel(m: Expr):
+        mm = named(kb, "mult", mult_of(m))
+        return lambda acc: req(kb, cast(acc, F32) * mm)
+
+    _int_conv(kb, node, x_v, zx_v, w_v, zw_v, b_v, channel)
+
+
+# -- QLinearAdd --------------------------------------------------------------------------------
+
+@kernel("QLinearAdd")
+def qlinear_add(kb: NodeKernelBuilder, node: Node) -> None:
+    """C = sat(rint(ra (A - za) + rb (B - zb)) + zc), ra = sa / sc, rb = sb / sc, with numpy
+    broadcasting."""
+    a_v, sa_v, za_v, b_v, sb_v, zb_v, sc_v, zc_v = (node.input(i) for i in range(8))
+    if sa_v.is_const and sb_v.is_const and sc_v.is_const:
+        ra_f, rb_f = add_ratios(sa_v.const, sb_v.const, sc_v.const)
+        ra, rb = const(float(ra_f), F32), const(float(rb_f), F32)
+    else:
+        sc = scalar(kb, sc_v, "c_scale", F32)
+        ra = named(kb, "ra", scalar(kb, sa_v, "a_scale", F32) / sc)
+        rb = named(kb, "rb", scalar(kb, sb_v, "b_scale", F32) / sc)
+    za, zb = zero_point(kb, za_v, "a_zp"), zero_point(kb, zb_v, "b_zp")
+    req = Requant.make(kb, node.output.dtype, zero_point(kb, zc_v, "c_zp"))
+    a, b = kb.bind(a_v, "a"), kb.bind(b_v, "b")
+    y = kb.bind(node.output, "y")
+    dims, flags = coalesce(y.shape, [a.shape, b.shape, y.shape])
+    with kb.loops(dims, [f"i{k}" for k in range(len(dims))] if len(dims) > 1 else ["i"]) as vs:
+        av, bv = cast(a[broadcast_index(vs, dims, flags[0])], I32), \
+            cast(b[broadcast_index(vs, dims, flags[1])], I32)
+        av = av - za if za is not None else av
+        bv = bv - zb if zb is not None else bv
+        v = ra * cast(av, F32) + rb * cast(bv, F32)
+        kb.store(y, broadcast_index(vs, dims, flags[2]), req(kb, v))
