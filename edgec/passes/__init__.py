@@ -14,6 +14,7 @@ from . import (
     fold_batchnorm,
     fold_constants,
     fuse,
+    fuse_qdq,
     plan_memory,
     remove_identity,
 )
@@ -50,15 +51,15 @@ from .rewrite import (
     sole_user,
 )
 
-DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-constants,fuse,dce,"
-                    "plan-memory")
+DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-constants,fuse-qdq,"
+                    "fuse,dce,plan-memory")
 
 __all__ = [
     "DEFAULT_PIPELINE", "MatchFailure", "canonicalize", "MemoryPlan", "NoMatch", "Pass", "PassInfo",
     "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
     "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
-    "fold_batchnorm", "fold_constants", "fuse", "make_pass", "parse_pipeline", "pass_spec",
-    "pattern", "plan_memory", "producer", "register_pass", "registered_passes",
+    "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "make_pass", "parse_pipeline",
+    "pass_spec", "pattern", "plan_memory", "producer", "register_pass", "registered_passes",
     "remove_identity", "replace_value", "require", "run_pipeline", "sample_inputs",
     "sole_user",
 ]

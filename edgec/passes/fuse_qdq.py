@@ -1,0 +1,303 @@
+"""QDQ fusion: the float op between DequantizeLinear inputs and a QuantizeLinear output of a
+QDQ model (as `onnxruntime.quantization.quantize_static` writes them) becomes an integer op:
+
+    Q(Conv(DQ(x), DQ(w), DQ(b)))  ->  QLinearConv(x, sx, zx, w, sw, zw, sy, zy, b)
+    Q(MatMul(DQ(a), DQ(b)))       ->  QLinearMatMul(a, sa, za, b, sb, zb, sy, zy)
+    Q(Gemm(DQ(a), DQ(b), DQ(c)))  ->  QGemm(a, sa, za, b, sb, zb, c, sy, zy)
+    Q(Add(DQ(a), DQ(b)))          ->  QLinearAdd(a, sa, za, b, sb, zb, sy, zy)
+    Q(op(DQ(x))), same (s, z)     ->  op(x)   for MaxPool and data movement
+
+With real = s (q - z), the float op's result is s_x s_w sum (x - zx)(w - zw) + b, so its
+quantization is sat(rint(acc (sx sw / sy)) + zy) with acc the exact int32 sum plus
+b / (sx sw): the integer form computes the same up to the float rounding of the QDQ
+simulation (at most one step of y). A bias quantized with scale sx sw (zero point 0) is used
+as it is; a float bias is quantized to int32 with that scale. A Relu between the op and Q
+becomes max(y, zy), and disappears when zy is the type's minimum. Scales and zero points must
+be constants, per tensor except the weight's (per output channel: axis 0 of a Conv weight, the
+column axis of a MatMul/Gemm weight). Data movement commutes with an affine map, and MaxPool
+with an increasing one, so those run on the integers unchanged when Q undoes DQ exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import DType, Graph, Node, Value
+from ..ir.ops.quant import QUANT_RANGES
+from .manager import register_pass
+from .rewrite import (
+    PatternPass,
+    constant,
+    pattern,
+    producer,
+    replace_value,
+    require,
+    sole_user,
+)
+
+INT8 = (DType.U8, DType.I8)
+# Ops whose result on integers is the quantization of their result on the dequantized values,
+# when input and output share scale and zero point.
+TRANSPARENT = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
+
+
+@dataclass
+class Quant:
+    """A quantized tensor seen through its DequantizeLinear (or QuantizeLinear): the integer
+    value, its scale and zero point (constants) and the axis of a per-axis scale (None: per
+    tensor)."""
+
+    q: Value
+    scale: Value
+    zp: Value
+    axis: int | None
+
+    def same_params(self, other: Quant) -> bool:
+        return (self.axis is None and other.axis is None and self.q.dtype == other.q.dtype
+                and np.array_equal(self.scale.const, other.scale.const)
+                and np.array_equal(self.zp.const, other.zp.const)
+                and self.scale.dtype == other.scale.dtype)
+
+
+def _params(node: Node, qdtype: DType, graph: Graph) -> tuple[Value, Value, int | None]:
+    require(node.attrs["block_size"] == 0, f"{node.name} uses blocked quantization")
+    s = node.inputs[1]
+    constant(s, f"the scale of {node.name}")
+    z = node.input(2)
+    if z is None:
+        z = graph.const(np.zeros(s.shape, qdtype.np), name=f"{node.name}_zero_point")
+    else:
+        constant(z, f"the zero point of {node.name}")
+    rank = node.inputs[0].type.rank
+    axis = None if s.type.numel == 1 else node.attrs["axis"] % max(rank, 1)
+    return s, z, axis
+
+
+def dequantized(value: Value | None, graph: Graph, what: str) -> Quant:
+    """`value` as the DequantizeLinear of an int8/uint8 tensor with constant parameters."""
+    require(value is not None, f"{what} is omitted")
+    dq = producer(value, "DequantizeLinear")
+    q = dq.inputs[0]
+    require(q.dtype in INT8, f"{what} dequantizes {q.dtype}, not int8/uint8")
+    return Quant(q, *_params(dq, q.dtype, graph))
+
+
+def quantized_output(q_node: Node, graph: Graph) -> Quant:
+    """The QuantizeLinear `q_node` (per tensor, int8/uint8) as output parameters."""
+    out = q_node.output
+    require(out.dtype in INT8, f"{q_node.name} quantizes to {out.dtype}, not int8/uint8")
+    s, z, axis = _params(q_node, out.dtype, graph)
+    require(axis is None, f"{q_node.name} quantizes per axis")
+    return Quant(out, s, z, None)
+
+
+def _per_tensor(*qs: Quant) -> None:
+    for q in qs:
+        require(q.axis is None, f"%{q.q.name} is quantized per axis")
+
+
+@dataclass
+class Core:
+    """The float op a QuantizeLinear reads, and the Relu in between if any."""
+
+    op: Node
+    relu: Node | None
+
+
+def _core(q_node: Node, ops: tuple[str, ...]) -> Core:
+    v = q_node.inputs[0]
+    node = producer(v, *ops, "Relu")
+    sole_user(v)
+    relu = None
+    if node.op == "Relu":
+        relu = node
+        node = producer(relu.inputs[0], *ops)
+        sole_user(relu.inputs[0])
+    return Core(node, relu)
+
+
+def _emit(graph: Graph, q_node: Node, core: Core, op: str, inputs: list, attrs: dict,
+          out: Quant) -> None:
+    new = graph.add_node(op, inputs, attrs, name=core.op.name, before=q_node)
+    y = new.output
+    qmin = QUANT_RANGES[out.q.dtype][0]
+    if core.relu is not None and int(out.zp.const.reshape(-1)[0]) > qmin:
+        # Q(relu(v)) = max(Q(v), Q(0)) = max(Q(v), zy): rint and sat are increasing
+        y = graph.add_node("Max", [y, out.zp], name=core.relu.name, before=q_node).output
+    _replace(graph, q_node, y, core.op, new)
+
+
+def _replace(graph: Graph, q_node: Node, y: Value, old: Node, new: Node) -> None:
+    """Redirect the QuantizeLinear's users to `y`; the new node keeps the model's name of the
+    op it replaces (erased next, being left without users), unless it took over Q's name."""
+    fresh = new.name
+    replace_value(graph, q_node.output, y)
+    if new.name == fresh:
+        new.name = old.name
+
+
+def _int32_bias(bias: Value | None, sx: np.ndarray, sw: np.ndarray, n: int, graph: Graph,
+                name: str, factor: float = 1.0) -> Value | None:
+    """The bias in units of sx * sw (one per output channel): a DequantizeLinear'd int32 with
+    exactly that scale and zero point 0 as it is, otherwise its float value quantized."""
+    if bias is None:
+        return None
+    unit = (sx.astype(np.float32).reshape(()) * sw.astype(np.float32).reshape(-1))
+    unit = np.broadcast_to(unit, (n,))
+    if bias.producer is not None and bias.producer.op == "DequantizeLinear" and factor == 1.0:
+        dq = bias.producer
+        bq, bs, bz = dq.inputs[0], dq.inputs[1], dq.input(2)
+        if (bq.dtype == DType.I32 and bq.is_const and bs.is_const and bq.const.size == n
+                and dq.attrs["block_size"] == 0
+                and (bz is None or (bz.is_const and not bz.const.any()))
+                and np.array_equal(np.broadcast_to(bs.const.reshape(-1), (n,)), unit)):
+            return bq if bq.shape == (n,) else graph.const(bq.const.reshape(n), name=name)
+    if bias.producer is not None and bias.producer.op == "DequantizeLinear":
+        from ..ir.interpreter import run_node  # a DequantizeLinear of constants: its value
+
+        dq = bias.producer
+        args = [None if v is None else constant(v, f"the bias input %{v.name}")
+                for v in dq.inputs]
+        real = run_node(dq, args)[0]
+    else:
+        real = constant(bias, "the bias")
+    real = np.broadcast_to(np.asarray(real, np.float64).reshape(-1), (n,)) * factor
+    with np.errstate(all="ignore"):
+        q = np.rint(real / unit.astype(np.float64))
+    require(np.all(np.abs(q) < 2**31), "the bias does not fit int32 in units of sx * sw")
+    return graph.const(q.astype(np.int32), name=name)
+
+
+# -- Conv ---------------------------------------------------------------------------------------
+
+def _match_conv(q_node: Node):
+    graph = q_node.graph
+    core = _core(q_node, ("Conv",))
+    conv = core.op
+    x = dequantized(conv.inputs[0], graph, "the conv input")
+    w = dequantized(conv.inputs[1], graph, "the conv weight")
+    _per_tensor(x)
+    constant(w.q, "the conv weight")
+    require(w.axis in (None, 0), f"the conv weight is quantized along axis {w.axis}, not 0")
+    out = quantized_output(q_node, graph)
+    m = conv.inputs[1].shape[0]
+    bias = _int32_bias(conv.input(2), x.scale.const, w.scale.const, m, graph,
+                       f"{conv.name}_bias_q")
+    return core, x, w, bias, out
+
+
+def _fuse_conv(graph: Graph, q_node: Node, match) -> None:
+    core, x, w, bias, out = match
+    ins = [x.q, x.scale, x.zp, w.q, w.scale, w.zp, out.scale, out.zp, bias]
+    _emit(graph, q_node, core, "QLinearConv", ins, dict(core.op.attrs), out)
+
+
+# -- MatMul and Gemm ----------------------------------------------------------------------------
+
+def _weight_axis_ok(b: Quant, col_axis: int, what: str) -> None:
+    require(b.axis in (None, col_axis),
+            f"{what} is quantized along axis {b.axis}, not per output column")
+
+
+def _match_matmul(q_node: Node):
+    graph = q_node.graph
+    core = _core(q_node, ("MatMul",))
+    mm = core.op
+    a = dequantized(mm.inputs[0], graph, "A")
+    b = dequantized(mm.inputs[1], graph, "B")
+    _per_tensor(a)
+    rank = b.q.type.rank
+    require(b.axis is None or rank >= 2, "a per-axis 1-D B")
+    _weight_axis_ok(b, rank - 1, "B")
+    return core, a, b, quantized_output(q_node, graph)
+
+
+def _fuse_matmul(graph: Graph, q_node: Node, match) -> None:
+    core, a, b, out = match
+    ins = [a.q, a.scale, a.zp, b.q, b.scale, b.zp, out.scale, out.zp]
+    _emit(graph, q_node, core, "QLinearMatMul", ins, {}, out)
+
+
+def _match_gemm(q_node: Node):
+    graph = q_node.graph
+    core = _core(q_node, ("Gemm",))
+    gemm = core.op
+    at = gemm.attrs
+    a = dequantized(gemm.inputs[0], graph, "A")
+    b = dequantized(gemm.inputs[1], graph, "B")
+    _per_tensor(a)
+    _weight_axis_ok(b, 0 if at["transB"] else 1, "B")
+    out = quantized_output(q_node, graph)
+    n = gemm.output.shape[1]
+    c = gemm.input(2)
+    require(c is None or c.type.numel in (1, n) and c.shape[-2:-1] in ((), (1,)),
+            "C is not a per-column bias")
+    # C' in units of alpha sa sb: (alpha sa sb)(A'B' + C') = alpha A B + beta C
+    bias = _int32_bias(c, a.scale.const * np.float32(at["alpha"]), b.scale.const, n, graph,
+                       f"{gemm.name}_bias_q", factor=at["beta"])
+    return core, a, b, bias, out
+
+
+def _fuse_gemm(graph: Graph, q_node: Node, match) -> None:
+    core, a, b, bias, out = match
+    at = core.op.attrs
+    ins = [a.q, a.scale, a.zp, b.q, b.scale, b.zp, bias, out.scale, out.zp]
+    _emit(graph, q_node, core, "QGemm", ins,
+          {"alpha": at["alpha"], "transA": at["transA"], "transB": at["transB"]}, out)
+
+
+# -- Add ----------------------------------------------------------------------------------------
+
+def _match_add(q_node: Node):
+    graph = q_node.graph
+    core = _core(q_node, ("Add",))
+    add = core.op
+    a = dequantized(add.inputs[0], graph, "the first addend")
+    b = dequantized(add.inputs[1], graph, "the second addend")
+    _per_tensor(a, b)
+    return core, a, b, quantized_output(q_node, graph)
+
+
+def _fuse_add(graph: Graph, q_node: Node, match) -> None:
+    core, a, b, out = match
+    ins = [a.q, a.scale, a.zp, b.q, b.scale, b.zp, out.scale, out.zp]
+    _emit(graph, q_node, core, "QLinearAdd", ins, {}, out)
+
+
+# -- ops that commute with quantization -----------------------------------------------------------
+
+def _match_transparent(q_node: Node):
+    graph = q_node.graph
+    v = q_node.inputs[0]
+    node = producer(v, *TRANSPARENT)
+    sole_user(v)
+    x = dequantized(node.inputs[0], graph, f"the input of {node.name}")
+    out = quantized_output(q_node, graph)
+    require(x.same_params(out), f"{q_node.name} does not undo the DequantizeLinear of "
+                                f"{node.name} (other scale, zero point or type)")
+    if node.op == "MaxPool":
+        require(len(node.outputs) == 1 or not node.outputs[1].uses, "MaxPool's indices are used")
+    return node, x
+
+
+def _fuse_transparent(graph: Graph, q_node: Node, match) -> None:
+    node, x = match
+    new = graph.add_node(node.op, [x.q, *node.inputs[1:]], dict(node.attrs), name=node.name,
+                         num_outputs=1, before=q_node)
+    _replace(graph, q_node, new.output, node, new)
+
+
+FUSE_QDQ_PATTERNS = [
+    pattern("QuantizeLinear", match=_match_conv, name="qlinear-conv")(_fuse_conv),
+    pattern("QuantizeLinear", match=_match_matmul, name="qlinear-matmul")(_fuse_matmul),
+    pattern("QuantizeLinear", match=_match_gemm, name="qgemm")(_fuse_gemm),
+    pattern("QuantizeLinear", match=_match_add, name="qlinear-add")(_fuse_add),
+    pattern("QuantizeLinear", match=_match_transparent, name="integer-passthrough")(
+        _fuse_transparent),
+]
+
+register_pass(PatternPass("fuse-qdq", FUSE_QDQ_PATTERNS,
+                          doc="Rewrite DequantizeLinear -> op -> QuantizeLinear into integer "
+                              "ops (QLinearConv, QLinearMatMul, QGemm, QLinearAdd)."))
