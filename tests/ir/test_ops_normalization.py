@@ -1,5 +1,5 @@
 """Normalization-family ops (instance, group, Lp and mean-variance normalization, LRN, Lp
-pools, MaxUnpool) against onnxruntime, and their shape errors."""
+pools, MaxUnpool, RoiAlign) against onnxruntime, and their shape errors."""
 
 import numpy as np
 import pytest
@@ -103,6 +103,22 @@ def test_max_unpool_of_max_pool_indices():
     check("MaxUnpool", [v, idx, np.array(x.shape, np.int64)], pool, consts=(2,))
 
 
+ROIS = np.array([[0, 0, 7, 9], [0.5, 5.2, 4, 9.7], [5, 5, 9, 9], [-3, -2, 2, 1],
+                 [3, 3, 3.2, 3.1], [1, 1, 30, 30]], np.float32)  # inside, past edges, tiny
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ctm", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("sampling_ratio,scale,out_h,out_w", [(0, 1.0, 3, 4), (2, 0.5, 2, 2),
+                                                               (1, 1.7, 1, 1)])
+def test_roi_align(mode, ctm, sampling_ratio, scale, out_h, out_w):
+    x = rand(2, 3, 10, 8, lo=-2, hi=2)
+    check("RoiAlign", [x, ROIS, np.array([0, 1, 1, 0, 1, 1], np.int64)],
+          {"mode": mode, "coordinate_transformation_mode": ctm,
+           "sampling_ratio": sampling_ratio, "spatial_scale": scale, "output_height": out_h,
+           "output_width": out_w}, rtol=1e-4, atol=1e-5)
+
+
 def one_node(op, shapes, attrs, consts=None):
     g = Graph("g")
     ins = [g.add_input(f"x{i}", TensorType(s, dt)) for i, (s, dt) in enumerate(shapes)]
@@ -126,6 +142,10 @@ def one_node(op, shapes, attrs, consts=None):
     ("MaxUnpool", [((1, 1, 2, 2), DType.F32), ((1, 1, 2, 2), DType.I64)],
      {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0] * 4},
      [np.array([1, 2, 4, 4], np.int64)], "output_shape"),
+    ("RoiAlign", [((1, 2, 4, 4), DType.F32), ((3, 4), DType.F32), ((3,), DType.I32)], {},
+     None, "batch_indices"),
+    ("RoiAlign", [((1, 2, 4, 4), DType.F32), ((3, 4), DType.F32), ((3,), DType.I64)],
+     {"mode": "median"}, None, "mode"),
 ])
 def test_shape_errors(op, shapes, attrs, consts, match):
     with pytest.raises(ShapeError, match=match):

@@ -1,6 +1,7 @@
 """Normalization-family kernels (instance, group, mean-variance and Lp normalization, LRN,
-Lp pools, MaxUnpool) compiled to C without gcc warnings and run through the loader, against
-the interpreter at 1e-5 relative. Many nodes share one compiled graph to keep builds few."""
+Lp pools, MaxUnpool, RoiAlign) compiled to C without gcc warnings and run through the loader,
+against the interpreter at 1e-5 relative. Many nodes share one compiled graph to keep builds
+few."""
 
 from __future__ import annotations
 
@@ -112,3 +113,20 @@ def test_max_unpool(check):
     check(g, {"v": v, "i": idx})
     # indices out of range are clamped into Y, in the reference and in the kernel
     check(g, {"v": v, "i": idx * 3 - 7})
+
+
+def test_roi_align(check):
+    g = Graph("roi")
+    x = g.add_input("x", TensorType((2, 3, 10, 8), F32))
+    rois = g.add_input("rois", TensorType((7, 4), F32))
+    idx = g.add_input("idx", TensorType((7,), DType.I64))
+    g.outputs = [g.add_node("RoiAlign", [x, rois, idx], {
+        "mode": mode, "coordinate_transformation_mode": ctm, "sampling_ratio": sr,
+        "spatial_scale": scale, "output_height": oh, "output_width": ow}).output
+        for mode in ("avg", "max") for ctm in ("half_pixel", "output_half_pixel")
+        for sr, scale, oh, ow in ((0, 1.0, 3, 4), (2, 0.5, 2, 2), (1, 1.7, 1, 1))]
+    # regions inside, past the edges, tiny, reversed (an empty grid); batch indices clamped
+    boxes = np.array([[0, 0, 7, 9], [0.5, 5.2, 4, 9.7], [5, 5, 9, 9], [-3, -2, 2, 1],
+                      [3, 3, 3.2, 3.1], [6, 1, 2, 4], [1, 1, 30, 30]], np.float32)
+    check(g, {"x": rand(2, 3, 10, 8), "rois": boxes,
+              "idx": np.array([0, 1, 1, 0, 1, 0, 5], np.int64)})

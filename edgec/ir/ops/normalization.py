@@ -9,6 +9,8 @@ and pixels: y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c], var the b
     LRN                        y = x * (bias + alpha / size * sum_{c' near c} x[c']^2)^-beta
     LpPool, GlobalLpPool       y = (sum_window |x|^p)^(1/p) (padding contributes 0)
     MaxUnpool                  y = 0, then y.flat[I[i]] = X[i]
+    RoiAlign                   y[r, c, i, j] = mean (or max) over a grid of samples in bin
+                               (i, j) of region r, each bilinearly interpolated from X
 """
 
 from __future__ import annotations
@@ -277,3 +279,98 @@ def max_unpool(x, indices, output_shape=None, *, kernel_shape, pads, strides):
     y = np.zeros(math.prod(shape), dtype=x.dtype)
     y[np.clip(indices.reshape(-1), 0, y.size - 1)] = x.reshape(-1)
     return y.reshape(shape)
+
+
+# -- RoiAlign -----------------------------------------------------------------------------------
+
+_ROI_MODES = ("half_pixel", "output_half_pixel")
+
+
+def _infer_roi_align(inputs, *, coordinate_transformation_mode, mode, output_height,
+                     output_width, sampling_ratio, spatial_scale):
+    x, rois, idx = (v.type for v in inputs)
+    _check_float("RoiAlign", x)
+    if x.rank != 4:
+        _fail("RoiAlign", f"X must be [N, C, H, W], got {x}")
+    if rois.rank != 2 or rois.shape[1] != 4 or rois.dtype != x.dtype:
+        _fail("RoiAlign", f"rois must be {x.dtype}[num_rois, 4], got {rois}")
+    if idx.shape != rois.shape[:1] or idx.dtype != DType.I64:
+        _fail("RoiAlign", f"batch_indices must be i64[{rois.shape[0]}], got {idx}")
+    if coordinate_transformation_mode not in _ROI_MODES:
+        _fail("RoiAlign", f"coordinate_transformation_mode {coordinate_transformation_mode!r} "
+                          f"is not one of {_ROI_MODES}")
+    if mode not in ("avg", "max"):
+        _fail("RoiAlign", f"mode must be 'avg' or 'max', got {mode!r}")
+    if output_height < 1 or output_width < 1 or sampling_ratio < 0:
+        _fail("RoiAlign", "output_height and output_width must be >= 1, sampling_ratio >= 0")
+    return x.with_shape((rois.shape[0], x.shape[1], output_height, output_width))
+
+
+def roi_samples(start, size, bins: int, grid: int, limit: int):
+    """Bilinear taps of the `grid` samples per bin along one axis of one region, each
+    [bins, grid]: (low index, high index, low weight, high weight). A sample outside
+    [-1, limit] gets zero weights; others are clamped into the map, as onnxruntime does."""
+    f32 = np.float32
+    bin_size = f32(size) / f32(bins)
+    k = np.arange(bins, dtype=f32)[:, None]
+    i = np.arange(grid, dtype=f32)[None, :]
+    pos = f32(start) + k * bin_size + (i + f32(0.5)) * bin_size / f32(grid)
+    outside = (pos < -1) | (pos > limit)
+    pos = np.maximum(pos, 0)
+    low = np.minimum(pos.astype(np.int64), limit - 1)
+    edge = low >= limit - 1
+    high = np.where(edge, low, low + 1)
+    pos = np.where(edge, low.astype(f32), pos)
+    hi_w = pos - low.astype(f32)
+    lo_w = 1 - hi_w
+    return low, high, np.where(outside, 0, lo_w), np.where(outside, 0, hi_w)
+
+
+def roi_region(roi, spatial_scale: float, half_pixel: bool, out_h: int, out_w: int,
+               sampling_ratio: int):
+    """(start_h, start_w, height, width, grid_h, grid_w) of one region in X's pixels."""
+    f32 = np.float32
+    off = f32(0.5) if half_pixel else f32(0)
+    x1, y1, x2, y2 = (f32(v) * f32(spatial_scale) - off for v in roi)
+    h, w = y2 - y1, x2 - x1
+    if not half_pixel:  # the legacy mode makes malformed regions 1x1
+        h, w = max(h, f32(1)), max(w, f32(1))
+    gh = sampling_ratio or int(np.ceil(h / f32(out_h)))
+    gw = sampling_ratio or int(np.ceil(w / f32(out_w)))
+    return y1, x1, h, w, max(gh, 0), max(gw, 0)
+
+
+@op("RoiAlign", inputs=3, infer=_infer_roi_align, attrs={
+    "coordinate_transformation_mode": Attr.str("half_pixel"), "mode": Attr.str("avg"),
+    "output_height": Attr.int(1), "output_width": Attr.int(1), "sampling_ratio": Attr.int(0),
+    "spatial_scale": Attr.float(1.0)})
+def roi_align(x, rois, batch_indices, *, coordinate_transformation_mode, mode, output_height,
+              output_width, sampling_ratio, spatial_scale):
+    """avg: the mean of the samples; max: the max over samples of the largest of its four
+    weighted corners (onnxruntime's and ONNX's definition). An empty grid gives 0."""
+    n, c, height, width = x.shape
+    out = np.zeros((rois.shape[0], c, output_height, output_width), dtype=x.dtype)
+    for r in range(rois.shape[0]):
+        y1, x1, h, w, gh, gw = roi_region(rois[r], spatial_scale,
+                                          coordinate_transformation_mode == "half_pixel",
+                                          output_height, output_width, sampling_ratio)
+        if gh * gw == 0:
+            continue
+        ylo, yhi, yl, yh = roi_samples(y1, h, output_height, gh, height)
+        xlo, xhi, xl, xh = roi_samples(x1, w, output_width, gw, width)
+        img = x[int(np.clip(batch_indices[r], 0, n - 1))].astype(np.float32)
+
+        def at(yi, xi, img=img):  # [C, out_h, gh, out_w, gw]
+            return img[:, yi[:, :, None, None], xi[None, None, :, :]]
+
+        def wt(a, b):
+            return a[:, :, None, None] * b[None, None, :, :]
+
+        terms = [wt(yl, xl) * at(ylo, xlo), wt(yl, xh) * at(ylo, xhi),
+                 wt(yh, xl) * at(yhi, xlo), wt(yh, xh) * at(yhi, xhi)]
+        if mode == "avg":
+            total = ((terms[0] + terms[1]) + terms[2]) + terms[3]
+            out[r] = total.sum(axis=(2, 4)) / np.float32(gh * gw)
+        else:
+            out[r] = np.maximum.reduce(terms).max(axis=(2, 4))
+    return out

@@ -6,7 +6,8 @@ into kept ones (one set of statistics each) and reduced ones, each walked by its
 per kept index three passes over the reduced elements, in float32 (or the stash type):
     mean = sum(x) / n;  var = sum((x - mean)^2) / n;  y = (x - mean) * inv_std(var) [* s + b]
 LRN accumulates the squares of its channel window into the output row itself (a unit-stride
-loop over the plane) and then scales it in place.
+loop over the plane) and then scales it in place; RoiAlign likewise accumulates its samples
+into the output, the bilinear taps of a sample computed once for all channels.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ...ir.onnx_dtypes import from_onnx
 from ...ir.ops.normalization import MVN_EPSILON, lrn_window
 from ..kernel_ir import INDEX, Buffer, Expr, call, cast, const, maximum, minimum, select
 from ..lowering import NodeKernelBuilder, kernel
+from .elementwise import max_nan
 from .nn import named, offset, row_major_strides, window
 from .reduce import runs
 
@@ -215,3 +217,93 @@ def max_unpool(kb: NodeKernelBuilder, node: Node) -> None:
     with kb.loop(x.numel, "i") as i:
         j = cast(idx[i], INDEX)
         kb.store(y, minimum(maximum(j, 0), y.numel - 1), x[i])
+
+
+# -- RoiAlign -----------------------------------------------------------------------------------
+
+def _roi_taps(kb: NodeKernelBuilder, pos: Expr, limit: int, name: str):
+    """(low, high, low weight, high weight) of the bilinear taps at `pos` along one axis of
+    length `limit`, as the reference's `roi_samples` computes them."""
+    pos = kb.local(f"{name}_pos", pos)
+    outside = (pos < -1.0) | (pos > float(limit))
+    clamped = kb.local(f"{name}_c", select(pos < 0.0, const(0, pos.dtype), pos))
+    low = kb.local(f"{name}_lo", minimum(cast(clamped, INDEX), limit - 1))
+    edge = low >= limit - 1
+    high = kb.local(f"{name}_hi", select(edge, low, low + 1))
+    w_high = select(edge, const(0, pos.dtype), clamped - cast(low, pos.dtype))
+    w_high = kb.local(f"{name}_wh", select(outside, const(0, pos.dtype), w_high))
+    w_low = kb.local(f"{name}_wl", select(outside, const(0, pos.dtype),
+                                          const(1, pos.dtype) - w_high))
+    return low, high, w_low, w_high
+
+
+@kernel("RoiAlign")
+def roi_align(kb: NodeKernelBuilder, node: Node) -> None:
+    """Per region r and output bin (i, j): the region's box in X's pixels and its sample grid
+    (sampling_ratio, or ceil(box / bins) per axis at run time); per sample, the four bilinear
+    taps and weights, then for every channel y += w . v (avg, divided by the sample count at
+    the end) or y = max(y, max_k w_k v_k)."""
+    at = node.attrs
+    x_v, y_v = node.inputs[0], node.output
+    n_, c_, height, width = x_v.shape
+    n_rois, _, out_h, out_w = y_v.shape
+    x, rois = kb.bind(x_v, "x"), kb.bind(node.inputs[1], "rois")
+    idx, y = kb.bind(node.inputs[2], "batch_indices"), kb.bind(y_v, "y")
+    dt = x.dtype
+    half_pixel = at["coordinate_transformation_mode"] == "half_pixel"
+    avg = at["mode"] == "avg"
+    sr = at["sampling_ratio"]
+    plane, bins = height * width, out_h * out_w
+    if n_rois == 0:
+        return
+    with kb.loop(n_rois, "r") as r:
+        img = kb.local("img", minimum(maximum(cast(idx[r], INDEX), 0), n_ - 1) * (c_ * plane))
+        box = [kb.local(nm, rois[r * 4 + k] * const(at["spatial_scale"], dt)
+                        - const(0.5 if half_pixel else 0.0, dt))
+               for k, nm in enumerate(("x1", "y1", "x2", "y2"))]
+        sizes = []
+        for lo, hi, nm in ((box[1], box[3], "h"), (box[0], box[2], "w")):
+            size = hi - lo
+            if not half_pixel:  # malformed regions become 1x1
+                size = maximum(size, const(1, dt))
+            sizes.append(kb.local(f"roi_{nm}", size))
+        grid = [const(sr) if sr else
+                kb.local(f"grid_{nm}", maximum(cast(call("ceil", s / const(n, dt)), INDEX), 0))
+                for s, n, nm in ((sizes[0], out_h, "h"), (sizes[1], out_w, "w"))]
+        step = [kb.local(f"bin_{nm}", s / const(n, dt))
+                for s, n, nm in ((sizes[0], out_h, "h"), (sizes[1], out_w, "w"))]
+        with kb.loops([out_h, out_w], ["ph", "pw"]) as (ph, pw):
+            out = named(kb, "out", r * (c_ * bins) + ph * out_w + pw)
+            with kb.loop(c_, "c") as c:
+                kb.store(y, out + c * bins, const(0 if avg else -math.inf, dt))
+            with kb.loop(grid[0], "iy") as iy:
+                ypos = box[1] + cast(ph, dt) * step[0] \
+                    + (cast(iy, dt) + 0.5) * step[0] / cast(grid[0], dt)
+                ylo, yhi, yl, yh = _roi_taps(kb, ypos, height, "y")
+                with kb.loop(grid[1], "ix") as ix:
+                    xpos = box[0] + cast(pw, dt) * step[1] \
+                        + (cast(ix, dt) + 0.5) * step[1] / cast(grid[1], dt)
+                    xlo, xhi, xl, xh = _roi_taps(kb, xpos, width, "x")
+                    taps = [(kb.local(f"w{k + 1}", wa * wb), ya * width + xb)
+                            for k, (wa, wb, ya, xb) in enumerate(
+                                [(yl, xl, ylo, xlo), (yl, xh, ylo, xhi),
+                                 (yh, xl, yhi, xlo), (yh, xh, yhi, xhi)])]
+                    with kb.loop(c_, "c") as c:
+                        src = named(kb, "src", img + c * plane)
+                        terms = [w * x[src + pos] for w, pos in taps]
+                        yi = out + c * bins
+                        if avg:
+                            kb.store(y, yi, y[yi] + (((terms[0] + terms[1]) + terms[2])
+                                                     + terms[3]))
+                        else:
+                            best = terms[0]
+                            for t in terms[1:]:
+                                best = max_nan(named(kb, "m", best), named(kb, "t", t))
+                            kb.store(y, yi, max_nan(y[yi], named(kb, "m", best)))
+            count = named(kb, "count", grid[0] * grid[1])
+            with kb.loop(c_, "c") as c:
+                yi = out + c * bins
+                if avg:
+                    kb.store(y, yi, y[yi] / cast(maximum(count, 1), dt))
+                else:
+                    kb.store(y, yi, select(count > 0, y[yi], const(0, dt)))
