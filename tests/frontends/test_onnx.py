@@ -443,7 +443,7 @@ def test_missing_file_and_directory(tmp_path):
 def test_unsupported_ops_are_listed_with_counts():
     nodes = [helper.make_node("NonMaxSuppression", ["b", "s"], ["i1"]),
              helper.make_node("NonMaxSuppression", ["b", "s"], ["i2"]),
-             helper.make_node("RoiAlign", ["x", "b", "bi"], ["r"]),
+             helper.make_node("StringNormalizer", ["x"], ["r"]),
              helper.make_node("FusedGemm", ["x", "x"], ["g"], domain="com.microsoft")]
     m = make_model(nodes, [("x", [1, 1, 4, 4]), ("b", [1, 2, 4]), ("s", [1, 1, 2]),
                            ("bi", [2], TensorProto.INT64)],
@@ -453,7 +453,7 @@ def test_unsupported_ops_are_listed_with_counts():
     with pytest.raises(UnsupportedOpError) as e:
         import_onnx(m)
     msg = str(e.value)
-    assert msg.startswith("unsupported ONNX ops: NonMaxSuppression (x2), RoiAlign (x1), "
+    assert msg.startswith("unsupported ONNX ops: NonMaxSuppression (x2), StringNormalizer (x1), "
                           "com.microsoft.FusedGemm (x1); edgec supports: ")
     assert "Conv" in msg.split("supports:")[1]
 
