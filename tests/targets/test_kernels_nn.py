@@ -4,8 +4,9 @@ loader, against the interpreter (the ops' numpy references) at 1e-5 relative.
 
 Convolution cases are chosen to reach every path of the builder: register tiles (full and
 partial channel blocks, interior tiles that overlap, one-pixel edge tiles, rows with no
-interior, the reduction over kernel rows of few-channel stems), pointwise convolutions seen
-as 1-D, and the row form (depthwise, weights computed at run time).
+interior, the reduction over kernel rows of few-channel stems), pointwise convolutions as a
+GEMM over pixel tiles (short last tiles, channel counts that are no multiple of the blocks),
+and the row form (depthwise, weights computed at run time).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from harness import check_against_interpreter
 from edgec.ir import DType, Graph, TensorType
 from edgec.ir.ops.fused import ACTIVATION_PARAMS
 from edgec.targets import toolchain
+from edgec.targets.kernels.nn import PW_TILE_MAX, PW_TILE_MIN, pointwise_tile
 
 F32 = DType.F32
 
@@ -87,6 +89,16 @@ CONV = {
     "tiles: row without interior": (
         (1, 4, 5, 3), (8, 4, 3, 5), conv_attrs(2, pads=[1, 2, 1, 2]), True),
     "pointwise as 1-D": ((2, 8, 5, 6), (16, 8, 1, 1), conv_attrs(2), True),
+    # pointwise GEMM: 301 input channels give 112-pixel tiles, so 221 pixels end in a short
+    # tile; the passes are 4 channels, 73 middle ones and a last one of 5; 11 output channels
+    # are a block of 8 and one of 3
+    "pointwise: short last tile, odd channels": ((1, 301, 13, 17), (11, 301, 1, 1),
+                                                 conv_attrs(2), True),
+    "pointwise: one pass of 5 channels, 3 rows, no bias": ((2, 5, 3, 7), (3, 5, 1, 1),
+                                                           conv_attrs(2), False),
+    "pointwise: one input channel": ((1, 1, 4, 5), (9, 1, 1, 1), conv_attrs(2), True),
+    "pointwise grouped": ((1, 6, 5, 5), (10, 3, 1, 1), conv_attrs(2, group=2), True),
+    "pointwise 1-D": ((2, 9, 20), (12, 9, 1), conv_attrs(1), True),
     "1x1 stride 2": ((1, 8, 9, 9), (8, 8, 1, 1), conv_attrs(2, strides=[2, 2]), False),
     "1-D": ((2, 3, 16), (8, 3, 5), conv_attrs(1, strides=[2], pads=[2, 1], dilations=[2]),
             True),
@@ -350,6 +362,29 @@ def test_fused_conv_activations(check, activation):
     """Every activation of the table on the register-tile path (a 1x1 conv, as 1-D)."""
     check(fused_conv_graph((1, 4, 3, 5), (8, 4, 1, 1), conv_attrs(2), activation,
                            residual=activation == "HardSwish"))
+
+
+@pytest.mark.parametrize("xs,ws", [((1, 9, 20, 55), (13, 9, 1, 1)),
+                                   ((2, 6, 3, 5), (7, 6, 1, 1))])
+def test_fused_conv_pointwise_residual_clip(check, xs, ws):
+    """The pointwise GEMM applies the epilogue in its last pass over each tile: 1100 pixels
+    in tiles of 560 (a short last one), 13 output channels (blocks of 8 and 5), passes of 4
+    and 5 input channels; then one pass of 6 channels over two images."""
+    check(fused_conv_graph(xs, ws, conv_attrs(2), "Clip"))
+
+
+def test_pointwise_tile():
+    """Tiles keep Cg x tile floats within PW_TILE_BYTES, split the plane evenly in
+    multiples of 16, and take the whole plane when it fits."""
+    assert pointwise_tile(960, 49) == 49
+    assert pointwise_tile(144, 3136) == 320  # 10 tiles of at most 341 pixels, evened out
+    assert pointwise_tile(16, 12544) == 976  # 13 tiles of at most PW_TILE_MAX pixels
+    assert pointwise_tile(301, 221) == 112
+    for cg, plane in [(7, 5000), (144, 3136), (1000, 49), (5000, 300)]:
+        tp = pointwise_tile(cg, plane)
+        assert tp == plane or tp % 16 == 0
+        assert min(plane, PW_TILE_MIN) <= tp <= PW_TILE_MAX
+        assert (-(-plane // tp) - 1) * tp < plane  # no empty last tile
 
 
 def test_fused_conv_rows_residual_leaky_relu(check):

@@ -10,6 +10,13 @@ same order, but never reassociates one float reduction. So:
   over input channels acc[t][j] += w[tap, c, j] * x[c, tap(t)] that gcc vectorizes across j,
   from weights packed at compile time so that loop reads them in order; the epilogue
   act(acc + b + z) is applied to each accumulator before its one store.
+- Pointwise convolutions (1x1, stride 1, no pads) are a GEMM y[m, :] = b[m] + sum_c
+  w[m, c] * x[c, :] over the flattened plane, in tiles of pixels small enough that the
+  tile of x (Cg x pixels) stays in L2 while every output channel reads it; within a tile,
+  PW_ROWS output rows are updated by PW_DEPTH input rows per unit-stride pass
+  y_j[p] += w[j, c]*x_c[p] + w[j, c+1]*x_{c+1}[p] + ..., so each x load serves PW_ROWS
+  rows and each y load/store PW_DEPTH channels. The first pass starts from the bias and
+  the last applies the epilogue, while the tile is in L1.
 - Depthwise convolutions, transposed convolutions, pools and matrix products with B
   row-major accumulate a row at a time in the output itself: y[row] (+)= w * x[row shifted
   by the tap], a unit-stride loop, then one pass applies the epilogue to the hot row.
@@ -138,6 +145,11 @@ def named(kb: NodeKernelBuilder, name: str, e: Expr) -> Expr:
     return e if e.op in ("var", "const") else kb.local(name, e)
 
 
+def _letter(k: int) -> str:
+    """a, b, ..., z, ba, bb, ...: a base-26 name that ends in a letter."""
+    return (_letter(k // 26) if k >= 26 else "") + chr(ord("a") + k % 26)
+
+
 def _ceil_div(e: Expr, d: int) -> Expr:
     return (e + (d - 1)) // d
 
@@ -156,6 +168,10 @@ TILE_M = 8  # output channels per register tile: one vector of accumulators per 
 TILE_P = 4  # output pixels per register tile along a row (with more, gcc's register
 #             allocator sometimes spills accumulators inside the innermost loop)
 TILE_P_ONE = 8  # a row interior up to this wide is one tile (the 5 pixels of a 7x7 map)
+PW_ROWS = 8  # output channels a pointwise pass updates per load of an x row
+PW_DEPTH = 4  # input channels a pointwise pass adds per load and store of a y row
+PW_TILE_BYTES = 192 * 1024  # a pointwise tile of x (Cg rows) stays in L2 (512 KB and up)
+PW_TILE_MIN, PW_TILE_MAX = 64, 1024  # pixels per pointwise tile
 
 
 @dataclass
@@ -194,6 +210,12 @@ class ConvGeometry:
     @property
     def mg(self) -> int:
         return self.m // self.group
+
+    @property
+    def pointwise(self) -> bool:
+        """A 1x1 convolution with stride 1 and no pads, seen as 1-D over the whole plane."""
+        return (self.ksz == [1] and self.strides == [1] and self.p0 == [0]
+                and self.isp == self.osp)
 
     @property
     def reduce_rows(self) -> bool:
@@ -245,23 +267,118 @@ def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
     """Conv / FusedConv: y[n, m, o] = act(b[m] + sum_{c, k} w[m, c, k] * x[n, g*Cg + c,
     o*s + k*d - p] + z[n, m, o]), N-D, grouped (depthwise when Cg = 1).
 
-    With constant weights and at least TILE_M / 2 output channels per group, register tiles
-    (`_conv_tiles`); otherwise (depthwise, weights computed at run time) rows (`_conv_rows`).
+    With constant weights: pointwise convolutions as a tiled GEMM (`_conv_pointwise`), others
+    with at least TILE_M / 2 output channels per group in register tiles (`_conv_tiles`);
+    otherwise (depthwise, weights computed at run time) rows (`_conv_rows`).
     """
     geo = ConvGeometry.of(node)
     w_v, b_v = node.inputs[1], node.input(2)
-    tiled = w_v.is_const and geo.mg >= TILE_M // 2
+    pointwise = w_v.is_const and geo.pointwise
+    tiled = w_v.is_const and geo.mg >= TILE_M // 2 and not pointwise
     x = kb.bind(node.inputs[0], "x")
-    w = (derived_constant(kb, w_v, f"packed{TILE_M}{'r' if geo.reduce_rows else ''}",
-                          lambda a: pack_conv_weights(a, geo.group, TILE_M, geo.reduce_rows))
-         if tiled else kb.bind(w_v, "w"))
+    if pointwise:
+        w = derived_constant(kb, w_v, f"packed{PW_ROWS}",
+                             lambda a: pack_conv_weights(a, geo.group, PW_ROWS, False))
+    elif tiled:
+        w = derived_constant(kb, w_v, f"packed{TILE_M}{'r' if geo.reduce_rows else ''}",
+                             lambda a: pack_conv_weights(a, geo.group, TILE_M, geo.reduce_rows))
+    else:
+        w = kb.bind(w_v, "w")
     b = kb.bind(b_v, "b") if b_v is not None else None
     ys = row_major_strides((geo.n, geo.m, *geo.osp))
     epi = Epilogue(activation=activation)
     if residual is not None:
         epi.addends.append((Operand(kb.bind(residual, "z"), ys), 1.0))
     y = kb.bind(node.outputs[0], "y")
-    (_conv_tiles if tiled else _conv_rows)(kb, geo, x, w, b, y, epi)
+    builder = _conv_pointwise if pointwise else _conv_tiles if tiled else _conv_rows
+    builder(kb, geo, x, w, b, y, epi)
+
+
+def pointwise_tile(cg: int, plane: int, itemsize: int = 4) -> int:
+    """Pixels per tile of a pointwise convolution: at most PW_TILE_MAX and few enough that
+    the tile of x (cg rows) fits in PW_TILE_BYTES, split evenly over the plane in multiples
+    of 16 (a vector), or the whole plane when it fits."""
+    limit = max(PW_TILE_MIN, min(PW_TILE_MAX, PW_TILE_BYTES // (itemsize * cg)))
+    ntiles = -(-plane // limit)
+    return min(plane, (-(-plane // ntiles) + 15) // 16 * 16)
+
+
+def _conv_pointwise(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buffer,
+                    b: Buffer | None, y: Buffer, epi: Epilogue) -> None:
+    """Pointwise convolution as a GEMM over pixel tiles: for each image, group and tile,
+    for each block of `rows` <= PW_ROWS output channels, passes over the tile's pixels
+    y_j[p] = y_j[p] + sum_u wp[c + u, j] * x[c + u, p] for `depth` input channels c + u at a
+    time (unit stride in p, so gcc vectorizes it). The first pass starts from the bias, the
+    last ends with the epilogue; the weights of a pass are locals loaded before it."""
+    cg, mg, plane = geo.cg, geo.mg, geo.osp[0]
+    tp = pointwise_tile(cg, plane, y.dtype.itemsize)
+    ntiles = -(-plane // tp)
+    # the input channels in passes: the first, PW_DEPTH-deep middle ones in a loop, the last
+    # (which takes the remainder); one pass when there are fewer than 2 * PW_DEPTH channels
+    first = PW_DEPTH if cg >= 2 * PW_DEPTH else cg
+    middle = max(0, cg // PW_DEPTH - 2) if cg >= 2 * PW_DEPTH else 0
+    last = cg - first - middle * PW_DEPTH
+    with kb.loops([geo.n, geo.group, ntiles], ["n", "g", "pt"]) as (n, g, pt):
+        p0 = named(kb, "p0", pt * tp)
+        npix = const(tp) if plane % tp == 0 else kb.local("npix", minimum(const(plane) - p0, tp))
+        xt = named(kb, "xt", offset([n, g * cg, p0], (geo.c * plane, plane, 1)))
+        ys = (geo.m * plane, plane, 1)
+        for rows, nblocks, m_first in [(PW_ROWS, mg // PW_ROWS, 0),
+                                       (mg % PW_ROWS, 1, mg - mg % PW_ROWS)]:
+            if not rows or not nblocks:
+                continue
+            with kb.loop(nblocks, "mb") as mb:
+                m0 = named(kb, "m0", g * mg + mb * PW_ROWS + m_first)
+                blk = _PointwiseBlock(x, wp, b, y, epi, plane, rows, n, m0, p0, npix,
+                                      xt, named(kb, "wblk", m0 * cg),
+                                      named(kb, "yt", offset([n, m0, p0], ys)))
+                blk.update(kb, const(0), first, True, last == 0)
+                with kb.loop(middle, "kc") as kc:
+                    blk.update(kb, first + kc * PW_DEPTH, PW_DEPTH, False, False)
+                if last:
+                    blk.update(kb, const(cg - last), last, False, True)
+
+
+@dataclass
+class _PointwiseBlock:
+    """The passes of one block of `rows` output channels over one pixel tile."""
+
+    x: Buffer
+    wp: Buffer
+    b: Buffer | None
+    y: Buffer
+    epi: Epilogue
+    plane: int
+    rows: int
+    n: Expr
+    m0: Expr  # first output channel of the block
+    p0: Expr  # first pixel of the tile
+    npix: Expr  # pixels in the tile
+    xt: Expr  # x[n, first input channel of the group, p0]
+    wblk: Expr  # the block's packed weights [c][row]
+    yt: Expr  # y[n, m0, p0]
+
+    def update(self, kb: NodeKernelBuilder, c0: Expr, depth: int, start: bool,
+               end: bool) -> None:
+        """y_j[p] = (b[m0 + j] if start else y_j[p]) + sum_u w[c0 + u, j] * x[c0 + u, p] for
+        the tile's pixels p and the block's rows j, then the epilogue if `end`."""
+        rows, plane = self.rows, self.plane
+        # w2b: the weight of row 2 for input b; names end in a letter, so the builder's
+        # numeric suffixes for repeated names cannot collide
+        w = [[kb.local(f"w{j}{_letter(u)}", self.wp[self.wblk + (c0 + u) * rows + j])
+              for j in range(rows)] for u in range(depth)]
+        with kb.loop(self.npix, "p") as p:
+            xv = [kb.local(f"x{_letter(u)}", self.x[self.xt + (c0 + u) * plane + p])
+                  for u in range(depth)]
+            for j in range(rows):
+                yi = self.yt + j * plane + p
+                v = (self.y[yi] if not start
+                     else self.b[self.m0 + j] if self.b is not None else None)
+                for u in range(depth):
+                    v = w[u][j] * xv[u] if v is None else v + w[u][j] * xv[u]
+                if end:
+                    v = self.epi(kb, v, [self.n, self.m0 + j, self.p0 + p])
+                kb.store(self.y, yi, v)
 
 
 def _conv_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buffer,
