@@ -28,7 +28,7 @@ COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 UNARY = ("neg", "not")
 MATH = ("exp", "log", "sqrt", "tanh", "erf", "pow", "abs", "floor", "ceil", "round", "sin",
         "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "fmod",
-        "isnan", "isinf", "sign")
+        "isnan", "isinf", "sign", "log1p", "expm1")
 
 
 @dataclass(frozen=True, eq=True)

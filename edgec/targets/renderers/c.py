@@ -37,6 +37,7 @@ MATH_F32 = {
     "cos": "cosf", "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf",
     "sinh": "sinhf", "cosh": "coshf", "asinh": "asinhf", "acosh": "acoshf", "atanh": "atanhf",
     "fmod": "fmodf", "isnan": "isnan", "isinf": "isinf", "max": "fmaxf", "min": "fminf",
+    "log1p": "log1pf", "expm1": "expm1f",
 }
 MATH_F64 = {k: (v[:-1] if v.endswith("f") and k != "isinf" else v) for k, v in MATH_F32.items()}
 
