@@ -5,17 +5,49 @@ expression. The same formulas are the epilogues of fused kernels, e.g.
 `SCALARS["Clip"](acc, const(0.0, F32), const(6.0, F32))`. They follow the numpy references in
 `edgec/ir/ops/elementwise.py`, NaN handling included: Max/Min/Clip propagate NaN as
 np.maximum/np.minimum do, and Sigmoid = 1/(1+e) or e/(1+e) with e = exp(-|x|), so exp never
-overflows. Integer Div truncates toward zero like C; dividing by zero gives 0 (as numpy's
-reference does) instead of a trap.
+overflows. Integer Div and Mod truncate like C; a zero divisor gives 0 (as numpy's reference
+does) instead of a trap, and Mod with fmod=0 adds the divisor to a remainder of the other sign.
+float16 operands are computed in float32 and rounded once. Hardmax, the one kernel here that
+is not elementwise, sits at the end.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ...ir.dtypes import DType
-from ..kernel_ir import Expr, call, cast, const, select
-from ..lowering import scalar
+from ...ir.graph import Node
+from ..kernel_ir import Expr, binary, call, cast, const, select
+from ..lowering import NodeKernelBuilder, kernel, scalar
+
+F16, F32 = DType.F16, DType.F32
+
+
+def _in_f32(fn: Callable[..., Expr]) -> Callable[..., Expr]:
+    """`fn` with float16 operands widened to float32 and a float16 result rounded once at the
+    end, so a chain like Selu's gamma * alpha * expm1(x) never rounds to half precision midway (C
+    compilers may evaluate _Float16 arithmetic in either precision)."""
+
+    def formula(*xs, **attrs) -> Expr:
+        if not any(isinstance(x, Expr) and x.dtype is F16 for x in xs):
+            return fn(*xs, **attrs)
+        y = fn(*[cast(x, F32) if isinstance(x, Expr) and x.dtype is F16 else x for x in xs],
+               **attrs)
+        return cast(y, F16) if xs[0].dtype is F16 and y.dtype is F32 else y
+
+    return formula
+
+
+def ew(op: str):
+    """Register the scalar formula of `op` (see `lowering.scalar`), float16 computed in float32;
+    the function itself stays undecorated, for other formulas to call."""
+
+    def deco(fn: Callable[..., Expr]) -> Callable[..., Expr]:
+        scalar(op)(_in_f32(fn))
+        return fn
+
+    return deco
 
 
 def _zero(x: Expr) -> Expr:
@@ -58,12 +90,12 @@ def _clamp(x: Expr, lo, hi) -> Expr:
 
 # -- arithmetic -----------------------------------------------------------------------------
 
-scalar("Add")(lambda a, b: a + b)
-scalar("Sub")(lambda a, b: a - b)
-scalar("Mul")(lambda a, b: a * b)
+ew("Add")(lambda a, b: a + b)
+ew("Sub")(lambda a, b: a - b)
+ew("Mul")(lambda a, b: a * b)
 
 
-@scalar("Div")
+@ew("Div")
 def div(a: Expr, b: Expr) -> Expr:
     if a.dtype.is_float:
         return a / b
@@ -72,7 +104,7 @@ def div(a: Expr, b: Expr) -> Expr:
     return select(b.eq(0), _zero(a), a / b)
 
 
-@scalar("Pow")
+@ew("Pow")
 def pow_(x: Expr, y: Expr) -> Expr:
     if x.dtype.is_float:
         if y.is_const and float(y.value) == 2.0:
@@ -95,84 +127,158 @@ def _fold(fn):
     return formula
 
 
-scalar("Sum")(_fold(lambda a, b: a + b))
-scalar("Max")(_fold(max_nan))
-scalar("Min")(_fold(min_nan))
+ew("Sum")(_fold(lambda a, b: a + b))
+ew("Max")(_fold(max_nan))
+ew("Min")(_fold(min_nan))
 
 
-@scalar("Mean")
+@ew("Mean")
 def mean(*xs: Expr) -> Expr:
     return _fold(lambda a, b: a + b)(*xs) / const(len(xs), xs[0].dtype)
 
 
 # -- comparisons and logic ------------------------------------------------------------------
 
-scalar("Equal")(lambda a, b: a.eq(b))
-scalar("Less")(lambda a, b: a < b)
-scalar("Greater")(lambda a, b: a > b)
-scalar("LessOrEqual")(lambda a, b: a <= b)
-scalar("GreaterOrEqual")(lambda a, b: a >= b)
-scalar("And")(lambda a, b: a & b)
-scalar("Or")(lambda a, b: a | b)
-scalar("Not")(lambda x: ~x)
-scalar("Where")(lambda c, x, y: select(c, x, y))
+ew("Equal")(lambda a, b: a.eq(b))
+ew("Less")(lambda a, b: a < b)
+ew("Greater")(lambda a, b: a > b)
+ew("LessOrEqual")(lambda a, b: a <= b)
+ew("GreaterOrEqual")(lambda a, b: a >= b)
+ew("And")(lambda a, b: a & b)
+ew("Or")(lambda a, b: a | b)
+ew("Not")(lambda x: ~x)
+ew("Where")(lambda c, x, y: select(c, x, y))
 
 
 # -- unary math -----------------------------------------------------------------------------
 
 for _op, _fn in [("Sqrt", "sqrt"), ("Exp", "exp"), ("Log", "log"), ("Floor", "floor"),
                  ("Ceil", "ceil"), ("Erf", "erf"), ("Tanh", "tanh")]:
-    scalar(_op)(lambda x, _fn=_fn: call(_fn, x))
+    ew(_op)(lambda x, _fn=_fn: call(_fn, x))
 
-scalar("Reciprocal")(lambda x: const(1, x.dtype) / x)
-scalar("Neg")(lambda x: -x)
+ew("Reciprocal")(lambda x: const(1, x.dtype) / x)
+ew("Neg")(lambda x: -x)
 
 
-@scalar("Abs")
+@ew("Abs")
 def abs_(x: Expr) -> Expr:
     return x if x.dtype.is_int and not x.dtype.is_signed else call("abs", x)
 
 
+for _op, _fn in [("Sin", "sin"), ("Cos", "cos"), ("Tan", "tan"), ("Asin", "asin"),
+                 ("Acos", "acos"), ("Atan", "atan"), ("Sinh", "sinh"), ("Cosh", "cosh"),
+                 ("Asinh", "asinh"), ("Acosh", "acosh"), ("Atanh", "atanh"),
+                 ("Round", "round"), ("IsNaN", "isnan")]:
+    ew(_op)(lambda x, _fn=_fn: call(_fn, x))
+
+
+@ew("Sign")
+def sign(x: Expr) -> Expr:
+    one = const(1, x.dtype)
+    if not x.dtype.is_signed:
+        return select(x > 0, one, _zero(x))
+    rest = x if x.dtype.is_float else _zero(x)  # a float zero or NaN is its own sign
+    return select(x > 0, one, select(x < 0, -one, rest))
+
+
+@ew("IsInf")
+def is_inf(x: Expr, detect_positive: int = 1, detect_negative: int = 1) -> Expr:
+    inf = const(math.inf, x.dtype)
+    if detect_positive and detect_negative:
+        return call("isinf", x)
+    if detect_positive:
+        return x.eq(inf)
+    return x.eq(-inf) if detect_negative else const(False, DType.BOOL)
+
+
+# -- integer remainder and bits -------------------------------------------------------------
+
+def _rem(a: Expr, b: Expr) -> Expr:
+    """C's truncated a % b, guarded: 0 for b == 0 (the reference's value, not a trap) and for
+    b == -1 (the right answer, where INT_MIN % -1 would trap)."""
+    if b.is_const and b.value not in (0, -1):
+        return a % b
+    bad = b.eq(0) | b.eq(-1) if a.dtype.is_signed else b.eq(0)
+    return select(bad, _zero(a), a % b)
+
+
+@ew("Mod")
+def mod(a: Expr, b: Expr, fmod: int = 0) -> Expr:
+    """fmod=1: the sign of the dividend (C's fmod and %); fmod=0: the sign of the divisor,
+    so a nonzero remainder of the other sign moves by one divisor. (Float inputs always have
+    fmod=1: inference refuses the other.)"""
+    if a.dtype.is_float:
+        return a % b  # the renderer spells a float remainder fmod
+    r = _rem(a, b)
+    if fmod or not a.dtype.is_signed:
+        return r
+    if b.is_const:
+        return select(r < 0 if b.value > 0 else r > 0, r + b, r)
+    return r + select(((r < 0) & (b > 0)) | ((r > 0) & (b < 0)), b, _zero(a))
+
+
+@ew("BitShift")
+def bit_shift(x: Expr, n: Expr, direction: str = "LEFT") -> Expr:
+    """x << n or x >> n, 0 once n reaches the bit width (undefined in C). uint8 and uint16 are
+    shifted as uint32: C would promote them to a signed int, which a left shift can overflow."""
+    bits = 8 * x.dtype.itemsize
+    wide = x.dtype if bits >= 32 else DType.U32
+    shifted = binary("shl" if direction == "LEFT" else "shr", cast(x, wide), cast(n, wide))
+    return select(n < bits, cast(shifted, x.dtype), _zero(x))
+
+
+ew("BitwiseAnd")(lambda a, b: binary("bitand", a, b))
+ew("BitwiseOr")(lambda a, b: binary("bitor", a, b))
+ew("BitwiseXor")(lambda a, b: binary("bitxor", a, b))
+ew("Xor")(lambda a, b: a.ne(b))
+
+
+@ew("BitwiseNot")
+def bitwise_not(x: Expr) -> Expr:
+    ones = -1 if x.dtype.is_signed else (1 << (8 * x.dtype.itemsize)) - 1
+    return binary("bitxor", x, const(ones, x.dtype))
+
+
 # -- activations ----------------------------------------------------------------------------
 
-@scalar("Relu")
+@ew("Relu")
 def relu(x: Expr) -> Expr:
     return select(x < 0, _zero(x), x)  # keeps NaN, as numpy's maximum does
 
 
-@scalar("LeakyRelu")
+@ew("LeakyRelu")
 def leaky_relu(x: Expr, alpha: float = 0.01) -> Expr:
     return select(x < 0, x * const(alpha, x.dtype), x)
 
 
-scalar("PRelu")(lambda x, slope: select(x < 0, x * slope, x))
+ew("PRelu")(lambda x, slope: select(x < 0, x * slope, x))
 
 
-@scalar("Clip")
+@ew("Clip")
 def clip(x: Expr, lo=None, hi=None) -> Expr:
     """min(max(x, lo), hi); either bound may be None (absent), a number or an expression."""
     return _clamp(x, lo, hi)
 
 
-@scalar("Sigmoid")
+@ew("Sigmoid")
 def sigmoid(x: Expr) -> Expr:
     e = call("exp", -call("abs", x))
     one = const(1, x.dtype)
     return select(x >= 0, one / (one + e), e / (one + e))
 
 
-@scalar("HardSigmoid")
+@ew("HardSigmoid")
 def hard_sigmoid(x: Expr, alpha: float = 0.2, beta: float = 0.5) -> Expr:
     y = const(alpha, x.dtype) * x + const(beta, x.dtype)
     return _clamp(y, _zero(x), const(1, x.dtype))
 
 
-@scalar("HardSwish")
+@ew("HardSwish")
 def hard_swish(x: Expr) -> Expr:
     return x * hard_sigmoid(x, 1 / 6, 0.5)
 
 
-@scalar("Gelu")
+@ew("Gelu")
 def gelu(x: Expr, approximate: str = "none") -> Expr:
     """0.5 x (1 + erf(x / sqrt 2)); "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     half, one = const(0.5, x.dtype), const(1, x.dtype)
@@ -181,3 +287,79 @@ def gelu(x: Expr, approximate: str = "none") -> Expr:
         inner = const(math.sqrt(2 / math.pi), x.dtype) * (x + cube)
         return half * x * (one + call("tanh", inner))
     return half * x * (one + call("erf", x * const(math.sqrt(0.5), x.dtype)))
+
+
+@ew("Swish")
+def swish(x: Expr, alpha: float = 1.0) -> Expr:
+    return x * sigmoid(const(alpha, x.dtype) * x)
+
+
+def _expm1_scaled(x: Expr, alpha: float) -> Expr:
+    return const(alpha, x.dtype) * call("expm1", x)
+
+
+@ew("Elu")
+def elu(x: Expr, alpha: float = 1.0) -> Expr:
+    return select(x < 0, _expm1_scaled(x, alpha), x)
+
+
+@ew("Selu")
+def selu(x: Expr, alpha: float = 1.67326319217681884765625,
+         gamma: float = 1.05070102214813232421875) -> Expr:
+    return select(x > 0, x, _expm1_scaled(x, alpha)) * const(gamma, x.dtype)
+
+
+@ew("Celu")
+def celu(x: Expr, alpha: float = 1.0) -> Expr:
+    return select(x > 0, x, _expm1_scaled(x / const(alpha, x.dtype), alpha))
+
+
+@ew("Softplus")
+def softplus(x: Expr) -> Expr:
+    """max(x, 0) + log1p(exp(-|x|)): exp never overflows, and a tiny e^x is kept exactly."""
+    return select(x > 0, x, _zero(x)) + call("log1p", call("exp", -call("abs", x)))
+
+
+ew("Softsign")(lambda x: x / (const(1, x.dtype) + call("abs", x)))
+ew("Mish")(lambda x: x * call("tanh", softplus(x)))
+
+
+@ew("ThresholdedRelu")
+def thresholded_relu(x: Expr, alpha: float = 1.0) -> Expr:
+    return select(x > const(alpha, x.dtype), x, _zero(x))
+
+
+@ew("Shrink")
+def shrink(x: Expr, bias: float = 0.0, lambd: float = 0.5) -> Expr:
+    """Integers compare and add in float32 and truncate back, as onnxruntime does."""
+    xf = x if x.dtype.is_float else cast(x, F32)
+    b, lam = const(bias, xf.dtype), const(lambd, xf.dtype)
+    y = select(xf < -lam, xf + b, select(xf > lam, xf - b, _zero(xf)))
+    return cast(y, x.dtype)
+
+
+# -- Hardmax (not elementwise: the one-hot of each row's first maximum) -----------------------
+
+@kernel("Hardmax")
+def hardmax(kb: NodeKernelBuilder, node: Node) -> None:
+    """Scan each row along the axis with `v > best`, as onnxruntime does, then write 1 at the
+    winner and 0 elsewhere: a NaN is skipped, and a row starting with NaN is all 0."""
+    x_v = node.inputs[0]
+    rank = len(x_v.shape)
+    axis = node.attrs["axis"] + (rank if node.attrs["axis"] < 0 else 0)
+    outer, n = math.prod(x_v.shape[:axis]), x_v.shape[axis]
+    inner = math.prod(x_v.shape[axis + 1:])
+    x, y = kb.bind(x_v, "x"), kb.bind(node.output, "y")
+    one, zero = const(1, y.dtype), const(0, y.dtype)
+    with kb.loops([outer, inner], ["o", "i"]) as (o, i):
+        base = o * (n * inner) + i
+        best = kb.local("best", x[base])
+        arg = kb.local("arg", const(0))
+        with kb.loop(n - 1, "a") as a:
+            v = x[base + (a + 1) * inner]
+            with kb.if_(v > best):
+                kb.assign(best, v)
+                kb.assign(arg, a + 1)
+        won = ~call("isnan", best) if x.dtype.is_float else const(True, DType.BOOL)
+        with kb.loop(n, "a") as a:
+            kb.store(y, base + a * inner, select(a.eq(arg) & won, one, zero))
