@@ -341,11 +341,18 @@ class KernelBuilder:
         self.params: list[Buffer] = []
         self._stack: list[list] = [[]]
         self._used: dict[str, int] = {}
+        self._issued: set[str] = set()
 
     def _fresh(self, base: str) -> str:
+        """`base`, or `base` with a number appended, never a name issued before."""
         n = self._used.get(base, 0)
+        name = base if n == 0 else f"{base}{n}"
+        while name in self._issued:
+            n += 1
+            name = f"{base}{n}"
         self._used[base] = n + 1
-        return base if n == 0 else f"{base}{n}"
+        self._issued.add(name)
+        return name
 
     def param(self, name: str, dtype: DType, shape: Sequence[int], role: str) -> Buffer:
         buf = Buffer(self._fresh(name), dtype, tuple(int(d) for d in shape), role)

@@ -88,3 +88,10 @@ def test_float_literals_round_trip_float32():
     assert r.literal(1e-5, F32) == "1e-05f"
     assert r.literal(float("inf"), F32) == "INFINITY"
     assert r.literal(3, DType.INDEX) == "3"
+
+
+def test_fresh_names_never_collide():
+    kb = KernelBuilder("k")
+    names = [kb.local("w0_1", 0.0).args[0] for _ in range(3)]
+    names += [kb.local("w0_12", 0.0).args[0], kb.local("w0_1", 0.0).args[0]]
+    assert len(set(names)) == len(names)
