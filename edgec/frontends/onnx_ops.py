@@ -4,8 +4,9 @@ Attribute forms of older opsets become constant inputs (Split `split`, (Un)Squee
 `axes`, Clip `min/max`, Pad `pads`), `auto_pad` becomes explicit pads, Softmax before opset 13
 ("coerce to 2-D") becomes Reshape [prod(d[:axis]), prod(d[axis:])] -> Softmax -> Reshape,
 Constant, Identity, Dropout, Shape and Size become constants or aliases, CastLike a Cast to
-its second input's dtype, and an If whose condition is known at compile time becomes the
-branch it takes. Any op not listed here converts one-to-one (`ctx.emit(node.op_type, ...)`).
+its second input's dtype, Upsample a Resize, CenterCropPad a Pad, and an If whose condition
+is known at compile time becomes the branch it takes. Any op not listed here converts
+one-to-one (`ctx.emit(node.op_type, ...)`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..errors import FrontendError
 from ..ir import Value, get_op, has_op, onnx_dtypes
+from ..ir.registry import const_input
 
 if TYPE_CHECKING:
     from .onnx import _Importer, _NodeInfo
@@ -28,7 +30,8 @@ CONVERTERS: dict[str, Converter] = {}
 # Ops the frontend turns into constants or aliases itself: supported without a registry op.
 FRONTEND_OPS = frozenset({"Constant", "Identity", "Dropout", "Shape", "Size", "If"})
 # ONNX ops that convert to a differently named IR op.
-REQUIRES: dict[str, tuple[str, ...]] = {"Scatter": ("ScatterElements",), "CastLike": ("Cast",)}
+REQUIRES: dict[str, tuple[str, ...]] = {"Scatter": ("ScatterElements",), "CastLike": ("Cast",),
+                                        "Upsample": ("Resize",), "CenterCropPad": ("Pad",)}
 # Never evaluated at import even on constant inputs: random ops, and Q/DQ, which the
 # quantization passes import as such (folding DequantizeLinear would lose the int weights).
 NO_FOLD = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
@@ -298,6 +301,40 @@ def batch_norm(ctx, node, inputs, attrs):
 @converts("Scatter")
 def scatter(ctx, node, inputs, attrs):
     return _emit(ctx, node, inputs, attrs, op="ScatterElements")
+
+
+@converts("Upsample")
+def upsample(ctx, node, inputs, attrs):
+    """Upsample (opsets 7-9; scales an attribute before 9) is Resize with those scales,
+    asymmetric coordinates and, for nearest, floor rounding: out[i] = in[floor(i / scale)]."""
+    attrs = dict(attrs)
+    mode = attrs.pop("mode", "nearest")
+    scales = inputs[1] if len(inputs) > 1 else \
+        ctx.const(np.asarray(attrs.pop("scales"), np.float32), f"{node.name}_scales")
+    if mode not in ("nearest", "linear"):
+        raise FrontendError(f"node {node.name} (Upsample): mode {mode!r} is not 'nearest' or "
+                            "'linear'")
+    resize_attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric",
+                    **({"nearest_mode": "floor"} if mode == "nearest" else {})}
+    return _emit(ctx, node, [inputs[0], None, scales], resize_attrs, op="Resize")
+
+
+@converts("CenterCropPad")
+def center_crop_pad(ctx, node, inputs, attrs):
+    """CenterCropPad is a Pad with zeros: an axis growing by d gets d // 2 in front and the
+    rest behind; one shrinking by d loses d // 2 in front and the rest behind."""
+    x = inputs[0]
+    shape = [int(v) for v in const_input(inputs, 1, "CenterCropPad's 'shape' input").reshape(-1)]
+    r = x.type.rank
+    axes = [a + r if a < 0 else a for a in attrs.get("axes") or range(r)]
+    if len(axes) != len(shape) or any(not 0 <= a < r for a in axes):
+        raise FrontendError(f"node {node.name} (CenterCropPad): axes {axes} do not match shape "
+                            f"{shape} for an input of rank {r}")
+    diffs = [want - x.shape[a] for a, want in zip(axes, shape, strict=True)]
+    front = [d // 2 if d >= 0 else -(-d // 2) for d in diffs]
+    back = [d - f for d, f in zip(diffs, front, strict=True)]
+    return _emit(ctx, node, [x, _i64(ctx, front + back, f"{node.name}_pads"), None,
+                             _i64(ctx, axes, f"{node.name}_axes")], {}, op="Pad")
 
 
 @converts("CastLike")
