@@ -142,3 +142,10 @@ def test_col2im(image, block, attrs):
               for d in range(n)]
     x = rand(2, 2 * int(np.prod(block)), int(np.prod(blocks)))
     check("Col2Im", [x, i64(*image), i64(*block)], attrs, consts=(1, 2))
+
+
+@pytest.mark.parametrize("axis,sorted_", [(None, 1), (None, 0), (0, 1), (1, 0), (-1, 1)])
+def test_unique(axis, sorted_):
+    x = np.array([[2, 1, 2], [0, 1, 0], [2, 1, 2]], np.float32)
+    attrs = {"sorted": sorted_} | ({} if axis is None else {"axis": axis})
+    check("Unique", [x], attrs, consts=(0,), n_outputs=4)

@@ -7,14 +7,21 @@ compile covers many attribute combinations, and the build must be free of gcc wa
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
 from harness import check_against_interpreter
+from onnx import helper, numpy_helper
 
+from edgec.compiler.driver import compile as compile_model
+from edgec.frontends import onnx as frontend
 from edgec.ir import DType, Graph, TensorType
+from edgec.runtime.loader import load
 from edgec.targets import toolchain
 from edgec.targets.lowering import lower_node
 from edgec.targets.renderers.c import CRenderer
@@ -329,3 +336,55 @@ def test_compress_nonzero_col2im(check):
               g.add_node("Col2Im", [cols, g.const(i64(3, 4), "im2"), g.const(i64(2, 2), "bl2")])]
     _outputs(g, nodes)
     check(g)
+
+
+def test_unique(check):
+    """Unique of a constant (folded away in a real pipeline; here its kernel writes it)."""
+    g = Graph("unique")
+    c = g.const(np.array([[2, 1, 2], [0, 1, 0], [2, 1, 2]], np.int64), "c")
+    nodes = [g.add_node("Unique", [c], {"sorted": s} | ({} if a is None else {"axis": a}))
+             for a in (None, 1) for s in (0, 1)]
+    _outputs(g, nodes)
+    check(g)
+
+
+# -- ONNX forms the frontend converts ---------------------------------------------------------
+
+def _onnx_model(node, inputs: dict, inits: dict, opset: int) -> onnx.ModelProto:
+    vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+          for n, a in inputs.items()]
+    out = [onnx.ValueInfoProto(name=o) for o in node.output]  # onnxruntime infers the types
+    graph = helper.make_graph([node], "g", vi, out,
+                              [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _against_onnxruntime(model, feeds: dict, out_dir) -> None:
+    """Compile `model` to C, run it and compare with onnxruntime on `feeds`."""
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    compile_model(model, out_dir, name="m", log=io.StringIO())
+    got = load(out_dir).run(feeds)
+    for w, o in zip(want, model.graph.output, strict=True):
+        np.testing.assert_allclose(got[o.name], w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,axes", [([3, 2], None), ([5, 1, 2], [1, 0, 2]),
+                                        ([2, 7], [-2, -1]), ([4], [1])])
+def test_center_crop_pad(tmp_path, shape, axes):
+    x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    node = helper.make_node("CenterCropPad", ["x", "s"], ["y"],
+                            **({} if axes is None else {"axes": axes}))
+    shape = shape if axes is not None else [3] + shape
+    model = _onnx_model(node, {"x": x}, {"s": np.array(shape, np.int64)}, 18)
+    _against_onnxruntime(model, {"x": x}, tmp_path)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_upsample(tmp_path, monkeypatch, mode):
+    """Upsample exists up to opset 9, where onnxruntime still runs it."""
+    monkeypatch.setattr(frontend, "MIN_OPSET", 9)
+    x = np.random.default_rng(12).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    node = helper.make_node("Upsample", ["x", "s"], ["y"], mode=mode)
+    model = _onnx_model(node, {"x": x}, {"s": np.array([1, 1, 2, 3], np.float32)}, 9)
+    _against_onnxruntime(model, {"x": x}, tmp_path)

@@ -900,3 +900,42 @@ def col2im(x, image_shape, block_shape, *, dilations, pads, strides):
         y[(slice(None), slice(None)) + tuple(p[inside] for p in pos)] += \
             cols[(slice(None), slice(None)) + k][..., inside]
     return y
+
+
+def _unique(x: np.ndarray, axis: int | None, sorted_: int):
+    """(unique values or slices, first indices, inverse indices, counts) as ONNX has them."""
+    if axis is None:
+        rows = x.reshape(-1)
+    else:
+        a = norm_axis("Unique", axis, x.ndim)
+        rows = np.moveaxis(x, a, 0).reshape(x.shape[a], -1)
+    uniq, first, inverse, counts = np.unique(rows, axis=None if axis is None else 0,
+                                             return_index=True, return_inverse=True,
+                                             return_counts=True)
+    inverse = inverse.reshape(-1)
+    if not sorted_:  # in order of first occurrence
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        uniq, first, counts, inverse = uniq[order], first[order], counts[order], rank[inverse]
+    if axis is not None:
+        moved = np.moveaxis(x, a, 0).shape[1:]
+        uniq = np.moveaxis(uniq.reshape((len(uniq),) + moved), 0, a)
+    return (uniq.astype(x.dtype), first.astype(np.int64), inverse.astype(np.int64),
+            counts.astype(np.int64))
+
+
+def _infer_unique(inputs, *, axis, sorted):
+    x = const_input(inputs, 0, "Unique's input (its count of distinct values fixes the output "
+                               "shapes)")
+    outs = _unique(x, axis, sorted)
+    return [TensorType(o.shape, DType.from_numpy(o.dtype)) for o in outs]
+
+
+@op("Unique", outputs=(1, 4), attrs={"axis": Attr.int(None), "sorted": Attr.int(1)},
+    infer=_infer_unique)
+def unique(x, *, axis, sorted):
+    """The distinct elements (slices along `axis`), ascending or in order of first occurrence,
+    with the index of each one's first occurrence, each input's index into the result, and
+    the counts."""
+    return _unique(x, axis, sorted)

@@ -677,3 +677,14 @@ def col2im_kernel(kb: NodeKernelBuilder, node: Node) -> None:
         dst = p * img + linear_index(pos, geo.image)
         with kb.if_(inside):
             kb.store(y, dst, y[dst] + x[src])
+
+
+@kernel("Unique")
+def unique_kernel(kb: NodeKernelBuilder, node: Node) -> None:
+    """Unique takes a constant (its output shapes depend on the values): the kernel writes the
+    results the reference computes at compile time."""
+    results = get_op("Unique").run([node.inputs[0].const], node.attrs)
+    for k, (v, arr) in enumerate(zip(node.outputs, results, strict=False)):
+        y = kb.bind(v, f"y{k}")
+        for i, e in enumerate(arr.reshape(-1)):
+            kb.store(y, i, const(e.item(), y.dtype))
