@@ -115,6 +115,8 @@ class _Emitter:
         root = self.plan.aliases.get(v.name)
         if root is not None:
             return f"({ctype} *){self.expr(self._by_name[root])}"
+        if v.type.nbytes == 0:  # an empty tensor: no storage (the workspace may be empty)
+            return f"({ctype} *)NULL"
         if v.name not in self.plan.offsets:
             raise EdgecError(f"value %{v.name} has no storage in the memory plan; "
                              "run plan-memory as the last pass of the pipeline")
