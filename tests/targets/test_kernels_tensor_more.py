@@ -202,6 +202,18 @@ def test_einsum(check):
     check(g)
 
 
+def test_einsum_loop_order():
+    """ij,jk->ik accumulates rows of y (inner loop unit stride in x1 and y); ij,kj->ik keeps
+    one accumulator over j, already unit stride in both operands."""
+    g = Graph("order")
+    a = g.add_input("a", TensorType((3, 7), F32))
+    b = g.add_input("b", TensorType((7, 5), F32))
+    text = _kernel_c(g.add_node("Einsum", [a, b], {"equation": "ij,jk->ik"}))
+    assert "y[ii * 5 + ik] = y[ii * 5 + ik] + x0[ii * 7 + ij] * x1[ij * 5 + ik];" in text
+    text = _kernel_c(g.add_node("Einsum", [a, a], {"equation": "ij,kj->ik"}))
+    assert "acc = acc + x0[ii * 7 + ij] * x0[ik * 7 + ij];" in text
+
+
 # -- gathers and scatters -------------------------------------------------------------------
 
 def test_gather_scatter_elements(check):

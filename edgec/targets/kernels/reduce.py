@@ -364,23 +364,46 @@ def cumulative_kernel(kb: NodeKernelBuilder, node: Node) -> None:
 @kernel("Einsum")
 def einsum_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     """A loop nest: the output's indices outside, the summed ones inside, one accumulator:
-    y[out...] = sum over summed... of prod_k x_k[its indices]. A repeated index in one
-    operand reads its diagonal; a broadcast (extent-1) ellipsis dim reads index 0."""
+    y[out...] = sum over summed... of prod_k x_k[its indices]. When the innermost summed
+    index strides through an operand but the innermost output index does not (ij,jk->ik),
+    that output index goes innermost instead and the sum accumulates in y, row by row, so
+    the inner loop is unit stride. Either way each output sums its terms in the same order.
+    A repeated index in one operand reads its diagonal; a broadcast ellipsis dim, index 0."""
     xs = [kb.bind(v, f"x{k}") for k, v in enumerate(node.inputs)]
     y = kb.bind(node.output, "y")
     spec = einsum_spec(node.attrs["equation"], [b.shape for b in xs])
     if y.numel == 0:
         return
     acc_dt = accumulator(y.dtype)
-    out_vars = [f"i{c}" if c.isalpha() else f"e{c}" for c in spec.output]
-    sum_vars = [f"i{c}" if c.isalpha() else f"e{c}" for c in spec.summed]
-    with kb.loops([spec.sizes[c] for c in spec.output], out_vars) as ov:
+    ext = {c: spec.sizes[c] for c in spec.output + spec.summed}
+    name = {c: f"i{c}" if c.isalpha() else f"e{c}" for c in ext}
+
+    def term(env: dict[str, Expr]) -> Expr:
+        t: Expr | None = None
+        for b, letters in zip(xs, spec.inputs, strict=True):
+            v = cast(b.at(*[env[c] for c in letters]), acc_dt)
+            t = v if t is None else t * v
+        return t
+
+    def contiguous(c: str) -> bool:  # unit (or no) stride in every operand
+        return all(c not in t or (t[-1] == c and t.count(c) == 1) for t in spec.inputs)
+
+    out_ext = [ext[c] for c in spec.output]
+    if spec.summed and spec.output and acc_dt == y.dtype and contiguous(spec.output[-1]) \
+            and not contiguous(spec.summed[-1]):
+        with kb.loop(y.numel) as i:
+            kb.store(y, i, const(0, y.dtype))
+        outer, last = spec.output[:-1], spec.output[-1]
+        with kb.loops([ext[c] for c in outer], [name[c] for c in outer]) as ov, \
+                kb.loops([ext[c] for c in spec.summed], [name[c] for c in spec.summed]) as sv, \
+                kb.loop(ext[last], name[last]) as lv:
+            env = dict(zip(outer + spec.summed + last, [*ov, *sv, lv], strict=True))
+            at = linear_index([env[c] for c in spec.output], out_ext)
+            kb.store(y, at, y[at] + term(env))
+        return
+    with kb.loops(out_ext, [name[c] for c in spec.output]) as ov:
         acc = kb.local("acc", const(0, acc_dt))
-        with kb.loops([spec.sizes[c] for c in spec.summed], sum_vars) as sv:
-            env = dict(zip(spec.output + spec.summed, list(ov) + list(sv), strict=True))
-            term: Expr | None = None
-            for b, letters in zip(xs, spec.inputs, strict=True):
-                v = cast(b.at(*[env[c] for c in letters]), acc_dt)
-                term = v if term is None else term * v
-            kb.assign(acc, acc + term)
-        kb.store(y, linear_index(ov, [spec.sizes[c] for c in spec.output]), acc)
+        with kb.loops([ext[c] for c in spec.summed], [name[c] for c in spec.summed]) as sv:
+            kb.assign(acc, acc + term(dict(zip(spec.output + spec.summed, [*ov, *sv],
+                                               strict=True))))
+        kb.store(y, linear_index(ov, out_ext), acc)
