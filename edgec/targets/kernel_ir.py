@@ -231,6 +231,13 @@ def cast(x: Expr, dtype: DType) -> Expr:
     return Expr("cast", dtype, (x,))
 
 
+def bitcast(x: Expr, dtype: DType) -> Expr:
+    """x's bits read as `dtype`, a type of the same size (no value conversion)."""
+    if x.dtype.itemsize != dtype.itemsize:
+        raise TypeError(f"kernel IR: bitcast of {x.dtype} to {dtype} changes the size")
+    return x if x.dtype == dtype else Expr("bitcast", dtype, (x,))
+
+
 # -- buffers and statements ---------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -114,6 +114,9 @@ class CRenderer:
             return f"{self.expr(a[0], 4)} ? {self.expr(a[1], 4)} : {self.expr(a[2], 3)}", 3
         if op == "cast":
             return f"({self.type(e.dtype)}){self.expr(a[0], 14)}", 14
+        if op == "bitcast":  # type punning through a union is defined in C99
+            members = f"{self.type(a[0].dtype)} from; {self.type(e.dtype)} to;"
+            return f"((union {{ {members} }}){{ .from = {self.expr(a[0])} }}).to", 16
         if op == "call":
             return self._call(a[0], e, a[1:]), 16
         raise ValueError(f"C renderer: unknown kernel-IR op {op}")
