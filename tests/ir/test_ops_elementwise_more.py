@@ -9,6 +9,7 @@ from opcheck import check, rand
 
 from edgec.errors import ShapeError
 from edgec.ir import DType, Graph, TensorType, get_op
+from edgec.ir.onnx_dtypes import to_onnx
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -250,3 +251,35 @@ def test_hardmax_ties_and_nan_follow_onnxruntime():
     check("Hardmax", [x])
     check("Hardmax", [x.astype(F16)])
     check("Hardmax", [x.T.copy()], {"axis": 0})
+
+
+# -- BitCast --------------------------------------------------------------------------------
+
+BIT_PAIRS = [(F32, np.int32), (F32, np.uint32), (np.int32, F32), (F64, np.int64),
+             (np.uint64, F64), (F16, np.int16), (np.uint16, F16), (np.int8, np.uint8),
+             (np.bool_, np.uint8), (np.uint16, np.int16)]
+
+
+@pytest.mark.parametrize("src,dst", BIT_PAIRS)
+def test_bit_cast(monkeypatch, src, dst):
+    """The bits survive, NaN payloads and signed zeros included."""
+    monkeypatch.setattr(opcheck, "OPSET", 26)  # BitCast is an opset-26 op
+    if np.dtype(src) == np.bool_:
+        x = rand(3, 4, dtype=np.bool_)
+    elif np.dtype(src).kind == "f":
+        x = np.array([1.0, -2.5, -0.0, np.inf, np.nan, 65504, 1e-7], src)
+    else:
+        info = np.iinfo(src)
+        x = np.array([0, 1, info.max, info.min, 100], src)
+    to = to_onnx(DType.from_numpy(dst))
+    if np.dtype(src) != np.bool_:  # onnxruntime has no BitCast from bool
+        check("BitCast", [x], {"to": to}, rtol=0, atol=0)
+    got = get_op("BitCast").reference(x, to=to)
+    assert got.dtype == dst and got.tobytes() == x.tobytes()
+
+
+def test_bit_cast_needs_equal_widths():
+    g = Graph()
+    a = g.add_input("a", TensorType((2,), DType.F32))
+    with pytest.raises(ShapeError, match="same width"):
+        g.add_node("BitCast", [a], {"to": 7})

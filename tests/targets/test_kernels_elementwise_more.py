@@ -19,9 +19,10 @@ from onnx import TensorProto, helper
 
 import edgec
 from edgec.ir import DType, Graph, TensorType, interpret
+from edgec.ir.onnx_dtypes import to_onnx
 from edgec.runtime.loader import load
 from edgec.targets import toolchain
-from edgec.targets.kernel_ir import var
+from edgec.targets.kernel_ir import bitcast, var
 from edgec.targets.lowering import SCALARS, _load_kernels
 from edgec.targets.renderers.c import CRenderer
 
@@ -31,8 +32,8 @@ SPECIALS = np.array([-np.inf, -1e4, -100, -20.5, -2.5, -1.5, -1, -0.5, -0.0, 0.0
 
 
 @pytest.fixture
-def check(tmp_path, monkeypatch):
-    """check(graph, feeds=None, tol=1e-5): compile without warnings and match the interpreter."""
+def strict_build(monkeypatch):
+    """Builds fail on any gcc warning in the generated kernels (m.c)."""
 
     def strict_run(cmd, cwd):
         res = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
@@ -40,6 +41,11 @@ def check(tmp_path, monkeypatch):
         assert not re.search(r"m\.c:\d+:\d+: warning", res.stderr), res.stderr
 
     monkeypatch.setattr(toolchain, "_run", strict_run)
+
+
+@pytest.fixture
+def check(tmp_path, strict_build):
+    """check(graph, feeds=None, tol=1e-5): compile without warnings and match the interpreter."""
     count = iter(range(100))
 
     def run(graph: Graph, feeds=None, tol: float = 1e-5) -> None:
@@ -82,7 +88,7 @@ def test_unary_float(check, dt, tol):
     check(_unary_graph(dt, specials.size), {"x": x, "s": specials}, tol=tol)
 
 
-def test_softplus_and_mish_keep_tiny_values(tmp_path):
+def test_softplus_and_mish_keep_tiny_values(tmp_path, strict_build):
     """log1p(exp(x)) keeps e^x where log(1 + exp(x)) would round it to 0; compared element by
     element, as the values span forty orders of magnitude."""
     g = Graph("tiny")
@@ -187,6 +193,10 @@ def test_float16_formulas_compute_in_float32():
     assert SCALARS["IsNaN"](x).dtype is DType.BOOL
     assert r.expr(SCALARS["BitwiseNot"](var("u", DType.U8))) == "u ^ 255"
     assert SCALARS["Relu"](var("acc", F32)).dtype is F32  # epilogues keep their float32
+    assert r.expr(SCALARS["BitCast"](x, to=5)) == \
+        "((union { _Float16 from; int16_t to; }){ .from = x }).to"  # bits are not widened
+    with pytest.raises(TypeError, match="size"):
+        bitcast(x, F32)
 
 
 # -- through the ONNX frontend, against onnxruntime --------------------------------------------
@@ -223,3 +233,29 @@ def test_castlike_and_size_from_onnx(tmp_path):
     for w, (name, g) in zip(want, got.items(), strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape, name
         np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def test_bit_cast_keeps_every_bit(tmp_path, strict_build):
+    """Every same-width pair; NaN payloads, -0.0 and subnormals come through bit for bit."""
+    groups = [[F64, DType.I64, DType.U64], [F32, DType.I32, DType.U32],
+              [F16, DType.I16, DType.U16], [DType.I8, DType.U8, DType.BOOL]]
+    g = Graph("bitcast")
+    feeds, pairs = {}, []
+    rng = np.random.default_rng(6)
+    for group in groups:
+        for src in group:
+            x = g.add_input(f"x_{src}", TensorType((2, 8), src))
+            top = 2 if DType.BOOL in group else 256  # a bool byte is 0 or 1
+            bits = rng.integers(0, top, (2, 8 * src.itemsize), dtype=np.uint8)
+            feeds[x.name] = bits.view(src.np)
+            if src.is_float:  # a quiet NaN with a payload, -0.0, the smallest subnormal
+                feeds[x.name][0, :3] = np.array([0, 0, 1], f"u{src.itemsize}").view(src.np)
+                feeds[x.name][0, 0] = np.nan
+                feeds[x.name][0, 1] = -0.0
+            pairs += [(x, g.add_node("BitCast", [x], {"to": to_onnx(dst)}).output)
+                      for dst in group if dst != src]
+    g.outputs = [y for _, y in pairs]
+    got = compile_and_run(g, feeds, tmp_path)
+    for x, y in pairs:
+        assert got[y.name].dtype == y.dtype.np
+        assert got[y.name].tobytes() == feeds[x.name].tobytes(), (x.type, y.type)

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ...errors import ShapeError
+from .. import onnx_dtypes
 from ..dtypes import DType
 from ..registry import Attr, broadcast_shapes, op
 from ..types import TensorType
@@ -236,6 +237,21 @@ _declare("BitwiseXor", np.bitwise_xor, kinds="iu", inputs=2)
 _declare("BitwiseNot", np.invert, kinds="iu")
 _declare("Xor", np.logical_xor, kinds="b", inputs=2)
 
+
+
+def _infer_bit_cast(inputs, *, to):
+    x = inputs[0].type
+    dst = onnx_dtypes.from_onnx(to)
+    if dst.itemsize != x.dtype.itemsize:
+        raise ShapeError(f"BitCast: {x.dtype} and {dst} differ in size; BitCast keeps the bits, "
+                         "so both types must have the same width (Cast converts values)")
+    return x.with_dtype(dst)
+
+
+@op("BitCast", attrs={"to": Attr.int()}, infer=_infer_bit_cast, traits=EW)
+def bit_cast(x, *, to):
+    """The same bytes read as ONNX type `to` (little endian, as on every edgec target)."""
+    return np.ascontiguousarray(x).view(onnx_dtypes.from_onnx(to).np)
 
 # -- activations ----------------------------------------------------------------------------
 

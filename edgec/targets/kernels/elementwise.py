@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ...ir import onnx_dtypes
 from ...ir.dtypes import DType
 from ...ir.graph import Node
-from ..kernel_ir import Expr, binary, call, cast, const, select
+from ..kernel_ir import Expr, binary, bitcast, call, cast, const, select
 from ..lowering import NodeKernelBuilder, kernel, scalar
 
 F16, F32 = DType.F16, DType.F32
@@ -231,6 +232,11 @@ ew("BitwiseAnd")(lambda a, b: binary("bitand", a, b))
 ew("BitwiseOr")(lambda a, b: binary("bitor", a, b))
 ew("BitwiseXor")(lambda a, b: binary("bitxor", a, b))
 ew("Xor")(lambda a, b: a.ne(b))
+
+
+@scalar("BitCast")  # bits, not values: no float16 widening
+def bit_cast(x: Expr, to: int) -> Expr:
+    return bitcast(x, onnx_dtypes.from_onnx(to))
 
 
 @ew("BitwiseNot")
