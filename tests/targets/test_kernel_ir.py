@@ -95,3 +95,8 @@ def test_fresh_names_never_collide():
     names = [kb.local("w0_1", 0.0).args[0] for _ in range(3)]
     names += [kb.local("w0_12", 0.0).args[0], kb.local("w0_1", 0.0).args[0]]
     assert len(set(names)) == len(names)
+
+
+def test_comparisons_inside_equality_are_parenthesized():
+    a, b = var("a", F32), var("b", F32)
+    assert CRenderer().expr((a < 0.0).ne(b < 0.0)) == "(a < 0.0f) != (b < 0.0f)"

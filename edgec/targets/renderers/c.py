@@ -98,7 +98,8 @@ class CRenderer:
             if op == "mod" and a[0].dtype.is_float:
                 fmod = self.math_fn("fmod", a[0].dtype)
                 return f"{fmod}({self.expr(a[0])}, {self.expr(a[1])})", 16
-            left = 6 if op == "or" else prec  # (a && b) || c: gcc's -Wparentheses asks for them
+            # gcc's -Wparentheses wants (a && b) || c and (a < b) == (c < d) spelled out
+            left = 6 if op == "or" else 11 if op in ("eq", "ne") else prec
             return f"{self.expr(a[0], left)} {sym} {self.expr(a[1], max(left, prec + 1))}", prec
         if op in ("max", "min"):
             if e.dtype.is_float:
