@@ -400,3 +400,46 @@ def test_upsample(tmp_path, monkeypatch, mode):
     node = helper.make_node("Upsample", ["x", "s"], ["y"], mode=mode)
     model = _onnx_model(node, {"x": x}, {"s": np.array([1, 1, 2, 3], np.float32)}, 9)
     _against_onnxruntime(model, {"x": x}, tmp_path)
+
+
+# -- every dtype through the data-movement ops ------------------------------------------------
+
+DTYPES = [DType.F16, DType.F64, DType.I8, DType.U8, DType.I16, DType.U16, DType.I32, DType.U32,
+          DType.I64, DType.U64, DType.BOOL]
+
+
+def test_data_movement_dtypes(check):
+    """One graph: each dtype through the ops that move data without arithmetic."""
+    g = Graph("dtypes")
+    nodes, feeds = [], {}
+    rng = np.random.default_rng(13)
+    idx = g.const(i64([1, 0, 2], [2, 2, 0]), "idx")
+    cond = g.add_input("cond", TensorType((3, 4), DType.BOOL))
+    feeds["cond"] = rng.random((3, 4)) < 0.5
+    for dt in DTYPES:
+        x = g.add_input(f"x_{dt}", TensorType((3, 4), dt))
+        y = g.add_input(f"y_{dt}", TensorType((2, 3), dt))
+        feeds[x.name] = (rng.random((3, 4)) < 0.5 if dt is DType.BOOL else
+                         rng.integers(0, 100, (3, 4)).astype(dt.np))
+        feeds[y.name] = (rng.random((2, 3)) < 0.5 if dt is DType.BOOL else
+                         rng.integers(0, 100, (2, 3)).astype(dt.np))
+        c = lambda v, n, dt=dt: g.const(v, f"{n}_{dt}")  # noqa: E731
+        nodes += [
+            g.add_node("Transpose", [x]), g.add_node("Concat", [x, x], {"axis": 0}),
+            g.add_node("Slice", [x, c(i64(1, 3), "s"), c(i64(3, 0), "e"), c(i64(0, 1), "a"),
+                                 c(i64(1, -1), "st")]),
+            g.add_node("Pad", [x, c(i64(1, 0, 0, 2), "p")], {"mode": "edge"}),
+            g.add_node("Expand", [y, c(i64(2, 2, 3), "sh")]),
+            g.add_node("Tile", [y, c(i64(2, 1), "r")]),
+            g.add_node("Gather", [x, c(i64(2, 0), "gi")], {"axis": 0}),
+            g.add_node("Where", [cond, x, x]),
+            g.add_node("GatherElements", [x, idx], {"axis": 0}),
+            g.add_node("ScatterElements", [x, idx, y]),
+            g.add_node("GatherND", [x, c(i64([1, 2], [0, 0]), "nd")]),
+            g.add_node("Trilu", [x]), g.add_node("Compress", [x, c(np.array([1, 0, 1], bool),
+                                                                     "cm")], {"axis": 0}),
+            g.add_node("ReverseSequence", [x, c(i64(3, 1, 0, 2), "ln")]),
+            g.add_node("Split", [x, c(i64(1, 3), "sp")], {"axis": 1}, num_outputs=2),
+        ]
+    _outputs(g, nodes)
+    check(g, feeds)
