@@ -70,3 +70,37 @@ def test_tolerances_follow_the_backend_runner():
 ])
 def test_each_test_is_filed_under_its_op(test, op, expanded):
     assert conformance.op_of(test) == (op, expanded)
+
+
+CRASHER = """
+#include <stddef.h>
+int crasher_run(const void *const *in, void *const *out, void *ws)
+{
+    (void)in; (void)out; (void)ws;
+    return *(volatile int *)0;
+}
+size_t crasher_workspace_size(void) { return 0; }
+size_t crasher_input_bytes(int i) { (void)i; return 0; }
+size_t crasher_output_bytes(int i) { (void)i; return 0; }
+"""
+
+
+def test_a_crashing_library_fails_alone(tmp_path):
+    # The runner executable dies with the crashing test; the tests after it in the batch run
+    # in a fresh runner and still pass.
+    import subprocess
+
+    good = [conformance.prepare(t, str(tmp_path)) for t in ("test_abs", "test_neg")]
+    assert all(p.result.status == "built" for p in good), [p.result.reason for p in good]
+    lib = tmp_path / "crasher"
+    lib.mkdir()
+    (lib / "crasher.c").write_text(CRASHER)
+    (lib / "inputs.bin").write_bytes(b"")
+    subprocess.run(["cc", "-c", "crasher.c"], cwd=lib, check=True)
+    subprocess.run(["ar", "rcs", "libcrasher.a", "crasher.o"], cwd=lib, check=True)
+    bad = conformance.Prepared(conformance.Result("test_crasher", "Crash", False, "built"),
+                               "crasher", str(lib), [], [])
+    batch = [good[0], bad, good[1]]
+    conformance._run_batch(batch, tmp_path, 0)
+    assert [p.result.status for p in batch] == ["pass", "fail", "pass"]
+    assert bad.result.reason.startswith("crash: SIGSEGV")
