@@ -617,8 +617,8 @@ def eye_like_kernel(kb: NodeKernelBuilder, node: Node) -> None:
 @kernel("Compress")
 def compress_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     """Copies the slices whose condition is true, in order: a running count places them."""
-    x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
-    cond = kb.bind(node.inputs[1], "cond")
+    x, cond = kb.bind(node.inputs[0], "x"), kb.bind(node.inputs[1], "cond")
+    y = kb.bind(node.output, "y")
     a, _ = compress_selection(node.inputs, node.attrs["axis"])
     n = x.numel if a is None else x.shape[a]
     outer = 1 if a is None else math.prod(x.shape[:a])
@@ -629,7 +629,7 @@ def compress_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     with kb.loop(outer, "o") as o:
         cnt = kb.local("cnt", const(0))
         with kb.loop(min(n, cond.numel), "p") as p:
-            with kb.if_(cond[p].ne(const(False, DType.BOOL))):
+            with kb.if_(cond[p]):
                 with kb.loop(inner, "i") as i:
                     kb.store(y, (o * picked + cnt) * inner + i, x[(o * n + p) * inner + i])
                 kb.assign(cnt, cnt + 1)
