@@ -1,8 +1,12 @@
-"""Tensor and shape ops: reshaping, transposing, slicing, gathering, concatenation, casts.
+"""Tensor and shape ops: reshaping, transposing, slicing, gathering and scattering by index
+tensors, rearrangements (DepthToSpace, ReverseSequence, Col2Im), masks, concatenation, casts.
 
 View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) keep the input's bytes in
 the same order and carry the "view" trait, so the memory planner may alias their buffers.
-Shape-like inputs (Reshape's shape, Slice's starts, ...) must be compile-time constants.
+Shape-like inputs (Reshape's shape, Slice's starts, ...) must be compile-time constants; so
+must the inputs that fix a selection's size (Compress's condition, NonZero's and Unique's
+input). Index tensors read at run time follow onnxruntime: negative indices count from the
+end of their axis; a scatter applies its updates in order (with no reduction the last wins).
 """
 
 from __future__ import annotations

@@ -6,9 +6,12 @@ Expand (stride 0) and Tile (an extra stride-0 dim per axis) are all that copy wi
 dims; `coalesce_strided` merges dims that are contiguous in both buffers, so the innermost
 loop runs over the longest unit-stride run and gcc vectorizes it. Views (Reshape, Flatten,
 Squeeze, Unsqueeze, Identity, Dropout) are a flat copy, which the memory planner removes when
-it can alias the output to the input. Gather wraps negative indices and clamps the rest into
+it can alias the output to the input. DepthToSpace and SpaceToDepth are strided copies of a
+6-D view. Gathers and scatters by index tensors wrap negative indices and clamp the rest into
 range (onnxruntime rejects out-of-range indices with an error; a kernel cannot fail, and
-clamping keeps every read inside the data buffer).
+clamping keeps every access inside its buffer); scatters copy the data, then apply the
+updates in order. Selections with a compile-time count (Compress) place slices by a running
+count.
 """
 
 from __future__ import annotations
