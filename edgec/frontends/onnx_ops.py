@@ -1,11 +1,12 @@
 """ONNX node converters: the ops whose ONNX form differs from the IR's opset-21 form.
 
 Attribute forms of older opsets become constant inputs (Split `split`, (Un)Squeeze and Reduce*
-`axes`, Clip `min/max`, Pad `pads`), `auto_pad` becomes explicit pads, Softmax before opset 13
-("coerce to 2-D") becomes Reshape [prod(d[:axis]), prod(d[axis:])] -> Softmax -> Reshape,
-Constant, Identity, Dropout, Shape and Size become constants or aliases, CastLike a Cast to
-its second input's dtype, Upsample a Resize, CenterCropPad a Pad, and an If whose condition
-is known at compile time becomes the branch it takes. Any op not listed here converts
+`axes`, Clip `min/max`, Pad `pads`, Slice `starts/ends/axes`, TopK `k`), `auto_pad` becomes
+explicit pads, Softmax before opset 13 ("coerce to 2-D") becomes
+Reshape [prod(d[:axis]), prod(d[axis:])] -> Softmax -> Reshape, Constant, Identity, Dropout,
+Shape and Size become constants or aliases, CastLike a Cast to its second input's dtype,
+Upsample a Resize, CenterCropPad a Pad, and an If whose condition is known at compile time
+becomes the branch it takes. Any op not listed here converts
 one-to-one (`ctx.emit(node.op_type, ...)`).
 """
 
@@ -206,6 +207,28 @@ def reduce(ctx, node, inputs, attrs):
     attrs = dict(attrs)
     if "axes" in attrs and ctx.opset < AXES_INPUT_SINCE[node.op_type]:
         inputs = [inputs[0], _i64(ctx, attrs.pop("axes"), f"{node.outputs[0]}_axes")]
+    return _emit(ctx, node, inputs, attrs)
+
+
+@converts("Slice")
+def slice_(ctx, node, inputs, attrs):
+    """Before opset 10 starts, ends and axes are attributes (and there are no steps)."""
+    attrs = dict(attrs)
+    if "starts" in attrs:
+        ins = [inputs[0], _i64(ctx, attrs.pop("starts"), f"{node.name}_starts"),
+               _i64(ctx, attrs.pop("ends"), f"{node.name}_ends")]
+        if "axes" in attrs:
+            ins.append(_i64(ctx, attrs.pop("axes"), f"{node.name}_axes"))
+        inputs = ins
+    return _emit(ctx, node, inputs, attrs)
+
+
+@converts("TopK")
+def topk(ctx, node, inputs, attrs):
+    """Before opset 10 K is an attribute."""
+    attrs = dict(attrs)
+    if "k" in attrs:
+        inputs = [inputs[0], _i64(ctx, [attrs.pop("k")], f"{node.name}_k")]
     return _emit(ctx, node, inputs, attrs)
 
 

@@ -443,3 +443,13 @@ def test_data_movement_dtypes(check):
         ]
     _outputs(g, nodes)
     check(g, feeds)
+
+
+def test_opset9_attribute_forms(tmp_path, monkeypatch):
+    """Before opset 10 TopK's k and Slice's starts/ends/axes are attributes."""
+    monkeypatch.setattr(frontend, "MIN_OPSET", 9)
+    x = np.random.default_rng(14).standard_normal((3, 5)).astype(np.float32)
+    topk = helper.make_node("TopK", ["x"], ["v", "i"], k=2, axis=1)
+    _against_onnxruntime(_onnx_model(topk, {"x": x}, {}, 9), {"x": x}, tmp_path / "topk")
+    sl = helper.make_node("Slice", ["x"], ["y"], starts=[1, -4], ends=[3, 100], axes=[0, 1])
+    _against_onnxruntime(_onnx_model(sl, {"x": x}, {}, 9), {"x": x}, tmp_path / "slice")
