@@ -1,6 +1,10 @@
 """Quantization kernels, compiled to C (no gcc warnings) and run through the loader, against
 the interpreter: bit-exact, integer outputs and float outputs alike.
 
+The convolution cases reach each form of the builder: register tiles of 8 and 4 channels,
+sums written out (depthwise, narrow pointwise; 1-D, 2-D and 3-D, with edge rows and columns),
+and the direct loop nest (many terms, channel counts that fit no tile, run-time weights).
+
 Every op is built twice, with its scales, zero points and weights as constants (folded at
 compile time: multiplier tables, weights with the zero point subtracted, literals) and as
 graph inputs (read and combined in the kernel), so both paths of each builder are covered.
@@ -173,6 +177,9 @@ CONV_CASES = [
     ((1, 2, 5, 6, 4), (3, 2, 3, 2, 2), conv_attrs(3, pads=[1, 0, 1, 0, 1, 1])),
     ((1, 4, 7, 7), (4, 2, 3, 3), conv_attrs(2, strides=[2, 2], dilations=[2, 2], pads=[2] * 4,
                                             group=2)),
+    ((1, 16, 6, 5), (16, 8, 3, 3), conv_attrs(2, pads=[1, 0, 0, 1], group=2)),  # tiles of 8
+    ((1, 8, 5, 5), (8, 8, 1, 1), conv_attrs(2)),  # pointwise written out, 4 channels at once
+    ((1, 8, 6, 6), (6, 8, 3, 3), conv_attrs(2, pads=[1, 1, 1, 1])),  # direct: 72 terms, 6 ch
 ]
 
 

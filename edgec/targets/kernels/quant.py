@@ -8,10 +8,17 @@ then zp added in int32. M = (sa * sb) / sy is computed at compile time in float3
 scales are constants (a literal, or a per-channel table) and in the kernel otherwise.
 Constant weights are stored with their zero point subtracted (int16: [-255, 255] fits), a
 constant B of a matrix product transposed so that the dot product over k reads it in order.
+
+Convolutions take one of three forms (gcc -O3 vectorizes integer reductions, reassociating
+them, so the loop it picks is the innermost one): register tiles of output channels whose
+innermost loop runs over input channels; sums written out term by term where an output has
+few terms (depthwise), so the loop over output columns is the one that vectorizes; and a
+direct loop nest for the rest.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +41,14 @@ from ..lowering import NodeKernelBuilder, broadcast_index, coalesce, kernel
 from .nn import broadcast_strides, named, offset, row_major_strides, window
 
 F32, I32 = DType.F32, DType.I32
+TILE_M = 8  # output channels per register tile: 8 int32 accumulators are one AVX2 vector
+# A convolution with at most UNROLL_TERMS terms per output (input channels x taps) is written
+# out, for UNROLL_CHANNELS output channels at a time, unless it has more than TILE_TERMS terms
+# and its channels fit register tiles (measured on AVX2: depthwise and pointwise over <= 8
+# channels are faster written out, wider pointwise ones in tiles).
+UNROLL_TERMS = 49
+UNROLL_CHANNELS = 4
+TILE_TERMS = 12
 
 
 # -- scalars, parameters and requantization -----------------------------------------------------
@@ -399,60 +414,235 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
 
 # -- convolutions ------------------------------------------------------------------------------
 
+@dataclass
+class _ConvGeometry:
+    n: int
+    cg: int
+    mg: int
+    group: int
+    isp: list[int]
+    osp: list[int]
+    ksz: list[int]
+    strides: list[int]
+    dil: list[int]
+    p0: list[int]
+
+    @staticmethod
+    def of(node: Node, x_v: Value, w_v: Value) -> _ConvGeometry:
+        group = node.attrs["group"]
+        ksz = list(w_v.shape[2:])
+        return _ConvGeometry(x_v.shape[0], w_v.shape[1], w_v.shape[0] // group, group,
+                             list(x_v.shape[2:]), list(node.output.shape[2:]), ksz,
+                             list(node.attrs["strides"]), list(node.attrs["dilations"]),
+                             list(node.attrs["pads"][:len(ksz)]))
+
+    @property
+    def names(self) -> list[str]:
+        nsp = len(self.ksz)
+        return list("dhw"[-nsp:]) if nsp <= 3 else [str(i) for i in range(nsp)]
+
+    def taps(self, kb: NodeKernelBuilder, oo: Sequence[Expr]) -> list[tuple[Expr, Expr]]:
+        """(first, count) of the taps of output position oo inside the input, per axis."""
+        return [window(kb, f"k{self.names[a]}", o * self.strides[a], -self.p0[a], self.dil[a],
+                       self.isp[a], self.ksz[a],
+                       range(0, self.osp[a] * self.strides[a], self.strides[a]))
+                for a, o in enumerate(oo)]
+
+    def interior(self) -> list[tuple[int, int]]:
+        """Per axis, the output positions [a, b) whose taps all lie inside the input."""
+        out = []
+        for n, o, k, s, d, p in zip(self.isp, self.osp, self.ksz, self.strides, self.dil,
+                                    self.p0, strict=True):
+            a = min(-(-p // s), o)
+            room = n - 1 + p - (k - 1) * d
+            out.append((a, max(a, min(o, room // s + 1 if room >= 0 else 0))))
+        return out
+
+    def input_pos(self, oo: Sequence[Expr], kidx: Sequence[Expr]) -> list[Expr]:
+        return [o * s + k * d - p for o, k, s, d, p in
+                zip(oo, kidx, self.strides, self.dil, self.p0, strict=True)]
+
+
+Finish = Callable[[Expr], Callable[[Expr], Expr]]
+
+
+def _conv_tile(mg: int) -> int:
+    """Output channels per register tile: a vector of int32 accumulators."""
+    return next((t for t in (TILE_M, TILE_M // 2) if mg % t == 0 and mg >= t), 1)
+
+
+def pack_conv_weights(wc: np.ndarray, group: int, tile: int) -> np.ndarray:
+    """W - zw [M, Cg, taps...] as [group, block, tap, channel in block, c]: each accumulator
+    of a tile reads its weights over c contiguously."""
+    m, cg = wc.shape[:2]
+    mg = m // group
+    w = wc.reshape(group, mg // tile, tile, cg, -1)
+    return np.ascontiguousarray(w.transpose(0, 1, 4, 2, 3))
+
+
 def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None, w_v: Value,
-              wz_v: Value | None, bias_v: Value | None,
-              channel: Callable[[Expr], Callable[[Expr], Expr]]) -> None:
+              wz_v: Value | None, bias_v: Value | None, channel: Finish) -> None:
     """y[n, m, o] = finish_m(b[m] + sum_{c, k} (x[n, g*Cg + c, o*s + k*d - p] - zx) *
-    (w[m, c, k] - zw[m])), direct form with an int32 accumulator per output; taps in the
-    padding are cut off by loop bounds (they would multiply x - zx = 0). `channel(m)` sets up
-    per-channel values once and returns the finishing function of the accumulator."""
-    y_v = node.output
-    strides, dil, group = node.attrs["strides"], node.attrs["dilations"], node.attrs["group"]
-    n_, c_, *isp = x_v.shape
-    m_, cg, *ksz = w_v.shape
-    osp = list(y_v.shape[2:])
-    nsp, mg = len(ksz), m_ // group
-    p0 = node.attrs["pads"][:nsp]
+    (w[m, c, k] - zw[m])) with int32 accumulators; taps in the padding are cut off by loop
+    bounds (they would multiply x - zx = 0). `channel(m)` sets up per-channel values once and
+    returns the finishing function of the accumulator.
+
+    Constant weights (and zero point) are stored as W - zw. With more than TILE_TERMS terms
+    per output and a multiple of 4 output channels per group they are packed for register
+    tiles (`_conv_tiles`); with at most UNROLL_TERMS terms the sums are written out
+    (`_unrolled_rows`); otherwise one accumulator per output runs over c and the taps."""
+    geo = _ConvGeometry.of(node, x_v, w_v)
     x = kb.bind(x_v, "x")
     xz = zero_point(kb, xz_v, "x_zp")
+    b = kb.bind(bias_v, "b") if bias_v is not None else None
+    y = kb.bind(node.output, "y")
+    wz_buf = wz_lit = None
     if w_v.is_const and (wz_v is None or wz_v.is_const):
         wc = w_v.const.astype(np.int32)
         if wz_v is not None:
             z = wz_v.const.astype(np.int32).reshape(-1)
-            wc = wc - (z.reshape((-1,) + (1,) * (nsp + 1)) if z.size > 1 else z[0])
-        w, wz_buf, wz_lit = constant_table(kb, narrow(wc), "wc", w_v), None, None
+            wc = wc - (z.reshape((-1,) + (1,) * (wc.ndim - 1)) if z.size > 1 else z[0])
+        tile = _conv_tile(geo.mg)
+        if tile > 1 and geo.cg * math.prod(geo.ksz) > TILE_TERMS:
+            w = constant_table(kb, narrow(pack_conv_weights(wc, geo.group, tile)),
+                               f"packed{tile}", w_v)
+            _conv_tiles(kb, geo, x, xz, w, tile, b, y, channel)
+            return
+        w = constant_table(kb, narrow(wc), "wc", w_v)
     else:
         w = kb.bind(w_v, "w")
         per_m = wz_v is not None and wz_v.type.numel > 1
         wz_buf = kb.bind(wz_v, "w_zp") if per_m else None
         wz_lit = zero_point(kb, wz_v, "w_zp") if not per_m else None
-    b = kb.bind(bias_v, "b") if bias_v is not None else None
     xs, ws = row_major_strides(x_v.shape), row_major_strides(w_v.shape)
-    ys = row_major_strides(y_v.shape)
-    y = kb.bind(y_v, "y")
-    names = list("dhw"[-nsp:]) if nsp <= 3 else [str(i) for i in range(nsp)]
-    with kb.loops([n_, group, mg], ["n", "g", "mo"]) as (n, g, mo):
-        m = named(kb, "m", g * mg + mo)
-        finish = channel(m)
-        wz = named(kb, "wz", cast(wz_buf[m], I32)) if wz_buf is not None else wz_lit
-        with kb.loops(osp, [f"o{a}" for a in names]) as oo:
-            taps = [window(kb, f"k{names[a]}", o * strides[a], -p0[a], dil[a], isp[a], ksz[a],
-                           range(0, osp[a] * strides[a], strides[a]))
-                    for a, o in enumerate(oo)]
-            acc = kb.local("acc", b[m] if b is not None else const(0, I32))
-            with kb.loop(cg, "c") as c, \
-                    kb.loops([t[1] for t in taps], [f"k{a}" for a in names]) as kk:
+    ys = row_major_strides(node.output.shape)
+    unroll = geo.cg * math.prod(geo.ksz) <= UNROLL_TERMS
+    tj = min(_conv_tile(geo.mg), UNROLL_CHANNELS) if unroll else 1
+    with kb.loops([geo.n, geo.group, geo.mg // tj], ["n", "g", "mo"]) as (n, g, mo):
+        chans = []
+        for j in range(tj):
+            m = named(kb, "m", g * geo.mg + mo * tj + j)
+            wz = named(kb, "wz", cast(wz_buf[m], I32)) if wz_buf is not None else wz_lit
+            chans.append(_Channel(m, channel(m), wz, b[m] if b is not None else const(0, I32)))
+
+        def centered_x(c, pos) -> Expr:
+            xv = cast(x[offset([n, g * geo.cg + c, *pos], xs)], I32)
+            return xv - xz if xz is not None else xv
+
+        def weight(ch: _Channel, c, kidx) -> Expr:
+            wv = cast(w[offset([ch.m, c, *kidx], ws)], I32)
+            return wv - ch.wz if ch.wz is not None else wv
+
+        def store(ch: _Channel, oo, acc: Expr) -> None:
+            kb.store(y, offset([n, ch.m, *oo], ys), ch.finish(acc))
+
+        def pixel(ch: _Channel, oo: list[Expr]) -> None:
+            taps = geo.taps(kb, oo)
+            acc = kb.local("acc", ch.bias)
+            with kb.loop(geo.cg, "c") as c, \
+                    kb.loops([t[1] for t in taps], [f"k{a}" for a in geo.names]) as kk:
                 kidx = [t[0] + k for t, k in zip(taps, kk, strict=True)]
-                ipos = [o * s + k * d - p
-                        for o, k, s, d, p in zip(oo, kidx, strides, dil, p0, strict=True)]
-                xv = cast(x[offset([n, g * cg + c, *ipos], xs)], I32)
-                if xz is not None:
-                    xv = xv - xz
-                wv = cast(w[offset([m, c, *kidx], ws)], I32)
-                if wz is not None:
-                    wv = wv - wz
-                kb.assign(acc, acc + xv * wv)
-            kb.store(y, offset([n, m, *oo], ys), finish(acc))
+                kb.assign(acc, acc + centered_x(c, geo.input_pos(oo, kidx)) * weight(ch, c, kidx))
+            store(ch, oo, acc)
+
+        if not unroll:
+            with kb.loops(geo.osp, [f"o{a}" for a in geo.names]) as oo:
+                pixel(chans[0], oo)
+        else:
+            _unrolled_rows(kb, geo, chans, weight, centered_x, pixel, store)
+
+
+@dataclass
+class _Channel:
+    """An output channel of a convolution kernel: its index, finishing function, weight zero
+    point (None when subtracted at compile time) and bias."""
+
+    m: Expr
+    finish: Callable[[Expr], Expr]
+    wz: Expr | None
+    bias: Expr
+
+
+def _unrolled_rows(kb: NodeKernelBuilder, geo: _ConvGeometry, chans: list[_Channel],
+                   weight: Callable, centered_x: Callable, pixel: Callable,
+                   store: Callable) -> None:
+    """A few output channels with few terms per output (depthwise, narrow pointwise): their
+    weights in locals and, where every tap of a row's columns lies inside the input, each sum
+    written out, so the loop over those columns vectorizes (the channels share its x loads);
+    the other positions go through `pixel`."""
+    terms = [(c, k) for c in range(geo.cg) for k in itertools.product(*map(range, geo.ksz))]
+    wk = {(id(ch), c, k): named(kb, "wk", weight(ch, c, [const(v) for v in k]))
+          for ch in chans for c, k in terms}
+
+    def unrolled(oo: list[Expr]) -> None:
+        xs = [centered_x(c, geo.input_pos(oo, [const(v) for v in k])) for c, k in terms]
+        for ch in chans:
+            acc = ch.bias
+            for xv, (c, k) in zip(xs, terms, strict=True):
+                acc = acc + xv * wk[id(ch), c, k]
+            store(ch, oo, named(kb, "acc", acc))
+
+    inner = geo.interior()
+    lo, hi = inner[-1]
+    last = geo.osp[-1]
+
+    def edge(start: int, stop: int, oo: list[Expr]) -> None:
+        for ch in chans:
+            with kb.loop(stop - start, "ow") as t:
+                pixel(ch, [*oo, t + start])
+
+    def interior_row(oo: list[Expr]) -> None:
+        edge(0, lo, oo)
+        with kb.loop(hi - lo, "ow") as t:
+            unrolled([*oo, t + lo])
+        edge(hi, last, oo)
+
+    with kb.loops(geo.osp[:-1], [f"o{a}" for a in geo.names[:-1]]) as oo:
+        cond = None  # the row's taps along the outer axes all lie inside the input
+        for o, (a, z), size in zip(oo, inner[:-1], geo.osp[:-1], strict=True):
+            for t in ([o >= a] if a > 0 else []) + ([o < z] if z < size else []):
+                cond = t if cond is None else cond & t
+        if cond is None:
+            interior_row(oo)
+        else:
+            with kb.if_(cond):
+                interior_row(oo)
+            with kb.else_():
+                edge(0, last, oo)
+
+
+def _conv_tiles(kb: NodeKernelBuilder, geo: _ConvGeometry, x: Buffer, xz: Expr | None,
+                w: Buffer, tile: int, b: Buffer | None, y: Buffer, channel: Finish) -> None:
+    """Register tiles of `tile` output channels, weights packed by pack_conv_weights: per
+    output position, acc[j] += (x[c, tap] - zx) * w[tap, j, c] over the taps and input
+    channels, the innermost loop over c updating every j from one x load. gcc vectorizes that
+    loop over c: each j's weights are contiguous in c, the x values a strided gather that the
+    tile shares."""
+    xs = row_major_strides((geo.n, geo.cg * geo.group, *geo.isp))
+    ys = row_major_strides((geo.n, geo.mg * geo.group, *geo.osp))
+    ntaps = math.prod(geo.ksz)
+    blocks = geo.mg // tile
+    with kb.loops([geo.n, geo.group, blocks], ["n", "g", "blk"]) as (n, g, blk):
+        m0 = named(kb, "m0", g * geo.mg + blk * tile)
+        wblk = named(kb, "wblk", (g * blocks + blk) * (ntaps * geo.cg * tile))
+        finishes = [channel(m0 + j) for j in range(tile)]
+        with kb.loops(geo.osp, [f"o{a}" for a in geo.names]) as oo:
+            taps = geo.taps(kb, oo)
+            accs = [kb.local(f"acc{j}", b[m0 + j] if b is not None else const(0, I32))
+                    for j in range(tile)]
+            with kb.loops([t[1] for t in taps], [f"k{a}" for a in geo.names]) as kk:
+                kidx = [t[0] + k for t, k in zip(taps, kk, strict=True)]
+                xrow = named(kb, "xrow", offset([n, g * geo.cg, *geo.input_pos(oo, kidx)], xs))
+                wrow = named(kb, "wrow", wblk + offset(kidx, row_major_strides(geo.ksz))
+                             * (geo.cg * tile))
+                with kb.loop(geo.cg, "c") as c:
+                    xv = cast(x[xrow + c * xs[1]], I32)
+                    xv = named(kb, "xv", xv - xz if xz is not None else xv)
+                    for j, acc in enumerate(accs):
+                        wv = cast(w[wrow + j * geo.cg + c], I32)
+                        kb.assign(acc, acc + xv * wv)
+            for j, acc in enumerate(accs):
+                kb.store(y, offset([n, m0 + j, *oo], ys), finishes[j](acc))
 
 
 @kernel("ConvInteger")
