@@ -161,9 +161,10 @@ def loop(ctx, node, inputs, attrs):
     where = f"node {node.name} (Loop)"
     inputs = _pad_inputs(inputs, 2)
     m, cond, carried = inputs[0], inputs[1], inputs[2:]
-    if m is None or not m.is_const:
+    if m is None:
         raise FrontendError(f"{where}: the trip count M must be a constant; edgec compiles "
                             "fixed-count loops only")
+    const_input([m], 0, f"{where}: the trip count M (edgec compiles fixed-count loops only)")
     from ..ir import DType, TensorType
 
     types = [TensorType((), DType.I64), TensorType((), DType.BOOL)] + [v.type for v in carried]
