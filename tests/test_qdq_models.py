@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from harness import check_against_interpreter
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
@@ -241,7 +242,7 @@ def qdq_conv(*, relu: bool, y_zp: int, float_bias: bool, runtime_scale: bool = F
 
 @pytest.mark.parametrize("relu,y_zp,float_bias", [
     (False, 128, False), (True, 128, False), (True, 0, False), (False, 100, True)])
-def test_conv_pattern(relu, y_zp, float_bias):
+def test_conv_pattern(relu, y_zp, float_bias, tmp_path):
     g = qdq_conv(relu=relu, y_zp=y_zp, float_bias=float_bias)
     after = g.copy()
     res = apply_patterns(after, FUSE_QDQ_PATTERNS)
@@ -255,6 +256,8 @@ def test_conv_pattern(relu, y_zp, float_bias):
         feeds = {"x": rng.integers(0, 256, (1, 4, 6, 6)).astype(np.uint8)}
         a, b = interpret(g, feeds)["q"], interpret(after, feeds)["q"]
         assert np.abs(a.astype(np.int32) - b.astype(np.int32)).max() <= 1
+    if relu and y_zp:
+        check_against_interpreter(after, tmp_path, feeds=feeds, tol=0)  # the Max kernel too
 
 
 def test_pattern_refuses_runtime_scales_and_says_why():

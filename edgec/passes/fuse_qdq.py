@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import DType, Graph, Node, Value
+from ..ir.interpreter import run_node
 from ..ir.ops.quant import QUANT_RANGES
 from .manager import register_pass
 from .rewrite import (
@@ -155,9 +156,7 @@ def _int32_bias(bias: Value | None, sx: np.ndarray, sw: np.ndarray, n: int, grap
                 and np.array_equal(np.broadcast_to(bs.const.reshape(-1), (n,)), unit)):
             return bq if bq.shape == (n,) else graph.const(bq.const.reshape(n), name=name)
     if bias.producer is not None and bias.producer.op == "DequantizeLinear":
-        from ..ir.interpreter import run_node  # a DequantizeLinear of constants: its value
-
-        dq = bias.producer
+        dq = bias.producer  # of constants (checked below): evaluate it
         args = [None if v is None else constant(v, f"the bias input %{v.name}")
                 for v in dq.inputs]
         real = run_node(dq, args)[0]
