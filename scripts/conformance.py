@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import dataclasses
 import io
 import json
 import os
+import queue
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -257,7 +261,7 @@ class _Timeout(Exception):
     pass
 
 
-def _alarm(signum, frame):  # noqa: ARG001
+def _alarm(signum, frame):
     raise _Timeout()
 
 
@@ -556,27 +560,87 @@ def mismatch(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str
 
 # -- the whole suite ----------------------------------------------------------------------
 
+class _Worker:
+    """A compiler process (`--serve`): one test name in a line, one JSON `Prepared` out. If it
+    dies or hangs, the test it was on is the culprit and a fresh process takes the next."""
+
+    def __init__(self, work: Path, index: int):
+        self.work, self.proc = work, None
+        self.log = open(work / f"worker{index}.log", "a")  # its warnings, for a reader
+
+    def command(self) -> list[str]:
+        return [sys.executable, __file__, "--serve", str(self.work)]
+
+    def prepare(self, test: str) -> Prepared:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.proc.stdin.write(test + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], COMPILE_TIMEOUT_S + 60)
+        line = self.proc.stdout.readline() if ready else ""
+        if line:
+            return _prepared_from_json(line)
+        if not ready:
+            self.proc.kill()
+            why = f"timeout: compiling took over {COMPILE_TIMEOUT_S + 60} s"
+        else:
+            why = f"crash: the compiler process died ({_signal_name(self.proc.wait())})"
+        self.proc = None
+        op, expanded = op_of(test)
+        return Prepared(Result(test, op, expanded, "fail", why))
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait()
+        self.log.close()
+
+
+def _prepared_from_json(line: str) -> Prepared:
+    d = json.loads(line)
+    r = d.pop("result")
+    return Prepared(Result(**{**r, "folded": tuple(r["folded"])}), **d)
+
+
+def serve(work: str) -> None:
+    """The compiler process's loop (see `_Worker`)."""
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing but replies on the pipe
+    for line in sys.stdin:
+        out.write(json.dumps(dataclasses.asdict(prepare(line.strip(), work))) + "\n")
+        out.flush()
+
+
 def run_suite(names: Sequence[str], jobs: int, work: Path,
               progress: Callable[[str], None] | None = None) -> list[Result]:
-    prepared: list[Prepared] = []
+    """Compile, build, run and compare the tests `names` in the folder `work`."""
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
-    if jobs <= 1:
-        for n in names:
-            prepared.append(prepare(n, str(work)))
-    else:
-        with cf.ProcessPoolExecutor(jobs) as pool:
-            futures = {pool.submit(prepare, n, str(work)): n for n in names}
-            for i, fut in enumerate(cf.as_completed(futures)):
+    todo: queue.Queue[str] = queue.Queue()
+    for n in names:
+        todo.put(n)
+    prepared: list[Prepared] = []
+    lock = threading.Lock()
+
+    def drain(index: int) -> None:
+        worker = _Worker(work, index)
+        try:
+            while True:
                 try:
-                    prepared.append(fut.result())
-                except Exception as e:  # the worker process died
-                    n = futures[fut]
-                    op, expanded = op_of(n)
-                    prepared.append(Prepared(Result(n, op, expanded, "fail",
-                                                    _shorten(f"crash: compiler process: {e}"))))
-                if (i + 1) % 100 == 0:
-                    say(f"compiled {i + 1}/{len(names)}")
+                    test = todo.get_nowait()
+                except queue.Empty:
+                    return
+                p = worker.prepare(test)
+                with lock:
+                    prepared.append(p)
+                    if len(prepared) % 200 == 0:
+                        say(f"compiled {len(prepared)}/{len(names)}")
+        finally:
+            worker.close()
+
+    with cf.ThreadPoolExecutor(max(jobs, 1)) as pool:
+        list(pool.map(drain, range(max(jobs, 1))))
     built = sorted((p for p in prepared if p.result.status == "built"),
                    key=lambda p: p.result.test)
     batches = [built[i:i + BATCH] for i in range(0, len(built), BATCH)]
@@ -590,12 +654,6 @@ def run_suite(names: Sequence[str], jobs: int, work: Path,
 
 
 # -- the report ---------------------------------------------------------------------------
-
-def _supported_by_frontend() -> set[str]:
-    from edgec.frontends.onnx import supported_ops
-
-    return set(supported_ops())
-
 
 def report(results: Sequence[Result]) -> str:
     total = len(results)
@@ -744,7 +802,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
     ap.add_argument("--keep", metavar="DIR", help="keep the generated libraries in DIR")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ap.add_argument("--serve", metavar="WORK", help=argparse.SUPPRESS)  # a compiler process
     args = ap.parse_args(argv)
+    if args.serve:
+        serve(args.serve)
+        return 0
     if args.filter and (args.write or args.check):
         ap.error("--write and --check run the whole suite; drop --filter")
     names = test_names(args.filter)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,6 @@ def _harness():
     path = ROOT / "scripts" / "conformance.py"
     spec = importlib.util.spec_from_file_location("conformance", path)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["conformance"] = mod  # the process pool pickles its functions by module name
     spec.loader.exec_module(mod)
     return mod
 
@@ -104,3 +102,24 @@ def test_a_crashing_library_fails_alone(tmp_path):
     conformance._run_batch(batch, tmp_path, 0)
     assert [p.result.status for p in batch] == ["pass", "fail", "pass"]
     assert bad.result.reason.startswith("crash: SIGSEGV")
+
+
+class _DyingWorker(conformance._Worker):
+    """A compiler process that dies on test_neg and otherwise is the real one."""
+
+    def command(self):
+        real = " ".join(f"'{a}'" for a in super().command())
+        return ["sh", "-c", f"read t; if [ $t = test_neg ]; then kill -SEGV $$; fi; "
+                f"(echo $t; cat) | {real}"]
+
+
+def test_a_dying_compiler_process_fails_its_test_only(tmp_path):
+    worker = _DyingWorker(tmp_path, 0)
+    try:
+        dead = worker.prepare("test_neg")
+        alive = worker.prepare("test_abs")
+    finally:
+        worker.close()
+    assert dead.result.status == "fail"
+    assert dead.result.reason == "crash: the compiler process died (SIGSEGV)"
+    assert alive.result.status == "built", alive.result.reason
