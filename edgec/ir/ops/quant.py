@@ -109,7 +109,7 @@ def quant_layout(opname: str, x: TensorType, s: TensorType, axis: int,
 
 # -- the arithmetic shared by the references ----------------------------------------------------
 
-def saturate(v: np.ndarray, zp, dtype: DType) -> np.ndarray:
+def round_saturate(v: np.ndarray, zp, dtype: DType) -> np.ndarray:
     """sat(rint(v) + zp) for float32 `v`: v is clamped to [qmin - zp, qmax - zp] first (a NaN
     to the lower bound, as onnxruntime's max(v, lo) does), rounded half to even, shifted."""
     lo, hi = QUANT_RANGES[dtype]
@@ -178,12 +178,8 @@ def quantize_linear(x, y_scale, y_zero_point=None, *, axis, block_size, output_d
                        block_size)
     with np.errstate(all="ignore"):
         v = _f32(x) / lay.expand(_f32(y_scale), x.shape)
-    return saturate_zero_point(v, y_zero_point, lay, x.shape, out)
-
-
-def saturate_zero_point(v, z, lay: QuantLayout, shape, out: DType) -> np.ndarray:
-    zp = np.zeros((), np.int32) if z is None else lay.expand(_i32(z), shape)
-    return saturate(v, zp, out)
+    zp = _zero_or(None) if y_zero_point is None else lay.expand(_i32(y_zero_point), x.shape)
+    return round_saturate(v, zp, out)
 
 
 def _infer_dequantize(inputs, *, axis, block_size, output_dtype):
@@ -240,7 +236,7 @@ def dynamic_quantize_linear(x):
     zp_f = F32(0) - lo / scale
     zp = np.int32(np.rint(min(max(zp_f, F32(0)), F32(255))))
     with np.errstate(all="ignore"):
-        y = saturate(x / scale, zp, DType.U8)
+        y = round_saturate(x / scale, zp, DType.U8)
     return y, np.asarray(scale, F32), np.asarray(zp, np.uint8)
 
 
@@ -351,7 +347,7 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
                                  _param(n, "b_scale", b_scale, b, False), y_scale.reshape(()))
     mult = _matmul_out_param(mult, a, b)
     out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else a.dtype)
-    return saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
+    return round_saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
 
 
 def _matmul_out_param(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -404,7 +400,7 @@ def qgemm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c=None, y_scale=No
         acc = acc + _i32(c)
     mult = qgemm_multiplier(alpha, a_scale, b_scale, y_scale)
     out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else a.dtype)
-    return saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
+    return round_saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
 
 
 def qgemm_multiplier(alpha: float, sa, sb, sy) -> np.ndarray:
@@ -499,7 +495,7 @@ def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_
     mult = requantize_multiplier(x_scale.reshape(()), w_scale.reshape(-1), y_scale.reshape(()))
     mult = mult.reshape((-1,) + (1,) * nsp) if mult.size > 1 else mult.reshape(())
     out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else x.dtype)
-    return saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
+    return round_saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)
 
 
 # -- QLinearAdd --------------------------------------------------------------------------------
@@ -532,5 +528,5 @@ def qlinear_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
     va = ra * (_i32(a) - _zero_or(a_zero_point).reshape(())).astype(F32)
     vb = rb * (_i32(b) - _zero_or(b_zero_point).reshape(())).astype(F32)
     out = DType.from_numpy(c_zero_point.dtype if c_zero_point is not None else a.dtype)
-    return saturate(va + vb, _zero_or(c_zero_point).reshape(()), out)
+    return round_saturate(va + vb, _zero_or(c_zero_point).reshape(()), out)
 

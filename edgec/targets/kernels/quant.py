@@ -1,7 +1,7 @@
 """Kernel builders of the quantization ops, in integer arithmetic: every product accumulates
 (a - za) * (b - zb) in an int32 local, starting from the int32 bias, and requantizes once.
 
-Requantization, shared by all ops and equal to `saturate` in `edgec/ir/ops/quant.py`:
+Requantization, shared by all ops and equal to `round_saturate` in `edgec/ir/ops/quant.py`:
 v = (float)acc * M, clamped to [qmin - zp, qmax - zp] (a NaN to the lower bound, like
 onnxruntime's max(v, lo)), rounded half to even by nearbyintf (the default rounding mode),
 then zp added in int32. M = (sa * sb) / sy is computed at compile time in float32 when the
