@@ -477,7 +477,11 @@ def _run_batch(batch: list[Prepared], work: Path, index: int) -> None:
             elif parts[:1] == ["END"]:
                 ended[int(parts[1])] = int(parts[2])
         for k, status in ended.items():
-            _compare(batch[k], status)
+            try:
+                _compare(batch[k], status)
+            except Exception as e:  # outputs the harness cannot read: said, and the run goes on
+                batch[k].result.status = "fail"
+                batch[k].result.reason = _shorten(f"crash: reading outputs: {e}")
         crashed = [k for k in started if k not in ended]
         for k in crashed:
             batch[k].result.status = "fail"
@@ -665,8 +669,10 @@ def report(results: Sequence[Result]) -> str:
     direct = {op: [r for r in rs if not r.expanded] for op, rs in by_op.items()}
     ops_passing = sorted(op for op, rs in direct.items() if any(r.status == "pass" for r in rs))
     full = [op for op in ops_passing if all(r.status == "pass" for r in direct[op])]
-    ge95 = [op for op in ops_passing
-            if sum(r.status == "pass" for r in direct[op]) >= 0.95 * len(direct[op])]
+    ge95 = [op for op in ops_passing if _share(direct[op]) >= 0.95]
+    in_scope = {op: [r for r in rs if not r.left_out or r.status == "pass"]
+                for op, rs in direct.items()}
+    below = [op for op in ops_passing if _share(in_scope[op]) < 0.95]
     left = Counter(r.left_out for r in results if r.left_out)
     left_not_passing = Counter(r.left_out for r in results if r.left_out and r.status != "pass")
     folded = sum(bool(r.folded) for r in results if r.status == "pass")
@@ -695,8 +701,11 @@ def report(results: Sequence[Result]) -> str:
         f"{all_folded} |",
         f"| op types in the suite | {len(by_op)} |",
         f"| op types with a passing test of the op itself | **{len(ops_passing)}** |",
-        f"| ... of which pass >= 95% of their tests | {len(ge95)} |",
         f"| ... of which pass all their tests | {len(full)} |",
+        f"| ... of which pass >= 95% of their tests | {len(ge95)} |",
+        f"| ... of which pass >= 95% of their tests not left out on purpose | "
+        f"{len(ops_passing) - len(below)} |",
+        f"| ... below that | {', '.join(below) or 'none'} |",
         "",
         "An op type counts its own tests and, separately, its `_expanded` tests (the model is "
         "the op's function body, so those exercise other ops).",
@@ -705,8 +714,10 @@ def report(results: Sequence[Result]) -> str:
         "",
         "- Each test's `model.onnx` is compiled with `edgec.compiler.driver.compile` (target "
         "`x86`, the default pipeline), with `input_shapes` from `test_data_set_0`'s inputs, "
-        "into `libNAME.a`. The libraries of about 50 tests link into one runner executable, "
-        "which calls each `NAME_run` on the test's inputs.",
+        f"into `libNAME.a`. The libraries of {BATCH} tests link into one runner executable, "
+        "which calls each `NAME_run` on the test's inputs (a test that crashes it fails alone; "
+        "the rest of its batch runs on). One test, in detail: "
+        "`python scripts/conformance.py --filter '^test_abs$'`.",
         "- Outputs are compared as `onnx.backend.test.runner.Runner.assert_similar_outputs` "
         "does: same number of outputs, same shapes, same dtypes, then "
         "`np.testing.assert_allclose(got, want, rtol, atol)` (NaN equals NaN), that is "
@@ -726,6 +737,8 @@ def report(results: Sequence[Result]) -> str:
         "- Outcomes: **pass**; **fail**: edgec compiled the model but the result is wrong, the "
         "generated C does not build, or it crashes (these are bugs); **unsupported**: edgec "
         "refuses the model with an error that says why.",
+        "- The error magnitudes in mismatch reasons depend on the CPU's vector ISA; the "
+        "staleness check ignores them.",
         "",
         "## Left out on purpose",
         "",
@@ -760,6 +773,10 @@ def report(results: Sequence[Result]) -> str:
         folded = ("all: " if r.all_folded else "") + ", ".join(r.folded)
         lines.append(f"| {r.test} | {r.op} | {r.status} | {folded} | {_md(r.reason)} |")
     return "\n".join(lines) + "\n"
+
+
+def _share(rs: Sequence[Result]) -> float:
+    return sum(r.status == "pass" for r in rs) / len(rs) if rs else 1.0
 
 
 def _frac(rs: Sequence[Result]) -> str:
