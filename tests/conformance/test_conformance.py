@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ def _harness():
     path = ROOT / "scripts" / "conformance.py"
     spec = importlib.util.spec_from_file_location("conformance", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules["conformance"] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
 
