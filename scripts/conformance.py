@@ -199,7 +199,7 @@ def _shorten(msg: str, limit: int = 110) -> str:
         known = code in onnx.TensorProto.DataType.values()
         return "unsupported dtype " + (onnx.TensorProto.DataType.Name(code) if known
                                        else m.group(2)).lower()
-    msg = re.sub(r"node \S+ \((\w+)\): (\1's )?", r"\1: ", msg)
+    msg = re.sub(r"node \S+ \((\w+)\): (\1's |\1: )?", r"\1: ", msg)
     m = re.search(r"^(.*?) must be a constant", msg)
     if m:
         return "non-constant input: " + m.group(1)
@@ -803,6 +803,19 @@ def parse_report(text: str) -> dict[str, str]:
     return dict(rows)
 
 
+def staleness(old: str, new: str, path: str) -> str | None:
+    """None if report `old` matches the fresh `new` (error magnitudes aside), else what
+    changed and how to regenerate it."""
+    if _normalize(old) == _normalize(new):
+        return None
+    before, after = parse_report(old), parse_report(new)
+    changed = [f"{t}: {before.get(t, 'absent')} -> {after.get(t, 'absent')}"
+               for t in sorted(set(before) | set(after)) if before.get(t) != after.get(t)]
+    listed = "".join(f"\n  {c}" for c in changed[:30]) + ("\n  ..." if len(changed) > 30 else "")
+    return (f"{path} is stale: {len(changed)} tests changed result{':' if changed else ''}"
+            f"{listed}\nregenerate it with `{REGENERATE}` and commit it")
+
+
 def _normalize(text: str) -> str:
     # Error magnitudes depend on the CPU's vector ISA: the staleness check ignores them.
     return re.sub(r"\d\.\de[+-]\d+", "#", text)
@@ -859,12 +872,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             old = Path(args.check).read_text()
         except OSError:
             old = ""
-        if _normalize(old) != _normalize(text):
-            before, after = parse_report(old), parse_report(text)
-            changed = sorted(t for t in after if before.get(t) != after[t])
-            print(f"{args.check} is stale ({len(changed)} tests changed result"
-                  + (": " + ", ".join(changed[:20]) if changed else "")
-                  + f"); regenerate it with `{REGENERATE}` and commit it", file=sys.stderr)
+        stale = staleness(old, text, args.check)
+        if stale:
+            print(stale, file=sys.stderr)
             return 1
         print(f"{args.check} is up to date")
     return 0

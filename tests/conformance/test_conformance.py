@@ -125,3 +125,16 @@ def test_a_dying_compiler_process_fails_its_test_only(tmp_path):
     assert dead.result.status == "fail"
     assert dead.result.reason == "crash: the compiler process died (SIGSEGV)"
     assert alive.result.status == "built", alive.result.reason
+
+
+def test_a_stale_report_says_what_changed_and_how_to_regenerate():
+    rows = [conformance.Result("test_abs", "Abs", False, "pass"),
+            conformance.Result("test_neg", "Neg", False, "fail",
+                               "mismatch: max abs err 1.0e-02, max rel err 2.0e-02 (1 of 4)")]
+    old = conformance.report(rows)
+    rows[1].reason = "mismatch: max abs err 3.0e-02, max rel err 2.0e-02 (1 of 4)"
+    assert conformance.staleness(old, conformance.report(rows), "C.md") is None  # magnitudes
+    rows[1].status, rows[1].reason = "pass", ""
+    msg = conformance.staleness(old, conformance.report(rows), "C.md")
+    assert "test_neg: fail -> pass" in msg
+    assert "python scripts/conformance.py --write CONFORMANCE.md" in msg
