@@ -290,6 +290,9 @@ def prepare(test: str, work: str) -> Prepared:
     except _Timeout:
         res.status, res.reason = "fail", f"timeout: compiling took over {COMPILE_TIMEOUT_S} s"
         return Prepared(res)
+    except Exception as e:  # the harness's own bug: one test fails, the run goes on
+        res.status, res.reason = "fail", _shorten(f"crash: harness: {type(e).__name__}: {e}")
+        return Prepared(res)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
