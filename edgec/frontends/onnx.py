@@ -28,6 +28,7 @@ from .onnx_ops import CONVERTERS, FRONTEND_OPS, NO_FOLD, REQUIRES
 # attributes (Cast round_mode, Range stash_type, ...); those must hold their defaults, which
 # `clean_attrs` checks, so models of later opsets import too.
 MIN_OPSET, MAX_OPSET = 11, onnx.defs.onnx_opset_version()
+OLDEST_OPSET = 1  # opsets 1..10 are upgraded to MIN_OPSET on import (onnx.version_converter)
 DEFAULT_DOMAINS = ("", "ai.onnx")
 FOLD_LIMIT = 1 << 20  # elements: larger all-constant results stay nodes for the passes to fold
 
@@ -47,6 +48,8 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto,
     """
     proto, source = _load(model)
     opset = _default_opset(proto, source)
+    if opset < MIN_OPSET:
+        proto, opset = _upgrade(proto, source, opset)
     if proto.functions:
         try:
             proto = onnx.inliner.inline_local_functions(proto)
@@ -131,11 +134,25 @@ def _default_opset(proto: onnx.ModelProto, source: str) -> int:
     if not versions:
         raise FrontendError(f"{source} imports no ai.onnx opset")
     v = versions[0]
-    if not MIN_OPSET <= v <= MAX_OPSET:
+    if not OLDEST_OPSET <= v <= MAX_OPSET:
         raise FrontendError(
-            f"{source} uses ONNX opset {v}; edgec imports opsets {MIN_OPSET}..{MAX_OPSET}. "
-            f"Convert it first: onnx.version_converter.convert_version(model, 17)")
+            f"{source} uses ONNX opset {v}; edgec imports opsets {OLDEST_OPSET}..{MAX_OPSET}")
     return v
+
+
+def _upgrade(proto: onnx.ModelProto, source: str, opset: int) -> tuple[onnx.ModelProto, int]:
+    """Models older than MIN_OPSET are upgraded by ONNX's own version converter, whose
+    adapters rewrite each op's old form (Upsample, attribute forms, ...) into the new one."""
+    try:
+        import onnx.version_converter
+
+        up = onnx.version_converter.convert_version(proto, MIN_OPSET)
+    except Exception as e:  # the converter raises RuntimeError / ConvertError / ValueError
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise FrontendError(f"{source} uses ONNX opset {opset}; edgec imports opsets "
+                            f"{MIN_OPSET}..{MAX_OPSET} and ONNX's version converter could not "
+                            f"upgrade it: {first}") from None
+    return up, MIN_OPSET
 
 
 def _op_key(node: onnx.NodeProto) -> str:
