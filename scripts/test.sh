@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[test]'
-.venv/bin/ruff check edgec tests examples benchmarks
+.venv/bin/ruff check edgec tests examples benchmarks scripts
 .venv/bin/python -m pytest -n 2 "$@"
 .venv/bin/python scripts/conformance.py --check CONFORMANCE.md
