@@ -11,37 +11,14 @@ and the row form (depthwise, weights computed at run time).
 
 from __future__ import annotations
 
-import re
-import subprocess
-
 import numpy as np
 import pytest
-from harness import check_against_interpreter
 
 from edgec.ir import DType, Graph, TensorType
 from edgec.ir.ops.fused import ACTIVATION_PARAMS
-from edgec.targets import toolchain
 from edgec.targets.kernels.nn import PW_TILE_MAX, PW_TILE_MIN, pointwise_tile
 
 F32 = DType.F32
-
-
-@pytest.fixture
-def check(tmp_path, monkeypatch):
-    """check(graph, feeds=None): compile without warnings and match the interpreter."""
-
-    def strict_run(cmd, cwd):
-        res = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr
-        assert not re.search(r"m\.c:\d+:\d+: warning", res.stderr), res.stderr
-
-    monkeypatch.setattr(toolchain, "_run", strict_run)
-    count = iter(range(100))
-
-    def run(graph: Graph, feeds=None) -> None:
-        check_against_interpreter(graph, tmp_path / f"m{next(count)}", feeds=feeds)
-
-    return run
 
 
 def rand(*shape, seed=1, scale=1.0) -> np.ndarray:

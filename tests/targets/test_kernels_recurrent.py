@@ -6,35 +6,15 @@ nodes and run-time inputs in others (as in the ONNX node tests)."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-
 import numpy as np
 import pytest
-from harness import check_against_interpreter, random_feeds
+from harness import random_feeds
 
 from edgec.ir import DType, Graph, TensorType
-from edgec.targets import toolchain
 
 F32 = DType.F32
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 T, B, I, H = 4, 3, 3, 5
-
-
-@pytest.fixture
-def check(tmp_path, monkeypatch):
-    def strict_run(cmd, cwd):
-        res = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr
-        assert not re.search(r"m\.c:\d+:\d+: warning", res.stderr), res.stderr
-
-    monkeypatch.setattr(toolchain, "_run", strict_run)
-    count = iter(range(100))
-
-    def run(graph: Graph, feeds=None) -> None:
-        check_against_interpreter(graph, tmp_path / f"m{next(count)}", feeds=feeds)
-
-    return run
 
 
 def rand(*shape, seed=1) -> np.ndarray:

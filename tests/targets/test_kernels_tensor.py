@@ -7,40 +7,17 @@ covers many attribute combinations. The build must be free of gcc warnings in th
 from __future__ import annotations
 
 import itertools
-import re
-import subprocess
 
 import numpy as np
 import pytest
-from harness import check_against_interpreter
 
 from edgec.ir import DType, Graph, TensorType
 from edgec.ir.onnx_dtypes import to_onnx
-from edgec.targets import toolchain
 from edgec.targets.kernels.tensor import coalesce_strided
 from edgec.targets.lowering import lower_node
 from edgec.targets.renderers.c import CRenderer
 
 F32, I64 = DType.F32, DType.I64
-
-
-@pytest.fixture
-def check(tmp_path, monkeypatch):
-    """check(graph, feeds=None, tol=1e-5): compile without warnings and match the interpreter."""
-
-    def strict_run(cmd, cwd):
-        res = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr
-        # warnings in the generated kernels (m.c); the runtime header is not under test here
-        assert not re.search(r"m\.c:\d+:\d+: warning", res.stderr), res.stderr
-
-    monkeypatch.setattr(toolchain, "_run", strict_run)
-    count = iter(range(100))
-
-    def run(graph: Graph, feeds=None, tol: float = 1e-5) -> None:
-        check_against_interpreter(graph, tmp_path / f"m{next(count)}", feeds=feeds, tol=tol)
-
-    return run
 
 
 def i64(*v) -> np.ndarray:

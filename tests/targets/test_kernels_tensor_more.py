@@ -8,43 +8,21 @@ compile covers many attribute combinations, and the build must be free of gcc wa
 from __future__ import annotations
 
 import io
-import re
-import subprocess
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from harness import check_against_interpreter
 from onnx import helper, numpy_helper
 
 from edgec.compiler.driver import compile as compile_model
 from edgec.frontends import onnx as frontend
 from edgec.ir import DType, Graph, TensorType
 from edgec.runtime.loader import load
-from edgec.targets import toolchain
 from edgec.targets.lowering import lower_node
 from edgec.targets.renderers.c import CRenderer
 
 F32, F16, I32, I64 = DType.F32, DType.F16, DType.I32, DType.I64
-
-
-@pytest.fixture
-def check(tmp_path, monkeypatch):
-    """check(graph, feeds=None, tol=1e-5): compile without warnings and match the interpreter."""
-
-    def strict_run(cmd, cwd):
-        res = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr
-        assert not re.search(r"m\.c:\d+:\d+: warning", res.stderr), res.stderr
-
-    monkeypatch.setattr(toolchain, "_run", strict_run)
-    count = iter(range(100))
-
-    def run(graph: Graph, feeds=None, tol: float = 1e-5) -> None:
-        check_against_interpreter(graph, tmp_path / f"m{next(count)}", feeds=feeds, tol=tol)
-
-    return run
 
 
 def i64(*v) -> np.ndarray:
