@@ -4,10 +4,12 @@ from . import (  # noqa: F401
     control,
     elementwise,
     fused,
+    loss,
     nn,
     normalization,
     quant,
     recurrent,
     reduce,
+    signal,
     tensor,
 )
