@@ -3,10 +3,12 @@
 from . import (  # noqa: F401
     elementwise,
     fused,
+    loss,
     nn,
     normalization,
     quant,
     recurrent,
     reduce,
+    signal,
     tensor,
 )
