@@ -5,8 +5,9 @@ Attribute forms of older opsets become constant inputs (Split `split`, (Un)Squee
 explicit pads, Softmax before opset 13 ("coerce to 2-D") becomes
 Reshape [prod(d[:axis]), prod(d[axis:])] -> Softmax -> Reshape, Constant, Identity, Dropout,
 Shape and Size become constants or aliases, CastLike a Cast to its second input's dtype,
-Upsample a Resize, CenterCropPad a Pad, and an If whose condition is known at compile time
-becomes the branch it takes. Any op not listed here converts
+Upsample a Resize, CenterCropPad a Pad, DFT's axis attribute (before opset 20) an input,
+GridSample's opset-16 mode names (bilinear, bicubic) the later ones, and an If whose
+condition is known at compile time becomes the branch it takes. Any op not listed here converts
 one-to-one (`ctx.emit(node.op_type, ...)`).
 """
 
@@ -392,6 +393,27 @@ def group_norm(ctx, node, inputs, attrs):
         per_channel += ctx.emit("Reshape", [rep, _i64(ctx, [c], f"{name}_shape")],
                                 outputs=[name], name=name)
     return _emit(ctx, node, [x, *per_channel], attrs)
+
+
+@converts("DFT")
+def dft(ctx, node, inputs, attrs):
+    """Before opset 20 the axis is an attribute (default 1); the IR takes it as an input."""
+    if ctx.opset >= 20:
+        return _emit(ctx, node, inputs, attrs)
+    attrs = dict(attrs)
+    axis = _i64(ctx, attrs.pop("axis", 1), f"{node.name}_axis")
+    return _emit(ctx, node, [*_pad_inputs(inputs, 2)[:2], axis], attrs)
+
+
+@converts("GridSample")
+def grid_sample(ctx, node, inputs, attrs):
+    """Opset 16 names the modes bilinear and bicubic; from opset 20 they are linear and cubic."""
+    modes = {"bilinear": "linear", "bicubic": "cubic"}
+    attrs = dict(attrs)
+    if "mode" in attrs:
+        mode = attrs["mode"].decode() if isinstance(attrs["mode"], bytes) else attrs["mode"]
+        attrs["mode"] = modes.get(mode, mode)
+    return _emit(ctx, node, inputs, attrs)
 
 
 # -- convolution and pooling: explicit spatial attributes ---------------------------------------
