@@ -1,6 +1,7 @@
 """The built-in ops, one module per family. Importing this package registers them all."""
 
 from . import (  # noqa: F401
+    attention,
     control,
     elementwise,
     fused,

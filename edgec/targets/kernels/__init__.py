@@ -1,6 +1,7 @@
 """Kernel builders, one module per op family (mirroring edgec/ir/ops). Importing registers them."""
 
 from . import (  # noqa: F401
+    attention,
     elementwise,
     fused,
     loss,
