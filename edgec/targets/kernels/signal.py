@@ -229,7 +229,8 @@ def _grid_taps(kb: NodeKernelBuilder, g: Expr, size: int, attrs: dict, name: str
         if padding == "zeros":
             valid = named(kb, f"v{name}_{k}", (idx >= 0) & (idx < size))
         elif padding == "reflection":
-            idx = cast(_reflect(kb, cast(idx, F32), lo, hi, f"r{name}_{k}"), INDEX)
+            idx = kb.local(f"j{name}_{k}",
+                           cast(_reflect(kb, cast(idx, F32), lo, hi, f"r{name}_{k}"), INDEX))
         addr = named(kb, f"a{name}_{k}", minimum(maximum(idx, 0), size - 1))
         taps.append((addr, None if w is None else named(kb, f"w{name}_{k}", w), valid))
     return taps
