@@ -130,3 +130,24 @@ def test_loop_exiting_early_is_a_run_time_error(tmp_path):
     assert got["y"][0] == 5.0
     with pytest.raises(EdgecError, match="trip count"):
         lib.run({"x": np.zeros(1, np.float32), "limit": np.full(1, 2, np.float32)})
+
+
+def test_opset8_batched_scan(tmp_path):
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "xt"], ["s_out"]),
+                              helper.make_node("Mul", ["s_out", "xt"], ["yt"])], "body",
+                             [vi("s_in", T.FLOAT, [3]), vi("xt", T.FLOAT, [3])],
+                             [vi("s_out", T.FLOAT, [3]), vi("yt", T.FLOAT, [3])])
+    node = helper.make_node("Scan", ["", "s0", "x"], ["sf", "ys"], body=body,
+                            num_scan_inputs=1, directions=[1])
+    g = helper.make_graph([node], "scan8", [vi("s0", T.FLOAT, [2, 3]), vi("x", T.FLOAT, [2, 4, 3])],
+                          [vi("sf", T.FLOAT, [2, 3]), vi("ys", T.FLOAT, [2, 4, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 8)], ir_version=4)
+    rng = np.random.default_rng(5)
+    feeds = {"s0": rng.standard_normal((2, 3)).astype(np.float32),
+             "x": rng.standard_normal((2, 4, 3)).astype(np.float32)}
+    want = ort.InferenceSession(m.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    lib = edgec.load(edgec.compile(m, tmp_path / "out", name="scan8").out_dir)
+    got = lib.run(feeds)
+    for w, name in zip(want, ["sf", "ys"]):
+        assert rel_error(got[name], w) < 1e-6, name

@@ -48,7 +48,9 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto,
     """
     proto, source = _load(model)
     opset = _default_opset(proto, source)
-    if opset < MIN_OPSET:
+    # onnx's Scan 8 -> 9 adapter drops the batch axis: a model with opset-8 Scan imports as is
+    scan8 = opset == 8 and any(n.op_type == "Scan" for n in _walk(proto.graph))
+    if opset < MIN_OPSET and not scan8:
         proto, opset = _upgrade(proto, source, opset)
     if proto.functions:
         try:

@@ -178,6 +178,8 @@ def loop(ctx, node, inputs, attrs):
 @converts("Scan")
 def scan(ctx, node, inputs, attrs):
     where = f"node {node.name} (Scan)"
+    if ctx.opset < 9:
+        return _scan8(ctx, node, inputs, attrs, where)
     k = attrs.get("num_scan_inputs", 0)
     for key in ("scan_input_axes", "scan_output_axes"):
         if any(attrs.get(key, [])):
@@ -192,6 +194,38 @@ def scan(ctx, node, inputs, attrs):
     return ctx.emit("Scan", [*inputs, *captured],
                     {**{a: v for a, v in attrs.items() if a in keep}, "body": body,
                      "captured": len(captured)}, outputs=node.outputs, name=node.name)
+
+
+def _scan8(ctx, node, inputs, attrs, where):
+    """Opset 8's Scan runs its body over a leading batch axis: (sequence_lens, s..., x...) with
+    s[b] and x[b, t]. The batch is static, so it unrolls into one opset-9 Scan per batch
+    element, on Gather-ed slices, whose results are stacked back along axis 0."""
+    from ..ir import TensorType
+
+    seq_lens, rest = inputs[0], inputs[1:]
+    k = attrs.get("num_scan_inputs", 0)
+    n = len(rest) - k
+    batch, length = rest[n].shape[0], rest[n].shape[1]
+    if seq_lens is not None and not (seq_lens.is_const and np.all(seq_lens.const == length)):
+        raise FrontendError(f"{where}: opset-8 Scan with sequence_lens shorter than the "
+                            "sequence is not supported")
+    types = [TensorType(v.shape[1:], v.dtype) for v in rest[:n]]
+    types += [TensorType(v.shape[2:], v.dtype) for v in rest[n:]]
+    body, captured = ctx.subgraph(attrs["body"], types, where)
+    scan_attrs = {"num_scan_inputs": k, "body": body, "captured": len(captured),
+                  "scan_input_directions": list(attrs.get("directions", []))}
+    per_batch = []
+    for b in range(batch):
+        index = _i64(ctx, b, f"{node.name}_b{b}")
+        sliced = [ctx.emit("Gather", [v, index], {"axis": 0})[0] for v in rest]
+        per_batch.append(ctx.emit("Scan", [*sliced, *captured], scan_attrs,
+                                  name=f"{node.name}_b{b}"))
+    axis0 = _i64(ctx, [0], f"{node.name}_axis0")
+    outs = []
+    for j, name in enumerate(node.outputs):
+        parts = [ctx.emit("Unsqueeze", [res[j], axis0])[0] for res in per_batch]
+        outs += ctx.emit("Concat", parts, {"axis": 0}, outputs=[name])
+    return outs
 
 
 # -- attribute forms of older opsets -> inputs ---------------------------------------------------
