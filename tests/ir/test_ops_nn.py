@@ -226,9 +226,28 @@ def test_resize_nearest_int():
     resize(rand(1, 1, 3, 3, dtype=np.uint8, lo=0, hi=255), (1, 1, 2.5, 1.5))
 
 
-def test_resize_antialias_downsampling_is_refused():
-    g = Graph()
-    x = g.add_input("x", TensorType((1, 1, 4, 4), DType.F32))
-    s = g.const(np.array([1, 1, 0.5, 0.5], F32))
-    with pytest.raises(ShapeError, match="antialias"):
-        g.add_node("Resize", [x, None, s], {"mode": "linear", "antialias": 1})
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("case", [
+    dict(scales=(1, 1, 0.6, 0.6)),
+    dict(sizes=(1, 2, 3, 2)),
+    dict(scales=(1, 1, 0.3, 1.5), exclude_outside=1),  # one axis downsampled, one up
+    dict(scales=(1, 1, 0.45, 0.8), coordinate_transformation_mode="align_corners"),
+    dict(sizes=(2, 3), axes=[3, 2], coordinate_transformation_mode="asymmetric"),
+])
+def test_resize_antialias(mode, case):
+    """The kernel stretched by 1/scale when downsampling (onnxruntime implements it)."""
+    case = dict(case)
+    resize(rand(1, 2, 7, 9), case.pop("scales", None), case.pop("sizes", None), mode=mode,
+           antialias=1, **case)
+
+
+def test_resize_antialias_node_test_values():
+    """The expected output of onnx's test_resize_downsample_scales_linear_antialias."""
+    from edgec.ir import get_op
+    x = np.arange(1, 17, dtype=F32).reshape(1, 1, 4, 4)
+    y = get_op("Resize").reference(
+        x, None, np.array([1, 1, 0.6, 0.6], F32), None, antialias=1, axes=None,
+        coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
+        extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", mode="linear",
+        nearest_mode="round_prefer_floor")
+    np.testing.assert_allclose(y, [[[[2.875, 4.5], [9.375, 11.0]]]], rtol=1e-6)

@@ -298,6 +298,13 @@ RESIZE = {
     "tf_crop_and_resize nearest": dict(
         scales=[1, 1, 1.5, 1.4], roi=[0, 0, -0.2, 0.1, 1, 1, 0.7, 1.3],
         coordinate_transformation_mode="tf_crop_and_resize"),
+    "linear antialias": dict(scales=[1, 1, 0.6, 0.6], mode="linear", antialias=1),
+    "cubic antialias exclude_outside, sizes": dict(sizes=[1, 2, 3, 2], mode="cubic",
+                                                   antialias=1, exclude_outside=1),
+    "cubic antialias, one axis up": dict(scales=[1, 1, 0.5, 1.5], mode="cubic", antialias=1),
+    "tf_crop_and_resize linear antialias": dict(
+        sizes=[1, 2, 3, 2], roi=[0, 0, 0.1, -0.2, 1, 1, 0.8, 1.1], mode="linear", antialias=1,
+        coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-7.0),
 }
 
 
@@ -308,6 +315,11 @@ def test_resize(check, case):
 
 def test_resize_nearest_5d(check):
     check(resize_graph((2, 1, 3, 2, 4), scales=[1, 2, 1.5, 2, 0.5]))
+
+
+def test_resize_antialias_wide(check):
+    """A 4x cubic downsample: 16 taps per axis from the compile-time tables."""
+    check(resize_graph((1, 1, 12, 20), scales=[1, 1, 0.25, 0.25], mode="cubic", antialias=1))
 
 
 # -- fused ops ------------------------------------------------------------------------------

@@ -607,6 +607,49 @@ def _resample_axis(x: np.ndarray, axis: int, src: np.ndarray, *, mode, nearest_m
     return y
 
 
+def antialias_taps(n_in: int, n_out: int, scale, *, mode: str, coordinate_transformation_mode: str,
+                   roi, cubic_coeff_a: float, exclude_outside: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Input indices [n_out, T] (edge-clamped) and float32 weights [n_out, T] of an antialiased
+    linear or cubic pass along one axis, as the ONNX reference computes them (in float64).
+
+    With s = min(scale, 1) the kernel K (triangle, or Keys' cubic) is stretched by 1/s: output
+    o at source coordinate x = left + r (left integer, r in (0, 1]) takes the T = 2 - 2*start
+    taps left + i, i in [start, 2 - start), start = floor(-support / s) + 1 (support 1 for
+    linear, 2 for cubic), weighted K((i - r) * s) / sum. Taps past the edges repeat the edge
+    pixel, or with exclude_outside get weight 0 before the weights are normalized again.
+    """
+    s = min(float(scale), 1.0)
+    x = _source_coords(np.arange(n_out, dtype=_F), n_in, n_out, _F(scale),
+                       coordinate_transformation_mode, roi).astype(np.float64)
+    left = np.floor(x)
+    ratio = x - left
+    whole = ratio == 0  # the reference keeps the pixel left of an integer coordinate: r = 1
+    left[whole] -= 1
+    ratio[whole] = 1
+    start = int(np.floor(-(1.0 if mode == "linear" else 2.0) / s) + 1)
+    taps = np.arange(start, 2 - start)
+    d = np.abs((taps[None, :] - ratio[:, None]) * s)
+    if mode == "linear":
+        w = np.clip(1 - d, 0, 1)
+    else:
+        a = float(cubic_coeff_a)
+        w = np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1,
+                     np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0))
+    w = w / w.sum(axis=1, keepdims=True)
+    idx = left.astype(np.int64)[:, None] + taps[None, :]
+    if exclude_outside:
+        w = np.where((idx >= 0) & (idx < n_in), w, 0.0)
+        total = w.sum(axis=1, keepdims=True)
+        w = w / np.where(total == 0, 1.0, total)
+    return np.clip(idx, 0, n_in - 1), w.astype(_F)
+
+
+def _antialiased(antialias: int, mode: str, scale) -> bool:
+    """Whether an axis takes the antialiased (stretched-kernel) pass: downsampling only."""
+    return bool(antialias) and mode != "nearest" and scale < 1
+
+
 def _check_resize_modes(mode, coordinate_transformation_mode, nearest_mode, antialias, scales,
                         dtype: DType) -> None:
     for what, val, allowed in [("mode", mode, _RESIZE_MODES),
@@ -617,9 +660,6 @@ def _check_resize_modes(mode, coordinate_transformation_mode, nearest_mode, anti
             _fail("Resize", f"{what} {val!r} is not one of {allowed}")
     if mode != "nearest" and dtype != DType.F32:
         _fail("Resize", f"mode {mode!r} needs a float32 input, got {dtype}")
-    if antialias and mode != "nearest" and any(s < 1 for s in scales):
-        _fail("Resize", "antialias=1 when downsampling (linear or cubic) is not supported; "
-                        "resize without antialiasing or upsample only")
 
 
 _RESIZE_ATTRS = {
@@ -673,8 +713,21 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias, axes,
             continue
         src = _source_coords(np.arange(out[a], dtype=_F), x.shape[a], out[a], sc[a],
                              coordinate_transformation_mode, rois[a])
-        y = _resample_axis(y, a, src, mode=mode, nearest_mode=nearest_mode,
-                           cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside)
+        if _antialiased(antialias, mode, sc[a]):
+            idx, w = antialias_taps(x.shape[a], out[a], sc[a], mode=mode,
+                                    coordinate_transformation_mode=coordinate_transformation_mode,
+                                    roi=rois[a], cubic_coeff_a=cubic_coeff_a,
+                                    exclude_outside=exclude_outside)
+            shape = [1] * rank
+            shape[a] = out[a]
+            acc = None  # tap by tap, in the kernel's order
+            for k in range(idx.shape[1]):
+                term = np.take(y, idx[:, k], axis=a) * w[:, k].reshape(shape)
+                acc = term if acc is None else acc + term
+            y = acc
+        else:
+            y = _resample_axis(y, a, src, mode=mode, nearest_mode=nearest_mode,
+                               cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside)
         if coordinate_transformation_mode == "tf_crop_and_resize":
             shape = [1] * rank
             shape[a] = out[a]

@@ -38,7 +38,7 @@ import numpy as np
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from ...ir.onnx_dtypes import from_onnx
-from ...ir.ops.nn import resize_plan
+from ...ir.ops.nn import antialias_taps, resize_plan
 from ...ir.types import TensorType
 from ..kernel_ir import (
     INDEX,
@@ -932,10 +932,34 @@ def _resize_taps(kb: NodeKernelBuilder, src: Expr, n: int, name: str, attrs: dic
     return src, [(minimum(maximum(i, 0), n - 1), wv) for i, wv in zip(idx, ws, strict=True)]
 
 
+def _antialias_taps(kb: NodeKernelBuilder, node: Node, axis: int, o: Expr, n_in: int,
+                    n_out: int, scale, roi) -> list[tuple[Expr, Expr]]:
+    """The T taps of output `o` of an antialiased downsampling pass along `axis`: index and
+    weight read from compile-time tables [n_out, T] (shapes and scales are static)."""
+    at = node.attrs
+    cache = node.meta.setdefault("antialias_tables", {})
+    if axis not in cache:
+        idx, w = antialias_taps(n_in, n_out, scale, mode=at["mode"],
+                                coordinate_transformation_mode=at["coordinate_transformation_mode"],
+                                roi=roi, cubic_coeff_a=at["cubic_coeff_a"],
+                                exclude_outside=at["exclude_outside"])
+        idx = np.ascontiguousarray(idx.astype(np.int32))
+        w = np.ascontiguousarray(w)
+        cache[axis] = [Value(f"{node.name}_aa{nm}{axis}", TensorType(arr.shape, dt), arr)
+                       for nm, arr, dt in (("idx", idx, DType.I32), ("w", w, DType.F32))]
+    iv, wv = cache[axis]
+    t = iv.shape[1]
+    itab, wtab = kb.bind(iv, f"aidx{axis}"), kb.bind(wv, f"aw{axis}")
+    row = named(kb, f"arow{axis}", o * t)
+    return [(kb.local(f"i{axis}_{k}", cast(itab[row + k], INDEX)),
+             kb.local(f"w{axis}_{k}", wtab[row + k])) for k in range(t)]
+
+
 @kernel("Resize")
 def resize(kb: NodeKernelBuilder, node: Node) -> None:
     """Separable resampling: each resized axis maps its output index to input taps (nearest:
-    one, linear: two, cubic: four, with weights), computed once at that axis's loop level.
+    one, linear: two, cubic: four, with weights; antialiased downsampling: a fixed count per
+    axis read from compile-time tables), computed once at that axis's loop level.
     Y is the weighted sum over the taps, nested in the reference's pass order (the first
     resized axis innermost) so that the float32 arithmetic is the reference's."""
     x_v, y_v, at = node.inputs[0], node.output, node.attrs
@@ -968,7 +992,11 @@ def resize(kb: NodeKernelBuilder, node: Node) -> None:
                 continue
             src = _source_coord(cast(o, DType.F32), shape[a], out[a], sc[a],
                                 at["coordinate_transformation_mode"], rois[a])
-            src, tp = _resize_taps(kb, src, shape[a], str(a), at)
+            if at["antialias"] and at["mode"] != "nearest" and sc[a] < 1:
+                src = kb.local(f"s{a}", src) if crop else src
+                tp = _antialias_taps(kb, node, a, o, shape[a], out[a], sc[a], rois[a])
+            else:
+                src, tp = _resize_taps(kb, src, shape[a], str(a), at)
             taps.append(tp)
             if crop:
                 outside = outside | (src < 0) | (src > shape[a] - 1)
