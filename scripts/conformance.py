@@ -877,8 +877,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             folded = f" [folded {every}{', '.join(r.folded)}]" if r.folded else ""
             print(f"{r.status:12} {r.test}{folded}" + (f": {r.reason}" if r.reason else ""))
     counts = Counter(r.status for r in results)
-    print(f"{counts['pass']} / {len(results)} passed, {counts['fail']} failed, "
-          f"{counts['unsupported']} unsupported, in {elapsed:.0f} s with {args.jobs} jobs")
+    print(f"conformance: {counts['pass']} of {len(results)} node tests pass "
+          f"({counts['fail']} give a wrong result, {counts['unsupported']} are refused), "
+          f"in {elapsed:.0f} s with {args.jobs} jobs")
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
     text = report(results)
