@@ -191,13 +191,18 @@ class ConvGeometry:
     p0: list[int]
 
     @staticmethod
-    def of(node: Node) -> ConvGeometry:
-        x, w, y = node.inputs[0].shape, node.inputs[1].shape, node.outputs[0].shape
+    def of(node: Node, x_v: Value | None = None, w_v: Value | None = None,
+           flatten_pointwise: bool = True) -> ConvGeometry:
+        """The geometry of a Conv-like node whose data and weight are `x_v` and `w_v`
+        (inputs 0 and 1 unless given, as for QLinearConv)."""
+        x = (x_v or node.inputs[0]).shape
+        w = (w_v or node.inputs[1]).shape
+        y = node.outputs[0].shape
         nsp = len(w) - 2
         g = ConvGeometry(x[0], x[1], w[0], node.attrs["group"], list(x[2:]), list(y[2:]),
                          list(w[2:]), list(node.attrs["strides"]), list(node.attrs["dilations"]),
                          list(node.attrs["pads"][:nsp]))
-        if all(k == 1 for k in g.ksz) and all(s == 1 for s in g.strides) \
+        if flatten_pointwise and all(k == 1 for k in g.ksz) and all(s == 1 for s in g.strides) \
                 and not any(node.attrs["pads"]):
             g.isp = g.osp = [math.prod(g.osp)]
             g.ksz, g.strides, g.dil, g.p0 = [1], [1], [1], [0]
@@ -235,6 +240,21 @@ class ConvGeometry:
                        self.isp[i], self.ksz[i], range(0, self.osp[i] * self.strides[i],
                                                        self.strides[i]))
                 for i, o in enumerate(oo)]
+
+    def interior(self) -> list[tuple[int, int]]:
+        """Per axis, the output positions [a, b) whose taps all lie inside the input."""
+        out = []
+        for n, o, k, s, d, p in zip(self.isp, self.osp, self.ksz, self.strides, self.dil,
+                                    self.p0, strict=True):
+            a = min(-(-p // s), o)
+            room = n - 1 + p - (k - 1) * d
+            out.append((a, max(a, min(o, room // s + 1 if room >= 0 else 0))))
+        return out
+
+    def input_pos(self, oo: Sequence[Expr], kidx: Sequence[Expr]) -> list[Expr]:
+        """The input coordinates that tap `kidx` of output position `oo` reads."""
+        return [o * s + k * d - p for o, k, s, d, p in
+                zip(oo, kidx, self.strides, self.dil, self.p0, strict=True)]
 
 
 def pack_conv_weights(w: np.ndarray, group: int, tile: int, reduce_rows: bool) -> np.ndarray:

@@ -38,7 +38,7 @@ from ...ir.ops.quant import (
 from ...ir.types import TensorType
 from ..kernel_ir import Buffer, Expr, call, cast, const, select
 from ..lowering import NodeKernelBuilder, broadcast_index, coalesce, kernel
-from .nn import broadcast_strides, named, offset, row_major_strides, window
+from .nn import ConvGeometry, broadcast_strides, named, offset, row_major_strides
 
 F32, I32 = DType.F32, DType.I32
 TILE_M = 8  # output channels per register tile: 8 int32 accumulators are one AVX2 vector
@@ -414,55 +414,6 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
 
 # -- convolutions ------------------------------------------------------------------------------
 
-@dataclass
-class _ConvGeometry:
-    n: int
-    cg: int
-    mg: int
-    group: int
-    isp: list[int]
-    osp: list[int]
-    ksz: list[int]
-    strides: list[int]
-    dil: list[int]
-    p0: list[int]
-
-    @staticmethod
-    def of(node: Node, x_v: Value, w_v: Value) -> _ConvGeometry:
-        group = node.attrs["group"]
-        ksz = list(w_v.shape[2:])
-        return _ConvGeometry(x_v.shape[0], w_v.shape[1], w_v.shape[0] // group, group,
-                             list(x_v.shape[2:]), list(node.output.shape[2:]), ksz,
-                             list(node.attrs["strides"]), list(node.attrs["dilations"]),
-                             list(node.attrs["pads"][:len(ksz)]))
-
-    @property
-    def names(self) -> list[str]:
-        nsp = len(self.ksz)
-        return list("dhw"[-nsp:]) if nsp <= 3 else [str(i) for i in range(nsp)]
-
-    def taps(self, kb: NodeKernelBuilder, oo: Sequence[Expr]) -> list[tuple[Expr, Expr]]:
-        """(first, count) of the taps of output position oo inside the input, per axis."""
-        return [window(kb, f"k{self.names[a]}", o * self.strides[a], -self.p0[a], self.dil[a],
-                       self.isp[a], self.ksz[a],
-                       range(0, self.osp[a] * self.strides[a], self.strides[a]))
-                for a, o in enumerate(oo)]
-
-    def interior(self) -> list[tuple[int, int]]:
-        """Per axis, the output positions [a, b) whose taps all lie inside the input."""
-        out = []
-        for n, o, k, s, d, p in zip(self.isp, self.osp, self.ksz, self.strides, self.dil,
-                                    self.p0, strict=True):
-            a = min(-(-p // s), o)
-            room = n - 1 + p - (k - 1) * d
-            out.append((a, max(a, min(o, room // s + 1 if room >= 0 else 0))))
-        return out
-
-    def input_pos(self, oo: Sequence[Expr], kidx: Sequence[Expr]) -> list[Expr]:
-        return [o * s + k * d - p for o, k, s, d, p in
-                zip(oo, kidx, self.strides, self.dil, self.p0, strict=True)]
-
-
 Finish = Callable[[Expr], Callable[[Expr], Expr]]
 
 
@@ -491,7 +442,7 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     per output and a multiple of 4 output channels per group they are packed for register
     tiles (`_conv_tiles`); with at most UNROLL_TERMS terms the sums are written out
     (`_unrolled_rows`); otherwise one accumulator per output runs over c and the taps."""
-    geo = _ConvGeometry.of(node, x_v, w_v)
+    geo = ConvGeometry.of(node, x_v, w_v, flatten_pointwise=False)
     x = kb.bind(x_v, "x")
     xz = zero_point(kb, xz_v, "x_zp")
     b = kb.bind(bias_v, "b") if bias_v is not None else None
@@ -537,7 +488,7 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
             kb.store(y, offset([n, ch.m, *oo], ys), ch.finish(acc))
 
         def pixel(ch: _Channel, oo: list[Expr]) -> None:
-            taps = geo.taps(kb, oo)
+            taps = geo.row_taps(kb, oo)
             acc = kb.local("acc", ch.bias)
             with kb.loop(geo.cg, "c") as c, \
                     kb.loops([t[1] for t in taps], [f"k{a}" for a in geo.names]) as kk:
@@ -563,7 +514,7 @@ class _Channel:
     bias: Expr
 
 
-def _unrolled_rows(kb: NodeKernelBuilder, geo: _ConvGeometry, chans: list[_Channel],
+def _unrolled_rows(kb: NodeKernelBuilder, geo: ConvGeometry, chans: list[_Channel],
                    weight: Callable, centered_x: Callable, pixel: Callable,
                    store: Callable) -> None:
     """A few output channels with few terms per output (depthwise, narrow pointwise): their
@@ -611,7 +562,7 @@ def _unrolled_rows(kb: NodeKernelBuilder, geo: _ConvGeometry, chans: list[_Chann
                 edge(0, last, oo)
 
 
-def _conv_tiles(kb: NodeKernelBuilder, geo: _ConvGeometry, x: Buffer, xz: Expr | None,
+def _conv_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, xz: Expr | None,
                 w: Buffer, tile: int, b: Buffer | None, y: Buffer, channel: Finish) -> None:
     """Register tiles of `tile` output channels, weights packed by pack_conv_weights: per
     output position, acc[j] += (x[c, tap] - zx) * w[tap, j, c] over the taps and input
@@ -627,7 +578,7 @@ def _conv_tiles(kb: NodeKernelBuilder, geo: _ConvGeometry, x: Buffer, xz: Expr |
         wblk = named(kb, "wblk", (g * blocks + blk) * (ntaps * geo.cg * tile))
         finishes = [channel(m0 + j) for j in range(tile)]
         with kb.loops(geo.osp, [f"o{a}" for a in geo.names]) as oo:
-            taps = geo.taps(kb, oo)
+            taps = geo.row_taps(kb, oo)
             accs = [kb.local(f"acc{j}", b[m0 + j] if b is not None else const(0, I32))
                     for j in range(tile)]
             with kb.loops([t[1] for t in taps], [f"k{a}" for a in geo.names]) as kk:
