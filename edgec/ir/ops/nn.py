@@ -208,16 +208,22 @@ def matmul(a, b):
     return np.matmul(a.astype(acc, copy=False), b.astype(acc, copy=False)).astype(a.dtype)
 
 
+def gemm_dims(op: str, a: TensorType, b: TensorType, trans_a: int, trans_b: int):
+    """(M, N) of a Gemm-like product of 2-D A and B, or a ShapeError naming `op`."""
+    if a.rank != 2 or b.rank != 2:
+        _fail(op, f"A and B must be 2-D, got {a} and {b}")
+    m, ka = a.shape[::-1] if trans_a else a.shape
+    kb, n = b.shape[::-1] if trans_b else b.shape
+    if ka != kb:
+        _fail(op, f"inner dimensions differ: A {a} (transA={trans_a}), B {b} "
+                  f"(transB={trans_b})")
+    return m, n
+
+
 def _infer_gemm(inputs, *, alpha, beta, transA, transB):
     a, b = inputs[0].type, inputs[1].type
     c = inputs[2] if len(inputs) > 2 else None
-    if a.rank != 2 or b.rank != 2:
-        _fail("Gemm", f"A and B must be 2-D, got {a} and {b}")
-    m, ka = a.shape[::-1] if transA else a.shape
-    kb, n = b.shape[::-1] if transB else b.shape
-    if ka != kb:
-        _fail("Gemm", f"inner dimensions differ: A {a} (transA={transA}), B {b} "
-                      f"(transB={transB})")
+    m, n = gemm_dims("Gemm", a, b, transA, transB)
     if a.dtype != b.dtype:
         _fail("Gemm", f"A {a} and B {b} must have one dtype")
     if c is not None and broadcast_shapes(c.shape, (m, n)) != (m, n):

@@ -22,7 +22,7 @@ from .. import onnx_dtypes
 from ..dtypes import DType
 from ..registry import Attr, broadcast_shapes, op
 from ..types import TensorType
-from .nn import _check_spatial, _window_out, conv_nd, matmul_shape
+from .nn import _check_spatial, _window_out, conv_nd, gemm_dims, matmul_shape
 
 F32 = np.float32
 
@@ -364,13 +364,7 @@ def _infer_qgemm(inputs, *, alpha, transA, transB):
     a, sa, za, b, sb, zb, c, sy, zy = _types(inputs, *range(9))
     _check_quantized("QGemm", [("a", a, sa, za), ("b", b, sb, zb)])
     _check_scale("QGemm", "y_scale", sy)
-    if a.rank != 2 or b.rank != 2:
-        _fail("QGemm", f"A and B must be 2-D, got {a} and {b}")
-    m, ka = a.shape[::-1] if transA else a.shape
-    kb, n = b.shape[::-1] if transB else b.shape
-    if ka != kb:
-        _fail("QGemm", f"inner dimensions differ: A {a} (transA={transA}), B {b} "
-                       f"(transB={transB})")
+    m, n = gemm_dims("QGemm", a, b, transA, transB)
     _check_per_tensor("QGemm", [("a_scale", sa), ("a_zero_point", za), ("y_scale", sy),
                                 ("y_zero_point", zy)])
     for what, p in (("b_scale", sb), ("b_zero_point", zb)):
