@@ -18,11 +18,12 @@ def compile(model, out_dir, **kwargs):
     return _compile(model, out_dir, **kwargs)
 
 
-def load(out_dir):
-    """Load a compiled artifact; `.run({name: array}) -> {name: array}`."""
+def load(out_dir, emulator=None):
+    """Load a compiled artifact; `.run({name: array}) -> {name: array}`. `emulator` (argv words,
+    e.g. ["qemu-x86_64", "-cpu", "Haswell"]) runs it as a program under that command."""
     from .runtime.loader import load as _load
 
-    return _load(out_dir)
+    return _load(out_dir, emulator)
 
 
 __all__ = ["EdgecError", "compile", "load", "__version__"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -63,10 +64,18 @@ def _load_npz(path: str) -> dict[str, np.ndarray]:
         raise EdgecError(f"cannot read inputs from {path}: {e}") from None
 
 
+def _emulator(text: str | None) -> list[str] | None:
+    try:
+        return None if text is None else shlex.split(text)
+    except ValueError as e:
+        raise EdgecError(f"--emulator takes a command such as 'qemu-x86_64 -cpu Haswell', "
+                         f"got '{text}': {e}") from None
+
+
 def cmd_run(a) -> None:
     from ..runtime.loader import load
 
-    model = load(a.artifact)
+    model = load(a.artifact, _emulator(a.emulator))
     feeds = _load_npz(a.inputs)
     outs = model.run(feeds)
     if a.outputs:
@@ -158,6 +167,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--inputs", required=True, help=".npz with one array per input name")
     r.add_argument("--outputs", help="write the outputs to this .npz")
     r.add_argument("--check", metavar="MODEL.onnx", help="compare with onnxruntime on the model")
+    r.add_argument("--emulator", metavar="CMD",
+                   help='run as a program under this command, e.g. "qemu-x86_64 -cpu Haswell" '
+                        '("" runs it as a program directly)')
     r.set_defaults(fn=cmd_run)
     i = sub.add_parser("inspect", help="describe a compiled artifact")
     i.add_argument("artifact")

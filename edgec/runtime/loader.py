@@ -9,12 +9,16 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import EdgecError, ShapeError
+
+if TYPE_CHECKING:
+    from .emulated import EmulatedModel
 
 ALIGN = 64
 
@@ -113,6 +117,12 @@ def _np_dtype(name: str) -> np.dtype:
     return DType(name).np
 
 
-def load(out_dir) -> CompiledModel:
-    """Load the artifact that `edgec compile` wrote to `out_dir`."""
+def load(out_dir, emulator: Sequence[str] | None = None) -> CompiledModel | EmulatedModel:
+    """Load the artifact that `edgec compile` wrote to `out_dir`. With `emulator` (argv words
+    such as ["qemu-x86_64", "-cpu", "Haswell"]; [] for none) it runs as a program under that
+    command instead of through ctypes (see `runtime/emulated.py`)."""
+    if emulator is not None:
+        from .emulated import EmulatedModel
+
+        return EmulatedModel(out_dir, emulator)
     return CompiledModel(out_dir)
