@@ -1,8 +1,8 @@
-"""Running an artifact as a program: a small runner linked with the artifact's own sources.
+"""Running an artifact as a program: a small runner linked with the artifact's own library.
 
 Where ctypes cannot load the library (a cross target, or a build that must be proven not to
-use instructions the host has, e.g. `x86-avx2` under `qemu-x86_64 -cpu Haswell`), the artifact
-is linked statically with `runtime/c/edgec_runner.c` and executed under an emulator command;
+use instructions the host has, e.g. `x86-avx2` under `qemu-x86_64 -cpu Haswell`), libNAME.a
+is linked statically with `runtime/c/edgec_runner.c` and run under an emulator command;
 tensors travel through raw files in a temporary folder.
 """
 
@@ -41,14 +41,14 @@ def runner_command(manifest: Mapping, exe: str) -> list[str]:
 
     target = get_target(manifest["target"])
     name = manifest["name"]
-    # the flags the library was built with, as recorded when it was compiled
+    # the runner is compiled with the flags the library was built with (same ISA and ABI) and
+    # links the library's own archive: the very objects an app links, not a rebuild of them
     cflags = manifest.get("cflags", list(target.cflags))
-    sources = [f for f in manifest["sources"] if f.endswith((".c", ".S"))]
     return [cc(target), *cflags, "-Wall", "-Wextra",
             f"-DEDGEC_MODEL={name}", f'-DEDGEC_HEADER="{manifest["header"]}"',
             f"-DEDGEC_NUM_INPUTS={len(manifest['inputs'])}",
             f"-DEDGEC_NUM_OUTPUTS={len(manifest['outputs'])}",
-            "-I.", *sources, str(RUNNER_SOURCE), *LINK_FLAGS, "-o", exe, *LIBS]
+            "-I.", str(RUNNER_SOURCE), manifest["library"], *LINK_FLAGS, "-o", exe, *LIBS]
 
 
 def build_runner(out_dir) -> Path:
@@ -58,7 +58,7 @@ def build_runner(out_dir) -> Path:
     name = manifest["name"]
     digest = hashlib.sha1(RUNNER_SOURCE.read_bytes())
     digest.update(" ".join(runner_command(manifest, "runner")).encode())
-    for f in sorted(manifest["sources"]) + [f"{name}.weights.bin"]:
+    for f in (manifest["library"], manifest["header"]):
         try:
             digest.update((out / f).read_bytes())
         except OSError:
