@@ -11,6 +11,7 @@ with the expected ones as the ONNX backend runner does: shape and dtype equal, t
     python scripts/conformance.py --filter 'test_(sin|cos)'   # a subset, one line per test
     python scripts/conformance.py --write CONFORMANCE.md      # regenerate the report
     python scripts/conformance.py --check CONFORMANCE.md      # CI: fail if the report is stale
+    python scripts/conformance.py --target x86-avx2 --emulator "qemu-x86_64 -cpu Haswell"
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import queue
 import re
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -59,6 +61,7 @@ RTOL_OVERRIDES: dict[str, float] = {}
 
 COMPILE_TIMEOUT_S = 120  # per test, import to static library
 RUN_TIMEOUT_S = 120  # per runner executable (one batch of tests)
+EMULATED_SLOWDOWN = 5  # run timeouts are this much longer under an emulator
 BATCH = 48  # tests linked into one runner executable
 
 # What edgec deliberately leaves out, by the element types, value kinds, domains and ops that
@@ -89,6 +92,16 @@ FOLLOWS_ONNXRUNTIME = {"test_maxunpool_export_with_output_shape",
 
 
 # -- one test -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Platform:
+    """What the tests are compiled for and how their runners execute: `emulator` is a command
+    prefix (e.g. qemu-x86_64 -cpu Haswell) under which the statically linked runner runs, or
+    None to run it directly."""
+
+    target: str = "x86"
+    emulator: tuple[str, ...] | None = None
+
 
 @dataclass
 class Result:
@@ -276,7 +289,7 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def prepare(test: str, work: str) -> Prepared:
+def prepare(test: str, work: str, target: str = "x86") -> Prepared:
     """Compile one test into `work/<test>/`; never raises."""
     op, expanded = op_of(test)
     res = Result(test, op, expanded, "unsupported")
@@ -297,7 +310,7 @@ def prepare(test: str, work: str) -> Prepared:
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(COMPILE_TIMEOUT_S)
     try:
-        return _compile(res, model, graph_inputs, feeds, Path(work) / test)
+        return _compile(res, model, graph_inputs, feeds, Path(work) / test, target)
     except _Timeout:
         res.status, res.reason = "fail", f"timeout: compiling took over {COMPILE_TIMEOUT_S} s"
         return Prepared(res)
@@ -310,7 +323,7 @@ def prepare(test: str, work: str) -> Prepared:
 
 
 def _compile(res: Result, model: onnx.ModelProto, graph_inputs: list[str],
-             feeds: dict[str, np.ndarray], out: Path) -> Prepared:
+             feeds: dict[str, np.ndarray], out: Path, target: str) -> Prepared:
     from edgec.compiler.driver import compile as edgec_compile
     from edgec.errors import EdgecError, FrontendError, ShapeError, ToolchainError
 
@@ -318,7 +331,7 @@ def _compile(res: Result, model: onnx.ModelProto, graph_inputs: list[str],
     while True:
         live = [n for n in graph_inputs if n not in folded]
         try:
-            art = edgec_compile(model, out, name=res.test, log=io.StringIO(),
+            art = edgec_compile(model, out, name=res.test, log=io.StringIO(), target=target,
                                 input_shapes={n: list(feeds[n].shape) for n in live})
             break
         except (ShapeError, FrontendError) as e:
@@ -439,7 +452,11 @@ int main(int argc, char **argv)
 """
 
 
-def _link(batch: list[Prepared], work: Path, index: int) -> tuple[Path | None, str]:
+def _link(batch: list[Prepared], work: Path, index: int, platform: Platform
+          ) -> tuple[Path | None, str]:
+    from edgec.targets.target import get_target
+    from edgec.targets.toolchain import cc
+
     decls, table = [], []
     for p in batch:
         n = p.cname
@@ -452,38 +469,41 @@ def _link(batch: list[Prepared], work: Path, index: int) -> tuple[Path | None, s
     src.write_text(RUNNER_MAIN % {"decls": "\n".join(decls), "table": "\n".join(table)})
     exe = work / f"runner{index}"
     libs = [str(Path(p.out_dir) / f"lib{p.cname}.a") for p in batch]
-    cc = os.environ.get("CC", "cc")
-    res = subprocess.run([cc, "-O1", "-std=c11", str(src), *libs, "-lm", "-lpthread",
-                          "-o", str(exe)], capture_output=True, text=True)
+    # linked static under an emulator, which then needs no sysroot for the target's libc
+    static = ["-static"] if platform.emulator is not None else []
+    res = subprocess.run([cc(get_target(platform.target)), "-O1", "-std=c11", str(src), *libs,
+                          *static, "-lm", "-lpthread", "-o", str(exe)],
+                         capture_output=True, text=True)
     if res.returncode != 0:
         return None, _shorten("link error: " + (res.stderr or res.stdout), 90)
     return exe, ""
 
 
-def _run_batch(batch: list[Prepared], work: Path, index: int) -> None:
+def _run_batch(batch: list[Prepared], work: Path, index: int, platform: Platform) -> None:
     """Link and run a batch; set each test's status. A test that crashes the runner is
     recorded and the rest of the batch runs on in a fresh process."""
-    exe, err = _link(batch, work, index)
+    exe, err = _link(batch, work, index, platform)
     if exe is None:
         if len(batch) == 1:
             batch[0].result.status, batch[0].result.reason = "fail", err
             return
         for p in batch:  # find the culprit: link each alone
-            _run_batch([p], work, index * 1000 + batch.index(p) + 1)
+            _run_batch([p], work, index * 1000 + batch.index(p) + 1, platform)
         return
+    timeout = RUN_TIMEOUT_S * (EMULATED_SLOWDOWN if platform.emulator is not None else 1)
     todo = list(range(len(batch)))
     while todo:
-        args = [str(exe)]
+        args = [*(platform.emulator or ()), str(exe)]
         for k in todo:
             args += [str(k), batch[k].out_dir]
         started, ended = [], {}
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
             stdout, why = proc.stdout, _signal_name(proc.returncode)
         except subprocess.TimeoutExpired as e:
             out = e.stdout or b""
             stdout = out.decode() if isinstance(out, bytes) else out
-            why = f"timeout: no result in {RUN_TIMEOUT_S} s"
+            why = f"timeout: no result in {timeout} s"
         for line in stdout.splitlines():
             parts = line.split()
             if parts[:1] == ["BEGIN"]:
@@ -582,12 +602,12 @@ class _Worker:
     """A compiler process (`--serve`): one test name in a line, one JSON `Prepared` out. If it
     dies or hangs, the test it was on is the culprit and a fresh process takes the next."""
 
-    def __init__(self, work: Path, index: int):
-        self.work, self.proc = work, None
+    def __init__(self, work: Path, index: int, target: str = "x86"):
+        self.work, self.proc, self.target = work, None, target
         self.log = open(work / f"worker{index}.log", "a")  # its warnings, for a reader
 
     def command(self) -> list[str]:
-        return [sys.executable, __file__, "--serve", str(self.work)]
+        return [sys.executable, __file__, "--serve", str(self.work), "--target", self.target]
 
     def prepare(self, test: str) -> Prepared:
         if self.proc is None or self.proc.poll() is not None:
@@ -621,17 +641,18 @@ def _prepared_from_json(line: str) -> Prepared:
     return Prepared(Result(**{**r, "folded": tuple(r["folded"])}), **d)
 
 
-def serve(work: str) -> None:
+def serve(work: str, target: str = "x86") -> None:
     """The compiler process's loop (see `_Worker`)."""
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but replies on the pipe
     for line in sys.stdin:
-        out.write(json.dumps(dataclasses.asdict(prepare(line.strip(), work))) + "\n")
+        out.write(json.dumps(dataclasses.asdict(prepare(line.strip(), work, target))) + "\n")
         out.flush()
 
 
 def run_suite(names: Sequence[str], jobs: int, work: Path,
-              progress: Callable[[str], None] | None = None) -> list[Result]:
+              progress: Callable[[str], None] | None = None,
+              platform: Platform = Platform()) -> list[Result]:
     """Compile, build, run and compare the tests `names` in the folder `work`."""
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
@@ -642,7 +663,7 @@ def run_suite(names: Sequence[str], jobs: int, work: Path,
     lock = threading.Lock()
 
     def drain(index: int) -> None:
-        worker = _Worker(work, index)
+        worker = _Worker(work, index, platform.target)
         try:
             while True:
                 try:
@@ -666,14 +687,14 @@ def run_suite(names: Sequence[str], jobs: int, work: Path,
     say(f"compiled {len(names)} tests in {t1 - t0:.0f} s; linking and running {len(built)} "
         f"in {len(batches)} batches")
     with cf.ThreadPoolExecutor(max(jobs, 1)) as pool:
-        list(pool.map(lambda ib: _run_batch(ib[1], work, ib[0]), enumerate(batches)))
+        list(pool.map(lambda ib: _run_batch(ib[1], work, ib[0], platform), enumerate(batches)))
     say(f"linked, ran and compared in {time.perf_counter() - t1:.0f} s")
     return sorted((p.result for p in prepared), key=lambda r: r.test)
 
 
 # -- the report ---------------------------------------------------------------------------
 
-def report(results: Sequence[Result]) -> str:
+def report(results: Sequence[Result], platform: Platform = Platform()) -> str:
     total = len(results)
     passed = sum(r.status == "pass" for r in results)
     failed = sum(r.status == "fail" for r in results)
@@ -692,6 +713,7 @@ def report(results: Sequence[Result]) -> str:
     folded = sum(bool(r.folded) for r in results if r.status == "pass")
     all_folded = sum(r.all_folded for r in results if r.status == "pass")
     onnx_version = onnx.__version__
+    under = f" under `{shlex.join(platform.emulator)}`" if platform.emulator else ""
     lines = [
         "# ONNX conformance",
         "",
@@ -727,9 +749,11 @@ def report(results: Sequence[Result]) -> str:
         "## How tests are run and compared",
         "",
         "- Each test's `model.onnx` is compiled with `edgec.compiler.driver.compile` (target "
-        "`x86`, the default pipeline), with `input_shapes` from `test_data_set_0`'s inputs, "
+        f"`{platform.target}`, the default pipeline), with `input_shapes` from "
+        "`test_data_set_0`'s inputs, "
         f"into `libNAME.a`. The libraries of {BATCH} tests link into one runner executable, "
-        "which calls each `NAME_run` on the test's inputs (a test that crashes it fails alone; "
+        f"which calls each `NAME_run` on the test's inputs{under} (a test that crashes it "
+        "fails alone; "
         "the rest of its batch runs on). One test, in detail: "
         "`python scripts/conformance.py --filter '^test_abs$'`.",
         "- Outputs are compared as `onnx.backend.test.runner.Runner.assert_similar_outputs` "
@@ -850,11 +874,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
     ap.add_argument("--keep", metavar="DIR", help="keep the generated libraries in DIR")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ap.add_argument("--target", default="x86", help="the edgec target to compile for")
+    ap.add_argument("--emulator", metavar="CMD",
+                    help='run the runners, linked -static, under this command, e.g. '
+                         '"qemu-x86_64 -cpu Haswell"')
     ap.add_argument("--serve", metavar="WORK", help=argparse.SUPPRESS)  # a compiler process
     args = ap.parse_args(argv)
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.target)
         return 0
+    from edgec.targets.target import TARGETS
+
+    if args.target not in TARGETS:
+        ap.error(f"unknown target {args.target!r}; edgec knows: {', '.join(TARGETS)}")
+    try:
+        emulator = None if args.emulator is None else tuple(shlex.split(args.emulator))
+    except ValueError as e:
+        ap.error(f"--emulator: {e}")
+    if emulator and shutil.which(emulator[0]) is None:
+        ap.error(f"emulator {emulator[0]!r} not found (qemu-* come in `apt-get install qemu-user`)")
+    platform = Platform(args.target, emulator)
     if args.filter and (args.write or args.check):
         ap.error("--write and --check run the whole suite; drop --filter")
     names = test_names(args.filter)
@@ -866,7 +905,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = bool(args.filter)
     try:
         results = run_suite(names, args.jobs, work,
-                            progress=None if verbose else lambda s: print(s, file=sys.stderr))
+                            progress=None if verbose else lambda s: print(s, file=sys.stderr),
+                            platform=platform)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -879,10 +919,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = Counter(r.status for r in results)
     print(f"conformance: {counts['pass']} of {len(results)} node tests pass "
           f"({counts['fail']} give a wrong result, {counts['unsupported']} are refused), "
-          f"in {elapsed:.0f} s with {args.jobs} jobs")
+          f"in {elapsed:.0f} s with {args.jobs} jobs"
+          + ("" if platform == Platform() else f", target {platform.target}"
+             + (f" under {shlex.join(emulator)}" if emulator is not None else "")))
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
-    text = report(results)
+    text = report(results, platform)
     if args.write:
         Path(args.write).write_text(text)
         print(f"wrote {args.write}")
