@@ -1,36 +1,135 @@
-"""Side-by-side latency of edgec and onnxruntime on the zoo models, per BENCHMARKING.md.
+"""Side-by-side latency of edgec, onnxruntime and untuned TVM on the zoo models (BENCHMARKING.md).
 
-For each model: compile with edgec (timed, ONNX to finished static library), load the
-artifact through the Python loader (the same C an app links) and an onnxruntime session,
-check that the outputs agree, warm both up, then alternate edgec / onnxruntime for N pairs and
-report the medians and the median per-pair ratio. Also reports the library's code size without
-weights (`size -A` of the archive members: text + rodata, weights live in their own object),
-the weights' size, and the workspace against the liveness lower bound.
+Per model: compile with edgec (timed, ONNX to finished static library), load the artifact
+through the Python loader (the same C an app links) and an onnxruntime session, and for each
+thread count check that the outputs agree (exit 1 if edgec departs from onnxruntime), warm both
+up, then alternate edgec, onnxruntime, edgec, ... for N pairs: medians and the median of the
+per-pair ratio. TVM (optional, `pip install -e '.[bench]'`) runs in a subprocess per thread
+count, because its thread pool reads TVM_NUM_THREADS once, at import; there it is timed
+against an onnxruntime session the same way. Each latency is also given as a fraction of the
+floor FLOPs / (peak x threads), with FLOPs = 2 x MACs of Conv/Gemm/MatMul counted from the
+graph and the single-core FMA peak measured at start in CPU time (`peak_fma.c`, so a loaded
+machine does not lower it) unless --peak-gflops. "Cores busy" is CPU time / wall time of a few
+runs of one side alone: about how many cores it kept busy (below 1 when other processes share
+the machine).
 
-    python benchmarks/bench_models.py [--models mlp,resnet18,mobilenet_v2] [--pairs 30]
-        [--threads 1] [--target x86] [--json results.json]
+    python benchmarks/bench_models.py [--models mlp,resnet18,mobilenet_v2] [--threads 1,2]
+        [--pairs 30] [--short-pairs 300] [--target x86] [--no-tvm] [--json results.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import importlib.util
 import json
+import os
 import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
-import edgec
-from edgec import zoo
+HERE = Path(__file__).resolve().parent
+# BENCHMARKING.md's single-core fp32 figure, used only when the peak cannot be measured here
+FALLBACK_PEAK_GFLOPS = 170.0
+ORT_LEVELS = {"disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+              "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+              "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+SHORT_MS = 1.0  # a model faster than this (onnxruntime, 1 thread) gets --short-pairs pairs
 
-# fp32 single-core floor from BENCHMARKING.md (3.6 GFLOP at 170 GFLOP/s)
-FLOOR_MS = {"resnet18": 21.0}
+
+# -- measurement helpers (shared with the TVM worker) ------------------------------------------
+
+def interleave(a: Callable[[], object], b: Callable[[], object],
+               pairs: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of a and b, run alternately a, b, a, b, ... `pairs` times."""
+    a_ms, b_ms = [], []
+    for _ in range(pairs):
+        t = time.perf_counter()
+        a()
+        a_ms.append((time.perf_counter() - t) * 1e3)
+        t = time.perf_counter()
+        b()
+        b_ms.append((time.perf_counter() - t) * 1e3)
+    return a_ms, b_ms
+
+
+def summary(a_ms: list[float], b_ms: list[float]) -> dict[str, float]:
+    return {"a_ms": statistics.median(a_ms), "b_ms": statistics.median(b_ms),
+            "ratio": statistics.median(a / b for a, b in zip(a_ms, b_ms))}
+
+
+def rel_error(got: list[np.ndarray], want: list[np.ndarray]) -> float:
+    """max |got - want| / max |want| over all outputs (the worst output counts)."""
+    return max(float(np.abs(g - w).max() / max(float(np.abs(w).max()), 1e-30))
+               for g, w in zip(got, want))
+
+
+def ort_session(path: Path, threads: int, level: str) -> ort.InferenceSession:
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ORT_LEVELS[level]
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
+def random_feeds(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    inits = {i.name for i in model.graph.initializer}
+    return {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
+            .astype(np.float32) for i in model.graph.input if i.name not in inits}
+
+
+# -- the machine and the models' work ---------------------------------------------------------
+
+def count_flops(path: Path) -> int:
+    """2 x multiply-accumulates of the Conv, Gemm and MatMul nodes, with the static shapes of
+    edgec's import (onnx's shape inference leaves torch's flatten-by-Reshape unknown):
+    Conv |Y| * Cin/group * prod(kernel) (= |Y| * prod(W.shape[1:])), Gemm and MatMul |Y| * K."""
+    from edgec.compiler.driver import load_graph
+
+    macs = 0
+    for n in load_graph(path).nodes:
+        y = int(np.prod(n.outputs[0].type.shape))
+        if n.op == "Conv":
+            macs += y * int(np.prod(n.inputs[1].type.shape[1:]))
+        elif n.op == "Gemm":
+            macs += y * n.inputs[0].type.shape[0 if n.attrs.get("transA") else 1]
+        elif n.op == "MatMul":
+            macs += y * n.inputs[0].type.shape[-1]
+    return 2 * macs
+
+
+def measure_peak_gflops(work: Path) -> tuple[float, str]:
+    """Best of ten runs of peak_fma.c built for this machine: (GFLOP/s on one core, ISA)."""
+    exe = work / "peak_fma"
+    subprocess.run(["gcc", "-O2", "-march=native", str(HERE / "peak_fma.c"), "-o", str(exe)],
+                   check=True, capture_output=True)
+    runs = [subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
+            for _ in range(10)]
+    return max(float(r[2]) for r in runs), runs[0][1]
+
+
+def machine() -> tuple[str, str]:
+    """lscpu's model name and the vector/matrix flags relevant to the kernels."""
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return platform.processor(), ""
+    fields = dict(line.split(":", 1) for line in lscpu.splitlines() if ":" in line)
+    flags = fields.get("Flags", "").split()
+    wanted = [f for f in flags if f in ("avx", "avx2", "fma", "f16c") or f.startswith(
+        ("avx512", "avx_vnni", "amx"))]
+    return fields.get("Model name", platform.processor()).strip(), " ".join(wanted)
 
 
 def code_size(lib: Path) -> dict[str, int]:
@@ -49,91 +148,292 @@ def code_size(lib: Path) -> dict[str, int]:
     return sizes
 
 
-def bench_one(name: str, pairs: int, threads: int, target: str, work: Path) -> dict:
-    path = work / f"{name}.onnx"
-    zoo.save(getattr(zoo, name)(), path)
+# -- edgec against onnxruntime ------------------------------------------------------------------
+
+def set_threads(model: object, n: int) -> int:
+    """Ask the loaded artifact for n threads; the count it runs on (1 if it has no pool)."""
+    from edgec.errors import EdgecError
+
+    try:
+        model.set_num_threads(n)  # type: ignore[attr-defined]
+    except (AttributeError, EdgecError):
+        return 1
+    return n
+
+
+def cores_busy(fn: Callable[[], object], runs: int) -> float:
+    """CPU time over wall time of `runs` calls of fn alone: about the number of cores it uses
+    (less when other processes take the cores)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(runs):
+        fn()
+    return (time.process_time() - cpu) / (time.perf_counter() - wall)
+
+
+def bench_edgec(name: str, path: Path, a: argparse.Namespace, work: Path) -> dict:
+    """Compile, size and time one model with edgec beside onnxruntime at every thread count."""
+    import edgec
+
     t0 = time.perf_counter()
-    art = edgec.compile(path, work / name, target=target)
+    art = edgec.compile(path, work / name, target=a.target)
     compile_s = time.perf_counter() - t0
     model = edgec.load(art.out_dir)
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(0)
-    feeds = {i["name"]: rng.standard_normal(i["shape"]).astype(np.float32)
-             for i in art.manifest["inputs"]}
-
-    got = model.run(feeds)
-    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-    rel = max(float(np.abs(got[k] - want[k]).max() / np.abs(want[k]).max()) for k in want)
-    if rel > 1e-4:
-        raise SystemExit(f"{name}: edgec departs from onnxruntime (relative error {rel:.3g})")
-
-    for _ in range(3):
-        model.run(feeds)
-        sess.run(None, feeds)
-    a_ms, b_ms = [], []
-    for _ in range(pairs):
-        t = time.perf_counter()
-        model.run(feeds)
-        a_ms.append((time.perf_counter() - t) * 1e3)
-        t = time.perf_counter()
-        sess.run(None, feeds)
-        b_ms.append((time.perf_counter() - t) * 1e3)
-    ratios = [a / b for a, b in zip(a_ms, b_ms)]
+    feeds = random_feeds(onnx.load(path, load_external_data=False))
     sizes = code_size(art.library)
-    weights_member = f"{name}_weights.o"
     m = art.manifest
-    return {
-        "model": name, "threads": threads, "pairs": pairs, "target": target,
-        "edgec_ms": statistics.median(a_ms), "onnxruntime_ms": statistics.median(b_ms),
-        "ratio": statistics.median(ratios), "max_rel_error": rel,
-        "compile_s": compile_s,
-        "code_bytes": sum(v for k, v in sizes.items() if k != weights_member),
-        "weights_bytes": m["weights_bytes"],
-        "workspace_bytes": m["workspace_bytes"],
-        "lower_bound_bytes": m["memory"]["lower_bound_bytes"],
-        "floor_ms": FLOOR_MS.get(name),
-    }
+    out = {"compile_s": compile_s,
+           "code_bytes": sum(v for k, v in sizes.items() if k != f"{art.name}_weights.o"),
+           "weights_bytes": m["weights_bytes"], "workspace_bytes": m["workspace_bytes"],
+           "lower_bound_bytes": m["memory"]["lower_bound_bytes"], "runs": []}
+
+    def run_edgec() -> object:
+        return model.run(feeds)
+
+    pairs = None
+    for n in a.threads:
+        edgec_threads = set_threads(model, n)
+        sess = ort_session(path, n, a.ort_opt_level)
+        got = model.run(feeds)
+        want = sess.run(None, feeds)
+        rel = rel_error([got[o.name] for o in sess.get_outputs()], want)
+        if not rel <= a.rtol:  # also catches NaN
+            raise SystemExit(f"FAIL {name} at {n} thread(s): edgec departs from onnxruntime "
+                             f"(max relative error {rel:.3g} > {a.rtol:g}); no timing counts")
+
+        def run_ort(sess: ort.InferenceSession = sess) -> object:
+            return sess.run(None, feeds)
+
+        warm = interleave(run_edgec, run_ort, 5)
+        if pairs is None:  # decided once per model, from the first (fewest-thread) warm-up
+            pairs = a.short_pairs if statistics.median(warm[1]) < SHORT_MS else a.pairs
+        busy = cores_busy(run_edgec, min(pairs, 10))
+        s = summary(*interleave(run_edgec, run_ort, pairs))
+        out["runs"].append({"threads": n, "edgec_threads": edgec_threads, "pairs": pairs,
+                            "edgec_ms": s["a_ms"], "onnxruntime_ms": s["b_ms"],
+                            "ratio": s["ratio"], "max_rel_error": rel,
+                            "edgec_cores_busy": busy})
+    return out
 
 
-def machine() -> str:
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = next(line.split(":", 1)[1].strip() for line in lscpu.splitlines()
-                     if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        model = platform.processor()
-    return model
+# -- TVM (subprocess per thread count) ---------------------------------------------------------
+
+def tvm_worker(a: argparse.Namespace) -> None:
+    """Compile one ONNX file with untuned TVM, check it against onnxruntime, time both; print
+    one JSON line. TVM_NUM_THREADS is set by the parent before this process imports TVM."""
+    t0 = time.perf_counter()
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+    from tvm.target import codegen
+
+    import_s = time.perf_counter() - t0
+
+    path = Path(a.tvm_worker)
+    threads = a.threads[0]
+    mcpu = codegen.llvm_get_system_cpu()  # LLVM's name for the host, e.g. znver3, sapphirerapids
+    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu})
+    t0 = time.perf_counter()
+    model = onnx.load(path)
+    mod = from_onnx(model, keep_params_in_input=False)
+    exe = tvm.compile(mod, target=target)  # TVM's default Relax + TIR pipelines, no tuning
+    compile_s = time.perf_counter() - t0
+    dev = tvm.cpu()
+    vm = relax.VirtualMachine(exe, dev)
+    feeds = random_feeds(model)
+    args = [tvm.runtime.tensor(v, dev) for v in feeds.values()]
+
+    main = vm["main"]
+
+    def run_tvm() -> list[np.ndarray]:
+        r = main(*args)
+        return [r.numpy()] if hasattr(r, "numpy") else [t.numpy() for t in r]
+
+    t0 = time.perf_counter()
+    run_tvm()
+    first_ms = (time.perf_counter() - t0) * 1e3
+    # alone, before onnxruntime's threads exist: does TVM use more than one core?
+    solo = max(2, min(10, int(a.tvm_budget_s * 1e3 / 4 / first_ms)))
+    t0 = time.perf_counter()
+    busy = cores_busy(run_tvm, solo)
+    solo_ms = (time.perf_counter() - t0) * 1e3 / solo
+
+    sess = ort_session(path, threads, a.ort_opt_level)
+    rel = rel_error(run_tvm(), sess.run(None, feeds))
+    result = {"threads": threads, "tvm_num_threads": tvm.runtime.num_threads(),
+              "compile_s": compile_s, "import_s": import_s, "mcpu": mcpu,
+              "cores_busy": busy, "solo_ms": solo_ms, "max_rel_error": rel,
+              "versions": {"tvm": tvm.__version__,
+                           "tvm_ffi": importlib.metadata.version("apache-tvm-ffi"),
+                           "llvm": codegen.llvm_version_major()}}
+    if not rel <= a.rtol:
+        result["error"] = f"TVM departs from onnxruntime (max relative error {rel:.3g})"
+    else:
+        pairs = max(3, min(a.pairs, int(a.tvm_budget_s * 1e3 / solo_ms)))
+        interleave(lambda: main(*args), lambda: sess.run(None, feeds), 2)  # warm onnxruntime
+        s = summary(*interleave(lambda: main(*args), lambda: sess.run(None, feeds), pairs))
+        result.update(pairs=pairs, tvm_ms=s["a_ms"], onnxruntime_ms=s["b_ms"], ratio=s["ratio"])
+    print(json.dumps(result), flush=True)
+
+
+def bench_tvm(path: Path, threads: int, pairs: int, a: argparse.Namespace) -> dict:
+    """Run the TVM worker for one model and thread count in a fresh process."""
+    env = dict(os.environ, TVM_NUM_THREADS=str(threads))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--tvm-worker", str(path),
+           "--threads", str(threads), "--pairs", str(pairs), "--rtol", str(a.rtol),
+           "--tvm-budget-s", str(a.tvm_budget_s), "--ort-opt-level", a.ort_opt_level]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    lines = p.stdout.strip().splitlines()
+    if p.returncode != 0 or not lines:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"threads": threads, "error": f"TVM worker failed (exit {p.returncode}): {tail}"}
+    return json.loads(lines[-1])
+
+
+# -- report -----------------------------------------------------------------------------------
+
+def fmt_frac(flops: int, peak: float, threads: int, ms: float | None) -> str:
+    """floor / latency, where floor = flops / (peak x threads)."""
+    if ms is None:
+        return "-"
+    return f"{flops / (peak * 1e9 * threads) * 1e3 / ms:.2f}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="mlp,resnet18,mobilenet_v2")
+    ap.add_argument("--threads", default="1,2", type=lambda s: [int(t) for t in s.split(",")])
     ap.add_argument("--pairs", type=int, default=30)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--short-pairs", type=int, default=300,
+                    help=f"pairs for models under {SHORT_MS:g} ms on onnxruntime")
     ap.add_argument("--target", default="x86")
+    ap.add_argument("--rtol", type=float, default=1e-4,
+                    help="max |edgec - onnxruntime| / max |onnxruntime| allowed")
+    ap.add_argument("--ort-opt-level", choices=sorted(ORT_LEVELS), default="all")
+    ap.add_argument("--peak-gflops", type=float,
+                    help="single-core fp32 peak; measured with peak_fma.c when not given")
+    ap.add_argument("--no-tvm", action="store_true", help="leave TVM out even if installed")
+    ap.add_argument("--tvm-budget-s", type=float, default=20.0,
+                    help="about how long to spend timing TVM per model and thread count")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--tvm-worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    print(f"# {time.strftime('%Y-%m-%d')} on {machine()}; onnxruntime {ort.__version__}, "
-          f"edgec {edgec.__version__}, python {platform.python_version()}")
-    print("| model | threads | edgec ms | onnxruntime ms | ratio (median of pairs) | "
-          "compile s | code KB | weights MB | workspace KB (lower bound) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    results = []
+    if a.tvm_worker:
+        tvm_worker(a)
+        return
+
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        for name in a.models.split(","):
-            r = bench_one(name, a.pairs, a.threads, a.target, Path(tmp))
-            results.append(r)
-            print(f"| {name} | {r['threads']} | {r['edgec_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
-                  f"{r['ratio']:.2f} | {r['compile_s']:.2f} | {r['code_bytes'] / 1024:.1f} | "
-                  f"{r['weights_bytes'] / 2**20:.2f} | {r['workspace_bytes'] / 1024:.0f} "
-                  f"({r['lower_bound_bytes'] / 1024:.0f}) |", flush=True)
+        head = setup(a, Path(tmp))
+        print_setup(head, a)
+        results = [bench_model(name, a, head, Path(tmp)) for name in a.models.split(",")]
+    print_sizes(results)
+    tvm_info = next((t for r in results for run in r["runs"] for t in [run["tvm"]]
+                     if "versions" in t), None)
+    if tvm_info:
+        head["tvm"] = tvm_info["versions"] | {"mcpu": tvm_info["mcpu"]}
+        print(f"\n# TVM {tvm_info['versions']['tvm']} (apache-tvm-ffi "
+              f"{tvm_info['versions']['tvm_ffi']}, LLVM {tvm_info['versions']['llvm']}), "
+              f"untuned (tvm.compile's default pipelines), target llvm -mcpu={tvm_info['mcpu']}, "
+              "one subprocess per thread count (TVM_NUM_THREADS set before import)")
+    for r in results:
+        for run in r["runs"]:
+            if "error" in run["tvm"]:
+                print(f"# TVM {r['model']} at {run['threads']} thread(s): {run['tvm']['error']}")
+    head["wall_s"] = time.perf_counter() - started
+    head["load_average_end"] = os.getloadavg()
+    print(f"# whole run {head['wall_s']:.0f} s; load average at start "
+          f"{' '.join(f'{x:.2f}' for x in head['load_average_start'])}, at end "
+          f"{' '.join(f'{x:.2f}' for x in head['load_average_end'])}")
     if a.json:
-        Path(a.json).write_text(json.dumps(results, indent=2) + "\n")
-    sys.stdout.flush()
+        Path(a.json).write_text(json.dumps({"setup": head, "results": results}, indent=2) + "\n")
+
+
+def setup(a: argparse.Namespace, work: Path) -> dict:
+    """What the run is measured on and with: machine, floor, versions, commit."""
+    import edgec
+    import edgec.compiler.driver
+    import edgec.passes
+    import edgec.targets.codegen  # noqa: F401  (imported now so no compile time counts them)
+
+    cpu, flags = machine()
+    peak, isa = a.peak_gflops, "given"
+    if peak is None:
+        try:
+            peak, isa = measure_peak_gflops(work)
+        except (OSError, subprocess.CalledProcessError) as e:
+            peak, isa = FALLBACK_PEAK_GFLOPS, f"BENCHMARKING.md figure, not measured: {e}"
+    # the checkout the measured edgec comes from (PYTHONPATH may point at another worktree)
+    src = Path(edgec.__file__).resolve().parent
+    commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
+                            cwd=src, capture_output=True, text=True).stdout.strip() or "unknown"
+    return {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": cpu, "flags": flags,
+            "peak_gflops_per_core": peak, "peak_isa": isa, "python": platform.python_version(),
+            "onnxruntime": ort.__version__, "edgec": edgec.__version__, "commit": commit,
+            "edgec_path": str(src),
+            "target": a.target,
+            "ort_graph_optimization_level": str(ORT_LEVELS[a.ort_opt_level]).split(".")[-1],
+            "ort_inter_op_num_threads": 1, "command": " ".join(sys.argv),
+            "load_average_start": os.getloadavg(),
+            "tvm": "left out (--no-tvm)" if a.no_tvm else
+                   None if importlib.util.find_spec("tvm") else "not installed"}
+
+
+def print_setup(head: dict, a: argparse.Namespace) -> None:
+    print(f"# {head['date']}, edgec {head['edgec']} at {head['commit']} ({head['edgec_path']}), "
+          f"target {a.target}; "
+          f"{head['cpu']} ({head['flags']}); fp32 peak {head['peak_gflops_per_core']:.0f} GFLOP/s "
+          f"per core ({head['peak_isa']}); onnxruntime {head['onnxruntime']} "
+          f"({head['ort_graph_optimization_level']}, inter_op 1); python {head['python']}")
+    if head["tvm"] == "not installed":
+        print("# TVM: skipped, apache-tvm is not installed (pip install -e '.[bench]')")
+    elif head["tvm"]:
+        print(f"# TVM: {head['tvm']}")
+    print("\n| model | threads | edgec ms | onnxruntime ms | edgec / ort (median of pairs) "
+          "| TVM ms | TVM / ort | fraction of floor: edgec, ort, TVM | cores busy alone: "
+          "edgec, TVM | pairs: edgec+ort, TVM+ort |")
+    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
+
+
+def bench_model(name: str, a: argparse.Namespace, head: dict, work: Path) -> dict:
+    """All measurements of one model; prints its latency rows as they finish."""
+    from edgec import zoo
+
+    path = zoo.save(getattr(zoo, name)(), work / f"{name}.onnx")
+    flops = count_flops(path)
+    peak = head["peak_gflops_per_core"]
+    r = {"model": name, "gflop": flops / 1e9, "floor_ms_1thread": flops / (peak * 1e9) * 1e3}
+    r.update(bench_edgec(name, path, a, work))
+    pairs = r["runs"][0]["pairs"]
+    tvm_runs = {} if head["tvm"] else {n: bench_tvm(path, n, pairs, a) for n in a.threads}
+    for run in r["runs"]:
+        n = run["threads"]
+        tv = run["tvm"] = tvm_runs.get(n, {})
+        tvm_ms = tv.get("tvm_ms")
+        threads = f"{n}" if run["edgec_threads"] == n else f"{n} (edgec not threaded: 1)"
+        tvm_cols = (f"{tvm_ms:.2f} | {tv['ratio']:.1f}" if tvm_ms is not None else
+                    "failed (below) | -" if "error" in tv else "- | -")
+        fracs = ", ".join(fmt_frac(flops, peak, t, ms) for t, ms in (
+            (run["edgec_threads"], run["edgec_ms"]), (n, run["onnxruntime_ms"]), (n, tvm_ms)))
+        busy = f"{run['edgec_cores_busy']:.2f}, " + (
+            f"{tv['cores_busy']:.2f}" if "cores_busy" in tv else "-")
+        print(f"| {name} | {threads} | {run['edgec_ms']:.3f} | {run['onnxruntime_ms']:.3f} | "
+              f"{run['ratio']:.2f} | {tvm_cols} | {fracs} | {busy} | "
+              f"{run['pairs']}, {tv.get('pairs', '-')} |", flush=True)
+    r["tvm_compile_s"] = next((t["compile_s"] for t in tvm_runs.values() if "compile_s" in t),
+                              None)
+    return r
+
+
+def print_sizes(results: list[dict]) -> None:
+    print("\n| model | GFLOP | floor at 1 thread ms | edgec compile s | TVM compile s | "
+          "code KB (no weights) | weights MB | workspace KB (lower bound) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        tvm_c = f"{r['tvm_compile_s']:.2f}" if r["tvm_compile_s"] is not None else "-"
+        print(f"| {r['model']} | {r['gflop']:.3f} | {r['floor_ms_1thread']:.3f} | "
+              f"{r['compile_s']:.2f} | {tvm_c} | {r['code_bytes'] / 1024:.1f} | "
+              f"{r['weights_bytes'] / 2**20:.2f} | {r['workspace_bytes'] / 1024:.0f} "
+              f"({r['lower_bound_bytes'] / 1024:.0f}) |")
 
 
 if __name__ == "__main__":
