@@ -8,7 +8,7 @@ python3 -m venv .venv
 .venv/bin/pip install -q -e .
 out=build/tiny_cnn
 .venv/bin/edgec compile examples/models/tiny_cnn.onnx -o "$out"
-gcc -O2 -Wall -DMODEL=tiny_cnn -I "$out" examples/app/main.c "$out/libtiny_cnn.a" -lm -o build/app
+gcc -O2 -Wall -DMODEL=tiny_cnn -I "$out" examples/app/main.c "$out/libtiny_cnn.a" -lm -pthread -o build/app
 .venv/bin/python - "$out" <<'PY'
 import json, sys
 import numpy as np

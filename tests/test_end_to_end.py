@@ -52,7 +52,7 @@ def test_example_app_matches_onnxruntime(compiled, tmp_path):
     exe = tmp_path / "app"
     subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", f"-DMODEL={name}",
                     "-I", str(art.out_dir), str(REPO / "examples/app/main.c"),
-                    str(art.library), "-lm", "-o", str(exe)], check=True)
+                    str(art.library), "-lm", "-pthread", "-o", str(exe)], check=True)
     args = []
     for i, spec in enumerate(art.manifest["inputs"]):
         p = tmp_path / f"in{i}.bin"

@@ -37,7 +37,8 @@ def cmd_compile(a) -> None:
     art = compile(a.model, a.output, target=a.target, name=a.name,
                   input_shapes=_shapes(a.input_shape), pipeline=a.pipeline,
                   verify_each=a.verify_each, print_ir_after_all=a.print_ir_after_all,
-                  check_numerics=a.check_numerics, timing=a.timing)
+                  check_numerics=a.check_numerics, timing=a.timing,
+                  threads=not a.single_threaded)
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -154,6 +155,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--target", default="x86", choices=sorted(TARGETS))
     c.add_argument("--name", help="library and symbol prefix (default: the model file's stem)")
     c.add_argument("--pipeline", help="pass pipeline (default: edgec's standard one)")
+    c.add_argument("--single-threaded", action="store_true",
+                   help="no thread pool: the library needs no pthreads")
     _add_pipeline_flags(c)
     c.set_defaults(fn=cmd_compile)
     o = sub.add_parser("opt", help="run a pass pipeline and print the IR")

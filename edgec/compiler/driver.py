@@ -60,6 +60,11 @@ def load_graph(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     return import_onnx(model, input_shapes=input_shapes, name=name)
 
 
+def link_flags(threads: bool) -> list[str]:
+    """What an app adds after libNAME.a when it links."""
+    return ["-lm", "-pthread"] if threads else ["-lm"]
+
+
 def ensure_pipeline_plans_memory(pipeline: str) -> str:
     passes = [p.split("{")[0].strip() for p in pipeline.split(",") if p.strip()]
     if not passes or passes[-1] != "plan-memory":
@@ -71,8 +76,9 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None, pipeline: str | None = None,
             verify_each: bool = False, print_ir_after_all: bool = False,
             check_numerics: bool = False, timing: bool = False,
-            log: IO[str] | None = None) -> Artifact:
-    """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json."""
+            log: IO[str] | None = None, threads: bool = True) -> Artifact:
+    """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
+    `threads` False the library has no thread pool and links without pthreads."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -80,14 +86,14 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     return compile_graph(graph, out_dir, target=target, name=name, pipeline=pipeline,
                          verify_each=verify_each, print_ir_after_all=print_ir_after_all,
                          check_numerics=check_numerics, timing=timing, log=log, source=source,
-                         started=t0)
+                         started=t0, threads=threads)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
                   pipeline: str | None = None, verify_each: bool = False,
                   print_ir_after_all: bool = False, check_numerics: bool = False,
                   timing: bool = False, log: IO[str] | None = None, source: str = "",
-                  started: float | None = None) -> Artifact:
+                  started: float | None = None, threads: bool = True) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
     from ..passes import DEFAULT_PIPELINE, run_pipeline
 
@@ -106,7 +112,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                           timing=timing, out=log or sys.stderr)
     plan = graph.meta["memory_plan"]
     t_passes = time.perf_counter()
-    src = generate(graph, plan, tgt, name, source)
+    src = generate(graph, plan, tgt, name, source, threads=threads)
 
     out = Path(out_dir)
     try:
@@ -134,6 +140,9 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         "source": source,
         "target": tgt.name,
         "cflags": list(tgt.cflags),
+        "vector_isa": tgt.isa,
+        "threads": threads,
+        "link_flags": link_flags(threads),
         "pipeline": pipeline,
         "inputs": [io(v) for v in graph.inputs],
         "outputs": [io(v) for v in graph.outputs],

@@ -62,7 +62,7 @@ class CompiledModel:
         so = build / f"{self.name}-{digest.hexdigest()[:12]}.so"
         if not so.exists():
             shared_object(get_target(self.manifest["target"]), sources, str(so.resolve()),
-                          self.out_dir)
+                          self.out_dir, self.manifest.get("link_flags", ["-lm", "-pthread"]))
         self._lib = ctypes.CDLL(str(so.resolve()))
         self._run = getattr(self._lib, f"{self.name}_run")
         self._run.restype = ctypes.c_int
@@ -71,6 +71,14 @@ class CompiledModel:
         status.restype = ctypes.c_char_p
         self._status = status
         self._workspace = _aligned_empty(self.manifest["workspace_bytes"])
+        self._set_threads = getattr(self._lib, f"{self.name}_set_num_threads", None)
+
+    def set_num_threads(self, n: int) -> None:
+        """Run on `n` threads (the caller included) from the next run on."""
+        if self._set_threads is None:
+            raise EdgecError(f"{self.name} was built without a thread pool; recompile it")
+        self._set_threads.argtypes = [ctypes.c_int]
+        self._set_threads(int(n))
 
     @property
     def input_names(self) -> list[str]:

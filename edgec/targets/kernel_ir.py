@@ -5,7 +5,19 @@ list of statements: counted `Loop`s from 0 to an extent, scalar `Local`s, `Assig
 and `If`. Values are `Expr` trees, immutable and hashable, built with Python operators
 (`x[i] * w[j] + acc`); index arithmetic uses the `INDEX` dtype. Builders fold constants
 (`i * 1 -> i`, `0 + i -> i`) so the generated code reads like code a person would write.
-A loop's `kind` ("serial", later "parallel", "vector", "unroll") is its schedule annotation.
+A loop's `kind` is its schedule annotation: "serial", "unroll" (fully unrolled by the
+renderer's compiler), or "parallel" (its iterations split over the runtime's thread pool; such
+a loop stands at the top of a kernel and reads only the kernel's parameters).
+
+Vectors: an expression has `lanes` (1 for a scalar). `vload`/vector `Store` move `lanes`
+consecutive elements, optionally only the first `count` (a masked tail); `broadcast` splats
+a scalar; arithmetic, `fma` and comparisons work lane by lane, and `hreduce` folds the lanes
+to a scalar. Every renderer maps (dtype, lanes) to its ISA's vector registers.
+
+Functions: a kernel may `Call` another kernel (a micro-kernel, the hot inner loops shared by
+many nodes) with pointers into its buffers (`Ptr`) and scalar arguments (`Scalar` params).
+Sparse iteration (CSR and block-CSR weights) is a loop whose bounds are loaded from the row
+pointer array: see `KernelBuilder.csr`.
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ import numpy as np
 from ..ir.dtypes import DType
 
 INDEX = DType.INDEX
+LOOP_KINDS = ("serial", "unroll", "parallel")
 
 # Expression ops and their arity class. "call" carries the math function name as args[0].
 BINARY = ("add", "sub", "mul", "div", "mod", "max", "min", "lt", "le", "gt", "ge", "eq", "ne",
@@ -36,6 +49,7 @@ class Expr:
     op: str
     dtype: DType
     args: tuple
+    lanes: int = 1
 
     # -- arithmetic sugar: operands may be Python numbers ---------------------------------
     def __add__(self, o):
@@ -166,6 +180,13 @@ def binary(op: str, a, b) -> Expr:
     if a.dtype != b.dtype and op not in ("shl", "shr"):
         raise TypeError(f"kernel IR: {op} of {a.dtype} and {b.dtype}; cast one side first")
     dtype = DType.BOOL if op in COMPARE else a.dtype
+    if a.lanes != b.lanes:  # a scalar operand of a vector op is splat across the lanes
+        if min(a.lanes, b.lanes) != 1:
+            raise TypeError(f"kernel IR: {op} of {a.lanes}- and {b.lanes}-lane vectors")
+        lanes = max(a.lanes, b.lanes)
+        a, b = broadcast(a, lanes), broadcast(b, lanes)
+    if a.lanes > 1:
+        return Expr(op, dtype, (a, b), a.lanes)
     if a.is_const and b.is_const and op in COMPARE + ("add", "sub", "mul", "max", "min") + (
             ("div", "mod") if a.dtype.is_int and b.value != 0 else ()):
         return const(_fold(op, a.value, b.value), dtype)
@@ -190,6 +211,8 @@ def binary(op: str, a, b) -> Expr:
 
 
 def unary(op: str, a: Expr) -> Expr:
+    if a.lanes > 1:
+        return Expr(op, a.dtype, (a,), a.lanes)
     if a.is_const and op == "neg":
         return const(-a.value, a.dtype)
     if a.is_const and op == "not":
@@ -204,7 +227,10 @@ def call(fn: str, *args, dtype: DType | None = None) -> Expr:
     like = next(a.dtype for a in args if isinstance(a, Expr))
     lifted = tuple(_lift(a, like) for a in args)
     out = dtype or (DType.BOOL if fn in ("isnan", "isinf") else like)
-    return Expr("call", out, (fn,) + lifted)
+    lanes = max(a.lanes for a in lifted)
+    if lanes > 1:
+        lifted = tuple(broadcast(a, lanes) for a in lifted)
+    return Expr("call", out, (fn,) + lifted, lanes)
 
 
 def select(cond: Expr, a, b) -> Expr:
@@ -212,7 +238,10 @@ def select(cond: Expr, a, b) -> Expr:
     a, b = _lift(a, like), _lift(b, like)
     if cond.is_const:
         return a if cond.value else b
-    return Expr("select", a.dtype, (cond, a, b))
+    lanes = max(cond.lanes, a.lanes, b.lanes)
+    if lanes > 1:
+        cond, a, b = (broadcast(e, lanes) for e in (cond, a, b))
+    return Expr("select", a.dtype, (cond, a, b), lanes)
 
 
 def maximum(a, b) -> Expr:
@@ -226,6 +255,8 @@ def minimum(a, b) -> Expr:
 def cast(x: Expr, dtype: DType) -> Expr:
     if x.dtype == dtype:
         return x
+    if x.lanes > 1:
+        return Expr("cast", dtype, (x,), x.lanes)
     if x.is_const and (dtype.is_float or not isinstance(x.value, float)):
         return const(x.value, dtype)
     return Expr("cast", dtype, (x,))
@@ -235,7 +266,49 @@ def bitcast(x: Expr, dtype: DType) -> Expr:
     """x's bits read as `dtype`, a type of the same size (no value conversion)."""
     if x.dtype.itemsize != dtype.itemsize:
         raise TypeError(f"kernel IR: bitcast of {x.dtype} to {dtype} changes the size")
-    return x if x.dtype == dtype else Expr("bitcast", dtype, (x,))
+    return x if x.dtype == dtype else Expr("bitcast", dtype, (x,), x.lanes)
+
+
+# -- vectors ------------------------------------------------------------------------------
+
+def broadcast(x, lanes: int, dtype: DType = DType.F32) -> Expr:
+    """`x` (a scalar expression or number) in every one of `lanes` lanes."""
+    x = _lift(x, dtype)
+    if lanes == 1 or x.lanes == lanes:
+        return x
+    if x.lanes != 1:
+        raise TypeError(f"kernel IR: cannot broadcast a {x.lanes}-lane vector to {lanes}")
+    return Expr("broadcast", x.dtype, (x,), lanes)
+
+
+def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
+    """buf[index : index + lanes] as a vector; with `count`, only the first `count` lanes are
+    read (the others are 0), for the tail of a row."""
+    if lanes == 1 and count is None:
+        return buf[index]
+    cnt = None if count is None else _lift(count, INDEX)
+    return Expr("vload", buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
+
+
+def fma(a, b, c) -> Expr:
+    """a * b + c rounded once (a fused multiply-add), lane by lane."""
+    like = next(x.dtype for x in (a, b, c) if isinstance(x, Expr))
+    a, b, c = (_lift(x, like) for x in (a, b, c))
+    lanes = max(a.lanes, b.lanes, c.lanes)
+    a, b, c = (broadcast(x, lanes) for x in (a, b, c))
+    if len({a.dtype, b.dtype, c.dtype}) != 1 or not like.is_float:
+        raise TypeError("kernel IR: fma takes three operands of one float type")
+    return Expr("fma", like, (a, b, c), lanes)
+
+
+HREDUCE = ("add", "max", "min")
+
+
+def hreduce(op: str, v: Expr) -> Expr:
+    """The lanes of `v` folded with `op` (add, max or min) into a scalar."""
+    if op not in HREDUCE:
+        raise ValueError(f"kernel IR: no horizontal {op}")
+    return v if v.lanes == 1 else Expr("hreduce", v.dtype, (op, v), 1)
 
 
 # -- buffers and statements ---------------------------------------------------------------
@@ -248,6 +321,8 @@ class Buffer:
     dtype: DType
     shape: tuple[int, ...]
     role: str = "in"  # "in", "out", "const" (weights) or "scratch"
+    # a micro-kernel's pointer parameter has no fixed size: shape () and sized=False
+    sized: bool = True
 
     @property
     def numel(self) -> int:
@@ -268,6 +343,26 @@ class Buffer:
         return linear_index(coords, self.shape)
 
 
+@dataclass(frozen=True)
+class Ptr:
+    """A pointer argument of a `Call`: `buf` advanced by `offset` elements."""
+
+    buf: Buffer
+    offset: Expr
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A scalar parameter of a kernel (micro-kernels take sizes and strides as these)."""
+
+    name: str
+    dtype: DType
+
+    @property
+    def expr(self) -> Expr:
+        return var(self.name, self.dtype)
+
+
 def linear_index(coords: Sequence, shape: Sequence[int]) -> Expr:
     idx: Expr = const(0)
     for c, d in zip(coords, shape):
@@ -285,11 +380,15 @@ class Loop:
 
 @dataclass
 class Local:
-    """Declares a mutable scalar (an accumulator) initialised to `init`."""
+    """Declares a mutable scalar or vector (an accumulator) initialised to `init`."""
 
     name: str
     dtype: DType
     init: Expr
+
+    @property
+    def lanes(self) -> int:
+        return self.init.lanes
 
 
 @dataclass
@@ -303,6 +402,16 @@ class Store:
     buf: Buffer
     index: Expr
     value: Expr
+    count: Expr | None = None  # a vector store of only the first `count` lanes
+
+
+@dataclass
+class Call:
+    """A call of another kernel (a micro-kernel); args match its params: a `Ptr` for a
+    Buffer param, an Expr for a `Scalar` param."""
+
+    fn: Kernel
+    args: list
 
 
 @dataclass
@@ -315,9 +424,18 @@ class If:
 @dataclass
 class Kernel:
     name: str
-    params: list[Buffer]
+    params: list  # Buffer and Scalar
     body: list
     doc: str = ""
+
+    def callees(self) -> list[Kernel]:
+        """The kernels this one calls, directly or not, callees first, each once."""
+        out: dict[str, Kernel] = {}
+        for s in walk(self.body):
+            if isinstance(s, Call) and s.fn.name not in out:
+                for k in s.fn.callees() + [s.fn]:
+                    out.setdefault(k.name, k)
+        return list(out.values())
 
 
 def walk(stmts: list) -> Iterator:
@@ -369,6 +487,37 @@ class KernelBuilder:
     def input(self, name: str, dtype: DType, shape: Sequence[int]) -> Buffer:
         return self.param(name, dtype, shape, "in")
 
+    def pointer(self, name: str, dtype: DType, role: str = "in") -> Buffer:
+        """An unsized pointer parameter (of a micro-kernel), read-only unless role is out."""
+        buf = Buffer(self._fresh(name), dtype, (), role, sized=False)
+        self.params.append(buf)
+        return buf
+
+    def scalar(self, name: str, dtype: DType = INDEX) -> Expr:
+        """A scalar parameter; returns the expression that reads it."""
+        p = Scalar(self._fresh(name), dtype)
+        self.params.append(p)
+        return p.expr
+
+    def call(self, fn: Kernel, *args) -> None:
+        """Call micro-kernel `fn`: a (buffer, offset) pair or Ptr per pointer parameter, an
+        expression or number per scalar parameter."""
+        if len(args) != len(fn.params):
+            raise TypeError(f"{fn.name} takes {len(fn.params)} arguments, got {len(args)}")
+        out = []
+        for p, a in zip(fn.params, args):
+            if isinstance(p, Buffer):
+                if isinstance(a, Buffer):
+                    a = Ptr(a, const(0))
+                elif isinstance(a, tuple):
+                    a = Ptr(a[0], _lift(a[1], INDEX))
+                if not isinstance(a, Ptr) or a.buf.dtype != p.dtype:
+                    raise TypeError(f"{fn.name}: parameter {p.name} needs a {p.dtype} pointer")
+                out.append(a)
+            else:
+                out.append(cast(_lift(a, p.dtype), p.dtype))
+        self.emit(Call(fn, out))
+
     def output(self, name: str, dtype: DType, shape: Sequence[int]) -> Buffer:
         return self.param(name, dtype, shape, "out")
 
@@ -378,7 +527,11 @@ class KernelBuilder:
     @contextmanager
     def loop(self, extent, name: str = "i", kind: str = "serial"):
         """A counted loop 0 <= var < extent; an extent of 1 emits no loop (var is 0)."""
+        if kind not in LOOP_KINDS:
+            raise ValueError(f"kernel IR: unknown loop kind {kind}; one of {LOOP_KINDS}")
         extent = _lift(extent, INDEX)
+        if kind == "parallel" and len(self._stack) != 1:
+            raise ValueError("kernel IR: a parallel loop must be a top-level statement")
         if extent.is_const and extent.value == 1:
             yield const(0)
             return
@@ -406,21 +559,38 @@ class KernelBuilder:
             yield vs
 
     def local(self, name: str, init) -> Expr:
+        """A mutable local (a scalar, or a vector when `init` is one) set to `init`."""
         init = _lift(init, DType.F32)
         n = self._fresh(name)
         self.emit(Local(n, init.dtype, init))
-        return var(n, init.dtype)
+        return Expr("var", init.dtype, (n,), init.lanes)
 
     def assign(self, target: Expr, value) -> None:
         if target.op != "var":
             raise TypeError("assign() targets a local declared with local()")
-        self.emit(Assign(target.args[0], _lift(value, target.dtype)))
+        value = broadcast(_lift(value, target.dtype), target.lanes)
+        if value.lanes != target.lanes:
+            raise TypeError(f"assign(): {value.lanes} lanes into a {target.lanes}-lane local")
+        self.emit(Assign(target.args[0], value))
 
-    def store(self, buf: Buffer, index, value) -> None:
+    def store(self, buf: Buffer, index, value, count=None) -> None:
+        """buf[index] = value; a vector value stores its lanes (only `count` if given)."""
         value = _lift(value, buf.dtype)
         if value.dtype != buf.dtype:
             value = cast(value, buf.dtype)
-        self.emit(Store(buf, _lift(index, INDEX), value))
+        cnt = None if count is None else _lift(count, INDEX)
+        self.emit(Store(buf, _lift(index, INDEX), value, cnt))
+
+    @contextmanager
+    def csr(self, rowptr: Buffer, colidx: Buffer, row, name: str = "k"):
+        """Sparse iteration over row `row` of a CSR matrix: yields (k, col) for each stored
+        entry, k indexing the values array (or its blocks, for block-CSR) and col the
+        column (block) index; the bounds are rowptr[row] and rowptr[row + 1]."""
+        start = self.local(f"{name}_lo", cast(rowptr[row], INDEX))
+        n = self.local(f"{name}_n", cast(rowptr[_lift(row, INDEX) + 1], INDEX) - start)
+        with self.loop(n, name) as j:
+            k = start + j
+            yield k, cast(colidx[k], INDEX)
 
     @contextmanager
     def if_(self, cond: Expr):

@@ -15,8 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import EdgecError
+from ..ir.dtypes import DType
 from ..ir.graph import Node, Value
 from .kernel_ir import Buffer, Expr, Kernel, KernelBuilder, const, linear_index
+from .target import Target, get_target
 
 KernelFn = Callable[["NodeKernelBuilder", Node], None]
 KERNELS: dict[str, KernelFn] = {}
@@ -51,11 +53,17 @@ def scalar(op: str):
 
 
 class NodeKernelBuilder(KernelBuilder):
-    """A KernelBuilder that remembers which graph value each buffer parameter stands for."""
+    """A KernelBuilder that remembers which graph value each buffer parameter stands for,
+    and knows the target it builds for (its vector lanes, its micro-kernels)."""
 
-    def __init__(self, name: str, doc: str = ""):
+    def __init__(self, name: str, doc: str = "", target: Target | None = None):
         super().__init__(name, doc)
         self.bindings: list[Value] = []
+        self.target = target if target is not None else get_target("c-generic")
+
+    def lanes(self, dtype: DType) -> int:
+        """Lanes of a vector of `dtype` on the target: 1 where it has no vector ISA."""
+        return self.target.lanes(dtype)
 
     def bind(self, value: Value, name: str) -> Buffer:
         for b, v in zip(self.params, self.bindings):
@@ -95,13 +103,14 @@ def describe(node: Node) -> str:
     return f"{node.op} {node.name}: ({ins}) -> {outs}" + (f" {{{attrs}}}" if attrs else "")
 
 
-def lower_node(node: Node, index: int) -> LoweredNode:
-    """Build the kernel of one node; its name is k<index>_<node name>."""
+def lower_node(node: Node, index: int, target: Target | None = None) -> LoweredNode:
+    """Build the kernel of one node for `target` (c-generic if None); its name is
+    k<index>_<node name>."""
     _load_kernels()
     fn = KERNELS.get(node.op)
     if fn is None:
         raise EdgecError(f"node {node.name}: no kernel for op {node.op} in edgec's lowering")
-    kb = NodeKernelBuilder(f"k{index}_{c_identifier(node.name)}"[:60], describe(node))
+    kb = NodeKernelBuilder(f"k{index}_{c_identifier(node.name)}"[:60], describe(node), target)
     kb.node = node
     fn(kb, node)
     return LoweredNode(node, kb.build(), kb.bindings)

@@ -20,6 +20,14 @@ class Target:
     features: frozenset[str] = frozenset()
     vector_bytes: int = 16
     doc: str = ""
+    isa: str = ""  # the renderer's vector ISA (renderers/c.py VECTOR_ISAS); "" for none
+
+    def lanes(self, dtype) -> int:
+        """Lanes of a vector register of `dtype`; 1 (scalar code) without a vector ISA or
+        for a type the ISA's micro-kernels do not cover."""
+        from .renderers.c import VECTOR_ISAS
+
+        return VECTOR_ISAS[self.isa].lanes(dtype) if self.isa else 1
 
 
 _COMMON = ("-O3", "-std=c99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
@@ -29,17 +37,39 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("x86", "x86_64", "cc", _COMMON + ("-march=native",), frozenset({"host"}), 64,
            "the host's best x86-64 vector ISA"),
     Target("x86-avx2", "x86_64", "cc", _COMMON + ("-march=haswell",),
-           frozenset({"avx2", "fma"}), 32, "x86-64 with AVX2 and FMA (Haswell and later)"),
+           frozenset({"avx2", "fma"}), 32, "x86-64 with AVX2 and FMA (Haswell and later)",
+           "avx2"),
     Target("x86-avx512", "x86_64", "cc", _COMMON + ("-march=icelake-server",),
            frozenset({"avx2", "fma", "avx512f", "avx512vnni"}), 64,
-           "x86-64 with AVX-512 and VNNI (Ice Lake server and later)"),
+           "x86-64 with AVX-512 and VNNI (Ice Lake server and later)", "avx512"),
 )}
 
 
+def host_x86_isa() -> str:
+    """The best vector ISA of this machine's CPU that edgec has micro-kernels for."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
+        return "avx512"
+    if {"avx2", "fma"} <= set(flags):
+        return "avx2"
+    return ""
+
+
 def get_target(name: str | Target) -> Target:
+    """The target called `name`; `x86` is resolved to the host's vector ISA."""
     if isinstance(name, Target):
         return name
     try:
-        return TARGETS[name]
+        t = TARGETS[name]
     except KeyError:
         raise EdgecError(f"unknown target '{name}'; edgec knows: {', '.join(TARGETS)}") from None
+    if "host" in t.features and not t.isa:
+        isa = host_x86_isa()
+        t = Target(t.name, t.arch, t.cc, t.cflags, t.features, 64 if isa == "avx512" else 32,
+                   t.doc, isa)
+    return t

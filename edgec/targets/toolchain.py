@@ -52,6 +52,7 @@ def archive(objects: Sequence[str], lib: str, workdir: Path) -> None:
     _run([ar, "rcs", lib, *objects], workdir)
 
 
-def shared_object(target: Target, sources: Sequence[str], so: str, workdir: Path) -> None:
+def shared_object(target: Target, sources: Sequence[str], so: str, workdir: Path,
+                  libs: Sequence[str] = ("-lm", "-pthread")) -> None:
     """Build a shared object from sources (the Python loader's view of a library)."""
-    _run([cc(target), *target.cflags, "-fPIC", "-shared", *sources, "-o", so, "-lm"], workdir)
+    _run([cc(target), *target.cflags, "-fPIC", "-shared", *sources, "-o", so, *libs], workdir)

@@ -2,7 +2,7 @@
  * runs the model once, writes each output to a raw binary file and prints its first values.
  *
  * Build against a library compiled to OUT with `--name mlp`:
- *   gcc -O2 -DMODEL=mlp -I OUT examples/app/main.c OUT/libmlp.a -lm -o app
+ *   gcc -O2 -DMODEL=mlp -I OUT examples/app/main.c OUT/libmlp.a -lm -pthread -o app
  *   ./app input0.bin out     # writes out0.bin, out1.bin, ...
  *
  * The header is the whole contract: sizes, names and shapes come from it, and the workspace

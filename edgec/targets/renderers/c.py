@@ -1,18 +1,38 @@
 """The C renderer: prints kernel IR as C99, one `static` function per kernel.
 
-It is a set of tables (C type names, operator spellings, math functions per float type) and
-a small recursive printer; the CUDA and HLS renderers of later targets override a few entries
-of the same tables. Expressions print with the fewest parentheses C precedence allows.
+It is a set of tables (C type names, operator spellings, math functions per float type, and
+per vector ISA the intrinsics of each vector operation) and a small recursive printer; the
+CUDA and HLS renderers of later targets override a few entries of the same tables.
+Expressions print with the fewest parentheses C precedence allows.
+
+Vectors are printed with the ISA's intrinsics (`VECTOR_ISAS`); a target without one builds
+its kernels with 1-lane vectors, which are plain scalars. A top-level parallel loop is
+outlined into a function of (context, first, end) that the runtime's thread pool calls on
+slices of the iteration space; the context is a struct of the kernel's parameters.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...ir.dtypes import DType
-from ..kernel_ir import Assign, Buffer, Expr, If, Kernel, Local, Loop, Store
+from ..kernel_ir import (
+    Assign,
+    Buffer,
+    Call,
+    Expr,
+    If,
+    Kernel,
+    Local,
+    Loop,
+    Ptr,
+    Scalar,
+    Store,
+    walk,
+)
 
 C_TYPES = {
     DType.F16: "_Float16", DType.F32: "float", DType.F64: "double",
@@ -42,15 +62,146 @@ MATH_F32 = {
 MATH_F64 = {k: (v[:-1] if v.endswith("f") and k != "isinf" else v) for k, v in MATH_F32.items()}
 
 
+@dataclass(frozen=True)
+class VectorISA:
+    """The intrinsics of one vector ISA: per element type, the register type and a template
+    per operation ({a} {b} {c}: operands, {p}: pointer, {n}: lane count of a masked tail,
+    {v}: stored value). `prelude` defines the helpers the templates use."""
+
+    name: str
+    width: int  # bytes per register
+    header: str
+    types: dict[DType, str]
+    ops: dict[tuple[str, DType], str]
+    prelude: str = ""
+    cflags: tuple[str, ...] = field(default=())
+
+    def lanes(self, dtype: DType) -> int:
+        return self.width // dtype.itemsize if dtype in self.types else 1
+
+
+def _float_ops(pre: str, suffix: str, extra: dict[str, str]) -> dict[tuple[str, DType], str]:
+    ops = {op: f"{pre}_{op}_{suffix}({{a}}, {{b}})" for op in ("add", "sub", "mul", "div",
+                                                               "max", "min")}
+    ops |= {"load": f"{pre}_loadu_{suffix}({{p}})", "store": f"{pre}_storeu_{suffix}({{p}}, {{v}})",
+            "broadcast": f"{pre}_set1_{suffix}({{a}})",
+            "fma": f"{pre}_fmadd_{suffix}({{a}}, {{b}}, {{c}})"} | extra
+    return {(k, DType.F32): v for k, v in ops.items()}
+
+
+AVX512 = VectorISA(
+    "avx512", 64, "immintrin.h", {DType.F32: "__m512", DType.I32: "__m512i"},
+    _float_ops("_mm512", "ps", {
+        "load_n": "_mm512_maskz_loadu_ps(EDGEC_MASK16({n}), {p})",
+        "store_n": "_mm512_mask_storeu_ps({p}, EDGEC_MASK16({n}), {v})",
+        "hreduce_add": "_mm512_reduce_add_ps({a})", "hreduce_max": "_mm512_reduce_max_ps({a})",
+        "hreduce_min": "_mm512_reduce_min_ps({a})"}) | {
+        ("add", DType.I32): "_mm512_add_epi32({a}, {b})",
+        ("sub", DType.I32): "_mm512_sub_epi32({a}, {b})",
+        ("mul", DType.I32): "_mm512_mullo_epi32({a}, {b})",
+        ("max", DType.I32): "_mm512_max_epi32({a}, {b})",
+        ("min", DType.I32): "_mm512_min_epi32({a}, {b})",
+        ("load", DType.I32): "_mm512_loadu_si512((const void *)({p}))",
+        ("store", DType.I32): "_mm512_storeu_si512((void *)({p}), {v})",
+        ("broadcast", DType.I32): "_mm512_set1_epi32({a})",
+        ("hreduce_add", DType.I32): "_mm512_reduce_add_epi32({a})",
+    },
+    "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n")
+
+AVX2 = VectorISA(
+    "avx2", 32, "immintrin.h", {DType.F32: "__m256", DType.I32: "__m256i"},
+    _float_ops("_mm256", "ps", {
+        "load_n": "_mm256_maskload_ps({p}, edgec_mask8({n}))",
+        "store_n": "_mm256_maskstore_ps({p}, edgec_mask8({n}), {v})",
+        "hreduce_add": "edgec_hadd8({a})", "hreduce_max": "edgec_hmax8({a})",
+        "hreduce_min": "edgec_hmin8({a})"}) | {
+        ("add", DType.I32): "_mm256_add_epi32({a}, {b})",
+        ("sub", DType.I32): "_mm256_sub_epi32({a}, {b})",
+        ("mul", DType.I32): "_mm256_mullo_epi32({a}, {b})",
+        ("max", DType.I32): "_mm256_max_epi32({a}, {b})",
+        ("min", DType.I32): "_mm256_min_epi32({a}, {b})",
+        ("load", DType.I32): "_mm256_loadu_si256((const __m256i *)({p}))",
+        ("store", DType.I32): "_mm256_storeu_si256((__m256i *)({p}), {v})",
+        ("broadcast", DType.I32): "_mm256_set1_epi32({a})",
+        ("hreduce_add", DType.I32): "edgec_hadd8i({a})",
+    },
+    """static inline __m256i edgec_mask8(ptrdiff_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#define EDGEC_FOLD8(name, op4)                                                      \\
+    static inline float name(__m256 v)                                              \\
+    {                                                                               \\
+        __m128 x = op4(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));      \\
+        x = op4(x, _mm_movehl_ps(x, x));                                            \\
+        x = op4(x, _mm_shuffle_ps(x, x, 1));                                        \\
+        return _mm_cvtss_f32(x);                                                    \\
+    }
+EDGEC_FOLD8(edgec_hadd8, _mm_add_ps)
+EDGEC_FOLD8(edgec_hmax8, _mm_max_ps)
+EDGEC_FOLD8(edgec_hmin8, _mm_min_ps)
+static inline int32_t edgec_hadd8i(__m256i v)
+{
+    __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
+    return _mm_cvtsi128_si32(x);
+}
+""")
+
+VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2)}
+
+
 class CRenderer:
     types = C_TYPES
     infix = INFIX
     restrict = "restrict"
     function_prefix = "static void"
 
+    def __init__(self, isa: VectorISA | None = None):
+        self.isa = isa
+
     # -- expressions -------------------------------------------------------------------
-    def type(self, dtype: DType) -> str:
-        return self.types[dtype]
+    def type(self, dtype: DType, lanes: int = 1) -> str:
+        if lanes == 1:
+            return self.types[dtype]
+        self._vector_check(dtype, lanes)
+        return self.isa.types[dtype]
+
+    def _vector_check(self, dtype: DType, lanes: int) -> None:
+        if self.isa is None or self.isa.lanes(dtype) != lanes:
+            have = f"the {self.isa.name} ISA" if self.isa else "no vector ISA"
+            raise ValueError(f"C renderer: {lanes}-lane {dtype} vector with {have}")
+
+    def vop(self, op: str, dtype: DType, **operands: str) -> str:
+        template = self.isa.ops.get((op, dtype)) if self.isa else None
+        if template is None:
+            raise ValueError(f"C renderer: no {op} of {dtype} vectors in "
+                             f"{self.isa.name if self.isa else 'scalar'} code")
+        return template.format(**operands)
+
+    def _vector(self, e: Expr) -> str:
+        op, a = e.op, e.args
+        self._vector_check(e.dtype, e.lanes)
+        if op == "var":
+            return a[0]
+        if op == "vload":
+            p = self.pointer(a[0], a[1])
+            if a[2] is None:
+                return self.vop("load", e.dtype, p=p)
+            return self.vop("load_n", e.dtype, p=p, n=self.expr(a[2]))
+        if op == "broadcast":
+            return self.vop("broadcast", e.dtype, a=self.expr(a[0]))
+        if op == "fma":
+            x, y, z = (self.expr(t) for t in a)
+            return self.vop("fma", e.dtype, a=x, b=y, c=z)
+        if op in ("add", "sub", "mul", "div", "max", "min"):
+            return self.vop(op, e.dtype, a=self.expr(a[0]), b=self.expr(a[1]))
+        raise ValueError(f"C renderer: no vector form of kernel-IR op {op}")
+
+    def pointer(self, buf: Buffer, index: Expr) -> str:
+        return buf.name if index.is_const and index.value == 0 else \
+            f"{buf.name} + {self.expr(index, 12)}"
 
     def literal(self, value, dtype: DType) -> str:
         if dtype is DType.BOOL:
@@ -86,6 +237,13 @@ class CRenderer:
 
     def _expr(self, e: Expr) -> tuple[str, int]:
         op, a = e.op, e.args
+        if e.lanes > 1:
+            return self._vector(e), 16
+        if op == "hreduce":
+            return self.vop(f"hreduce_{a[0]}", e.dtype, a=self.expr(a[1])), 16
+        if op == "fma":
+            fn = "fma" if e.dtype is DType.F64 else "fmaf"
+            return f"{fn}({', '.join(self.expr(t) for t in a)})", 16
         if op == "const":
             text = self.literal(a[0], e.dtype)
             return text, (16 if not text.startswith("-") else 14)
@@ -141,15 +299,29 @@ class CRenderer:
         for s in body:
             if isinstance(s, Loop):
                 v, n = s.var, self.expr(s.extent)
+                if s.kind == "unroll":
+                    out.append(f"{indent}_Pragma(\"GCC unroll 64\")")
                 out.append(f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{")
                 out += self.stmts(s.body, indent + "    ")
                 out.append(f"{indent}}}")
             elif isinstance(s, Local):
-                out.append(f"{indent}{self.type(s.dtype)} {s.name} = {self.expr(s.init)};")
+                ctype = self.type(s.dtype, s.lanes)
+                out.append(f"{indent}{ctype} {s.name} = {self.expr(s.init)};")
             elif isinstance(s, Assign):
                 out.append(f"{indent}{s.name} = {self.expr(s.value)};")
+            elif isinstance(s, Store) and s.value.lanes > 1:
+                p, v = self.pointer(s.buf, s.index), self.expr(s.value)
+                if s.count is None:
+                    out.append(f"{indent}{self.vop('store', s.buf.dtype, p=p, v=v)};")
+                else:
+                    n = self.expr(s.count)
+                    out.append(f"{indent}{self.vop('store_n', s.buf.dtype, p=p, v=v, n=n)};")
             elif isinstance(s, Store):
                 out.append(f"{indent}{s.buf.name}[{self.expr(s.index)}] = {self.expr(s.value)};")
+            elif isinstance(s, Call):
+                args = ", ".join(self.pointer(a.buf, a.offset) if isinstance(a, Ptr)
+                                 else self.expr(a) for a in s.args)
+                out.append(f"{indent}{s.fn.name}({args});")
             elif isinstance(s, If):
                 out.append(f"{indent}if ({self.expr(s.cond)}) {{")
                 out += self.stmts(s.then, indent + "    ")
@@ -157,41 +329,86 @@ class CRenderer:
                     out.append(f"{indent}}} else {{")
                     out += self.stmts(s.orelse, indent + "    ")
                 out.append(f"{indent}}}")
+            elif isinstance(s, _Verbatim):
+                out += [indent + line for line in s.lines]
             else:
                 raise ValueError(f"C renderer: unknown statement {type(s).__name__}")
         return out
 
-    def param(self, b: Buffer) -> str:
+    def param(self, b: Buffer | Scalar, restrict: bool = True) -> str:
+        if isinstance(b, Scalar):
+            return f"{self.type(b.dtype)} {b.name}"
         const = "const " if b.role in ("in", "const") else ""
-        return f"{const}{self.type(b.dtype)} *{self.restrict} {b.name}"
+        qual = f"{self.restrict} " if restrict else ""
+        return f"{const}{self.type(b.dtype)} *{qual}{b.name}"
 
     def signature(self, k: Kernel) -> str:
         params = ", ".join(self.param(b) for b in k.params) or "void"
         return f"{self.function_prefix} {k.name}({params})"
 
     def kernel(self, k: Kernel) -> str:
-        lines = []
+        """The C function of `k` (with the outlined bodies of its parallel loops first)."""
+        lines: list[str] = []
+        body = k.body
+        if any(isinstance(s, Loop) and s.kind == "parallel" for s in body):
+            body = self._outline(k, lines)
         if k.doc:
             lines.append("/* " + k.doc.replace("*/", "* /") + " */")
         lines.append(self.signature(k))
         lines.append("{")
-        used = _used_params(k)
+        used = _used_params(Kernel(k.name, k.params, body))
         for b in k.params:
             if b.name not in used:
                 lines.append(f"    (void){b.name};")
-        lines += self.stmts(k.body, "    ")
+        lines += self.stmts(body, "    ")
         lines.append("}")
         return "\n".join(lines)
 
+    def _outline(self, k: Kernel, lines: list[str]) -> list:
+        """Print each top-level parallel loop of `k` as a task function over a slice of its
+        iterations; returns the body with those loops replaced by thread-pool calls."""
+        ctx = f"{k.name}_ctx"
+        fields = " ".join(f"{self.param(p, restrict=False)};" for p in k.params)
+        lines.append(f"struct {ctx} {{ {fields} }};" if k.params else
+                     f"struct {ctx} {{ char unused; }};")
+        body: list = []
+        for n, s in enumerate(k.body):
+            if not (isinstance(s, Loop) and s.kind == "parallel"):
+                body.append(s)
+                continue
+            _check_closed(k, s)
+            task = f"{k.name}_task{n}"
+            unpack = [f"    {self.param(p)} = c->{p.name};" for p in k.params]
+            inner = Loop(s.var, s.extent, s.body, "serial")
+            used = _used_params(Kernel(task, k.params, [inner]))
+            unpack = [u for u, p in zip(unpack, k.params) if p.name in used]
+            lines += [f"static void {task}(void *ctx, ptrdiff_t first, ptrdiff_t end)", "{",
+                      f"    const struct {ctx} *c = (const struct {ctx} *)ctx;", *unpack,
+                      f"    for (ptrdiff_t {s.var} = first; {s.var} < end; ++{s.var}) {{",
+                      *self.stmts(s.body, "        "), "    }", "}", ""]
+            init = ", ".join(p.name for p in k.params) or "0"
+            body.append(_Verbatim([f"{{ struct {ctx} c = {{ {init} }};",
+                                   f"  edgec_parallel_for({task}, &c, {self.expr(s.extent)}); }}"]))
+        return body
 
-def _used_params(k: Kernel) -> set[str]:
-    from ..kernel_ir import walk
 
+@dataclass
+class _Verbatim:
+    """Lines the renderer itself produced (a thread-pool call replacing a parallel loop)."""
+
+    lines: list[str]
+
+
+def _names(k: Kernel) -> tuple[set[str], set[str]]:
+    """(names read: buffers and variables; names defined: locals and loop variables)."""
     used: set[str] = set()
+    defined: set[str] = set()
 
     def visit(e: Expr):
-        if e.op == "load":
+        if e.op in ("load", "vload"):
             used.add(e.args[0].name)
+        elif e.op == "var":
+            used.add(e.args[0])
         for a in e.args:
             if isinstance(a, Expr):
                 visit(a)
@@ -199,14 +416,37 @@ def _used_params(k: Kernel) -> set[str]:
     for s in walk(k.body):
         if isinstance(s, Store):
             used.add(s.buf.name)
-            visit(s.index)
-            visit(s.value)
+            for e in (s.index, s.value, s.count):
+                if e is not None:
+                    visit(e)
         elif isinstance(s, Local):
+            defined.add(s.name)
             visit(s.init)
         elif isinstance(s, Assign):
             visit(s.value)
         elif isinstance(s, If):
             visit(s.cond)
         elif isinstance(s, Loop):
+            defined.add(s.var)
             visit(s.extent)
-    return used
+        elif isinstance(s, Call):
+            for a in s.args:
+                if isinstance(a, Ptr):
+                    used.add(a.buf.name)
+                    visit(a.offset)
+                else:
+                    visit(a)
+    return used, defined
+
+
+def _used_params(k: Kernel) -> set[str]:
+    return _names(k)[0]
+
+
+def _check_closed(k: Kernel, loop: Loop) -> None:
+    """A parallel loop's body may read only the kernel's parameters and its own names."""
+    used, defined = _names(Kernel(k.name, k.params, [loop]))
+    free = used - defined - {p.name for p in k.params}
+    if free:
+        raise ValueError(f"kernel {k.name}: parallel loop {loop.var} reads {sorted(free)}, "
+                         "defined outside it; compute them inside the loop")
