@@ -9,9 +9,9 @@ count, because its thread pool reads TVM_NUM_THREADS once, at import; there it i
 against an onnxruntime session the same way. Each latency is also given as a fraction of the
 floor FLOPs / (peak x threads), with FLOPs = 2 x MACs of Conv/Gemm/MatMul counted from the
 graph and the single-core FMA peak measured at start in CPU time (`peak_fma.c`, so a loaded
-machine does not lower it) unless --peak-gflops. "Cores busy" is CPU time / wall time of a few
-runs of one side alone: about how many cores it kept busy (below 1 when other processes share
-the machine).
+machine does not lower it) unless --peak-gflops. "Cores busy" is CPU time / wall time of one
+side run alone for a fraction of a second: about how many cores it keeps busy (below 1 when
+other processes share the machine), which tells whether a side really runs threaded.
 
     python benchmarks/bench_models.py [--models mlp,resnet18,mobilenet_v2] [--threads 1,2]
         [--pairs 30] [--short-pairs 300] [--target x86] [--no-tvm] [--json results.json]
@@ -161,12 +161,16 @@ def set_threads(model: object, n: int) -> int:
     return n
 
 
-def cores_busy(fn: Callable[[], object], runs: int) -> float:
-    """CPU time over wall time of `runs` calls of fn alone: about the number of cores it uses
-    (less when other processes take the cores)."""
+def cores_busy(fn: Callable[[], object], seconds: float = 0.2, min_runs: int = 3) -> float:
+    """CPU time over wall time of calls of fn alone (at least `min_runs`, for at least
+    `seconds`): about the number of cores it keeps busy, less when other processes share them.
+    It starts after a pause so that a peer's spinning pool threads have gone to sleep."""
+    time.sleep(0.05)
+    runs = 0
     wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(runs):
+    while runs < min_runs or time.perf_counter() - wall < seconds:
         fn()
+        runs += 1
     return (time.process_time() - cpu) / (time.perf_counter() - wall)
 
 
@@ -206,7 +210,7 @@ def bench_edgec(name: str, path: Path, a: argparse.Namespace, work: Path) -> dic
         warm = interleave(run_edgec, run_ort, 5)
         if pairs is None:  # decided once per model, from the first (fewest-thread) warm-up
             pairs = a.short_pairs if statistics.median(warm[1]) < SHORT_MS else a.pairs
-        busy = cores_busy(run_edgec, min(pairs, 10))
+        busy = cores_busy(run_edgec)
         s = summary(*interleave(run_edgec, run_ort, pairs))
         out["runs"].append({"threads": n, "edgec_threads": edgec_threads, "pairs": pairs,
                             "edgec_ms": s["a_ms"], "onnxruntime_ms": s["b_ms"],
@@ -248,13 +252,14 @@ def tvm_worker(a: argparse.Namespace) -> None:
         r = main(*args)
         return [r.numpy()] if hasattr(r, "numpy") else [t.numpy() for t in r]
 
-    t0 = time.perf_counter()
     run_tvm()
-    first_ms = (time.perf_counter() - t0) * 1e3
-    # alone, before onnxruntime's threads exist: does TVM use more than one core?
-    solo = max(2, min(10, int(a.tvm_budget_s * 1e3 / 4 / first_ms)))
-    t0 = time.perf_counter()
-    busy = cores_busy(run_tvm, solo)
+    # alone, before onnxruntime's threads exist: how long, and does TVM use more than one core?
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    solo = 0
+    while solo < 2 or time.perf_counter() - t0 < min(1.0, a.tvm_budget_s / 4):
+        run_tvm()
+        solo += 1
+    busy = (time.process_time() - cpu0) / (time.perf_counter() - t0)
     solo_ms = (time.perf_counter() - t0) * 1e3 / solo
 
     sess = ort_session(path, threads, a.ort_opt_level)
