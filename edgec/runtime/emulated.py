@@ -25,10 +25,8 @@ from . import C_DIR
 from .loader import CompiledModel, _np_dtype, read_manifest
 
 RUNNER_SOURCE = C_DIR / "edgec_runner.c"
-# The runner links -static so that an emulator needs no sysroot for the target's libc, and
-# with pthreads and libm because generated libraries use both.
-LINK_FLAGS = ("-static", "-pthread")
-LIBS = ("-lm",)
+# The runner links -static so that an emulator needs no sysroot for the target's libc.
+STATIC = "-static"
 
 # Which Debian package provides an emulator command, to say what to install.
 _PACKAGES = {"qemu-": "qemu-user"}
@@ -48,7 +46,8 @@ def runner_command(manifest: Mapping, exe: str) -> list[str]:
             f"-DEDGEC_MODEL={name}", f'-DEDGEC_HEADER="{manifest["header"]}"',
             f"-DEDGEC_NUM_INPUTS={len(manifest['inputs'])}",
             f"-DEDGEC_NUM_OUTPUTS={len(manifest['outputs'])}",
-            "-I.", str(RUNNER_SOURCE), manifest["library"], *LINK_FLAGS, "-o", exe, *LIBS]
+            "-I.", str(RUNNER_SOURCE), manifest["library"], STATIC, "-o", exe,
+            *manifest.get("link_flags", ["-lm", "-pthread"])]
 
 
 def build_runner(out_dir) -> Path:
@@ -117,6 +116,8 @@ class EmulatedModel:
         """Run with `n` threads: sets EDGEC_NUM_THREADS in the runner's environment."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise EdgecError(f"the number of threads must be a positive integer, got {n!r}")
+        if not self.manifest.get("threads", True):
+            raise EdgecError(f"{self.name} was built without a thread pool; recompile it")
         self._env_threads = n
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

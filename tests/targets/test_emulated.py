@@ -132,6 +132,13 @@ def test_emulator_environment_and_missing_emulator(tmp_path):
         lib.set_num_threads(0)
     with pytest.raises(EdgecError, match="apt-get install qemu-user"):
         edgec.load(art.out_dir, emulator=["qemu-edgec-absent"])
+    # a single-threaded build links without pthreads and has no thread count to set
+    single = edgec.compile(zoo.tiny_cnn(), tmp_path / "single", target="x86-avx2", name="tiny",
+                           threads=False)
+    lib = edgec.load(single.out_dir, emulator=HASWELL)
+    assert rel_error(lib.run(x)["output"], onnxruntime_outputs(zoo.tiny_cnn(), x)[0]) < 1e-5
+    with pytest.raises(EdgecError, match="without a thread pool"):
+        lib.set_num_threads(2)
 
 
 def test_cli_run_under_emulator(tmp_path, capsys):
