@@ -16,6 +16,7 @@ from typing import IO
 
 from .. import __version__
 from ..errors import EdgecError, UnsupportedOpError
+from ..ir.dtypes import DType
 from ..ir.graph import Graph
 from ..targets.codegen import ONNX_DTYPE_CODES, generate
 from ..targets.lowering import unsupported_kernels
@@ -95,7 +96,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   timing: bool = False, log: IO[str] | None = None, source: str = "",
                   started: float | None = None, threads: bool = True) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
-    from ..passes import DEFAULT_PIPELINE, run_pipeline
+    from ..passes import default_pipeline, run_pipeline
 
     t0 = started if started is not None else time.perf_counter()
     tgt = get_target(target)
@@ -105,7 +106,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         counts = graph.op_counts()
         raise UnsupportedOpError("no kernel yet for op(s): " +
                                  ", ".join(f"{o} (x{counts[o]})" for o in missing))
-    pipeline = ensure_pipeline_plans_memory(pipeline or DEFAULT_PIPELINE)
+    pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32)))
     t_import = time.perf_counter()
     report = run_pipeline(graph, pipeline, verify_each=verify_each,
                           print_ir_after_all=print_ir_after_all, check_numerics=check_numerics,

@@ -15,6 +15,7 @@ from . import (
     fold_constants,
     fuse,
     fuse_qdq,
+    layout,
     plan_memory,
     remove_identity,
 )
@@ -54,11 +55,21 @@ from .rewrite import (
 DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-constants,fuse-qdq,"
                     "fuse,dce,plan-memory")
 
+
+def default_pipeline(vector_lanes: int = 1) -> str:
+    """The standard pipeline for a target whose float vectors have `vector_lanes` lanes:
+    with vectors, convolutional regions run in blocked NCHWc layout of that many channels."""
+    if vector_lanes < 2:
+        return DEFAULT_PIPELINE
+    return DEFAULT_PIPELINE.replace(",plan-memory",
+                                    f",layout-nchwc{{block={vector_lanes}}},dce,plan-memory")
+
 __all__ = [
-    "DEFAULT_PIPELINE", "MatchFailure", "canonicalize", "MemoryPlan", "NoMatch", "Pass", "PassInfo",
+    "DEFAULT_PIPELINE", "default_pipeline", "MatchFailure", "canonicalize", "MemoryPlan",
+    "NoMatch", "Pass", "PassInfo",
     "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
     "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
-    "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "make_pass", "parse_pipeline",
+    "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "layout", "make_pass", "parse_pipeline",
     "pass_spec", "pattern", "plan_memory", "producer", "register_pass", "registered_passes",
     "remove_identity", "replace_value", "require", "run_pipeline", "sample_inputs",
     "sole_user",

@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     control,
     elementwise,
     fused,
+    layout,
     loss,
     nn,
     normalization,

@@ -2,7 +2,9 @@
  * the library's NAME.c, so each library has its own pool).
  *
  * edgec_parallel_for(task, ctx, n) runs task(ctx, first, end) on contiguous slices of [0, n),
- * one slice per thread, the calling thread taking the first, and returns when all are done.
+ * one slice per thread, and returns when all are done. Threads claim slices from a counter
+ * tagged with the loop's generation, the caller too, so a worker the OS has not scheduled
+ * yet delays nothing: the caller takes its slice, and a late worker finds the loop over.
  * The workers are created by edgec_set_num_threads (or on the first parallel loop, from the
  * EDGEC_NUM_THREADS environment variable); after that no call allocates. Between loops the
  * workers spin briefly (the next loop of an inference follows within microseconds), then
@@ -60,7 +62,8 @@ static struct {
     int configured;     /* nthreads was set (by the app or from the environment) */
     unsigned generation; /* bumped for each loop and at shutdown */
     int stop;
-    int pending;        /* workers still working on the current loop */
+    unsigned long long claim; /* generation << 32 | next slice to take */
+    int done;           /* slices finished in the current loop */
     edgec_task task;
     void *ctx;
     ptrdiff_t n;
@@ -72,10 +75,30 @@ static void edgec_slice(int k, int parts, ptrdiff_t n, ptrdiff_t *first, ptrdiff
     *end = n * (k + 1) / parts;
 }
 
+/* Take the next slice of loop `gen` and run it; 0 when none is left. */
+static int edgec_run_slice(unsigned gen)
+{
+    unsigned long long c = __atomic_load_n(&edgec_pool.claim, __ATOMIC_ACQUIRE);
+    for (;;) {
+        int k = (int)(c & 0xffffffffu);
+        if ((unsigned)(c >> 32) != gen || k >= edgec_pool.nthreads)
+            return 0;
+        if (__atomic_compare_exchange_n(&edgec_pool.claim, &c, c + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            ptrdiff_t first, end;
+            edgec_slice(k, edgec_pool.nthreads, edgec_pool.n, &first, &end);
+            if (first < end)
+                edgec_pool.task(edgec_pool.ctx, first, end);
+            __atomic_add_fetch(&edgec_pool.done, 1, __ATOMIC_ACQ_REL);
+            return 1;
+        }
+    }
+}
+
 static void *edgec_worker(void *arg)
 {
-    int k = (int)(ptrdiff_t)arg;
-    unsigned seen = 0;
+    (void)arg;
+    unsigned seen = __atomic_load_n(&edgec_pool.generation, __ATOMIC_ACQUIRE);
     for (;;) {
         unsigned gen;
         int spins = 0;
@@ -93,20 +116,22 @@ static void *edgec_worker(void *arg)
         seen = gen;
         if (__atomic_load_n(&edgec_pool.stop, __ATOMIC_ACQUIRE))
             return NULL;
-        ptrdiff_t first, end;
-        edgec_slice(k, edgec_pool.nthreads, edgec_pool.n, &first, &end);
-        if (first < end)
-            edgec_pool.task(edgec_pool.ctx, first, end);
-        __atomic_sub_fetch(&edgec_pool.pending, 1, __ATOMIC_ACQ_REL);
+        while (edgec_run_slice(gen))
+            ;
     }
 }
 
-static void edgec_publish(void)
+/* Start loop number generation + 1 (the job fields are set) and wake the workers. */
+static unsigned edgec_publish(void)
 {
+    unsigned gen = edgec_pool.generation + 1;
+    __atomic_store_n(&edgec_pool.done, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&edgec_pool.claim, (unsigned long long)gen << 32, __ATOMIC_RELEASE);
     pthread_mutex_lock(&edgec_pool.mu);
-    __atomic_add_fetch(&edgec_pool.generation, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&edgec_pool.generation, gen, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&edgec_pool.wake);
     pthread_mutex_unlock(&edgec_pool.mu);
+    return gen;
 }
 
 static void edgec_stop_workers(void)
@@ -135,9 +160,8 @@ static void edgec_set_num_threads(int n)
     edgec_stop_workers();
     edgec_pool.nthreads = n;
     for (int i = 1; i < n; ++i) {
-        if (pthread_create(&edgec_pool.threads[i - 1], NULL, edgec_worker,
-                           (void *)(ptrdiff_t)i) != 0)
-            break; /* fewer threads: the slices of missing workers run on the caller */
+        if (pthread_create(&edgec_pool.threads[i - 1], NULL, edgec_worker, NULL) != 0)
+            break; /* fewer threads: the caller takes the slices nobody else does */
         edgec_pool.started = i;
     }
 }
@@ -162,18 +186,10 @@ static void edgec_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)
     edgec_pool.task = task;
     edgec_pool.ctx = ctx;
     edgec_pool.n = n;
-    __atomic_store_n(&edgec_pool.pending, edgec_pool.started, __ATOMIC_RELEASE);
-    edgec_publish();
-    ptrdiff_t first, end;
-    edgec_slice(0, parts, n, &first, &end);
-    if (first < end)
-        task(ctx, first, end);
-    for (int k = edgec_pool.started + 1; k < parts; ++k) { /* workers that failed to start */
-        edgec_slice(k, parts, n, &first, &end);
-        if (first < end)
-            task(ctx, first, end);
-    }
-    while (__atomic_load_n(&edgec_pool.pending, __ATOMIC_ACQUIRE) > 0)
+    unsigned gen = edgec_publish();
+    while (edgec_run_slice(gen))
+        ;
+    while (__atomic_load_n(&edgec_pool.done, __ATOMIC_ACQUIRE) < parts)
         EDGEC_PAUSE();
 }
 

@@ -95,7 +95,9 @@ AVX512 = VectorISA(
         "load_n": "_mm512_maskz_loadu_ps(EDGEC_MASK16({n}), {p})",
         "store_n": "_mm512_mask_storeu_ps({p}, EDGEC_MASK16({n}), {v})",
         "hreduce_add": "_mm512_reduce_add_ps({a})", "hreduce_max": "_mm512_reduce_max_ps({a})",
-        "hreduce_min": "_mm512_reduce_min_ps({a})"}) | {
+        "hreduce_min": "_mm512_reduce_min_ps({a})",
+        "select_cmp": "_mm512_mask_blend_ps(_mm512_cmp_ps_mask({a}, {b}, {pred}), {y}, {x})",
+    }) | {
         ("add", DType.I32): "_mm512_add_epi32({a}, {b})",
         ("sub", DType.I32): "_mm512_sub_epi32({a}, {b})",
         ("mul", DType.I32): "_mm512_mullo_epi32({a}, {b})",
@@ -114,7 +116,9 @@ AVX2 = VectorISA(
         "load_n": "_mm256_maskload_ps({p}, edgec_mask8({n}))",
         "store_n": "_mm256_maskstore_ps({p}, edgec_mask8({n}), {v})",
         "hreduce_add": "edgec_hadd8({a})", "hreduce_max": "edgec_hmax8({a})",
-        "hreduce_min": "edgec_hmin8({a})"}) | {
+        "hreduce_min": "edgec_hmin8({a})",
+        "select_cmp": "_mm256_blendv_ps({y}, {x}, _mm256_cmp_ps({a}, {b}, {pred}))",
+    }) | {
         ("add", DType.I32): "_mm256_add_epi32({a}, {b})",
         ("sub", DType.I32): "_mm256_sub_epi32({a}, {b})",
         ("mul", DType.I32): "_mm256_mullo_epi32({a}, {b})",
@@ -150,6 +154,10 @@ static inline int32_t edgec_hadd8i(__m256i v)
 """)
 
 VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2)}
+# the ordered, quiet x86 comparison predicates of the vector selects (NaN compares false,
+# as C's scalar comparisons do, except !=)
+CMP_PREDICATES = {"lt": "_CMP_LT_OQ", "le": "_CMP_LE_OQ", "gt": "_CMP_GT_OQ",
+                  "ge": "_CMP_GE_OQ", "eq": "_CMP_EQ_OQ", "ne": "_CMP_NEQ_UQ"}
 
 
 class CRenderer:
@@ -197,6 +205,11 @@ class CRenderer:
             return self.vop("fma", e.dtype, a=x, b=y, c=z)
         if op in ("add", "sub", "mul", "div", "max", "min"):
             return self.vop(op, e.dtype, a=self.expr(a[0]), b=self.expr(a[1]))
+        if op == "select" and a[0].op in CMP_PREDICATES and a[0].args[0].lanes > 1:
+            lhs, rhs = a[0].args
+            return self.vop("select_cmp", e.dtype, a=self.expr(lhs), b=self.expr(rhs),
+                            pred=CMP_PREDICATES[a[0].op], x=self.expr(a[1]),
+                            y=self.expr(a[2]))
         raise ValueError(f"C renderer: no vector form of kernel-IR op {op}")
 
     def pointer(self, buf: Buffer, index: Expr) -> str:

@@ -1,0 +1,151 @@
+"""Ops on channel-blocked (NCHWc) tensors, made by the `layout-nchwc` pass.
+
+A blocked tensor of a 4-D NCHW tensor with C channels and block b has shape
+[N, ceil(C/b), H, W, b]: element [n, c, h, w] lives at [n, c // b, h, w, c % b], and the
+padding channels c >= C hold zeros (or values a zero weight multiplies). Vector code then
+reads b channels of one pixel as one register.
+
+    ReorderToBlocked(X){block}            NCHW -> NCHWc
+    ReorderFromBlocked(X){channels}       NCHWc -> NCHW (the first `channels`)
+    BlockedConv(X, W, B?, Z?){Conv attrs, activation, channels, block, blocked_input}
+        = block(act(Conv(X', W) + B + Z')), X' = unblock(X) (or X itself, NCHW, when
+          blocked_input = 0), Z' = unblock(Z); W stays [M, C/group, KH, KW]
+    BlockedPool(X){mode, kernel_shape, strides, pads, count_include_pad, channels}
+        = block(MaxPool / AveragePool of unblock(X)); kernel_shape [] is a global pool
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ShapeError
+from ..registry import Attr, get_op, op
+from ..types import TensorType
+from . import fused  # noqa: F401  (FusedConv must be registered first)
+
+
+def blocked_shape(shape, block: int) -> tuple[int, ...]:
+    n, c, *sp = shape
+    return (n, -(-c // block), *sp, block)
+
+
+def to_blocked(x: np.ndarray, block: int) -> np.ndarray:
+    n, c, *sp = x.shape
+    cb = -(-c // block)
+    pad = np.zeros((n, cb * block, *sp), x.dtype)
+    pad[:, :c] = x
+    return np.ascontiguousarray(np.moveaxis(pad.reshape(n, cb, block, *sp), 2, -1))
+
+
+def from_blocked(x: np.ndarray, channels: int) -> np.ndarray:
+    n, cb, *sp, b = x.shape
+    return np.ascontiguousarray(np.moveaxis(x, -1, 2).reshape(n, cb * b, *sp)[:, :channels])
+
+
+def _check_blocked(opname: str, t: TensorType, channels: int) -> int:
+    if t.rank != 5 or not t.dtype.is_float:
+        raise ShapeError(f"{opname}: input {t} must be a blocked float tensor "
+                         "[N, C/b, H, W, b]")
+    block = t.shape[-1]
+    if -(-channels // block) != t.shape[1]:
+        raise ShapeError(f"{opname}: {channels} channels do not fill {t.shape[1]} blocks of "
+                         f"{block}")
+    return block
+
+
+@op("ReorderToBlocked", attrs={"block": Attr.int()},
+    infer=lambda inputs, *, block: TensorType(blocked_shape(inputs[0].shape, block),
+                                              inputs[0].dtype))
+def reorder_to_blocked(x, *, block):
+    return to_blocked(x, block)
+
+
+def _infer_from_blocked(inputs, *, channels):
+    t = inputs[0].type
+    _check_blocked("ReorderFromBlocked", t, channels)
+    return TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
+
+
+@op("ReorderFromBlocked", attrs={"channels": Attr.int()}, infer=_infer_from_blocked)
+def reorder_from_blocked(x, *, channels):
+    return from_blocked(x, channels)
+
+
+_FUSED_CONV = get_op("FusedConv")
+_LAYOUT_ATTRS = {"channels": Attr.int(), "block": Attr.int(), "blocked_input": Attr.int(1)}
+
+
+def _nchw(x_type: TensorType, channels: int, blocked_input: int, block: int) -> TensorType:
+    if not blocked_input:
+        return x_type
+    _check_blocked("BlockedConv", x_type, channels)
+    if x_type.shape[-1] != block:
+        raise ShapeError(f"BlockedConv: input block {x_type.shape[-1]} is not {block}")
+    return TensorType((x_type.shape[0], channels, *x_type.shape[2:-1]), x_type.dtype)
+
+
+class _Typed:
+    """A stand-in input for shape inference: the NCHW view of a blocked value."""
+
+    def __init__(self, t: TensorType, const=None):
+        self.type, self.const = t, const
+        self.shape, self.dtype = t.shape, t.dtype
+
+
+def _infer_blocked_conv(inputs, *, channels, block, blocked_input, **attrs):
+    x = _nchw(inputs[0].type, channels, blocked_input, block)
+    base = [_Typed(x), *inputs[1:3]]
+    out = _FUSED_CONV.infer(base, **attrs)
+    yb = TensorType(blocked_shape(out.shape, block), out.dtype)
+    if len(inputs) > 3 and inputs[3] is not None and inputs[3].type != yb:
+        raise ShapeError(f"BlockedConv: residual {inputs[3].type} must be {yb}")
+    return yb
+
+
+@op("BlockedConv", inputs=(2, 4), attrs={**_FUSED_CONV.attrs, **_LAYOUT_ATTRS},
+    infer=_infer_blocked_conv)
+def blocked_conv(x, w, b=None, z=None, *, channels, block, blocked_input, **attrs):
+    xn = from_blocked(x, channels) if blocked_input else x
+    zn = None if z is None else from_blocked(z, w.shape[0])
+    return to_blocked(_FUSED_CONV.reference(xn, w, b, zn, **attrs), block)
+
+
+def _pool_attrs(kernel_shape, strides, pads) -> dict:
+    return {"kernel_shape": list(kernel_shape), "strides": list(strides), "pads": list(pads),
+            "dilations": [1] * len(kernel_shape), "ceil_mode": 0}
+
+
+def _infer_blocked_pool(inputs, *, mode, kernel_shape, strides, pads, count_include_pad,
+                        channels):
+    t = inputs[0].type
+    block = _check_blocked("BlockedPool", t, channels)
+    if mode not in ("max", "avg"):
+        raise ShapeError(f"BlockedPool: mode {mode!r} must be 'max' or 'avg'")
+    x = TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
+    if not kernel_shape:
+        return TensorType((t.shape[0], t.shape[1], 1, 1, block), t.dtype)
+    if mode == "max":
+        out = get_op("MaxPool").infer([_Typed(x)], storage_order=0,
+                                      **_pool_attrs(kernel_shape, strides, pads))[0]
+    else:
+        out = get_op("AveragePool").infer([_Typed(x)], count_include_pad=count_include_pad,
+                                          **_pool_attrs(kernel_shape, strides, pads))
+    return TensorType(blocked_shape(out.shape, block), t.dtype)
+
+
+@op("BlockedPool", infer=_infer_blocked_pool, attrs={
+    "mode": Attr.str(), "kernel_shape": Attr.ints([]), "strides": Attr.ints([]),
+    "pads": Attr.ints([]), "count_include_pad": Attr.int(0), "channels": Attr.int()})
+def blocked_pool(x, *, mode, kernel_shape, strides, pads, count_include_pad, channels):
+    xn = from_blocked(x, channels)
+    if not kernel_shape:
+        y = xn.max(axis=(2, 3), keepdims=True) if mode == "max" else \
+            xn.mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(x.dtype)
+    elif mode == "max":
+        y = get_op("MaxPool").reference(xn, storage_order=0,
+                                        **_pool_attrs(kernel_shape, strides, pads))
+        y = y[0] if isinstance(y, tuple | list) else y
+    else:
+        y = get_op("AveragePool").reference(xn, count_include_pad=count_include_pad,
+                                            **_pool_attrs(kernel_shape, strides, pads))
+    return to_blocked(y, x.shape[-1])

@@ -1,0 +1,158 @@
+"""Layout selection: run the convolutional part of a model in channel-blocked NCHWc.
+
+With a block of b channels (the vector lanes of the target: 16 floats for AVX-512, 8 for
+AVX2), the b channels of one pixel are one vector register, so a convolution's output tile
+is a set of vector accumulators, a depthwise convolution or a pool is pure vector code, and
+no kernel ever gathers across channels. The pass rewrites, in graph order:
+
+- float 2-D Conv/FusedConv with constant weights, dense (group 1) or depthwise, whose
+  activation the vector epilogue implements, into BlockedConv; a stem convolution with fewer
+  than b input channels reads its NCHW input directly (blocked_input = 0);
+- MaxPool/AveragePool (2-D, no dilation or ceil mode) and global pools whose input is
+  blocked, into BlockedPool;
+- elementwise ops whose operands are all blocked (same shape) or constants that broadcast
+  per channel (reblocked at compile time) or scalars, into the same op on blocked tensors.
+
+A ReorderToBlocked goes where a converted op reads a plain value and a ReorderFromBlocked
+where a plain op (or a graph output) reads a converted one, so the model's API keeps its own
+layout and conversions happen only at the borders of blocked regions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node, Value
+from ..ir.ops.layout import to_blocked
+from .manager import register_pass
+
+# activations the vector epilogue of the blocked convolution implements
+VECTOR_ACTIVATIONS = frozenset({"", "Relu", "Clip", "HardSigmoid", "HardSwish"})
+# elementwise ops that are applied to blocked tensors unchanged (their padding channels stay
+# finite: every op maps finite inputs to finite outputs)
+ELEMENTWISE = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
+                         "HardSwish", "Add", "Sub", "Mul", "Identity", "Neg", "Abs"})
+
+
+class _Layout:
+    def __init__(self, graph: Graph, block: int):
+        self.g, self.b = graph, block
+        self.twin: dict[int, Value] = {}  # id(plain value) -> its blocked form
+        self.converted: list[tuple[Node, Node]] = []  # (original, blocked replacement)
+
+    def blocked(self, v: Value, before: Node) -> Value:
+        """The blocked form of `v`, reordering it in front of `before` if it has none."""
+        if id(v) not in self.twin:
+            r = self.g.add_node("ReorderToBlocked", [v], {"block": self.b},
+                                name=f"{v.name}_to_nchwc", before=before)
+            self.twin[id(v)] = r.output
+        return self.twin[id(v)]
+
+    def replace(self, node: Node, op: str, inputs: list, attrs: dict) -> None:
+        new = self.g.add_node(op, inputs, attrs, name=f"{node.name}_nchwc", before=node)
+        self.twin[id(node.output)] = new.output
+        self.converted.append((node, new))
+
+    # -- the ops -------------------------------------------------------------------------
+    def conv(self, node: Node) -> bool:
+        x, w = node.inputs[0], node.inputs[1]
+        a = node.attrs
+        if x.type.rank != 4 or x.dtype.np != np.float32 or not w.is_const:
+            return False
+        c, m, group = x.shape[1], w.shape[0], a["group"]
+        depthwise = group > 1 and group == c == m
+        if (group != 1 and not depthwise) or a.get("activation", "") not in VECTOR_ACTIVATIONS:
+            return False
+        plain_input = not depthwise and id(x) not in self.twin and c < self.b
+        xin = x if plain_input else self.blocked(x, node)
+        z = node.input(3)
+        inputs = [xin, w, node.input(2)] + ([self.blocked(z, node)] if z is not None else [])
+        attrs = {k: a[k] for k in ("dilations", "group", "pads", "strides")}
+        attrs |= {"activation": a.get("activation", ""),
+                  "activation_params": list(a.get("activation_params", [])),
+                  "channels": c, "block": self.b, "blocked_input": 0 if plain_input else 1}
+        self.replace(node, "BlockedConv", inputs, attrs)
+        return True
+
+    def pool(self, node: Node) -> bool:
+        x = node.inputs[0]
+        if id(x) not in self.twin or x.type.rank != 4:
+            return False
+        a = node.attrs
+        if node.op in ("GlobalAveragePool", "GlobalMaxPool"):
+            attrs = {"mode": "avg" if node.op == "GlobalAveragePool" else "max",
+                     "kernel_shape": []}
+        else:
+            if len(node.outputs) > 1 and (node.outputs[1].uses or
+                                          node.outputs[1] in self.g.outputs):
+                return False  # MaxPool indices are defined on the plain layout
+            if a["ceil_mode"] or any(d != 1 for d in a["dilations"]):
+                return False
+            attrs = {"mode": "max" if node.op == "MaxPool" else "avg",
+                     "kernel_shape": list(a["kernel_shape"]), "strides": list(a["strides"]),
+                     "pads": list(a["pads"]),
+                     "count_include_pad": a.get("count_include_pad", 0)}
+        attrs["channels"] = x.shape[1]
+        self.replace(node, "BlockedPool", [self.twin[id(x)]], attrs)
+        return True
+
+    def elementwise(self, node: Node) -> bool:
+        out = node.outputs[0]
+        if len(node.outputs) != 1 or out.type.rank != 4 or not out.dtype.is_float:
+            return False
+        ins: list = []
+        for v in node.inputs:
+            if v is None or (v.is_const and v.const.size == 1):
+                ins.append(v)
+            elif id(v) in self.twin and v.shape == out.shape:
+                ins.append(self.twin[id(v)])
+            elif v.is_const and v.shape in ((1, out.shape[1], 1, 1), (out.shape[1], 1, 1)):
+                per_channel = v.const.reshape(1, -1, 1, 1)
+                ins.append(self.g.const(to_blocked(per_channel, self.b), f"{v.name}_nchwc"))
+            else:
+                return False
+        if not any(id(v) in self.twin for v in node.inputs if v is not None):
+            return False
+        self.replace(node, node.op, ins, dict(node.attrs))
+        return True
+
+    # -- the rewrite ---------------------------------------------------------------------
+    def run(self) -> bool:
+        for node in list(self.g.nodes):
+            if node.op in ("Conv", "FusedConv"):
+                self.conv(node)
+            elif node.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
+                self.pool(node)
+            elif node.op in ELEMENTWISE:
+                self.elementwise(node)
+        gone = {id(old) for old, _ in self.converted}
+        for old, new in self.converted:
+            for v, vb in zip(old.outputs, new.outputs):
+                plain_uses = [(n, i) for n, i in v.uses if id(n) not in gone]
+                outputs = [k for k, o in enumerate(self.g.outputs) if o is v]
+                if not plain_uses and not outputs:
+                    continue
+                back = self.g.add_node("ReorderFromBlocked", [vb], {"channels": v.shape[1]},
+                                       name=f"{v.name}_from_nchwc", before=old).output
+                for n, i in plain_uses:
+                    self.g.set_input(n, i, back)
+                outs = list(self.g.outputs)
+                for k in outputs:
+                    outs[k] = back
+                if outputs:
+                    back.name, v.name = v.name, self.g.fresh_name(v.name)
+                self.g.outputs = outs
+        for old, _ in reversed(self.converted):
+            for v in old.outputs[1:]:  # unused MaxPool indices
+                for n, i in list(v.uses):
+                    self.g.set_input(n, i, None)
+            self.g.remove_node(old)
+        return bool(self.converted)
+
+
+@register_pass("layout-nchwc")
+def layout_nchwc(graph: Graph, *, block: int = 16) -> bool:
+    """Run convolutions, pools and the elementwise ops between them in blocked NCHWc."""
+    if block < 2:
+        return False
+    return _Layout(graph, block).run()

@@ -1,0 +1,291 @@
+"""Kernels of the channel-blocked (NCHWc) ops: reorders, convolutions and pools.
+
+A blocked convolution is a driver around a micro-kernel (`targets/microkernels.py`): its
+outer loop, over (image, group of output blocks, output row), is parallel; each row is cut
+at compile time into segments: the pixels near the left and right edges, whose taps are
+clipped by the padding, one at a time, and the interior in register tiles of R pixels. The
+rows of taps that padding clips depend on the output row and are computed at run time.
+Weights are packed at compile time in the order the micro-kernel reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.graph import Node
+from .. import microkernels as mk
+from ..kernel_ir import Buffer, Expr, broadcast, const, maximum, minimum, select, vload
+from ..lowering import NodeKernelBuilder, kernel
+from .fused import activation_of
+from .nn import derived_constant, window
+
+F32 = DType.F32
+
+
+def _act_key(node: Node) -> str:
+    name, params = node.attrs["activation"], node.attrs["activation_params"]
+    return name + "".join(f"_{p:g}" for p in params)
+
+
+# -- reorders -------------------------------------------------------------------------------
+
+@kernel("ReorderToBlocked")
+def reorder_to_blocked(kb: NodeKernelBuilder, node: Node) -> None:
+    x = kb.bind(node.inputs[0], "x")
+    y = kb.bind(node.output, "y")
+    n, cb, *sp, b = y.shape
+    c, plane = x.shape[1], int(np.prod(sp))
+    with kb.loops([n, cb, plane, b], ["n", "cb", "p", "l"]) as (i, j, p, lane):
+        ch = j * b + lane
+        src = x[(i * c + minimum(ch, c - 1)) * plane + p]
+        kb.store(y, ((i * cb + j) * plane + p) * b + lane,
+                 select(ch < c, src, const(0.0, x.dtype)) if c % b else src)
+
+
+@kernel("ReorderFromBlocked")
+def reorder_from_blocked(kb: NodeKernelBuilder, node: Node) -> None:
+    x = kb.bind(node.inputs[0], "x")
+    y = kb.bind(node.output, "y")
+    n, cb, *sp, b = x.shape
+    c, plane = y.shape[1], int(np.prod(sp))
+    with kb.loops([n, c, plane], ["n", "c", "p"]) as (i, ch, p):
+        kb.store(y, (i * c + ch) * plane + p, x[((i * cb + ch // b) * plane + p) * b + ch % b])
+
+
+# -- convolution -----------------------------------------------------------------------------
+
+@dataclass
+class _Geo:
+    n: int
+    c: int
+    h: int
+    w: int
+    m: int
+    oh: int
+    ow: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    ph: int
+    pw: int
+
+    @staticmethod
+    def of(node: Node) -> _Geo:
+        a = node.attrs
+        w = node.inputs[1].shape
+        y = node.output.shape
+        x = node.inputs[0].shape
+        return _Geo(x[0], a["channels"], x[2], x[3], w[0], y[2], y[3], w[2], w[3],
+                    *a["strides"], *a["dilations"], *a["pads"][:2])
+
+    def segments(self, r_max: int) -> list[tuple[int, int, int, int]]:
+        """(first output column, pixels, first tap, taps) of each call along a row: edge
+        pixels alone with their clipped taps, the interior in tiles of up to r_max."""
+        out = []
+        lo = min(-(-self.pw // self.sw), self.ow)
+        room = self.w - 1 + self.pw - (self.kw - 1) * self.dw
+        hi = max(lo, min(self.ow, room // self.sw + 1 if room >= 0 else 0))
+        for ow in list(range(lo)) + list(range(hi, self.ow)):
+            a = ow * self.sw - self.pw
+            k0 = min(self.kw, -(-max(0, -a) // self.dw))
+            k1 = min(self.kw, -(-max(0, self.w - a) // self.dw))
+            out.append((ow, 1, k0, max(0, k1 - k0)))
+        t = lo
+        while t < hi:
+            r = min(r_max, hi - t)
+            out.append((t, r, 0, self.kw))
+            t += r
+        return sorted(out)
+
+
+def _pack_dense(w: np.ndarray, lanes: int, mb: int, blocked_input: bool) -> np.ndarray:
+    """W [M, C, KH, KW] as groups of mb output blocks (fewer in the last group), each
+    [cb][kh][kw][ci][block j][lane], zero where a channel runs past M or C."""
+    m, c, kh, kw = w.shape
+    mblocks = -(-m // lanes)
+    cin = lanes if blocked_input else c
+    cblocks = -(-c // cin)
+    wp = np.zeros((mblocks * lanes, cblocks * cin, kh, kw), w.dtype)
+    wp[:m, :c] = w
+    parts = []
+    for g0 in range(0, mblocks, mb):
+        g1 = min(mblocks, g0 + mb)
+        blk = wp[g0 * lanes:g1 * lanes].reshape(g1 - g0, lanes, cblocks, cin, kh, kw)
+        parts.append(blk.transpose(2, 4, 5, 3, 0, 1).reshape(-1))
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+def _pack_depthwise(w: np.ndarray, lanes: int) -> np.ndarray:
+    """W [C, 1, KH, KW] as [cb][kh][kw][lane], zero past C."""
+    c, _, kh, kw = w.shape
+    cb = -(-c // lanes)
+    wp = np.zeros((cb * lanes, kh, kw), w.dtype)
+    wp[:c] = w[:, 0]
+    return np.ascontiguousarray(wp.reshape(cb, lanes, kh, kw).transpose(0, 2, 3, 1).reshape(-1))
+
+
+def _bias(kb: NodeKernelBuilder, node: Node, lanes: int) -> Buffer:
+    """The bias padded to whole blocks (zeros where the node has none)."""
+    m = node.inputs[1].shape[0]
+    mpad = -(-m // lanes) * lanes
+    b_v = node.input(2)
+    src = b_v if b_v is not None else node.inputs[1]
+
+    def make(_):
+        out = np.zeros(mpad, np.float32)
+        if b_v is not None:
+            out[:m] = b_v.const
+        return out
+
+    return derived_constant(kb, src, f"bias{lanes}{'' if b_v is not None else 'zero'}", make, "b")
+
+
+@kernel("BlockedConv")
+def blocked_conv(kb: NodeKernelBuilder, node: Node) -> None:
+    lanes = node.attrs["block"]
+    if kb.lanes(F32) != lanes:
+        raise ValueError(f"node {node.name}: a BlockedConv of block {lanes} needs a target "
+                         f"with {lanes}-lane float vectors (this one has {kb.lanes(F32)}); "
+                         "run the layout-nchwc pass with the target's block")
+    depthwise = node.attrs["group"] > 1
+    (_blocked_depthwise if depthwise else _blocked_dense)(kb, node, lanes)
+
+
+def _row_taps(kb: NodeKernelBuilder, g: _Geo, oh: Expr) -> tuple[Expr, Expr]:
+    """(first kernel row, valid kernel rows) of output row oh."""
+    return window(kb, "kh", oh * g.sh, -g.ph, g.dh, g.h, g.kh,
+                  range(0, g.oh * g.sh, g.sh))
+
+
+def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
+    g = _Geo.of(node)
+    blocked_in = bool(node.attrs["blocked_input"])
+    mb_max, r_max = mk.conv_tiles(lanes)
+    mblocks = -(-g.m // lanes)
+    cin = lanes if blocked_in else g.c
+    cblocks = -(-g.c // cin)
+    x = kb.bind(node.inputs[0], "x")
+    w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}m{mb_max}{'b' if blocked_in else 'p'}",
+                         lambda a: _pack_dense(a, lanes, mb_max, blocked_in))
+    b = _bias(kb, node, lanes)
+    z = kb.bind(node.input(3), "z") if node.input(3) is not None else None
+    y = kb.bind(node.output, "y")
+    act, act_name = activation_of(node), _act_key(node)
+    pix = lanes if blocked_in else 1  # elements between input pixels along a row
+    x_row, x_cb = g.w * pix, g.h * g.w * pix if blocked_in else 0
+    x_img = cblocks * g.h * g.w * cin
+    y_mb = g.oh * g.ow * lanes
+    ngroups = -(-mblocks // mb_max)
+    segs = g.segments(r_max)
+
+    with kb.loop(g.n * ngroups * g.oh, "t", kind="parallel") as t:
+        oh = kb.local("oh", t % g.oh)
+        grp = kb.local("grp", (t // g.oh) % ngroups)
+        n = kb.local("n", t // (g.oh * ngroups))
+        kh0, nkh = _row_taps(kb, g, oh)
+        ih0 = kb.local("ih0", oh * g.sh - g.ph + kh0 * g.dh)
+        # every group has mb_max blocks but the last, which may have fewer
+        full, rest = mblocks // mb_max, mblocks % mb_max
+        variants = [(mb_max, grp < full)] if full else []
+        variants += [(rest, grp >= full)] if rest else []
+        for mb, cond in variants:
+            with kb.if_(cond if len(variants) > 1 else const(True)):
+                w_kw = cin * mb * lanes
+                w_kh, w_cb = g.kw * w_kw, g.kh * g.kw * w_kw
+                wgrp = grp * (mb_max * cblocks * g.kh * g.kw * cin * lanes)
+                for ow0, r, k0, nkw in segs:
+                    iw0 = ow0 * g.sw - g.pw + k0 * g.dw
+                    xo = n * x_img + ih0 * x_row + iw0 * pix
+                    yo = ((n * mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes + ow0 * lanes
+                    fn = mk.conv_tile(lanes, mb, r, g.sw * pix, 1 if blocked_in else None,
+                                      lanes if blocked_in else None, z is not None, act_name, act)
+                    args = [(x, xo), (w, wgrp + kh0 * w_kh + k0 * w_kw), (b, grp * mb_max * lanes)]
+                    args += [(z, yo)] if z is not None else []
+                    args += [(y, yo), cblocks, nkh, nkw]
+                    args += [] if blocked_in else [g.c, g.h * g.w]
+                    args += [x_cb, g.dh * x_row, g.dw * pix, w_cb, w_kh, w_kw, y_mb]
+                    kb.call(fn, *args)
+
+
+def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
+    g = _Geo.of(node)
+    r_max = mk.depthwise_pixels(lanes)
+    cblocks = -(-g.c // lanes)
+    x = kb.bind(node.inputs[0], "x")
+    w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}dw",
+                         lambda a: _pack_depthwise(a, lanes))
+    b = _bias(kb, node, lanes)
+    z = kb.bind(node.input(3), "z") if node.input(3) is not None else None
+    y = kb.bind(node.output, "y")
+    act, act_name = activation_of(node), _act_key(node)
+    x_row = g.w * lanes
+    with kb.loop(g.n * cblocks * g.oh, "t", kind="parallel") as t:
+        oh = kb.local("oh", t % g.oh)
+        nc = kb.local("nc", t // g.oh)  # image * blocks + block
+        kh0, nkh = _row_taps(kb, g, oh)
+        ih0 = kb.local("ih0", oh * g.sh - g.ph + kh0 * g.dh)
+        for ow0, r, k0, nkw in g.segments(r_max):
+            iw0 = ow0 * g.sw - g.pw + k0 * g.dw
+            xo = (nc * g.h + ih0) * x_row + iw0 * lanes
+            yo = (nc * g.oh + oh) * g.ow * lanes + ow0 * lanes
+            fn = mk.depthwise_tile(lanes, r, g.sw * lanes, z is not None, act_name, act)
+            args = [(x, xo), (w, (nc % cblocks) * (g.kh * g.kw * lanes) + kh0 * (g.kw * lanes)
+                              + k0 * lanes), (b, (nc % cblocks) * lanes)]
+            args += [(z, yo)] if z is not None else []
+            args += [(y, yo), nkh, nkw, g.dh * x_row, g.dw * lanes, g.kw * lanes]
+            kb.call(fn, *args)
+
+
+# -- pools -----------------------------------------------------------------------------------
+
+@kernel("BlockedPool")
+def blocked_pool(kb: NodeKernelBuilder, node: Node) -> None:
+    a = node.attrs
+    x = kb.bind(node.inputs[0], "x")
+    y = kb.bind(node.output, "y")
+    n, cb, h, w, lanes = x.shape
+    vl = lanes if kb.lanes(x.dtype) == lanes else 1  # vector code needs a matching ISA
+    is_max = a["mode"] == "max"
+    init = const(-np.inf if is_max else 0.0, x.dtype)
+
+    def combine(acc: Expr, v: Expr) -> Expr:
+        return maximum(acc, v) if is_max else acc + v
+
+    if not a["kernel_shape"]:
+        with kb.loop(n * cb, "t", kind="parallel") as t, kb.loop(lanes // vl, "l") as lane:
+            acc = kb.local("acc", broadcast(init, vl))
+            base = t * (h * w * lanes) + lane * vl
+            with kb.loop(h * w, "p") as p:
+                kb.assign(acc, combine(acc, vload(x, base + p * lanes, vl)))
+            val = acc if is_max else acc * const(1.0 / (h * w), x.dtype)
+            kb.store(y, t * lanes + lane * vl, val)
+        return
+    (kh, kw), (sh, sw), pads = a["kernel_shape"], a["strides"], a["pads"]
+    _, _, oh_n, ow_n, _ = y.shape
+    with kb.loop(n * cb * oh_n, "t", kind="parallel") as t:
+        oh = kb.local("oh", t % oh_n)
+        nc = kb.local("nc", t // oh_n)
+        r0, nr = window(kb, "kh", oh * sh, -pads[0], 1, h, kh, range(0, oh_n * sh, sh))
+        with kb.loop(ow_n, "ow") as ow, kb.loop(lanes // vl, "l") as lane:
+            c0, nq = window(kb, "kw", ow * sw, -pads[1], 1, w, kw, range(0, ow_n * sw, sw))
+            acc = kb.local("acc", broadcast(init, vl))
+            with kb.loop(nr, "i") as i, kb.loop(nq, "j") as j:
+                ih = oh * sh - pads[0] + r0 + i
+                iw = ow * sw - pads[1] + c0 + j
+                kb.assign(acc, combine(acc, vload(x, ((nc * h + ih) * w + iw) * lanes
+                                                  + lane * vl, vl)))
+            if is_max:
+                val = acc
+            elif a["count_include_pad"]:
+                val = acc * const(1.0 / (kh * kw), x.dtype)
+            else:
+                cnt = (nr * nq).cast(x.dtype)
+                val = acc / broadcast(cnt, vl, x.dtype) if vl > 1 else acc / cnt
+            kb.store(y, ((nc * oh_n + oh) * ow_n + ow) * lanes + lane * vl, val)
+

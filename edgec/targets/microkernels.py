@@ -1,0 +1,180 @@
+"""Micro-kernels: the hot inner loops, written once in kernel IR and shared by every node.
+
+Each builder returns a `Kernel` specialised on what must be known at compile time for the
+accumulators to live in registers (vector lanes L, the register tile, constant strides,
+epilogue) and takes the rest as scalar parameters, so one micro-kernel serves many layers.
+Every renderer prints them with its own vector ISA; they are cached by their parameters.
+
+Register tiles (AVX-512 has 32 vector registers, AVX2 16):
+
+- `conv_tile`: a dense convolution on channel-blocked data: MB output blocks of L channels
+  x R output pixels of one row. For every input block cb, valid tap (kh, kw) and input
+  channel ci of the block, MB weight vectors are loaded once and each of the R input values
+  is broadcast once: acc[t][j] += x[.., pixel t, ci] * w[cb, kh, kw, ci, j*L : (j+1)*L].
+  MB*R accumulators + MB weights + 1 broadcast must fit the register file.
+- `depthwise_tile`: R output pixels of one channel block: acc[t] += x[.., pixel t, :] *
+  w[kh, kw, :] (the L channels of a block are the lanes, so no broadcast is needed).
+- `gemm_tile`: rows of A against a packed panel of B (the weights): MR rows x NV vectors,
+  acc[i][v] += A[i, k] * Bp[k, v*L : (v+1)*L].
+
+The epilogue y = act(acc + bias (+ residual)) runs on the accumulators before their one store.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from ..ir.dtypes import DType
+from .kernel_ir import INDEX, Expr, Kernel, KernelBuilder, broadcast, fma, vload
+
+F32 = DType.F32
+Activation = Callable[[Expr], Expr]
+
+_CACHE: dict[tuple, Kernel] = {}
+
+
+def _cached(key: tuple, build: Callable[[], Kernel]) -> Kernel:
+    if key not in _CACHE:
+        _CACHE[key] = build()
+    return _CACHE[key]
+
+
+def conv_tiles(lanes: int) -> tuple[int, int]:
+    """(MB, R): output blocks and pixels of the dense-convolution register tile."""
+    return (2, 12) if lanes >= 16 else (2, 6) if lanes >= 8 else (1, 4)
+
+
+def depthwise_pixels(lanes: int) -> int:
+    return 8 if lanes >= 16 else 6
+
+
+def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
+              nci: int | None, residual: bool, act_name: str,
+              act: Activation | None) -> Kernel:
+    """The dense convolution tile (see the module doc). `x_pix` (elements between the
+    input values of consecutive output pixels) is a constant so that the R broadcasts
+    address x + constant; `x_ci` and `nci` are constants for blocked input (1 and L) and
+    parameters (None) for a plain NCHW input."""
+    key = ("conv", lanes, mb, r, x_pix, x_ci, nci, residual, act_name)
+
+    def build() -> Kernel:
+        tag = f"{'b' if x_ci is not None else 'p'}{x_pix}{'_z' if residual else ''}"
+        kb = KernelBuilder(f"mk_conv_f32x{lanes}_m{mb}_r{r}_{tag}{_act_tag(act_name)}",
+                           f"conv tile: {mb} blocks of {lanes} output channels x {r} pixels")
+        x, w, b = kb.pointer("x", F32), kb.pointer("w", F32), kb.pointer("b", F32)
+        z = kb.pointer("z", F32) if residual else None
+        y = kb.pointer("y", F32, "out")
+        ncb, nkh, nkw = kb.scalar("ncb"), kb.scalar("nkh"), kb.scalar("nkw")
+        n_ci = kb.scalar("nci") if nci is None else nci
+        xs_ci = kb.scalar("x_ci") if x_ci is None else x_ci
+        x_cb, x_kh, x_kw = kb.scalar("x_cb"), kb.scalar("x_kh"), kb.scalar("x_kw")
+        w_cb, w_kh, w_kw = kb.scalar("w_cb"), kb.scalar("w_kh"), kb.scalar("w_kw")
+        y_mb = kb.scalar("y_mb")
+        acc = [[kb.local(f"acc{t}_{j}_", broadcast(0.0, lanes)) for j in range(mb)]
+               for t in range(r)]
+        with kb.loop(ncb, "cb") as cb, kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
+            xo = kb.local("xo", cb * x_cb + kh * x_kh + kw * x_kw)
+            wo = kb.local("wo", cb * w_cb + kh * w_kh + kw * w_kw)
+            with kb.loop(n_ci, "ci") as ci:
+                wv = [kb.local(f"w{j}_", vload(w, wo + ci * (mb * lanes) + j * lanes, lanes))
+                      for j in range(mb)]
+                xi = kb.local("xi", xo + ci * xs_ci)
+                for t in range(r):
+                    xv = kb.local(f"x{t}_", broadcast(x[xi + t * x_pix], lanes))
+                    for j in range(mb):
+                        kb.assign(acc[t][j], fma(xv, wv[j], acc[t][j]))
+        for j in range(mb):
+            bias = kb.local(f"b{j}_", vload(b, j * lanes, lanes))
+            for t in range(r):
+                v = acc[t][j] + bias
+                if z is not None:
+                    v = v + vload(z, j * y_mb + t * lanes, lanes)
+                kb.store(y, j * y_mb + t * lanes, _apply(kb, act, v))
+        return kb.build()
+
+    return _cached(key, build)
+
+
+def depthwise_tile(lanes: int, r: int, x_pix: int, residual: bool, act_name: str,
+                   act: Activation | None) -> Kernel:
+    """R pixels of one channel block of a depthwise convolution (see the module doc)."""
+    key = ("dw", lanes, r, x_pix, residual, act_name)
+
+    def build() -> Kernel:
+        tag = f"p{x_pix}{'_z' if residual else ''}"
+        kb = KernelBuilder(f"mk_dwconv_f32x{lanes}_r{r}_{tag}{_act_tag(act_name)}",
+                           f"depthwise conv tile: {lanes} channels x {r} pixels")
+        x, w, b = kb.pointer("x", F32), kb.pointer("w", F32), kb.pointer("b", F32)
+        z = kb.pointer("z", F32) if residual else None
+        y = kb.pointer("y", F32, "out")
+        nkh, nkw = kb.scalar("nkh"), kb.scalar("nkw")
+        x_kh, x_kw, w_kh = kb.scalar("x_kh"), kb.scalar("x_kw"), kb.scalar("w_kh")
+        bias = kb.local("bias", vload(b, 0, lanes))
+        acc = [kb.local(f"acc{t}_", bias) for t in range(r)]
+        with kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
+            xo = kb.local("xo", kh * x_kh + kw * x_kw)
+            wv = kb.local("wv", vload(w, kh * w_kh + kw * lanes, lanes))
+            for t in range(r):
+                kb.assign(acc[t], fma(vload(x, xo + t * x_pix, lanes), wv, acc[t]))
+        for t in range(r):
+            v = acc[t] if z is None else acc[t] + vload(z, t * lanes, lanes)
+            kb.store(y, t * lanes, _apply(kb, act, v))
+        return kb.build()
+
+    return _cached(key, build)
+
+
+def gemm_tile(lanes: int, mr: int, nv: int, residual: bool, act_name: str,
+              act: Activation | None) -> Kernel:
+    """MR rows x NV vectors of C = act(A @ Bp + bias (+ Z)); Bp is a panel of the packed
+    weights, [K][NV*L] contiguous. `ncols` (<= NV*L) columns are stored, the last vector
+    masked, so the panel may run past N."""
+    key = ("gemm", lanes, mr, nv, residual, act_name)
+
+    def build() -> Kernel:
+        kb = KernelBuilder(f"mk_gemm_f32x{lanes}_m{mr}_v{nv}{'_z' if residual else ''}"
+                           f"{_act_tag(act_name)}", f"gemm tile: {mr} rows x {nv * lanes} columns")
+        a, bp, bias = kb.pointer("a", F32), kb.pointer("bp", F32), kb.pointer("bias", F32)
+        z = kb.pointer("z", F32) if residual else None
+        c = kb.pointer("c", F32, "out")
+        k_n, lda, ldc, ncols = kb.scalar("k"), kb.scalar("lda"), kb.scalar("ldc"), \
+            kb.scalar("ncols")
+        width = nv * lanes
+        acc = [[kb.local(f"acc{i}_{v}_", broadcast(0.0, lanes)) for v in range(nv)]
+               for i in range(mr)]
+        with kb.loop(k_n, "kk") as kk:
+            bv = [kb.local(f"b{v}_", vload(bp, kk * width + v * lanes, lanes))
+                  for v in range(nv)]
+            for i in range(mr):
+                av = kb.local(f"a{i}_", broadcast(a[i * lda + kk], lanes))
+                for v in range(nv):
+                    kb.assign(acc[i][v], fma(av, bv[v], acc[i][v]))
+        full = kb.local("full", (ncols // lanes).cast(INDEX))
+        rest = kb.local("rest", ncols - full * lanes)
+        for v in range(nv):
+            bias_v = kb.local(f"bias{v}_", vload(bias, v * lanes, lanes))
+            for i in range(mr):
+                val = acc[i][v] + bias_v
+                at = i * ldc + v * lanes
+                with kb.if_(full > v):
+                    zz = val if z is None else val + vload(z, at, lanes)
+                    kb.store(c, at, _apply(kb, act, zz))
+                with kb.else_(), kb.if_(full.eq(v) & (rest > 0)):
+                    zz = val if z is None else val + vload(z, at, lanes, rest)
+                    kb.store(c, at, _apply(kb, act, zz), rest)
+        return kb.build()
+
+    return _cached(key, build)
+
+
+def _apply(kb: KernelBuilder, act: Activation | None, v: Expr) -> Expr:
+    if act is None:
+        return v
+    return act(kb.local("v", v))  # activations read their operand more than once
+
+
+def _act_tag(name: str) -> str:
+    """The activation's part of a micro-kernel name: its name and parameters as an
+    identifier (Clip [0, 6] -> _clip_0_6)."""
+    return "_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") if name else ""
