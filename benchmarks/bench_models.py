@@ -389,6 +389,11 @@ def print_setup(head: dict, a: argparse.Namespace) -> None:
           f"{head['cpu']} ({head['flags']}); fp32 peak {head['peak_gflops_per_core']:.0f} GFLOP/s "
           f"per core ({head['peak_isa']}); onnxruntime {head['onnxruntime']} "
           f"({head['ort_graph_optimization_level']}, inter_op 1); python {head['python']}")
+    load = head["load_average_start"][0]
+    if load > 0.5:
+        print(f"# WARNING: load average {load:.2f} at start: other processes share the "
+              f"{os.cpu_count()} cores, so latencies (above all at {max(a.threads)} threads) are "
+              "inflated; the same-run ratios hold up better")
     if head["tvm"] == "not installed":
         print("# TVM: skipped, apache-tvm is not installed (pip install -e '.[bench]')")
     elif head["tvm"]:
