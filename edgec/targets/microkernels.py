@@ -51,15 +51,17 @@ def depthwise_pixels(lanes: int) -> int:
 
 def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
               nci: int | None, residual: bool, act_name: str,
-              act: Activation | None) -> Kernel:
+              act: Activation | None, kw_const: tuple[int, int] | None = None) -> Kernel:
     """The dense convolution tile (see the module doc). `x_pix` (elements between the
     input values of consecutive output pixels) is a constant so that the R broadcasts
     address x + constant; `x_ci` and `nci` are constants for blocked input (1 and L) and
-    parameters (None) for a plain NCHW input."""
-    key = ("conv", lanes, mb, r, x_pix, x_ci, nci, residual, act_name)
+    parameters (None) for a plain NCHW input, whose interior tiles also fix the taps of a
+    row (`kw_const`: count and stride)."""
+    key = ("conv", lanes, mb, r, x_pix, x_ci, nci, residual, act_name, kw_const)
 
     def build() -> Kernel:
         tag = f"{'b' if x_ci is not None else 'p'}{x_pix}{'_z' if residual else ''}"
+        tag += f"_k{kw_const[0]}s{kw_const[1]}" if kw_const else ""
         kb = KernelBuilder(f"mk_conv_f32x{lanes}_m{mb}_r{r}_{tag}{_act_tag(act_name)}",
                            f"conv tile: {mb} blocks of {lanes} output channels x {r} pixels")
         x, w, b = kb.pointer("x", F32), kb.pointer("w", F32), kb.pointer("b", F32)
@@ -71,19 +73,36 @@ def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
         x_cb, x_kh, x_kw = kb.scalar("x_cb"), kb.scalar("x_kh"), kb.scalar("x_kw")
         w_cb, w_kh, w_kw = kb.scalar("w_cb"), kb.scalar("w_kh"), kb.scalar("w_kw")
         y_mb = kb.scalar("y_mb")
-        acc = [[kb.local(f"acc{t}_{j}_", broadcast(0.0, lanes)) for j in range(mb)]
-               for t in range(r)]
+        # FMA latency x throughput needs about 8 independent accumulators; a narrow tile
+        # (the pixels at a row's edges) keeps `ways` sets over interleaved input channels
+        ways = 1
+        if nci is not None:
+            while r * mb * ways < 8 and ways < 4 and nci % (2 * ways) == 0:
+                ways *= 2
+        sets = [[[kb.local(f"acc{t}_{j}_", broadcast(0.0, lanes)) for j in range(mb)]
+                 for t in range(r)] for _ in range(ways)]
+        if x_ci is None:  # plain NCHW input: [ci][kh][kw] order, taps along a row innermost
+            _plain_taps(kb, sets[0], x, w, n_ci, xs_ci, nkh, x_kh, nkw, x_kw, w_cb, w_kh,
+                        mb, r, lanes, x_pix, kw_const)
+            ncb = 0  # (the blocked loop nest below is empty)
         with kb.loop(ncb, "cb") as cb, kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
             xo = kb.local("xo", cb * x_cb + kh * x_kh + kw * x_kw)
             wo = kb.local("wo", cb * w_cb + kh * w_kh + kw * w_kw)
-            with kb.loop(n_ci, "ci") as ci:
-                wv = [kb.local(f"w{j}_", vload(w, wo + ci * (mb * lanes) + j * lanes, lanes))
-                      for j in range(mb)]
-                xi = kb.local("xi", xo + ci * xs_ci)
-                for t in range(r):
-                    xv = kb.local(f"x{t}_", broadcast(x[xi + t * x_pix], lanes))
-                    for j in range(mb):
-                        kb.assign(acc[t][j], fma(xv, wv[j], acc[t][j]))
+            with kb.loop(n_ci // ways if ways > 1 else n_ci, "ci") as cq:
+                for u, acc in enumerate(sets):
+                    ci = cq * ways + u if ways > 1 else cq
+                    wv = [kb.local(f"w{j}_", vload(w, wo + ci * (mb * lanes) + j * lanes,
+                                                   lanes)) for j in range(mb)]
+                    xi = kb.local("xi", xo + ci * xs_ci)
+                    for t in range(r):
+                        xv = kb.local(f"x{t}_", broadcast(x[xi + t * x_pix], lanes))
+                        for j in range(mb):
+                            kb.assign(acc[t][j], fma(xv, wv[j], acc[t][j]))
+        acc = sets[0]
+        for other in sets[1:]:
+            for t in range(r):
+                for j in range(mb):
+                    kb.assign(acc[t][j], acc[t][j] + other[t][j])
         for j in range(mb):
             bias = kb.local(f"b{j}_", vload(b, j * lanes, lanes))
             for t in range(r):
@@ -94,6 +113,25 @@ def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
         return kb.build()
 
     return _cached(key, build)
+
+
+def _plain_taps(kb: KernelBuilder, acc, x, w, n_ci, xs_ci, nkh, x_kh, nkw, x_kw, w_ci, w_kh,
+                mb: int, r: int, lanes: int, x_pix: int, kw_const: tuple[int, int] | None):
+    """The reduction of a tile over a plain NCHW input (a stem convolution with a few input
+    channels): weights [ci][kh][kw][block][lane]; with `kw_const` = (taps, tap stride) an
+    interior tile's row of taps has a constant length, so it unrolls."""
+    n_kw, xs_kw = kw_const if kw_const else (nkw, x_kw)
+    with kb.loop(n_ci, "ci") as ci, kb.loop(nkh, "kh") as kh:
+        xo = kb.local("xo", ci * xs_ci + kh * x_kh)
+        wo = kb.local("wo", ci * w_ci + kh * w_kh)
+        with kb.loop(n_kw, "kw", kind="unroll" if kw_const else "serial") as kw:
+            wv = [kb.local(f"w{j}_", vload(w, wo + kw * (mb * lanes) + j * lanes, lanes))
+                  for j in range(mb)]
+            xi = kb.local("xi", xo + kw * xs_kw)
+            for t in range(r):
+                xv = kb.local(f"x{t}_", broadcast(x[xi + t * x_pix], lanes))
+                for j in range(mb):
+                    kb.assign(acc[t][j], fma(xv, wv[j], acc[t][j]))
 
 
 def depthwise_tile(lanes: int, r: int, x_pix: int, residual: bool, act_name: str,

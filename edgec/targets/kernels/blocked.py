@@ -106,7 +106,8 @@ class _Geo:
 
 def _pack_dense(w: np.ndarray, lanes: int, mb: int, blocked_input: bool) -> np.ndarray:
     """W [M, C, KH, KW] as groups of mb output blocks (fewer in the last group), each
-    [cb][kh][kw][ci][block j][lane], zero where a channel runs past M or C."""
+    [cb][kh][kw][ci][block j][lane] (plain input: [ci][kh][kw][block j][lane]), zero where a
+    channel runs past M or C."""
     m, c, kh, kw = w.shape
     mblocks = -(-m // lanes)
     cin = lanes if blocked_input else c
@@ -114,10 +115,12 @@ def _pack_dense(w: np.ndarray, lanes: int, mb: int, blocked_input: bool) -> np.n
     wp = np.zeros((mblocks * lanes, cblocks * cin, kh, kw), w.dtype)
     wp[:m, :c] = w
     parts = []
+    # blocked input: [cb][kh][kw][ci]; plain input (one "block" of all C): [ci][kh][kw]
+    order = (2, 4, 5, 3, 0, 1) if blocked_input else (2, 3, 4, 5, 0, 1)
     for g0 in range(0, mblocks, mb):
         g1 = min(mblocks, g0 + mb)
         blk = wp[g0 * lanes:g1 * lanes].reshape(g1 - g0, lanes, cblocks, cin, kh, kw)
-        parts.append(blk.transpose(2, 4, 5, 3, 0, 1).reshape(-1))
+        parts.append(blk.transpose(order).reshape(-1))
     return np.ascontiguousarray(np.concatenate(parts))
 
 
@@ -196,15 +199,17 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
         variants += [(rest, grp >= full)] if rest else []
         for mb, cond in variants:
             with kb.if_(cond if len(variants) > 1 else const(True)):
-                w_kw = cin * mb * lanes
-                w_kh, w_cb = g.kw * w_kw, g.kh * g.kw * w_kw
+                w_kw = (cin if blocked_in else 1) * mb * lanes
+                w_kh, w_cb = g.kw * w_kw, g.kh * g.kw * w_kw  # plain input: w_cb steps ci
                 wgrp = grp * (mb_max * cblocks * g.kh * g.kw * cin * lanes)
                 for ow0, r, k0, nkw in segs:
                     iw0 = ow0 * g.sw - g.pw + k0 * g.dw
                     xo = n * x_img + ih0 * x_row + iw0 * pix
                     yo = ((n * mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes + ow0 * lanes
+                    fixed = (g.kw, g.dw) if not blocked_in and nkw == g.kw else None
                     fn = mk.conv_tile(lanes, mb, r, g.sw * pix, 1 if blocked_in else None,
-                                      lanes if blocked_in else None, z is not None, act_name, act)
+                                      lanes if blocked_in else None, z is not None, act_name, act,
+                                      fixed)
                     args = [(x, xo), (w, wgrp + kh0 * w_kh + k0 * w_kw), (b, grp * mb_max * lanes)]
                     args += [(z, yo)] if z is not None else []
                     args += [(y, yo), cblocks, nkh, nkw]
