@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     blocked,
     elementwise,
     fused,
+    gemm,
     loss,
     nn,
     normalization,

@@ -41,6 +41,12 @@ def fused_conv(kb: NodeKernelBuilder, node: Node) -> None:
 
 @kernel("FusedMatMul")
 def fused_matmul(kb: NodeKernelBuilder, node: Node) -> None:
+    from .gemm import vector_gemm
+
+    key = node.attrs["activation"] + "".join(f"_{p:g}" for p in node.attrs["activation_params"])
+    if vector_gemm(kb, node, node.inputs[0], node.inputs[1], node.output, node.input(2),
+                   node.input(3), activation_of(node), key):
+        return
     addends = [(v, 1.0) for v in (node.input(2), node.input(3)) if v is not None]
     build_matmul(kb, node.inputs[0], node.inputs[1], node.output, addends=addends,
                  activation=activation_of(node))

@@ -652,7 +652,11 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
 
 @kernel("MatMul")
 def matmul(kb: NodeKernelBuilder, node: Node) -> None:
-    build_matmul(kb, node.inputs[0], node.inputs[1], node.output)
+    from .gemm import vector_gemm  # (gemm builds on this module)
+
+    if not vector_gemm(kb, node, node.inputs[0], node.inputs[1], node.output, None, None,
+                       None, ""):
+        build_matmul(kb, node.inputs[0], node.inputs[1], node.output)
 
 
 @kernel("Gemm")
