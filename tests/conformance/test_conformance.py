@@ -101,7 +101,7 @@ def test_a_crashing_library_fails_alone(tmp_path):
     bad = conformance.Prepared(conformance.Result("test_crasher", "Crash", False, "built"),
                                "crasher", str(lib), [], [])
     batch = [good[0], bad, good[1]]
-    conformance._run_batch(batch, tmp_path, 0)
+    conformance._run_batch(batch, tmp_path, 0, conformance.Platform())
     assert [p.result.status for p in batch] == ["pass", "fail", "pass"]
     assert bad.result.reason.startswith("crash: SIGSEGV")
 
