@@ -78,8 +78,9 @@ def test_artifact_layout(compiled):
 
 def test_generated_c_has_no_warnings(compiled):
     name, _, art, _, _ = compiled
-    res = subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
-                          f"{name}.c"], cwd=art.out_dir, capture_output=True, text=True)
+    res = subprocess.run(["gcc", *art.manifest["cflags"], "-Wall", "-Wextra", "-Werror",
+                          "-fsyntax-only", f"{name}.c"], cwd=art.out_dir, capture_output=True,
+                         text=True)
     assert res.returncode == 0, res.stderr[:2000]
 
 

@@ -67,8 +67,9 @@ def compile_and_match(model: onnx.ModelProto, out: Path, name: str,
     got = edgec.load(art.out_dir).run(feeds)
     want = onnxruntime_outputs(model, feeds)
     assert list(got) == list(want)
-    res = subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
-                          f"{name}.c"], cwd=art.out_dir, capture_output=True, text=True)
+    res = subprocess.run(["gcc", *art.manifest["cflags"], "-Wall", "-Wextra", "-Werror",
+                          "-fsyntax-only", f"{name}.c"], cwd=art.out_dir, capture_output=True,
+                         text=True)
     assert res.returncode == 0, res.stderr[:2000]
     for k in want:
         assert np.isfinite(want[k]).all() and want[k].std() > 1e-3, k  # a non-trivial output

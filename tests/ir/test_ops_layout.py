@@ -1,0 +1,81 @@
+"""The channel-blocked ops' numpy references against independent oracles: onnxruntime's Conv,
+MaxPool and AveragePool on the unblocked data, and blocking written out element by element."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgec.ir import get_op
+
+RNG = np.random.default_rng(7)
+
+
+def _ort(node, feeds: dict, inits=()) -> np.ndarray:
+    ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in feeds.items()]
+    g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                          None)],
+                          [numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    return ort.InferenceSession(m.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+def _block_by_hand(x: np.ndarray, b: int) -> np.ndarray:
+    n, c, h, w = x.shape
+    out = np.zeros((n, -(-c // b), h, w, b), x.dtype)
+    for ch in range(c):
+        out[:, ch // b, :, :, ch % b] = x[:, ch]
+    return out
+
+
+@pytest.mark.parametrize("c,b", [(3, 8), (16, 8), (24, 16), (10, 4)])
+def test_reorders(c, b):
+    x = RNG.standard_normal((2, c, 3, 5)).astype(np.float32)
+    xb = get_op("ReorderToBlocked").reference(x, block=b)
+    np.testing.assert_array_equal(xb, _block_by_hand(x, b))
+    np.testing.assert_array_equal(get_op("ReorderFromBlocked").reference(xb, channels=c), x)
+
+
+@pytest.mark.parametrize("c,m,k,s,d,group,blocked", [
+    (8, 12, 3, 1, 1, 1, 1), (3, 16, 7, 2, 1, 1, 0), (16, 16, 3, 2, 1, 16, 1),
+    (10, 10, 5, 1, 2, 10, 1), (12, 5, 1, 2, 1, 1, 1)])
+def test_blocked_conv(c, m, k, s, d, group, blocked):
+    b = 8
+    x = RNG.standard_normal((1, c, 11, 9)).astype(np.float32)
+    w = RNG.standard_normal((m, c // group, k, k)).astype(np.float32)
+    bias = RNG.standard_normal(m).astype(np.float32)
+    z = RNG.standard_normal((1, m, -(-11 // s), -(-9 // s))).astype(np.float32)
+    p = d * (k - 1) // 2
+    pads = [p, p, p, p]
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=pads, strides=[s, s],
+                            dilations=[d, d], group=group)
+    want = _ort(conv, {"x": x}, [("w", w), ("b", bias)])
+    want = np.clip(want + z[:, :, :want.shape[2], :want.shape[3]], 0, 6)
+    zb = _block_by_hand(z[:, :, :want.shape[2], :want.shape[3]], b)
+    got = get_op("BlockedConv").reference(
+        _block_by_hand(x, b) if blocked else x, w, bias, zb, pads=pads, strides=[s, s],
+        dilations=[d, d], group=group, activation="Clip", activation_params=[0.0, 6.0],
+        channels=c, block=b, blocked_input=blocked)
+    np.testing.assert_allclose(got, _block_by_hand(want, b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,k,s,p", [("max", 3, 2, 1), ("avg", 2, 2, 0), ("avg", 3, 1, 1),
+                                        ("max", 0, 0, 0), ("avg", 0, 0, 0)])
+def test_blocked_pool(mode, k, s, p):
+    b, c = 8, 12
+    x = RNG.standard_normal((2, c, 7, 6)).astype(np.float32)
+    if k == 0:
+        node = helper.make_node("GlobalMaxPool" if mode == "max" else "GlobalAveragePool",
+                                ["x"], ["y"])
+        attrs = {"kernel_shape": [], "strides": [], "pads": []}
+    else:
+        node = helper.make_node("MaxPool" if mode == "max" else "AveragePool", ["x"], ["y"],
+                                kernel_shape=[k, k], strides=[s, s], pads=[p] * 4)
+        attrs = {"kernel_shape": [k, k], "strides": [s, s], "pads": [p] * 4}
+    want = _ort(node, {"x": x})
+    got = get_op("BlockedPool").reference(_block_by_hand(x, b), mode=mode, count_include_pad=0,
+                                          channels=c, **attrs)
+    np.testing.assert_allclose(got, _block_by_hand(want, b), rtol=1e-5, atol=1e-6)
