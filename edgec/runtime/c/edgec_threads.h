@@ -22,17 +22,17 @@ typedef void (*edgec_task)(void *ctx, ptrdiff_t first, ptrdiff_t end);
 
 #ifdef EDGEC_SINGLE_THREADED
 
-static void edgec_set_num_threads(int n)
+static inline void edgec_set_num_threads(int n)
 {
     (void)n;
 }
 
-static int edgec_get_num_threads(void)
+static inline int edgec_get_num_threads(void)
 {
     return 1;
 }
 
-static void edgec_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)
+static inline void edgec_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)
 {
     if (n > 0)
         task(ctx, 0, n);
@@ -69,14 +69,14 @@ static struct {
     ptrdiff_t n;
 } edgec_pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
-static void edgec_slice(int k, int parts, ptrdiff_t n, ptrdiff_t *first, ptrdiff_t *end)
+static inline void edgec_slice(int k, int parts, ptrdiff_t n, ptrdiff_t *first, ptrdiff_t *end)
 {
     *first = n * k / parts;
     *end = n * (k + 1) / parts;
 }
 
 /* Take the next slice of loop `gen` and run it; 0 when none is left. */
-static int edgec_run_slice(unsigned gen)
+static inline int edgec_run_slice(unsigned gen)
 {
     unsigned long long c = __atomic_load_n(&edgec_pool.claim, __ATOMIC_ACQUIRE);
     for (;;) {
@@ -95,10 +95,11 @@ static int edgec_run_slice(unsigned gen)
     }
 }
 
-static void *edgec_worker(void *arg)
+/* `arg` is the generation when the worker was created: a worker the OS starts late must
+ * still see every loop (and the stop) published after its creation. */
+static inline void *edgec_worker(void *arg)
 {
-    (void)arg;
-    unsigned seen = __atomic_load_n(&edgec_pool.generation, __ATOMIC_ACQUIRE);
+    unsigned seen = (unsigned)(size_t)arg;
     for (;;) {
         unsigned gen;
         int spins = 0;
@@ -122,7 +123,7 @@ static void *edgec_worker(void *arg)
 }
 
 /* Start loop number generation + 1 (the job fields are set) and wake the workers. */
-static unsigned edgec_publish(void)
+static inline unsigned edgec_publish(void)
 {
     unsigned gen = edgec_pool.generation + 1;
     __atomic_store_n(&edgec_pool.done, 0, __ATOMIC_RELEASE);
@@ -134,7 +135,7 @@ static unsigned edgec_publish(void)
     return gen;
 }
 
-static void edgec_stop_workers(void)
+static inline void edgec_stop_workers(void)
 {
     if (!edgec_pool.started)
         return;
@@ -148,7 +149,7 @@ static void edgec_stop_workers(void)
 
 /* Use n threads (the caller included) from the next loop on; n < 1 means 1. Not to be
  * called while the library runs. */
-static void edgec_set_num_threads(int n)
+static inline void edgec_set_num_threads(int n)
 {
     if (n < 1)
         n = 1;
@@ -160,13 +161,14 @@ static void edgec_set_num_threads(int n)
     edgec_stop_workers();
     edgec_pool.nthreads = n;
     for (int i = 1; i < n; ++i) {
-        if (pthread_create(&edgec_pool.threads[i - 1], NULL, edgec_worker, NULL) != 0)
+        void *gen = (void *)(size_t)edgec_pool.generation;
+        if (pthread_create(&edgec_pool.threads[i - 1], NULL, edgec_worker, gen) != 0)
             break; /* fewer threads: the caller takes the slices nobody else does */
         edgec_pool.started = i;
     }
 }
 
-static int edgec_get_num_threads(void)
+static inline int edgec_get_num_threads(void)
 {
     if (!edgec_pool.configured) {
         const char *env = getenv("EDGEC_NUM_THREADS");
@@ -175,7 +177,7 @@ static int edgec_get_num_threads(void)
     return edgec_pool.nthreads;
 }
 
-static void edgec_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)
+static inline void edgec_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)
 {
     int parts = edgec_get_num_threads();
     if (parts <= 1 || n <= 1) {
