@@ -129,7 +129,7 @@ def _infer_blocked_pool(inputs, *, mode, kernel_shape, strides, pads, count_incl
                                       **_pool_attrs(kernel_shape, strides, pads))[0]
     else:
         out = get_op("AveragePool").infer([_Typed(x)], count_include_pad=count_include_pad,
-                                          **_pool_attrs(kernel_shape, strides, pads))
+                                          **_pool_attrs(kernel_shape, strides, pads))[0]
     return TensorType(blocked_shape(out.shape, block), t.dtype)
 
 
