@@ -57,7 +57,10 @@ class _Layout:
     def conv(self, node: Node) -> bool:
         x, w = node.inputs[0], node.inputs[1]
         a = node.attrs
-        if x.type.rank != 4 or x.dtype.np != np.float32 or not w.is_const:
+        b = node.input(2)
+        # the blocked kernel packs weights and bias at compile time
+        if (x.type.rank != 4 or x.dtype.np != np.float32 or not w.is_const
+                or (b is not None and not b.is_const)):
             return False
         c, m, group = x.shape[1], w.shape[0], a["group"]
         depthwise = group > 1 and group == c == m
