@@ -50,7 +50,7 @@ class _Layout:
 
     def replace(self, node: Node, op: str, inputs: list, attrs: dict) -> None:
         new = self.g.add_node(op, inputs, attrs, name=f"{node.name}_nchwc", before=node)
-        self.twin[id(node.output)] = new.output
+        self.twin[id(node.outputs[0])] = new.output  # (a MaxPool may have unused indices)
         self.converted.append((node, new))
 
     # -- the ops -------------------------------------------------------------------------
