@@ -1,0 +1,112 @@
+"""Small convolutional ONNX models for tests, built with onnx.helper and random weights, and
+onnxruntime as their oracle: `OnnxNet` (a few-line builder) and `small_resnet`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+class OnnxNet:
+    """Builds an ONNX graph node by node; every method returns the name of its output."""
+
+    def __init__(self, name: str = "net", seed: int = 0):
+        self.name = name
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
+        self.outputs: list[str] = []
+        self._n = 0
+
+    def fresh(self, base: str) -> str:
+        self._n += 1
+        return f"{base}{self._n}"
+
+    def input(self, name: str, shape: Sequence[int]) -> str:
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape)))
+        return name
+
+    def const(self, arr, name: str | None = None) -> str:
+        name = name or self.fresh("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def weight(self, shape: Sequence[int], scale: float | None = None) -> str:
+        fan = int(np.prod(shape[1:])) if len(shape) > 1 else int(shape[0])
+        a = self.rng.standard_normal(shape) * (scale if scale is not None else np.sqrt(2 / fan))
+        return self.const(a.astype(np.float32), self.fresh("w"))
+
+    def node(self, op: str, inputs: Sequence[str], outputs: int = 1, name: str | None = None,
+             **attrs):
+        """The node's output (its first one named `name` if given), or a list of several."""
+        outs = [self.fresh(op.lower()) for _ in range(outputs)]
+        outs[0] = name or outs[0]
+        self.nodes.append(helper.make_node(op, list(inputs), outs, **attrs))
+        return outs[0] if outputs == 1 else outs
+
+    def conv(self, x: str, cin: int, cout: int, k, stride=1, pads=None, dilation=1, group=1,
+             bias: bool = True, name: str | None = None) -> str:
+        """Conv with a [cout, cin/group, kh, kw] weight; `pads` default to 'same' for stride 1
+        ((k-1)*dilation/2 on each side); ints are the same for both axes."""
+        kh, kw = (k, k) if isinstance(k, int) else k
+        sh, sw = (stride, stride) if isinstance(stride, int) else stride
+        dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
+        if pads is None:
+            ph, pw = (kh - 1) * dh // 2, (kw - 1) * dw // 2
+            pads = [ph, pw, ph, pw]
+        ins = [x, self.weight((cout, cin // group, kh, kw))]
+        if bias:
+            ins.append(self.weight((cout,), 0.1))
+        return self.node("Conv", ins, name=name, group=group, strides=[sh, sw], pads=list(pads),
+                         dilations=[dh, dw], kernel_shape=[kh, kw])
+
+    def output(self, *names: str) -> None:
+        self.outputs += names
+
+    def model(self, opset: int = 17) -> onnx.ModelProto:
+        outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in self.outputs]
+        g = helper.make_graph(self.nodes, self.name, self.inputs, outs, self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 10
+        # the outputs' shapes, from ONNX's own shape inference
+        inferred = onnx.shape_inference.infer_shapes(m).graph
+        known = {v.name: v for v in [*inferred.value_info, *inferred.output]}
+        for o in m.graph.output:
+            o.type.CopyFrom(known[o.name].type)
+        onnx.checker.check_model(m)
+        return m
+
+
+def small_resnet(size: int = 32) -> onnx.ModelProto:
+    """[1, 3, size, size] -> logits [1, 10] and the feature map of a 1x1 conv: stem conv +
+    relu, a residual block of two 3x3 convs, a stride-2 depthwise conv, a 1x1 conv to 24
+    channels, maxpool, global average pool, flatten and gemm."""
+    n = OnnxNet("small_resnet")
+    x = n.node("Relu", [n.conv(n.input("input", [1, 3, size, size]), 3, 16, 3)])
+    a = n.node("Relu", [n.conv(x, 16, 16, 3)])
+    r = n.node("Relu", [n.node("Add", [n.conv(a, 16, 16, 3), x])])
+    d = n.node("Relu", [n.conv(r, 16, 16, 3, stride=2, group=16)])
+    f = n.conv(d, 16, 24, 1, name="features")
+    p = n.node("MaxPool", [f], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0])
+    g = n.node("Flatten", [n.node("GlobalAveragePool", [p])], axis=1)
+    logits = n.node("Gemm", [g, n.weight((10, 24)), n.weight((10,), 0.1)], name="logits",
+                    transB=1)
+    n.output(logits, f)
+    return n.model()
+
+
+def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
+            .astype(np.float32) for i in model.graph.input}
+
+
+def onnxruntime_outputs(model: onnx.ModelProto, feeds) -> dict[str, np.ndarray]:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in model.graph.output]
+    return dict(zip(names, sess.run(names, feeds)))
