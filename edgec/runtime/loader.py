@@ -84,7 +84,7 @@ class CompiledModel:
 
     def set_num_threads(self, n: int) -> None:
         """Run on `n` threads (the caller included) from the next run on."""
-        if self._set_threads is None:
+        if self._set_threads is None or not self.manifest.get("threads", True):
             raise EdgecError(f"{self.name} was built without a thread pool; recompile it")
         self._set_threads.argtypes = [ctypes.c_int]
         self._set_threads(int(n))

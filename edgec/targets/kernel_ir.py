@@ -284,8 +284,9 @@ def broadcast(x, lanes: int, dtype: DType = DType.F32) -> Expr:
 def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
     """buf[index : index + lanes] as a vector; with `count`, only the first `count` lanes are
     read (the others are 0), for the tail of a row."""
-    if lanes == 1 and count is None:
-        return buf[index]
+    if lanes == 1:  # a 1-lane tail reads its one element only when the count is not 0
+        return buf[index] if count is None else select(_lift(count, INDEX) > 0, buf[index],
+                                                       const(0, buf.dtype))
     cnt = None if count is None else _lift(count, INDEX)
     return Expr("vload", buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
 
@@ -579,6 +580,10 @@ class KernelBuilder:
         if value.dtype != buf.dtype:
             value = cast(value, buf.dtype)
         cnt = None if count is None else _lift(count, INDEX)
+        if cnt is not None and value.lanes == 1:  # a 1-lane tail: store when count is not 0
+            with self.if_(cnt > 0):
+                self.emit(Store(buf, _lift(index, INDEX), value))
+            return
         self.emit(Store(buf, _lift(index, INDEX), value, cnt))
 
     @contextmanager
