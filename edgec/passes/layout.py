@@ -23,11 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, Value
+from ..ir.ops.fused import VECTOR_ACTIVATIONS
 from ..ir.ops.layout import to_blocked
 from .manager import register_pass
 
-# activations the vector epilogue of the blocked convolution implements
-VECTOR_ACTIVATIONS = frozenset({"", "Relu", "Clip", "HardSigmoid", "HardSwish"})
 # elementwise ops that are applied to blocked tensors unchanged (their padding channels stay
 # finite: every op maps finite inputs to finite outputs)
 ELEMENTWISE = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",

@@ -354,7 +354,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     src.c_sources = [f"{name}.c", f"{name}_weights.S"]
     src.workspace_bytes = ws
     src.weights_bytes = store.nbytes
-    src.kernels = [k.split("(")[0].split()[-1] for k in kernels]
+    # a kernel's own function comes last in its text, after any outlined parallel tasks
+    src.kernels = [re.findall(r"static void (\w+)\(", k)[-1] for k in kernels]
     return src
 
 

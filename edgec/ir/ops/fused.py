@@ -44,6 +44,10 @@ ACTIVATION_PARAMS: dict[str, tuple[str, ...]] = {
     "Tanh": (), "HardSigmoid": ("alpha", "beta"), "HardSwish": (),
 }
 
+# the activations the vector epilogues of the micro-kernels implement (max/min/select/fma
+# only: no exp or tanh in the vector ISA tables)
+VECTOR_ACTIVATIONS = frozenset({"", "Relu", "Clip", "HardSigmoid", "HardSwish"})
+
 _EPILOGUE_ATTRS = {"activation": Attr.str(""), "activation_params": Attr.floats([])}
 
 

@@ -14,20 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node
 from .. import microkernels as mk
 from ..kernel_ir import Buffer, Expr, broadcast, const, maximum, minimum, select, vload
 from ..lowering import NodeKernelBuilder, kernel
-from .fused import activation_of
+from .fused import activation_key, activation_of
 from .nn import derived_constant, window
 
 F32 = DType.F32
-
-
-def _act_key(node: Node) -> str:
-    name, params = node.attrs["activation"], node.attrs["activation_params"]
-    return name + "".join(f"_{p:g}" for p in params)
 
 
 # -- reorders -------------------------------------------------------------------------------
@@ -153,7 +149,7 @@ def _bias(kb: NodeKernelBuilder, node: Node, lanes: int) -> Buffer:
 def blocked_conv(kb: NodeKernelBuilder, node: Node) -> None:
     lanes = node.attrs["block"]
     if kb.lanes(F32) != lanes:
-        raise ValueError(f"node {node.name}: a BlockedConv of block {lanes} needs a target "
+        raise EdgecError(f"node {node.name}: a BlockedConv of block {lanes} needs a target "
                          f"with {lanes}-lane float vectors (this one has {kb.lanes(F32)}); "
                          "run the layout-nchwc pass with the target's block")
     depthwise = node.attrs["group"] > 1
@@ -179,7 +175,7 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     b = _bias(kb, node, lanes)
     z = kb.bind(node.input(3), "z") if node.input(3) is not None else None
     y = kb.bind(node.output, "y")
-    act, act_name = activation_of(node), _act_key(node)
+    act, act_name = activation_of(node), activation_key(node)
     pix = lanes if blocked_in else 1  # elements between input pixels along a row
     x_row, x_cb = g.w * pix, g.h * g.w * pix if blocked_in else 0
     x_img = cblocks * g.h * g.w * cin
@@ -228,7 +224,7 @@ def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     b = _bias(kb, node, lanes)
     z = kb.bind(node.input(3), "z") if node.input(3) is not None else None
     y = kb.bind(node.output, "y")
-    act, act_name = activation_of(node), _act_key(node)
+    act, act_name = activation_of(node), activation_key(node)
     x_row = g.w * lanes
     with kb.loop(g.n * cblocks * g.oh, "t", kind="parallel") as t:
         oh = kb.local("oh", t % g.oh)

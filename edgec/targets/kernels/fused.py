@@ -19,7 +19,17 @@ from .nn import Activation, build_conv, build_matmul
 
 def activation_of(node: Node) -> Activation | None:
     """The scalar formula of the node's `activation` (None for no activation)."""
-    name, params = node.attrs["activation"], node.attrs["activation_params"]
+    return activation_formula(node.attrs["activation"], node.attrs["activation_params"])
+
+
+def activation_key(node: Node) -> str:
+    """The node's activation with its parameters, as micro-kernels are specialised on it
+    (Clip [0, 6] -> "Clip_0_6")."""
+    return node.attrs["activation"] + "".join(f"_{p:g}" for p in node.attrs["activation_params"])
+
+
+def activation_formula(name: str, params) -> Activation | None:
+    """The scalar (or lane-wise) formula of activation `name` with `params`."""
     if not name:
         return None
     formula = SCALARS[name]
@@ -43,9 +53,8 @@ def fused_conv(kb: NodeKernelBuilder, node: Node) -> None:
 def fused_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     from .gemm import vector_gemm
 
-    key = node.attrs["activation"] + "".join(f"_{p:g}" for p in node.attrs["activation_params"])
-    if vector_gemm(kb, node, node.inputs[0], node.inputs[1], node.output, node.input(2),
-                   node.input(3), activation_of(node), key):
+    if vector_gemm(kb, node.inputs[0], node.inputs[1], node.output, node.input(2),
+                   node.input(3), node):
         return
     addends = [(v, 1.0) for v in (node.input(2), node.input(3)) if v is not None]
     build_matmul(kb, node.inputs[0], node.inputs[1], node.output, addends=addends,

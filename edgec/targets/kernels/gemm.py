@@ -14,13 +14,14 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
+from ...ir.ops.fused import VECTOR_ACTIVATIONS
 from .. import microkernels as mk
 from ..kernel_ir import const, minimum
 from ..lowering import NodeKernelBuilder
+from .fused import activation_key, activation_of
 from .nn import derived_constant
 
 F32 = DType.F32
-VECTOR_ACTIVATIONS = ("", "Relu", "Clip", "HardSigmoid", "HardSwish")
 
 
 def tiles(lanes: int, m: int) -> tuple[int, int]:
@@ -41,14 +42,17 @@ def pack_panels(b: np.ndarray, width: int) -> np.ndarray:
     return out.reshape(-1)
 
 
-def vector_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, b_v: Value, y_v: Value,
-                bias_v: Value | None, z_v: Value | None, act, act_name: str) -> bool:
+def vector_gemm(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value,
+                bias_v: Value | None = None, z_v: Value | None = None,
+                fused: Node | None = None) -> bool:
     """Build the kernel if the product fits the micro-kernel (float32, constant 2-D B,
-    constant or no bias, residual of Y's shape, a vector activation); else return False."""
+    constant or no bias, residual of Y's shape, the activation of the `fused` node one the
+    vector epilogue implements); else return False."""
     lanes = kb.lanes(F32)
+    act_name = fused.attrs["activation"] if fused is not None else ""
     if (lanes < 2 or y_v.dtype != F32 or a_v.dtype != F32 or not b_v.is_const
             or len(b_v.shape) != 2 or len(a_v.shape) < 1 or a_v.shape[-1] != b_v.shape[0]
-            or act_name.split("_")[0] not in VECTOR_ACTIVATIONS
+            or act_name not in VECTOR_ACTIVATIONS
             or (bias_v is not None and (not bias_v.is_const or bias_v.shape != b_v.shape[1:]))
             or (z_v is not None and z_v.shape != y_v.shape)):
         return False
@@ -56,6 +60,8 @@ def vector_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, b_v: Value, y_v: 
     m = math.prod(a_v.shape[:-1])
     if m == 0 or n == 0 or y_v.type.numel != m * n:
         return False
+    act = activation_of(fused) if fused is not None else None
+    act_key = activation_key(fused) if fused is not None else ""
     mr, nv = tiles(lanes, m)
     width = nv * lanes
     panels = -(-n // width)
@@ -84,7 +90,7 @@ def vector_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, b_v: Value, y_v: 
         variants += [(rest, (t // panels) >= full)] if rest else []
         for rows, cond in variants:
             with kb.if_(cond if len(variants) > 1 else const(True)):
-                fn = mk.gemm_tile(lanes, rows, nv, z is not None, act_name, act)
+                fn = mk.gemm_tile(lanes, rows, nv, z is not None, act_key, act)
                 args = [(a, i0 * k), (bp, p * (k * width)), (bias, p * width)]
                 args += [(z, i0 * n + p * width)] if z is not None else []
                 args += [(y, i0 * n + p * width), k, k, n, cols]

@@ -654,8 +654,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
 def matmul(kb: NodeKernelBuilder, node: Node) -> None:
     from .gemm import vector_gemm  # (gemm builds on this module)
 
-    if not vector_gemm(kb, node, node.inputs[0], node.inputs[1], node.output, None, None,
-                       None, ""):
+    if not vector_gemm(kb, node.inputs[0], node.inputs[1], node.output):
         build_matmul(kb, node.inputs[0], node.inputs[1], node.output)
 
 

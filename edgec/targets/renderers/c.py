@@ -14,7 +14,7 @@ slices of the iteration space; the context is a struct of the kernel's parameter
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -74,7 +74,6 @@ class VectorISA:
     types: dict[DType, str]
     ops: dict[tuple[str, DType], str]
     prelude: str = ""
-    cflags: tuple[str, ...] = field(default=())
 
     def lanes(self, dtype: DType) -> int:
         return self.width // dtype.itemsize if dtype in self.types else 1
@@ -89,6 +88,13 @@ def _float_ops(pre: str, suffix: str, extra: dict[str, str]) -> dict[tuple[str, 
     return {(k, DType.F32): v for k, v in ops.items()}
 
 
+def _int32_ops(pre: str, extra: dict[str, str]) -> dict[tuple[str, DType], str]:
+    ops = {op: f"{pre}_{op}_epi32({{a}}, {{b}})" for op in ("add", "sub", "max", "min")}
+    ops |= {"mul": f"{pre}_mullo_epi32({{a}}, {{b}})",
+            "broadcast": f"{pre}_set1_epi32({{a}})"} | extra
+    return {(k, DType.I32): v for k, v in ops.items()}
+
+
 AVX512 = VectorISA(
     "avx512", 64, "immintrin.h", {DType.F32: "__m512", DType.I32: "__m512i"},
     _float_ops("_mm512", "ps", {
@@ -97,17 +103,11 @@ AVX512 = VectorISA(
         "hreduce_add": "_mm512_reduce_add_ps({a})", "hreduce_max": "_mm512_reduce_max_ps({a})",
         "hreduce_min": "_mm512_reduce_min_ps({a})",
         "select_cmp": "_mm512_mask_blend_ps(_mm512_cmp_ps_mask({a}, {b}, {pred}), {y}, {x})",
-    }) | {
-        ("add", DType.I32): "_mm512_add_epi32({a}, {b})",
-        ("sub", DType.I32): "_mm512_sub_epi32({a}, {b})",
-        ("mul", DType.I32): "_mm512_mullo_epi32({a}, {b})",
-        ("max", DType.I32): "_mm512_max_epi32({a}, {b})",
-        ("min", DType.I32): "_mm512_min_epi32({a}, {b})",
-        ("load", DType.I32): "_mm512_loadu_si512((const void *)({p}))",
-        ("store", DType.I32): "_mm512_storeu_si512((void *)({p}), {v})",
-        ("broadcast", DType.I32): "_mm512_set1_epi32({a})",
-        ("hreduce_add", DType.I32): "_mm512_reduce_add_epi32({a})",
-    },
+    }) | _int32_ops("_mm512", {
+        "load": "_mm512_loadu_si512((const void *)({p}))",
+        "store": "_mm512_storeu_si512((void *)({p}), {v})",
+        "hreduce_add": "_mm512_reduce_add_epi32({a})",
+    }),
     "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n")
 
 AVX2 = VectorISA(
@@ -118,17 +118,11 @@ AVX2 = VectorISA(
         "hreduce_add": "edgec_hadd8({a})", "hreduce_max": "edgec_hmax8({a})",
         "hreduce_min": "edgec_hmin8({a})",
         "select_cmp": "_mm256_blendv_ps({y}, {x}, _mm256_cmp_ps({a}, {b}, {pred}))",
-    }) | {
-        ("add", DType.I32): "_mm256_add_epi32({a}, {b})",
-        ("sub", DType.I32): "_mm256_sub_epi32({a}, {b})",
-        ("mul", DType.I32): "_mm256_mullo_epi32({a}, {b})",
-        ("max", DType.I32): "_mm256_max_epi32({a}, {b})",
-        ("min", DType.I32): "_mm256_min_epi32({a}, {b})",
-        ("load", DType.I32): "_mm256_loadu_si256((const __m256i *)({p}))",
-        ("store", DType.I32): "_mm256_storeu_si256((__m256i *)({p}), {v})",
-        ("broadcast", DType.I32): "_mm256_set1_epi32({a})",
-        ("hreduce_add", DType.I32): "edgec_hadd8i({a})",
-    },
+    }) | _int32_ops("_mm256", {
+        "load": "_mm256_loadu_si256((const __m256i *)({p}))",
+        "store": "_mm256_storeu_si256((__m256i *)({p}), {v})",
+        "hreduce_add": "edgec_hadd8i({a})",
+    }),
     """static inline __m256i edgec_mask8(ptrdiff_t n)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
