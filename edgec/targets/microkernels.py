@@ -51,16 +51,23 @@ def depthwise_pixels(lanes: int) -> int:
 
 def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
               nci: int | None, residual: bool, act_name: str,
-              act: Activation | None, kw_const: tuple[int, int] | None = None) -> Kernel:
+              act: Activation | None, kw_const: tuple[int, int] | None = None,
+              partial: bool = False) -> Kernel:
     """The dense convolution tile (see the module doc). `x_pix` (elements between the
     input values of consecutive output pixels) is a constant so that the R broadcasts
     address x + constant; `x_ci` and `nci` are constants for blocked input (1 and L) and
     parameters (None) for a plain NCHW input, whose interior tiles also fix the taps of a
-    row (`kw_const`: count and stride)."""
-    key = ("conv", lanes, mb, r, x_pix, x_ci, nci, residual, act_name, kw_const)
+    row (`kw_const`: count and stride).
+
+    A `partial` tile reduces over a chunk of the input blocks only: two more parameters say
+    whether to start from the partial sums already in y (`acc_in` nonzero) and whether more
+    chunks follow (`more` nonzero: store the raw sums; zero: apply the epilogue). The driver
+    then keeps one chunk of weights in L1 while it sweeps many output rows."""
+    key = ("conv", lanes, mb, r, x_pix, x_ci, nci, residual, act_name, kw_const, partial)
 
     def build() -> Kernel:
         tag = f"{'b' if x_ci is not None else 'p'}{x_pix}{'_z' if residual else ''}"
+        tag += "_acc" if partial else ""
         tag += f"_k{kw_const[0]}s{kw_const[1]}" if kw_const else ""
         kb = KernelBuilder(f"mk_conv_f32x{lanes}_m{mb}_r{r}_{tag}{_act_tag(act_name)}",
                            f"conv tile: {mb} blocks of {lanes} output channels x {r} pixels")
@@ -73,6 +80,7 @@ def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
         x_cb, x_kh, x_kw = kb.scalar("x_cb"), kb.scalar("x_kh"), kb.scalar("x_kw")
         w_cb, w_kh, w_kw = kb.scalar("w_cb"), kb.scalar("w_kh"), kb.scalar("w_kw")
         y_mb = kb.scalar("y_mb")
+        acc_in, more = (kb.scalar("acc_in"), kb.scalar("more")) if partial else (None, None)
         # FMA latency x throughput needs about 8 independent accumulators; a narrow tile
         # (the pixels at a row's edges) keeps `ways` sets over interleaved input channels
         ways = 1
@@ -81,6 +89,11 @@ def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
                 ways *= 2
         sets = [[[kb.local(f"acc{t}_{j}_", broadcast(0.0, lanes)) for j in range(mb)]
                  for t in range(r)] for _ in range(ways)]
+        if partial:
+            with kb.if_(acc_in.ne(0)):
+                for t in range(r):
+                    for j in range(mb):
+                        kb.assign(sets[0][t][j], vload(y, j * y_mb + t * lanes, lanes))
         if x_ci is None:  # plain NCHW input: [ci][kh][kw] order, taps along a row innermost
             _plain_taps(kb, sets[0], x, w, n_ci, xs_ci, nkh, x_kh, nkw, x_kw, w_cb, w_kh,
                         mb, r, lanes, x_pix, kw_const)
@@ -103,16 +116,30 @@ def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
             for t in range(r):
                 for j in range(mb):
                     kb.assign(acc[t][j], acc[t][j] + other[t][j])
-        for j in range(mb):
-            bias = kb.local(f"b{j}_", vload(b, j * lanes, lanes))
-            for t in range(r):
-                v = acc[t][j] + bias
-                if z is not None:
-                    v = v + vload(z, j * y_mb + t * lanes, lanes)
-                kb.store(y, j * y_mb + t * lanes, _apply(kb, act, v))
+        if partial:
+            with kb.if_(more.ne(0)):
+                for j in range(mb):
+                    for t in range(r):
+                        kb.store(y, j * y_mb + t * lanes, acc[t][j])
+            with kb.else_():
+                _conv_epilogue(kb, acc, b, z, y, y_mb, mb, r, lanes, act)
+        else:
+            _conv_epilogue(kb, acc, b, z, y, y_mb, mb, r, lanes, act)
         return kb.build()
 
     return _cached(key, build)
+
+
+def _conv_epilogue(kb: KernelBuilder, acc, b, z, y, y_mb, mb: int, r: int, lanes: int,
+                   act: Activation | None) -> None:
+    """y = act(acc + bias (+ residual)), one store per accumulator."""
+    for j in range(mb):
+        bias = kb.local(f"b{j}_", vload(b, j * lanes, lanes))
+        for t in range(r):
+            v = acc[t][j] + bias
+            if z is not None:
+                v = v + vload(z, j * y_mb + t * lanes, lanes)
+            kb.store(y, j * y_mb + t * lanes, _apply(kb, act, v))
 
 
 def _plain_taps(kb: KernelBuilder, acc, x, w, n_ci, xs_ci, nkh, x_kh, nkw, x_kw, w_ci, w_kh,

@@ -385,7 +385,23 @@ def gemm_model():
     return n.model()
 
 
-E2E = {"geometry": geometry_model, "widths": widths_model, "gemm": gemm_model}
+def chunks_model():
+    """Convolutions with enough input blocks that the driver reduces them in chunks (partial
+    sums kept in the output between chunks, an uneven last chunk) over bands of rows (an
+    uneven last band), with a residual, an activation and a short group of output blocks."""
+    n = OnnxNet("chunks", seed=6)
+    x = n.input("x", [1, 40, 11, 13])
+    y = n.input("y", [1, 72, 6, 5])
+    relu = lambda v: n.node("Relu", [v])  # noqa: E731
+    n.output(relu(n.node("Add", [n.conv(x, 40, 40, 3), x])),
+             n.conv(x, 40, 40, 5, stride=2),
+             n.node("Clip", [n.conv(y, 72, 24, 3, dilation=2), n.const(np.float32(-1)),
+                             n.const(np.float32(1))]))
+    return n.model()
+
+
+E2E = {"geometry": geometry_model, "widths": widths_model, "gemm": gemm_model,
+       "chunks": chunks_model}
 
 
 @pytest.mark.parametrize("target", ["x86", "c-generic"])
@@ -400,7 +416,11 @@ def test_end_to_end_against_onnxruntime(model, target, tmp_path):
             assert src.count("mk_gemm_f32x8_m") >= 8, "the vector GEMM was not used"
         else:
             assert art.manifest["ops"].get("BlockedConv"), art.manifest["ops"]
-            assert "mk_conv_f32x8" in src and "mk_dwconv_f32x8" in src
+            assert "mk_conv_f32x8" in src
+            if model == "chunks":  # the tiles that reduce a chunk of the input blocks
+                assert "_b8_acc" in src and "_b8_z_acc" in src
+            else:
+                assert "mk_dwconv_f32x8" in src
     else:
         assert "layout-nchwc" not in art.manifest["pipeline"] and "_mm256" not in src
     feeds = random_feeds(m)

@@ -162,7 +162,34 @@ def _row_taps(kb: NodeKernelBuilder, g: _Geo, oh: Expr) -> tuple[Expr, Expr]:
                   range(0, g.oh * g.sh, g.sh))
 
 
+# Cache budgets of the dense driver: a chunk of input blocks whose packed weights fit in L1
+# beside the tile's inputs, and a band of output rows whose partial sums stay in L1/L2 while
+# the chunks sweep over them. 32 KB of L1 data cache is the common x86 and Arm size.
+_WEIGHT_CHUNK_BYTES = 16 * 1024
+_BAND_BYTES = 16 * 1024
+_MIN_TASKS = 16  # enough slices for the thread pool to balance
+
+
+def _chunks(cblocks: int, block_bytes: int) -> tuple[int, int]:
+    """(input blocks per chunk, chunks): as few even chunks as the weight budget allows."""
+    per = max(1, min(cblocks, _WEIGHT_CHUNK_BYTES // block_bytes))
+    n = -(-cblocks // per)
+    return -(-cblocks // n), n
+
+
+def _band(rows: int, row_bytes: int, other_tasks: int) -> int:
+    """Output rows per parallel task."""
+    bh = max(1, min(rows, _BAND_BYTES // row_bytes))
+    while bh > 1 and other_tasks * -(-rows // bh) < _MIN_TASKS:
+        bh = -(-bh // 2)
+    return bh
+
+
 def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
+    """Parallel over (image, group of output blocks, band of output rows). Within a task the
+    input blocks are reduced in chunks, each chunk sweeping the band's rows, so a chunk's
+    weights are read from L1 by every row; the partial sums live in y until the last chunk
+    applies the epilogue."""
     g = _Geo.of(node)
     blocked_in = bool(node.attrs["blocked_input"])
     mb_max, r_max = mk.conv_tiles(lanes)
@@ -182,35 +209,46 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     y_mb = g.oh * g.ow * lanes
     ngroups = -(-mblocks // mb_max)
     segs = g.segments(r_max)
+    fsize = F32.itemsize
+    per_chunk, nchunks = _chunks(cblocks, mb_max * lanes * g.kh * g.kw * cin * fsize)
+    bh = _band(g.oh, mb_max * g.ow * lanes * fsize, g.n * ngroups)
+    nbands = -(-g.oh // bh)
+    partial = nchunks > 1
 
-    with kb.loop(g.n * ngroups * g.oh, "t", kind="parallel") as t:
-        oh = kb.local("oh", t % g.oh)
-        grp = kb.local("grp", (t // g.oh) % ngroups)
-        n = kb.local("n", t // (g.oh * ngroups))
-        kh0, nkh = _row_taps(kb, g, oh)
-        ih0 = kb.local("ih0", oh * g.sh - g.ph + kh0 * g.dh)
+    with kb.loop(g.n * ngroups * nbands, "t", kind="parallel") as t:
+        band = kb.local("band", t % nbands) if nbands > 1 else const(0)
+        grp = kb.local("grp", (t // nbands) % ngroups)
+        n = kb.local("n", t // (nbands * ngroups))
+        rows = minimum(g.oh - band * bh, bh) if g.oh % bh else const(bh)
         # every group has mb_max blocks but the last, which may have fewer
         full, rest = mblocks // mb_max, mblocks % mb_max
         variants = [(mb_max, grp < full)] if full else []
         variants += [(rest, grp >= full)] if rest else []
         for mb, cond in variants:
-            with kb.if_(cond if len(variants) > 1 else const(True)):
+            with (kb.if_(cond if len(variants) > 1 else const(True)),
+                  kb.loop(nchunks, "cc") as cc, kb.loop(rows, "r") as r):
+                oh = kb.local("oh", band * bh + r)
+                kh0, nkh = _row_taps(kb, g, oh)
+                ih0 = kb.local("ih0", oh * g.sh - g.ph + kh0 * g.dh)
                 w_kw = (cin if blocked_in else 1) * mb * lanes
                 w_kh, w_cb = g.kw * w_kw, g.kh * g.kw * w_kw  # plain input: w_cb steps ci
-                wgrp = grp * (mb_max * cblocks * g.kh * g.kw * cin * lanes)
-                for ow0, r, k0, nkw in segs:
+                wgrp = grp * (mb_max * cblocks * g.kh * g.kw * cin * lanes) + cc * per_chunk * w_cb
+                ncb = minimum(cblocks - cc * per_chunk, per_chunk) if cblocks % per_chunk \
+                    else const(per_chunk)
+                for ow0, npx, k0, nkw in segs:
                     iw0 = ow0 * g.sw - g.pw + k0 * g.dw
-                    xo = n * x_img + ih0 * x_row + iw0 * pix
+                    xo = n * x_img + cc * per_chunk * x_cb + ih0 * x_row + iw0 * pix
                     yo = ((n * mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes + ow0 * lanes
                     fixed = (g.kw, g.dw) if not blocked_in and nkw == g.kw else None
-                    fn = mk.conv_tile(lanes, mb, r, g.sw * pix, 1 if blocked_in else None,
+                    fn = mk.conv_tile(lanes, mb, npx, g.sw * pix, 1 if blocked_in else None,
                                       lanes if blocked_in else None, z is not None, act_name, act,
-                                      fixed)
+                                      fixed, partial)
                     args = [(x, xo), (w, wgrp + kh0 * w_kh + k0 * w_kw), (b, grp * mb_max * lanes)]
                     args += [(z, yo)] if z is not None else []
-                    args += [(y, yo), cblocks, nkh, nkw]
+                    args += [(y, yo), ncb, nkh, nkw]
                     args += [] if blocked_in else [g.c, g.h * g.w]
                     args += [x_cb, g.dh * x_row, g.dw * pix, w_cb, w_kh, w_kw, y_mb]
+                    args += [cc, nchunks - 1 - cc] if partial else []
                     kb.call(fn, *args)
 
 

@@ -305,7 +305,7 @@ class CRenderer:
         out: list[str] = []
         for s in body:
             if isinstance(s, Loop):
-                v, n = s.var, self.expr(s.extent)
+                v, n = s.var, self.expr(s.extent, 11)  # the right operand of <
                 if s.kind == "unroll":
                     out.append(f"{indent}_Pragma(\"GCC unroll 64\")")
                 out.append(f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{")
