@@ -100,15 +100,25 @@ def _int32_ops(pre: str, extra: dict[str, str]) -> dict[tuple[str, DType], str]:
     return {(k, DType.I32): v for k, v in ops.items()}
 
 
-def _int8_ops(pre: str, si: str, dot4: dict[DType, str]) -> dict[tuple[str, DType], str]:
-    """Loads and stores of uint8/int8 vectors, the broadcast of a 4-byte group (`{p}`) and
-    `dot4` per type of its operand a ({c} += {a} . {b})."""
+def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
+              narrow: dict[DType, str]) -> dict[tuple[str, DType], str]:
+    """Loads and stores of uint8/int8 vectors, the broadcast of a 4-byte group (`{p}`),
+    `dot4` per type of its operand a ({c} += {a} . {b}), and the store of int32 lanes
+    (already in the 8-bit range: requantized) narrowed to bytes, the first {n} of them."""
     ops: dict[tuple[str, DType], str] = {}
     for t in (DType.U8, DType.I8):
         ops[("load", t)] = f"{pre}_loadu_{si}((const void *)({{p}}))"
         ops[("store", t)] = f"{pre}_storeu_{si}((void *)({{p}}), {{v}})"
         ops[("broadcast4", t)] = f"{pre}_broadcastd_epi32(_mm_loadu_si32({{p}}))"
         ops[("dot4", t)] = dot4[t]
+        ops[("store_narrow_n", t)] = narrow[t]
+    # int32 <-> float32 conversions (C's: to nearest, truncating back) and round half even
+    ops[("to_f32", DType.I32)] = f"{pre}_cvtepi32_ps({{a}})"
+    ops[("to_i32", DType.F32)] = f"{pre}_cvttps_epi32({{a}})"
+    ops[("round", DType.F32)] = (f"{pre}_round_ps({{a}}, _MM_FROUND_TO_NEAREST_INT | "
+                                 "_MM_FROUND_NO_EXC)" if pre == "_mm256" else
+                                 f"{pre}_roundscale_ps({{a}}, _MM_FROUND_TO_NEAREST_INT | "
+                                 "_MM_FROUND_NO_EXC)")
     return ops
 
 
@@ -125,12 +135,14 @@ AVX512 = VectorISA(
         "load": "_mm512_loadu_si512((const void *)({p}))",
         "store": "_mm512_storeu_si512((void *)({p}), {v})",
         "hreduce_add": "_mm512_reduce_add_epi32({a})",
+        "store_n": "_mm512_mask_storeu_epi32({p}, EDGEC_MASK16({n}), {v})",
     }) | _int8_ops("_mm512", "si512", {
         DType.U8: "_mm512_dpbusd_epi32({c}, {a}, {b})",
         DType.I8: "_mm512_sub_epi32(_mm512_dpbusd_epi32({c}, _mm512_xor_si512({a}, "
                   "_mm512_set1_epi8(-128)), {b}), _mm512_dpbusd_epi32(_mm512_setzero_si512(), "
                   "_mm512_set1_epi8(-128), {b}))",
-    }),
+    }, {t: "_mm512_mask_cvtepi32_storeu_epi8({p}, EDGEC_MASK16({n}), {v})"
+        for t in (DType.U8, DType.I8)}),
     "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n")
 
 AVX2 = VectorISA(
@@ -146,8 +158,11 @@ AVX2 = VectorISA(
         "load": "_mm256_loadu_si256((const __m256i *)({p}))",
         "store": "_mm256_storeu_si256((__m256i *)({p}), {v})",
         "hreduce_add": "edgec_hadd8i({a})",
+        "store_n": "_mm256_maskstore_epi32((int *)({p}), edgec_mask8({n}), {v})",
     }) | _int8_ops("_mm256", "si256", {DType.U8: "edgec_dot4_u8i8({c}, {a}, {b})",
-                                       DType.I8: "edgec_dot4_i8i8({c}, {a}, {b})"}),
+                                       DType.I8: "edgec_dot4_i8i8({c}, {a}, {b})"},
+                   {DType.U8: "edgec_store8_u8((uint8_t *)({p}), {v}, {n})",
+                    DType.I8: "edgec_store8_i8((int8_t *)({p}), {v}, {n})"}),
     """static inline __m256i edgec_mask8(ptrdiff_t n)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -191,6 +206,24 @@ static inline __m256i edgec_dot4_i8i8(__m256i acc, __m256i a, __m256i b)
     return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even),
                                                   _mm256_madd_epi16(a_odd, b_odd)));
 }
+/* the first n of 8 int32 lanes, already in range, stored as bytes */
+#define EDGEC_STORE8(name, T, pack8)                                                \
+    static inline void name(T *p, __m256i v, ptrdiff_t n)                           \
+    {                                                                               \
+        __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v),                      \
+                                    _mm256_extracti128_si256(v, 1));                \
+        w = pack8(w, w);                                                            \
+        if (n >= 8) {                                                               \
+            _mm_storel_epi64((__m128i *)(void *)p, w);                              \
+            return;                                                                 \
+        }                                                                           \
+        T t[16];                                                                    \
+        _mm_storeu_si128((__m128i *)(void *)t, w);                                  \
+        for (ptrdiff_t i = 0; i < n; ++i)                                           \
+            p[i] = t[i];                                                            \
+    }
+EDGEC_STORE8(edgec_store8_u8, uint8_t, _mm_packus_epi16)
+EDGEC_STORE8(edgec_store8_i8, int8_t, _mm_packs_epi16)
 """)
 
 VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2)}
@@ -250,6 +283,10 @@ class CRenderer:
         if op == "dot4":
             acc, x, y = (self.expr(t) for t in a)
             return self.vop("dot4", a[1].dtype, c=acc, a=x, b=y)
+        if op == "cast":
+            return self.vop(f"to_{e.dtype.name.lower()}", a[0].dtype, a=self.expr(a[0]))
+        if op == "call" and a[0] == "round":
+            return self.vop("round", e.dtype, a=self.expr(a[1]))
         if op == "fma":
             x, y, z = (self.expr(t) for t in a)
             return self.vop("fma", e.dtype, a=x, b=y, c=z)
@@ -397,6 +434,11 @@ class CRenderer:
                 out.append(f"{indent}{ctype} {s.name} = {self.expr(s.init)};")
             elif isinstance(s, Assign):
                 out.append(f"{indent}{s.name} = {self.expr(s.value)};")
+            elif isinstance(s, Store) and _narrowing(s):
+                # int32 lanes stored as bytes (the full vector is count = lanes)
+                p, v = self.pointer(s.buf, s.index), self.expr(s.value.args[0])
+                n = self.expr(s.count) if s.count is not None else str(s.value.lanes)
+                out.append(f"{indent}{self.vop('store_narrow_n', s.buf.dtype, p=p, v=v, n=n)};")
             elif isinstance(s, Store) and s.value.lanes > 1:
                 p, v = self.pointer(s.buf, s.index), self.expr(s.value)
                 if s.count is None:
@@ -525,6 +567,13 @@ def _names(k: Kernel) -> tuple[set[str], set[str]]:
                 else:
                     visit(a)
     return used, defined
+
+
+def _narrowing(s: Store) -> bool:
+    """A vector store of int32 lanes into a byte buffer (the cast the builder added)."""
+    v = s.value
+    return (v.lanes > 1 and v.op == "cast" and s.buf.dtype.itemsize == 1
+            and v.args[0].dtype is DType.I32 and not _is_word(v.dtype, v.lanes))
 
 
 def _is_word(dtype: DType, lanes: int) -> bool:
