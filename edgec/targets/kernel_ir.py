@@ -14,6 +14,15 @@ consecutive elements, optionally only the first `count` (a masked tail); `broadc
 a scalar; arithmetic, `fma` and comparisons work lane by lane, and `hreduce` folds the lanes
 to a scalar. Every renderer maps (dtype, lanes) to its ISA's vector registers.
 
+Integer dot products (int8 inputs, int32 accumulators): `dot4(acc, a, b)` with acc an int32
+vector of N lanes and a (uint8 or int8), b (int8) 8-bit vectors of 4N lanes is
+acc[i] + sum_{k<4} a[4i+k] * b[4i+k] per lane i, exact in int32 (no saturation; the
+intermediate products never overflow). Its 8-bit operands come from `vload` of a uint8/int8
+buffer (4N consecutive bytes) and `vbroadcast(buf, index, 4N, 4)`, the 4 bytes at buf[index]
+repeated in every group of 4 lanes (one row's k-group against N columns). Renderers map it to
+VNNI `vpdpbusd`, an exact 16-bit widening on AVX2, `sdot`/`udot` on Armv8.2; without a vector
+ISA (N = 1) a 4-lane 8-bit vector is one 32-bit word, lane k in bits 8k..8k+7.
+
 Functions: a kernel may `Call` another kernel (a micro-kernel, the hot inner loops shared by
 many nodes) with pointers into its buffers (`Ptr`) and scalar arguments (`Scalar` params).
 Sparse iteration (CSR and block-CSR weights) is a loop whose bounds are loaded from the row
@@ -289,6 +298,35 @@ def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
                                                        const(0, buf.dtype))
     cnt = None if count is None else _lift(count, INDEX)
     return Expr("vload", buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
+
+
+def vbroadcast(buf: Buffer, index, lanes: int, group: int) -> Expr:
+    """buf[index : index + group] repeated lanes / group times: a broadcast of a group of
+    elements (4 bytes: one k-group of a row for `dot4`) read straight from memory."""
+    if lanes % group:
+        raise TypeError(f"kernel IR: {lanes} lanes are no whole number of groups of {group}")
+    if lanes == group:
+        return vload(buf, index, lanes)
+    return Expr("vbroadcast", buf.dtype, (buf, _lift(index, INDEX), group), lanes)
+
+
+DOT4_TYPES = ((DType.U8, DType.I8), (DType.I8, DType.I8))
+
+
+def dot4(acc, a: Expr, b: Expr) -> Expr:
+    """acc[i] + sum_{k<4} a[4i+k] * b[4i+k] for each of acc's N int32 lanes, exactly; a is
+    uint8 or int8 and b int8, each with 4N lanes (see the module doc)."""
+    if (a.dtype, b.dtype) not in DOT4_TYPES:
+        raise TypeError(f"kernel IR: dot4 of {a.dtype} and {b.dtype}; it takes uint8 or int8 "
+                        "times int8")
+    if a.lanes != b.lanes or a.lanes % 4:
+        raise TypeError(f"kernel IR: dot4 of {a.lanes}- and {b.lanes}-lane vectors")
+    acc = _lift(acc, DType.I32)
+    acc = broadcast(acc, a.lanes // 4) if acc.lanes == 1 else acc
+    if acc.dtype is not DType.I32 or acc.lanes != a.lanes // 4:
+        raise TypeError(f"kernel IR: dot4 accumulates {a.lanes} bytes into {a.lanes // 4} "
+                        f"int32 lanes, not {acc.lanes} of {acc.dtype}")
+    return Expr("dot4", DType.I32, (acc, a, b), acc.lanes)
 
 
 def fma(a, b, c) -> Expr:

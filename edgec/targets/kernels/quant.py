@@ -36,7 +36,8 @@ from ...ir.ops.quant import (
     requantize_multiplier,
 )
 from ...ir.types import TensorType
-from ..kernel_ir import Buffer, Expr, call, cast, const, select
+from .. import microkernels_int8 as mk8
+from ..kernel_ir import Buffer, Expr, call, cast, const, minimum, select
 from ..lowering import NodeKernelBuilder, broadcast_index, coalesce, kernel
 from .nn import ConvGeometry, broadcast_strides, named, offset, row_major_strides
 
@@ -334,9 +335,103 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
             kb.store(y, offset([*bi, i, j], sy), out)
 
 
+# -- the int8 GEMM micro-kernel (targets with vectors) -----------------------------------------
+
+@dataclass
+class _Requant8:
+    """The requantization of a vectorized QLinearMatMul: the multiplier, per tensor or per
+    column, computed at compile time, and the output zero point (read in the kernel)."""
+
+    table: np.ndarray  # float32, () or [N]
+    zy: Callable[[], Expr | None]
+
+
+def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None,
+                      b_v: Value, bz_v: Value | None, rq: _Requant8 | None = None) -> bool:
+    """y = A @ B with the int8 GEMM micro-kernel (`targets/microkernels_int8.py`) when the
+    target has vectors and B is a constant int8 matrix [K, N] (zero point constant, per
+    tensor or per column; A's per tensor): rows of A (its leading dims flattened) in blocks of
+    MR, split over threads, each against every packed panel of B. Returns False (nothing
+    emitted) for the other forms, which the scalar kernel handles."""
+    lanes = kb.lanes(I32)
+    if lanes == 1 or not b_v.is_const or b_v.dtype is not DType.I8 or len(b_v.shape) != 2:
+        return False
+    k, n = b_v.shape
+    if len(a_v.shape) < 1 or a_v.shape[-1] != k or k == 0 or n == 0:
+        return False
+    if za_v is not None and za_v.type.numel != 1:
+        return False
+    if bz_v is not None and not (bz_v.is_const and (bz_v.type.numel == 1 or
+                                                    tuple(bz_v.shape) == (n,))):
+        return False
+    rows = a_v.type.numel // k
+    mr_max, nv = mk8.tile_shape(lanes)
+    width = nv * lanes
+    panels, groups, ktail = -(-n // width), k // 4, k % 4
+    b = b_v.const.astype(np.int32)
+    zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
+        bz_v.const.astype(np.int32).reshape(-1), (n,))
+
+    def column_table(vals: np.ndarray, name: str, dtype=np.int32) -> Buffer:
+        out = np.zeros(panels * width, dtype)
+        out[:n] = vals
+        return constant_table(kb, out, name, b_v)
+
+    zero_a = za_v is not None and not (za_v.is_const and not za_v.const.any())
+    zero_b = bool(zb.any())
+    mult_per_column = rq is not None and rq.table.size > 1
+    epi = mk8.Int8Epilogue(node.output.dtype, zero_a, zero_b, mult_per_column)
+    packed, tail = mk8.pack_b(b_v.const, lanes, nv)
+    a = kb.bind(a_v, "a")
+    bp = constant_table(kb, packed, f"dot4x{lanes}v{nv}", b_v)
+    bt = constant_table(kb, tail, f"dot4x{lanes}v{nv}t", b_v) if ktail else None
+    cz = column_table(k * zb - b.sum(0), f"cz{width}") if zero_a else None
+    zbt = column_table(zb, f"zb{width}") if zero_b else None
+    mult = column_table(rq.table.reshape(-1), f"mult{width}", np.float32) \
+        if mult_per_column else None
+    y = kb.bind(node.output, "y")
+    full, rest = rows // mr_max, rows % mr_max
+    with kb.loop(-(-rows // mr_max), "t", kind="parallel") as t:
+        r0 = kb.local("r0", t * mr_max)
+        # scalars read from buffers are loaded inside the parallel loop (its body is closed)
+        za = zero_point(kb, za_v, "a_zp") if zero_a else None
+        scalars = [za] if zero_a else []
+        if rq is not None:
+            m = None if mult_per_column else const(float(rq.table.reshape(())), F32)
+            zy = rq.zy()
+            tail_scalars = ([m] if m is not None else []) + [zy if zy is not None
+                                                            else const(0, I32)]
+        else:
+            tail_scalars = []
+        variants = [(mr_max, t < full)] if full else []
+        variants += [(rest, t >= full)] if rest else []
+        for mr, cond in variants:
+            with kb.if_(cond if len(variants) > 1 else const(True)):
+                sums = []
+                if zero_b:  # row sums of A, for the zero point of B
+                    for i in range(mr):
+                        rs = kb.local(f"rs{i}_", const(0, I32))
+                        with kb.loop(k, "kk") as kk:
+                            kb.assign(rs, rs + cast(a[(r0 + i) * k + kk], I32))
+                        sums.append(rs)
+                fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi)
+                with kb.loop(panels, "p") as p:
+                    args = [(a, r0 * k), (bp, p * (groups * 4 * width))]
+                    args += [(bt, p * (ktail * width))] if bt is not None else []
+                    args += [(cz, p * width)] if cz is not None else []
+                    args += [(zbt, p * width)] if zbt is not None else []
+                    args += [(mult, p * width)] if mult is not None else []
+                    args += [(y, r0 * n + p * width), groups, k, n,
+                             minimum(const(n) - p * width, const(width))]
+                    kb.call(fn, *args, *scalars, *sums, *tail_scalars)
+    return True
+
+
 @kernel("MatMulInteger")
 def matmul_integer(kb: NodeKernelBuilder, node: Node) -> None:
-    _int_matmul(kb, node, node.inputs[0], node.input(2), node.inputs[1], node.input(3))
+    if not _vector_int8_gemm(kb, node, node.inputs[0], node.input(2), node.inputs[1],
+                             node.input(3)):
+        _int_matmul(kb, node, node.inputs[0], node.input(2), node.inputs[1], node.input(3))
 
 
 def _multiplier(kb: NodeKernelBuilder, table: np.ndarray | None, out_shape: tuple[int, ...],
@@ -366,6 +461,9 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     if sa_v.is_const and sb_v.is_const and sy_v.is_const:
         table = requantize_multiplier(sa_v.const.reshape(a_shape), sb_v.const.reshape(b_shape),
                                       sy_v.const.reshape(()))
+        rq = _Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"))
+        if not a_shape and _vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq):
+            return
     if table is None:
         sa = _side(kb, node, sa_v, "a_scale", g.a_shape, g.batch, True, F32)
         sb = _side(kb, node, sb_v, "b_scale", g.b_shape, g.batch, False, F32)

@@ -9,6 +9,11 @@ Vectors are printed with the ISA's intrinsics (`VECTOR_ISAS`); a target without 
 its kernels with 1-lane vectors, which are plain scalars. A top-level parallel loop is
 outlined into a function of (context, first, end) that the runtime's thread pool calls on
 slices of the iteration space; the context is a struct of the kernel's parameters.
+
+Int8 dot products (`dot4`): VNNI `vpdpbusd` on AVX-512 (int8 x int8 as (a ^ 0x80) x b minus
+128 * sum(b), both exact); on AVX2 each 16-bit half of a 32-bit lane is widened and
+`vpmaddwd` sums the even and the odd byte products exactly (`vpmaddubsw` would saturate);
+in scalar C a 4-lane 8-bit vector is a 32-bit word and dot4 the sum of its 4 byte products.
 """
 
 from __future__ import annotations
@@ -95,8 +100,31 @@ def _int32_ops(pre: str, extra: dict[str, str]) -> dict[tuple[str, DType], str]:
     return {(k, DType.I32): v for k, v in ops.items()}
 
 
+def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
+              narrow: dict[DType, str]) -> dict[tuple[str, DType], str]:
+    """Loads and stores of uint8/int8 vectors, the broadcast of a 4-byte group (`{p}`),
+    `dot4` per type of its operand a ({c} += {a} . {b}), and the store of int32 lanes
+    (already in the 8-bit range: requantized) narrowed to bytes, the first {n} of them."""
+    ops: dict[tuple[str, DType], str] = {}
+    for t in (DType.U8, DType.I8):
+        ops[("load", t)] = f"{pre}_loadu_{si}((const void *)({{p}}))"
+        ops[("store", t)] = f"{pre}_storeu_{si}((void *)({{p}}), {{v}})"
+        ops[("broadcast4", t)] = f"{pre}_broadcastd_epi32(_mm_loadu_si32({{p}}))"
+        ops[("dot4", t)] = dot4[t]
+        ops[("store_narrow_n", t)] = narrow[t]
+    # int32 <-> float32 conversions (C's: to nearest, truncating back) and round half even
+    ops[("to_f32", DType.I32)] = f"{pre}_cvtepi32_ps({{a}})"
+    ops[("to_i32", DType.F32)] = f"{pre}_cvttps_epi32({{a}})"
+    ops[("round", DType.F32)] = (f"{pre}_round_ps({{a}}, _MM_FROUND_TO_NEAREST_INT | "
+                                 "_MM_FROUND_NO_EXC)" if pre == "_mm256" else
+                                 f"{pre}_roundscale_ps({{a}}, _MM_FROUND_TO_NEAREST_INT | "
+                                 "_MM_FROUND_NO_EXC)")
+    return ops
+
+
 AVX512 = VectorISA(
-    "avx512", 64, "immintrin.h", {DType.F32: "__m512", DType.I32: "__m512i"},
+    "avx512", 64, "immintrin.h", {DType.F32: "__m512", DType.I32: "__m512i",
+                                  DType.U8: "__m512i", DType.I8: "__m512i"},
     _float_ops("_mm512", "ps", {
         "load_n": "_mm512_maskz_loadu_ps(EDGEC_MASK16({n}), {p})",
         "store_n": "_mm512_mask_storeu_ps({p}, EDGEC_MASK16({n}), {v})",
@@ -107,11 +135,19 @@ AVX512 = VectorISA(
         "load": "_mm512_loadu_si512((const void *)({p}))",
         "store": "_mm512_storeu_si512((void *)({p}), {v})",
         "hreduce_add": "_mm512_reduce_add_epi32({a})",
-    }),
+        "store_n": "_mm512_mask_storeu_epi32({p}, EDGEC_MASK16({n}), {v})",
+    }) | _int8_ops("_mm512", "si512", {
+        DType.U8: "_mm512_dpbusd_epi32({c}, {a}, {b})",
+        DType.I8: "_mm512_sub_epi32(_mm512_dpbusd_epi32({c}, _mm512_xor_si512({a}, "
+                  "_mm512_set1_epi8(-128)), {b}), _mm512_dpbusd_epi32(_mm512_setzero_si512(), "
+                  "_mm512_set1_epi8(-128), {b}))",
+    }, {t: "_mm512_mask_cvtepi32_storeu_epi8({p}, EDGEC_MASK16({n}), {v})"
+        for t in (DType.U8, DType.I8)}),
     "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n")
 
 AVX2 = VectorISA(
-    "avx2", 32, "immintrin.h", {DType.F32: "__m256", DType.I32: "__m256i"},
+    "avx2", 32, "immintrin.h", {DType.F32: "__m256", DType.I32: "__m256i",
+                                DType.U8: "__m256i", DType.I8: "__m256i"},
     _float_ops("_mm256", "ps", {
         "load_n": "_mm256_maskload_ps({p}, edgec_mask8({n}))",
         "store_n": "_mm256_maskstore_ps({p}, edgec_mask8({n}), {v})",
@@ -122,7 +158,11 @@ AVX2 = VectorISA(
         "load": "_mm256_loadu_si256((const __m256i *)({p}))",
         "store": "_mm256_storeu_si256((__m256i *)({p}), {v})",
         "hreduce_add": "edgec_hadd8i({a})",
-    }),
+        "store_n": "_mm256_maskstore_epi32((int *)({p}), edgec_mask8({n}), {v})",
+    }) | _int8_ops("_mm256", "si256", {DType.U8: "edgec_dot4_u8i8({c}, {a}, {b})",
+                                       DType.I8: "edgec_dot4_i8i8({c}, {a}, {b})"},
+                   {DType.U8: "edgec_store8_u8((uint8_t *)({p}), {v}, {n})",
+                    DType.I8: "edgec_store8_i8((int8_t *)({p}), {v}, {n})"}),
     """static inline __m256i edgec_mask8(ptrdiff_t n)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -145,6 +185,45 @@ static inline int32_t edgec_hadd8i(__m256i v)
     x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
     return _mm_cvtsi128_si32(x);
 }
+/* acc + the 4 byte products of each 32-bit lane, exact: the even bytes and the odd bytes of
+   a and b widened to 16 bits (zero- or sign-extended), and vpmaddwd adds each pair of 32-bit
+   products (|2 * 255 * 128| < 2^31, so it never overflows) */
+static inline __m256i edgec_dot4_u8i8(__m256i acc, __m256i a, __m256i b)
+{
+    __m256i a_even = _mm256_and_si256(a, _mm256_set1_epi16(0xff));
+    __m256i a_odd = _mm256_srli_epi16(a, 8);
+    __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
+    __m256i b_odd = _mm256_srai_epi16(b, 8);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even),
+                                                  _mm256_madd_epi16(a_odd, b_odd)));
+}
+static inline __m256i edgec_dot4_i8i8(__m256i acc, __m256i a, __m256i b)
+{
+    __m256i a_even = _mm256_srai_epi16(_mm256_slli_epi16(a, 8), 8);
+    __m256i a_odd = _mm256_srai_epi16(a, 8);
+    __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
+    __m256i b_odd = _mm256_srai_epi16(b, 8);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even),
+                                                  _mm256_madd_epi16(a_odd, b_odd)));
+}
+/* the first n of 8 int32 lanes, already in range, stored as bytes */
+#define EDGEC_STORE8(name, T, pack8)                                                \
+    static inline void name(T *p, __m256i v, ptrdiff_t n)                           \
+    {                                                                               \
+        __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v),                      \
+                                    _mm256_extracti128_si256(v, 1));                \
+        w = pack8(w, w);                                                            \
+        if (n >= 8) {                                                               \
+            _mm_storel_epi64((__m128i *)(void *)p, w);                              \
+            return;                                                                 \
+        }                                                                           \
+        T t[16];                                                                    \
+        _mm_storeu_si128((__m128i *)(void *)t, w);                                  \
+        for (ptrdiff_t i = 0; i < n; ++i)                                           \
+            p[i] = t[i];                                                            \
+    }
+EDGEC_STORE8(edgec_store8_u8, uint8_t, _mm_packus_epi16)
+EDGEC_STORE8(edgec_store8_i8, int8_t, _mm_packs_epi16)
 """)
 
 VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2)}
@@ -167,6 +246,8 @@ class CRenderer:
     def type(self, dtype: DType, lanes: int = 1) -> str:
         if lanes == 1:
             return self.types[dtype]
+        if _is_word(dtype, lanes):
+            return self.types[DType.U32]
         self._vector_check(dtype, lanes)
         return self.isa.types[dtype]
 
@@ -184,6 +265,9 @@ class CRenderer:
 
     def _vector(self, e: Expr) -> str:
         op, a = e.op, e.args
+        if _is_word(e.dtype, e.lanes) and (self.isa is None or
+                                             self.isa.lanes(e.dtype) != e.lanes):
+            return self._word(e)
         self._vector_check(e.dtype, e.lanes)
         if op == "var":
             return a[0]
@@ -194,6 +278,15 @@ class CRenderer:
             return self.vop("load_n", e.dtype, p=p, n=self.expr(a[2]))
         if op == "broadcast":
             return self.vop("broadcast", e.dtype, a=self.expr(a[0]))
+        if op == "vbroadcast" and a[2] * e.dtype.itemsize == 4:
+            return self.vop("broadcast4", e.dtype, p=self.pointer(a[0], a[1]))
+        if op == "dot4":
+            acc, x, y = (self.expr(t) for t in a)
+            return self.vop("dot4", a[1].dtype, c=acc, a=x, b=y)
+        if op == "cast":
+            return self.vop(f"to_{e.dtype.name.lower()}", a[0].dtype, a=self.expr(a[0]))
+        if op == "call" and a[0] == "round":
+            return self.vop("round", e.dtype, a=self.expr(a[1]))
         if op == "fma":
             x, y, z = (self.expr(t) for t in a)
             return self.vop("fma", e.dtype, a=x, b=y, c=z)
@@ -205,6 +298,27 @@ class CRenderer:
                             pred=CMP_PREDICATES[a[0].op], x=self.expr(a[1]),
                             y=self.expr(a[2]))
         raise ValueError(f"C renderer: no vector form of kernel-IR op {op}")
+
+    def _word(self, e: Expr) -> str:
+        """A 4-lane 8-bit vector as a uint32_t, lane k in bits 8k..8k+7."""
+        if e.op == "var":
+            return e.args[0]
+        if e.op == "vload" and e.args[2] is None:
+            p = self.pointer(e.args[0], e.args[1])
+            p = p if e.args[1].is_const else f"({p})"
+            return " | ".join(f"(uint32_t)(uint8_t){p}[{k}]" + (f" << {8 * k}" if k else "")
+                              for k in range(4))
+        raise ValueError(f"C renderer: no scalar form of a 4-lane {e.dtype} {e.op}")
+
+    def _byte(self, e: Expr, k: int) -> str:
+        """Lane k of a 4-lane 8-bit vector as an int32_t."""
+        if e.op == "vload" and e.args[2] is None:
+            p = self.pointer(e.args[0], e.args[1])
+            return f"(int32_t){p if e.args[1].is_const else f'({p})'}[{k}]"
+        w = self.expr(e, 11)
+        byte = f"({w} >> {8 * k} & 0xff)" if k else f"({w} & 0xff)"
+        # sign-extended without an implementation-defined conversion
+        return f"(int32_t){byte}" if e.dtype is DType.U8 else f"(((int32_t){byte} ^ 0x80) - 0x80)"
 
     def pointer(self, buf: Buffer, index: Expr) -> str:
         return buf.name if index.is_const and index.value == 0 else \
@@ -248,6 +362,10 @@ class CRenderer:
             return self._vector(e), 16
         if op == "hreduce":
             return self.vop(f"hreduce_{a[0]}", e.dtype, a=self.expr(a[1])), 16
+        if op == "dot4":  # one int32 lane: the 4 byte products written out
+            terms = " + ".join(f"{self._byte(a[1], k)} * {self._byte(a[2], k)}"
+                               for k in range(4))
+            return f"{self.expr(a[0], 12)} + {terms}", 12
         if op == "fma":
             fn = "fma" if e.dtype is DType.F64 else "fmaf"
             return f"{fn}({', '.join(self.expr(t) for t in a)})", 16
@@ -316,6 +434,11 @@ class CRenderer:
                 out.append(f"{indent}{ctype} {s.name} = {self.expr(s.init)};")
             elif isinstance(s, Assign):
                 out.append(f"{indent}{s.name} = {self.expr(s.value)};")
+            elif isinstance(s, Store) and _narrowing(s):
+                # int32 lanes stored as bytes (the full vector is count = lanes)
+                p, v = self.pointer(s.buf, s.index), self.expr(s.value.args[0])
+                n = self.expr(s.count) if s.count is not None else str(s.value.lanes)
+                out.append(f"{indent}{self.vop('store_narrow_n', s.buf.dtype, p=p, v=v, n=n)};")
             elif isinstance(s, Store) and s.value.lanes > 1:
                 p, v = self.pointer(s.buf, s.index), self.expr(s.value)
                 if s.count is None:
@@ -412,7 +535,7 @@ def _names(k: Kernel) -> tuple[set[str], set[str]]:
     defined: set[str] = set()
 
     def visit(e: Expr):
-        if e.op in ("load", "vload"):
+        if e.op in ("load", "vload", "vbroadcast"):
             used.add(e.args[0].name)
         elif e.op == "var":
             used.add(e.args[0])
@@ -444,6 +567,17 @@ def _names(k: Kernel) -> tuple[set[str], set[str]]:
                 else:
                     visit(a)
     return used, defined
+
+
+def _narrowing(s: Store) -> bool:
+    """A vector store of int32 lanes into a byte buffer (the cast the builder added)."""
+    v = s.value
+    return (v.lanes > 1 and v.op == "cast" and s.buf.dtype.itemsize == 1
+            and v.args[0].dtype is DType.I32 and not _is_word(v.dtype, v.lanes))
+
+
+def _is_word(dtype: DType, lanes: int) -> bool:
+    return dtype.itemsize == 1 and lanes == 4 and dtype is not DType.BOOL
 
 
 def _used_params(k: Kernel) -> set[str]:

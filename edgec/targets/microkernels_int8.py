@@ -1,0 +1,154 @@
+"""The int8 GEMM micro-kernel: uint8/int8 rows of A times a packed int8 panel of B, with
+int32 accumulators fed by `dot4`, and the packing of B it reads.
+
+B [K, N] (the constant operand) is packed per panel of W = NV*L columns (L int32 lanes) as
+[K/4][W][4]: the 4 consecutive k of a column side by side, so that one 4L-byte load holds a
+k-group of L columns and `dot4` against the broadcast 4 bytes of a row of A adds
+sum_{k<4} A[i, 4g+k] B[4g+k, j] to each column's lane. The last K % 4 rows of B are a
+separate int32 panel [K % 4][W] (the row of A is never read past its end).
+
+The tile is MR rows x NV vectors: acc[i][v] += dot4(A[i, 4g:4g+4], Bp[g, v]). Zero points
+fold into the epilogue with sums made at compile time (the column sums of the constant B):
+sum_k (A[i,k] - za)(B[k,j] - zb[j]) = acc[i][j] + za * (K zb[j] - colsum[j]) - zb[j] rowsum[i],
+rowsum[i] (needed only when zb is not 0) computed by the caller. The result is stored as
+int32 or requantized: y = sat(rint(v * M) + zy), M per tensor or per column, exactly as the
+scalar kernels of `kernels/quant.py` (clamped in float, rounded half to even).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.dtypes import DType
+from ..ir.ops.quant import QUANT_RANGES
+from .kernel_ir import (
+    INDEX,
+    Expr,
+    Kernel,
+    KernelBuilder,
+    broadcast,
+    call,
+    cast,
+    const,
+    dot4,
+    select,
+    vbroadcast,
+    vload,
+)
+
+F32, I32, I8 = DType.F32, DType.I32, DType.I8
+
+_CACHE: dict[tuple, Kernel] = {}
+
+
+def tile_shape(lanes: int) -> tuple[int, int]:
+    """(MR, NV) of the register tile: MR*NV accumulators, NV panel vectors and a broadcast
+    row (AVX2's dot4 needs 4 more registers for its widened halves)."""
+    return (6, 2) if lanes >= 16 else (4, 2) if lanes >= 8 else (2, 2)
+
+
+def pack_b(b: np.ndarray, lanes: int, nv: int) -> tuple[np.ndarray, np.ndarray]:
+    """(Bp int8 [P][K/4][W][4], Bt int32 [P][K % 4][W]): B [K, N] int8 in panels of W = NV*L
+    columns (P = ceil(N / W)), zero past N (see the module doc)."""
+    k, n = b.shape
+    w = nv * lanes
+    panels = -(-n // w)
+    bpad = np.zeros((k, panels * w), np.int8)
+    bpad[:, :n] = b
+    g = k // 4
+    full = bpad[:g * 4].reshape(g, 4, panels, w).transpose(2, 0, 3, 1)
+    tail = bpad[g * 4:].astype(np.int32).reshape(k % 4, panels, w).transpose(1, 0, 2)
+    return np.ascontiguousarray(full.reshape(-1)), np.ascontiguousarray(tail.reshape(-1))
+
+
+@dataclass(frozen=True)
+class Int8Epilogue:
+    """What the tile does with its int32 sums: subtract the zero points' terms (`zero_a`:
+    za times the per-column table cz = K zb - colsum; `zero_b`: rowsum[i] times zb[j]), then
+    store int32 (`out` I32) or requantize to `out` (U8/I8) with a multiplier per column
+    (`mult_per_column`) or one per tensor."""
+
+    out: DType = I32
+    zero_a: bool = False
+    zero_b: bool = False
+    mult_per_column: bool = False
+
+    @property
+    def tag(self) -> str:
+        t = "_za" * self.zero_a + "_zb" * self.zero_b
+        if self.out is not I32:
+            t += f"_q{self.out.name.lower()}{'c' if self.mult_per_column else ''}"
+        return t
+
+
+def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
+              epi: Int8Epilogue) -> Kernel:
+    """MR rows x NV vectors of y = epilogue(A @ B) (see the module doc): parameters a (row 0
+    of the tile), bp and bt (the panel), the epilogue's column tables, y; then groups (K/4),
+    lda, ldy, ncols (columns to store, <= W), and the epilogue's scalars."""
+    key = (lanes, mr, nv, a_type, ktail, epi)
+    if key in _CACHE:
+        return _CACHE[key]
+    width = nv * lanes
+    kb = KernelBuilder(f"mk_gemm_{a_type.name.lower()}i8x{lanes}_m{mr}_v{nv}_t{ktail}{epi.tag}",
+                       f"int8 gemm tile: {mr} rows x {width} columns, int32 accumulators")
+    a, bp = kb.pointer("a", a_type), kb.pointer("bp", I8)
+    bt = kb.pointer("bt", I32) if ktail else None
+    cz = kb.pointer("cz", I32) if epi.zero_a else None
+    zb = kb.pointer("zb", I32) if epi.zero_b else None
+    requant = epi.out is not I32
+    mult = kb.pointer("mult", F32) if requant and epi.mult_per_column else None
+    y = kb.pointer("y", epi.out, "out")
+    groups, lda, ldy, ncols = (kb.scalar(n) for n in ("groups", "lda", "ldy", "ncols"))
+    za = kb.scalar("za", I32) if epi.zero_a else None
+    rowsum = [kb.scalar(f"rs{i}", I32) for i in range(mr)] if epi.zero_b else []
+    m = kb.scalar("m", F32) if requant and not epi.mult_per_column else None
+    zy = kb.scalar("zy", I32) if requant else None
+
+    acc = [[kb.local(f"acc{i}_{v}_", broadcast(const(0, I32), lanes)) for v in range(nv)]
+           for i in range(mr)]
+    with kb.loop(groups, "g") as g:
+        bv = [kb.local(f"b{v}_", vload(bp, g * (4 * width) + v * (4 * lanes), 4 * lanes))
+              for v in range(nv)]
+        for i in range(mr):
+            av = kb.local(f"a{i}_", vbroadcast(a, i * lda + g * 4, 4 * lanes, 4))
+            for v in range(nv):
+                kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v]))
+    for t in range(ktail):  # the last K % 4 rows, in int32
+        bw = [kb.local(f"bt{v}_", vload(bt, t * width + v * lanes, lanes)) for v in range(nv)]
+        for i in range(mr):
+            av = kb.local(f"at{i}_", broadcast(cast(a[i * lda + groups * 4 + t], I32), lanes))
+            for v in range(nv):
+                kb.assign(acc[i][v], acc[i][v] + av * bw[v])
+
+    if requant:
+        qmin, qmax = QUANT_RANGES[epi.out]
+        lo = kb.local("lo", broadcast(cast(const(qmin, I32) - zy, F32), lanes))
+        hi = kb.local("hi", broadcast(cast(const(qmax, I32) - zy, F32), lanes))
+    full = kb.local("full", (ncols // lanes).cast(INDEX))
+    rest = kb.local("rest", ncols - full * lanes)
+    for v in range(nv):
+        czv = kb.local(f"cz{v}_", vload(cz, v * lanes, lanes)) if cz is not None else None
+        zbv = kb.local(f"zb{v}_", vload(zb, v * lanes, lanes)) if zb is not None else None
+        mv = kb.local(f"m{v}_", vload(mult, v * lanes, lanes) if mult is not None
+                      else broadcast(m, lanes)) if requant else None
+        for i in range(mr):
+            val: Expr = acc[i][v]
+            if czv is not None:
+                val = val + broadcast(za, lanes) * czv
+            if zbv is not None:
+                val = val - broadcast(rowsum[i], lanes) * zbv
+            if requant:
+                f = kb.local("f", cast(val, F32) * mv)
+                f = kb.local("f", select(f > lo, f, lo))  # NaN goes to lo, as in the scalar path
+                val = cast(call("round", select(f < hi, f, hi)), I32) + broadcast(zy, lanes)
+            val = kb.local("q", val)
+            at = i * ldy + v * lanes
+            with kb.if_(full > v):
+                kb.store(y, at, val)
+            with kb.else_(), kb.if_(full.eq(v) & (rest > 0)):
+                kb.store(y, at, val, rest)
+    _CACHE[key] = kb.build()
+    return _CACHE[key]
