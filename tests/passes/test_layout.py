@@ -395,6 +395,7 @@ def chunks_model():
     relu = lambda v: n.node("Relu", [v])  # noqa: E731
     n.output(relu(n.node("Add", [n.conv(x, 40, 40, 3), x])),
              n.conv(x, 40, 40, 5, stride=2),
+             n.conv(y, 72, 16, 1),  # pointwise: the 6 rows of 5 pixels are one row of 30
              n.node("Clip", [n.conv(y, 72, 24, 3, dilation=2), n.const(np.float32(-1)),
                              n.const(np.float32(1))]))
     return n.model()
