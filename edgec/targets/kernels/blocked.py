@@ -205,7 +205,7 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     applies the epilogue."""
     blocked_in = bool(node.attrs["blocked_input"])
     g = _Geo.of(node).merged_rows() if blocked_in else _Geo.of(node)
-    mb_max, r_max = mk.conv_tiles(lanes)
+    mb_max, r_max = mk.conv_tiles(lanes) if blocked_in else mk.stem_tiles(lanes)
     mblocks = -(-g.m // lanes)
     cin = lanes if blocked_in else g.c
     cblocks = -(-g.c // cin)
