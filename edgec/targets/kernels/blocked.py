@@ -93,23 +93,29 @@ class _Geo:
         return dataclasses.replace(self, h=self.h // k, w=self.w * k, oh=self.oh // k,
                                    ow=self.ow * k)
 
-    def segments(self, r_max: int) -> list[tuple[int, int, int, int]]:
-        """(first output column, pixels, first tap, taps) of each call along a row: edge
-        pixels alone with their clipped taps, the interior in tiles of up to r_max."""
+    @staticmethod
+    def _interior(size: int, out: int, k: int, s: int, d: int, p: int) -> tuple[int, int]:
+        """[lo, hi): the outputs along one axis whose k taps all fall inside the input."""
+        lo = min(-(-p // s), out)
+        room = size - 1 + p - (k - 1) * d
+        return lo, max(lo, min(out, room // s + 1 if room >= 0 else 0))
+
+    def segments(self, r_max: int) -> list[tuple[int, int, int, int, int]]:
+        """(first output column, pixels, first tap, taps, repeats) of the calls along a row:
+        edge pixels alone with their clipped taps, the interior in `repeats` tiles of r_max
+        pixels (one call site in a loop) and a shorter tile for the rest."""
         out = []
-        lo = min(-(-self.pw // self.sw), self.ow)
-        room = self.w - 1 + self.pw - (self.kw - 1) * self.dw
-        hi = max(lo, min(self.ow, room // self.sw + 1 if room >= 0 else 0))
+        lo, hi = self._interior(self.w, self.ow, self.kw, self.sw, self.dw, self.pw)
         for ow in list(range(lo)) + list(range(hi, self.ow)):
             a = ow * self.sw - self.pw
             k0 = min(self.kw, -(-max(0, -a) // self.dw))
             k1 = min(self.kw, -(-max(0, self.w - a) // self.dw))
-            out.append((ow, 1, k0, max(0, k1 - k0)))
-        t = lo
-        while t < hi:
-            r = min(r_max, hi - t)
-            out.append((t, r, 0, self.kw))
-            t += r
+            out.append((ow, 1, k0, max(0, k1 - k0), 1))
+        full, rest = divmod(hi - lo, r_max)
+        if full:
+            out.append((lo, r_max, 0, self.kw, full))
+        if rest:
+            out.append((lo + full * r_max, rest, 0, self.kw, 1))
         return sorted(out)
 
 
@@ -228,6 +234,45 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     nbands = -(-g.oh // bh)
     partial = nchunks > 1
 
+    def emit(mb: int, n: Expr, grp: Expr, band: Expr, rows: Expr) -> None:
+        """One task's work for a group of mb output blocks: chunks of input blocks, each
+        over the rows of the band."""
+        w_kw = (cin if blocked_in else 1) * mb * lanes
+        w_kh, w_cb = g.kw * w_kw, g.kh * g.kw * w_kw  # plain input: w_cb steps ci
+        with kb.loop(nchunks, "cc") as cc:
+            wgrp = grp * (mb_max * cblocks * g.kh * g.kw * cin * lanes) + cc * per_chunk * w_cb
+            ncb = minimum(cblocks - cc * per_chunk, per_chunk) if cblocks % per_chunk \
+                else const(per_chunk)
+
+            def call(seg, oh, kh0, nkh) -> None:
+                """The tiles of segment `seg` of row `oh`."""
+                ow_first, npx, k0, nkw, rep = seg
+                with kb.loop(rep, "s") as si:
+                    tile(ow_first + si * npx, npx, k0, nkw, oh, kh0, nkh)
+
+            def tile(ow0, npx, k0, nkw, oh, kh0, nkh) -> None:
+                ih0 = oh * g.sh - g.ph + kh0 * g.dh
+                iw0 = ow0 * g.sw - g.pw + k0 * g.dw
+                xo = n * x_img + cc * per_chunk * x_cb + ih0 * x_row + iw0 * pix
+                yo = ((n * mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes + ow0 * lanes
+                fixed = (g.kw, g.dw) if not blocked_in and nkw == g.kw else None
+                fn = mk.conv_tile(lanes, mb, npx, g.sw * pix,
+                                  1 if blocked_in else None, lanes if blocked_in else None,
+                                  z is not None, act_name, act, fixed, partial)
+                args = [(x, xo), (w, wgrp + kh0 * w_kh + k0 * w_kw), (b, grp * mb_max * lanes)]
+                args += [(z, yo)] if z is not None else []
+                args += [(y, yo), ncb, nkh, nkw]
+                args += [] if blocked_in else [g.c, g.h * g.w]
+                args += [x_cb, g.dh * x_row, g.dw * pix, w_cb, w_kh, w_kw, y_mb]
+                args += [cc, nchunks - 1 - cc] if partial else []
+                kb.call(fn, *args)
+
+            with kb.loop(rows, "r") as r:
+                oh = kb.local("oh", band * bh + r)
+                kh0, nkh = _row_taps(kb, g, oh)
+                for seg in segs:
+                    call(seg, oh, kh0, nkh)
+
     with kb.loop(g.n * ngroups * nbands, "t", kind="parallel") as t:
         band = kb.local("band", t % nbands) if nbands > 1 else const(0)
         grp = kb.local("grp", (t // nbands) % ngroups)
@@ -238,31 +283,8 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
         variants = [(mb_max, grp < full)] if full else []
         variants += [(rest, grp >= full)] if rest else []
         for mb, cond in variants:
-            with (kb.if_(cond if len(variants) > 1 else const(True)),
-                  kb.loop(nchunks, "cc") as cc, kb.loop(rows, "r") as r):
-                oh = kb.local("oh", band * bh + r)
-                kh0, nkh = _row_taps(kb, g, oh)
-                ih0 = kb.local("ih0", oh * g.sh - g.ph + kh0 * g.dh)
-                w_kw = (cin if blocked_in else 1) * mb * lanes
-                w_kh, w_cb = g.kw * w_kw, g.kh * g.kw * w_kw  # plain input: w_cb steps ci
-                wgrp = grp * (mb_max * cblocks * g.kh * g.kw * cin * lanes) + cc * per_chunk * w_cb
-                ncb = minimum(cblocks - cc * per_chunk, per_chunk) if cblocks % per_chunk \
-                    else const(per_chunk)
-                for ow0, npx, k0, nkw in segs:
-                    iw0 = ow0 * g.sw - g.pw + k0 * g.dw
-                    xo = n * x_img + cc * per_chunk * x_cb + ih0 * x_row + iw0 * pix
-                    yo = ((n * mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes + ow0 * lanes
-                    fixed = (g.kw, g.dw) if not blocked_in and nkw == g.kw else None
-                    fn = mk.conv_tile(lanes, mb, npx, g.sw * pix, 1 if blocked_in else None,
-                                      lanes if blocked_in else None, z is not None, act_name, act,
-                                      fixed, partial)
-                    args = [(x, xo), (w, wgrp + kh0 * w_kh + k0 * w_kw), (b, grp * mb_max * lanes)]
-                    args += [(z, yo)] if z is not None else []
-                    args += [(y, yo), ncb, nkh, nkw]
-                    args += [] if blocked_in else [g.c, g.h * g.w]
-                    args += [x_cb, g.dh * x_row, g.dw * pix, w_cb, w_kh, w_kw, y_mb]
-                    args += [cc, nchunks - 1 - cc] if partial else []
-                    kb.call(fn, *args)
+            with kb.if_(cond if len(variants) > 1 else const(True)):
+                emit(mb, n, grp, band, rows)
 
 
 def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
@@ -282,16 +304,18 @@ def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
         nc = kb.local("nc", t // g.oh)  # image * blocks + block
         kh0, nkh = _row_taps(kb, g, oh)
         ih0 = kb.local("ih0", oh * g.sh - g.ph + kh0 * g.dh)
-        for ow0, r, k0, nkw in g.segments(r_max):
-            iw0 = ow0 * g.sw - g.pw + k0 * g.dw
-            xo = (nc * g.h + ih0) * x_row + iw0 * lanes
-            yo = (nc * g.oh + oh) * g.ow * lanes + ow0 * lanes
-            fn = mk.depthwise_tile(lanes, r, g.sw * lanes, z is not None, act_name, act)
-            args = [(x, xo), (w, (nc % cblocks) * (g.kh * g.kw * lanes) + kh0 * (g.kw * lanes)
-                              + k0 * lanes), (b, (nc % cblocks) * lanes)]
-            args += [(z, yo)] if z is not None else []
-            args += [(y, yo), nkh, nkw, g.dh * x_row, g.dw * lanes, g.kw * lanes]
-            kb.call(fn, *args)
+        for ow_first, r, k0, nkw, rep in g.segments(r_max):
+            with kb.loop(rep, "s") as si:
+                ow0 = ow_first + si * r
+                iw0 = ow0 * g.sw - g.pw + k0 * g.dw
+                xo = (nc * g.h + ih0) * x_row + iw0 * lanes
+                yo = (nc * g.oh + oh) * g.ow * lanes + ow0 * lanes
+                fn = mk.depthwise_tile(lanes, r, g.sw * lanes, z is not None, act_name, act)
+                args = [(x, xo), (w, (nc % cblocks) * (g.kh * g.kw * lanes)
+                                  + kh0 * (g.kw * lanes) + k0 * lanes), (b, (nc % cblocks) * lanes)]
+                args += [(z, yo)] if z is not None else []
+                args += [(y, yo), nkh, nkw, g.dh * x_row, g.dw * lanes, g.kw * lanes]
+                kb.call(fn, *args)
 
 
 # -- pools -----------------------------------------------------------------------------------
