@@ -40,13 +40,19 @@ def _cached(key: tuple, build: Callable[[], Kernel]) -> Kernel:
     return _CACHE[key]
 
 
-def conv_tiles(lanes: int) -> tuple[int, int]:
-    """(MB, R): output blocks and pixels of the dense-convolution register tile."""
-    return (2, 12) if lanes >= 16 else (2, 6) if lanes >= 8 else (1, 4)
+def conv_tiles(lanes: int, registers: int = 16) -> tuple[int, int]:
+    """(MB, R): output blocks and pixels of the dense-convolution register tile, for an ISA
+    with `registers` vector registers: AVX-512 24 + 2 + 1 of 32, aarch64 NEON 24 + 4 + 1 of
+    32, AVX2 and Armv7 NEON 12 + 2 + 1 of 16."""
+    if lanes >= 16:
+        return 2, 12
+    if registers >= 32:
+        return 4, 6
+    return (2, 6) if lanes >= 4 else (1, 4)
 
 
-def depthwise_pixels(lanes: int) -> int:
-    return 8 if lanes >= 16 else 6
+def depthwise_pixels(lanes: int, registers: int = 16) -> int:
+    return 8 if lanes >= 16 or registers >= 32 else 6
 
 
 def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,

@@ -192,7 +192,7 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     applies the epilogue."""
     g = _Geo.of(node)
     blocked_in = bool(node.attrs["blocked_input"])
-    mb_max, r_max = mk.conv_tiles(lanes)
+    mb_max, r_max = mk.conv_tiles(lanes, kb.target.registers)
     mblocks = -(-g.m // lanes)
     cin = lanes if blocked_in else g.c
     cblocks = -(-g.c // cin)
@@ -254,7 +254,7 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
 
 def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     g = _Geo.of(node)
-    r_max = mk.depthwise_pixels(lanes)
+    r_max = mk.depthwise_pixels(lanes, kb.target.registers)
     cblocks = -(-g.c // lanes)
     x = kb.bind(node.inputs[0], "x")
     w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}dw",
