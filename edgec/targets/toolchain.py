@@ -54,7 +54,15 @@ def compile_objects(target: Target, sources: Sequence[str], workdir: Path,
     objects = []
     for src in sources:
         obj = Path(src).with_suffix(".o").name
-        _run([compiler, *target.cflags, "-Wall", "-Wextra", *extra, "-c", src, "-o", obj], workdir)
+        cmd = [compiler, *target.cflags, "-Wall", "-Wextra", *extra, "-c", src, "-o", obj]
+        try:
+            _run(cmd, workdir)
+        except ToolchainError as e:
+            if "internal compiler error" not in str(e):
+                raise
+            # gcc 12's auto-vectorizer crashes on a few loops (aarch64-linux-gnu-gcc: a
+            # _Float16 reduction); such a file builds without it (intrinsics are unaffected)
+            _run([*cmd, "-fno-tree-vectorize"], workdir)
         objects.append(obj)
     return objects
 
