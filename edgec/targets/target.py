@@ -75,7 +75,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     # -mfpu=neon-vfpv4 gives NEON's fused multiply-add (vfma), so that kernels round as on
     # the other targets
     Target("armv7", "armv7", "arm-linux-gnueabihf-gcc",
-           _COMMON + ("-march=armv7-a", "-mfpu=neon-vfpv4", "-mfloat-abi=hard"),
+           _COMMON + ("-march=armv7-a", "-mfpu=neon-vfpv4", "-mfloat-abi=hard",
+                      "-mfp16-format=ieee"),  # _Float16 as IEEE half (as on x86)
            frozenset({"neon", "vfpv4"}), 16, "32-bit Armv7-A with NEON and VFPv4 (hard float)",
            "neon-armv7", ar="arm-linux-gnueabihf-ar", package="gcc-arm-linux-gnueabihf",
            emulator=("qemu-arm", "-L", "/usr/arm-linux-gnueabihf")),

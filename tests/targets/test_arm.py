@@ -306,6 +306,18 @@ def test_mobilenet_v2_full_size(target, tmp_path):
     assert rel_error(next(iter(got.values())), want) < 1e-4
 
 
+def test_arm64_dotprod_library_stays_armv8_a(tmp_path):
+    # only the dot-product kernels may use Armv8.2-A (they are chosen at run time): the rest
+    # of the library runs on a Cortex-A53, which has no dotprod
+    m = small_resnet()
+    art = edgec.compile(m, tmp_path / "out", target="arm64-dotprod", name="model")
+    target = get_target("arm64-dotprod")
+    lib = edgec.load(art.out_dir, emulator=[*target.emulator, "-cpu", "cortex-a53"])
+    feeds = random_feeds(m)
+    for k, w in onnxruntime_outputs(m, feeds).items():
+        assert rel_error(lib.run(feeds)[k], w) < 1e-5, k
+
+
 def test_cli_run_picks_the_emulator(tmp_path, capsys):
     from edgec.compiler.cli import main
 
