@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import onnx.numpy_helper
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, random_feeds, small_resnet
 from harness import rel_error
@@ -330,6 +331,46 @@ def test_cli_run_picks_the_emulator(tmp_path, capsys):
     text = capsys.readouterr().out
     rel = float(re.search(r"relative (\S+)", text).group(1))
     assert rel < 1e-5
+
+
+def int8_model(a_type: int):
+    """MatMulInteger of a uint8/int8 A (zero point 3) against constant int8 weights, K and N
+    no multiples of the tile (a K % 4 tail too)."""
+    from onnx import TensorProto as T
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    a_np = np.uint8 if a_type == T.UINT8 else np.int8
+    inits = [numpy_helper.from_array(rng.integers(-128, 128, (37, 21)).astype(np.int8), "b"),
+             numpy_helper.from_array(np.array(3, a_np), "za"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "sa"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "sb"),
+             numpy_helper.from_array(np.array(-2, np.int8), "zb"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "sy"),
+             numpy_helper.from_array(np.array(128, np.uint8), "zy")]
+    g = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b", "za"], ["y"])], "int8",
+                          [helper.make_tensor_value_info("a", a_type, [5, 37])],
+                          [helper.make_tensor_value_info("y", T.INT32, [5, 21])], inits[:2])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("target", ARM)
+@pytest.mark.parametrize("a_type", ["uint8", "int8"])
+def test_int8_gemm_is_exact(target, a_type, tmp_path):
+    # the int8 GEMM micro-kernel's dot4 through plain NEON (exact 16-bit products)
+    from onnx import TensorProto as T
+
+    m = int8_model(T.UINT8 if a_type == "uint8" else T.INT8)
+    art = edgec.compile(m, tmp_path / "out", target=target, name="q")
+    assert "edgec_dot4_" in (art.out_dir / "q.c").read_text()
+    rng = np.random.default_rng(6)
+    a = (rng.integers(0, 256, (5, 37)).astype(np.uint8) if a_type == "uint8"
+         else rng.integers(-128, 128, (5, 37)).astype(np.int8))
+    # numpy, not onnxruntime: on this AVX2 host onnxruntime 1.31's uint8 x int8 MatMulInteger
+    # saturates its 16-bit pair sums (vpmaddubsw) and is off by thousands
+    b = onnx.numpy_helper.to_array(m.graph.initializer[0]).astype(np.int32)
+    want = (a.astype(np.int32) - 3) @ b
+    np.testing.assert_array_equal(edgec.load(art.out_dir).run({"a": a})["y"], want)
 
 
 # -- errors --------------------------------------------------------------------------------
