@@ -12,6 +12,7 @@ with the expected ones as the ONNX backend runner does: shape and dtype equal, t
     python scripts/conformance.py --write CONFORMANCE.md      # regenerate the report
     python scripts/conformance.py --check CONFORMANCE.md      # CI: fail if the report is stale
     python scripts/conformance.py --target x86-avx2 --emulator "qemu-x86_64 -cpu Haswell"
+    python scripts/conformance.py --target arm64       # under qemu-aarch64 (armv7: qemu-arm)
 """
 
 from __future__ import annotations
@@ -891,6 +892,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator = None if args.emulator is None else tuple(shlex.split(args.emulator))
     except ValueError as e:
         ap.error(f"--emulator: {e}")
+    if emulator is None:  # a cross target's runners run under its qemu
+        from edgec.targets.target import get_target
+
+        emulator = get_target(args.target).emulator or None
     if emulator and shutil.which(emulator[0]) is None:
         ap.error(f"emulator {emulator[0]!r} not found (qemu-* come in `apt-get install qemu-user`)")
     platform = Platform(args.target, emulator)

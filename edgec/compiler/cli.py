@@ -172,7 +172,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--check", metavar="MODEL.onnx", help="compare with onnxruntime on the model")
     r.add_argument("--emulator", metavar="CMD",
                    help='run as a program under this command, e.g. "qemu-x86_64 -cpu Haswell" '
-                        '("" runs it as a program directly)')
+                        '("" runs it as a program directly); a cross target (arm64, armv7) '
+                        'runs under its qemu by default')
     r.set_defaults(fn=cmd_run)
     i = sub.add_parser("inspect", help="describe a compiled artifact")
     i.add_argument("artifact")

@@ -128,7 +128,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
             path.write_text(content)
     t_codegen = time.perf_counter()
     objects = compile_objects(tgt, src.c_sources, out)
-    archive(objects, f"lib{name}.a", out)
+    archive(objects, f"lib{name}.a", out, tgt)
     for o in objects:
         (out / o).unlink(missing_ok=True)
     t_build = time.perf_counter()

@@ -158,7 +158,14 @@ def _np_dtype(name: str) -> np.dtype:
 def load(out_dir, emulator: Sequence[str] | None = None) -> CompiledModel | EmulatedModel:
     """Load the artifact that `edgec compile` wrote to `out_dir`. With `emulator` (argv words
     such as ["qemu-x86_64", "-cpu", "Haswell"]; [] for none) it runs as a program under that
-    command instead of through ctypes (see `runtime/emulated.py`)."""
+    command instead of through ctypes (see `runtime/emulated.py`); a cross target's artifact
+    (arm64, armv7) always does, by default under the target's own emulator."""
+    if emulator is None:
+        from ..targets.target import get_target
+
+        target = get_target(read_manifest(out_dir)["target"])
+        if target.cross:
+            emulator = list(target.emulator)
     if emulator is not None:
         from .emulated import EmulatedModel
 

@@ -40,19 +40,25 @@ def _cached(key: tuple, build: Callable[[], Kernel]) -> Kernel:
     return _CACHE[key]
 
 
-def conv_tiles(lanes: int) -> tuple[int, int]:
-    """(MB, R): output blocks and pixels of the dense-convolution register tile."""
-    return (2, 12) if lanes >= 16 else (2, 6) if lanes >= 8 else (1, 4)
+def conv_tiles(lanes: int, registers: int = 16) -> tuple[int, int]:
+    """(MB, R): output blocks and pixels of the dense-convolution register tile, for an ISA
+    with `registers` vector registers: AVX-512 24 + 2 + 1 of 32, aarch64 NEON 24 + 4 + 1 of
+    32, AVX2 and Armv7 NEON 12 + 2 + 1 of 16."""
+    if lanes >= 16:
+        return 2, 12
+    if registers >= 32:
+        return 4, 6
+    return (2, 6) if lanes >= 4 else (1, 4)
 
 
-def stem_tiles(lanes: int) -> tuple[int, int]:
+def stem_tiles(lanes: int, registers: int = 16) -> tuple[int, int]:
     """(MB, R) of the tile over a plain NCHW input: on AVX2 R = 5, measured faster than 6 on
     7x7 and 3x3 stride-2 stems (the broadcasts of overlapping taps crowd the 16 registers)."""
-    return (2, 5) if lanes == 8 else conv_tiles(lanes)
+    return (2, 5) if lanes == 8 else conv_tiles(lanes, registers)
 
 
-def depthwise_pixels(lanes: int) -> int:
-    return 8 if lanes >= 16 else 6
+def depthwise_pixels(lanes: int, registers: int = 16) -> int:
+    return 8 if lanes >= 16 or registers >= 32 else 6
 
 
 def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,

@@ -1,7 +1,10 @@
 """Target descriptions: the ISA, its vector features and how to build C for it.
 
 `x86` means the host's best x86 ISA (`-march=native`); `x86-avx2` and `x86-avx512` pin one;
-`c-generic` is portable C99 with no ISA assumption.
+`c-generic` is portable C99 with no ISA assumption. `arm64` (Armv8-A with NEON),
+`arm64-dotprod` (the same, plus Armv8.2 dot-product kernels chosen at run time) and `armv7`
+(32-bit Armv7-A with NEON and VFPv4) are cross targets: built with the Debian cross compilers
+and run, off the device, under their qemu-user `emulator`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,23 @@ class Target:
     vector_bytes: int = 16
     doc: str = ""
     isa: str = ""  # the renderer's vector ISA (renderers/c.py VECTOR_ISAS); "" for none
+    ar: str = "ar"
+    package: str = "gcc"  # the Debian package with `cc` and `ar`, named when they are missing
+    # how a program built for the target runs on this machine: the default argv prefix
+    # (qemu-user for a cross target); () runs it directly
+    emulator: tuple[str, ...] = ()
+
+    @property
+    def cross(self) -> bool:
+        """Whether the library's code cannot run in this (x86-64) Python process."""
+        return bool(self.emulator)
+
+    @property
+    def registers(self) -> int:
+        """Vector registers of the ISA, which bound the micro-kernels' register tiles."""
+        from .renderers.c import VECTOR_ISAS
+
+        return VECTOR_ISAS[self.isa].registers if self.isa else 16
 
     def lanes(self, dtype) -> int:
         """Lanes of a vector register of `dtype`; 1 (scalar code) without a vector ISA or
@@ -31,6 +51,8 @@ class Target:
 
 
 _COMMON = ("-O3", "-std=c99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
+_AARCH64 = dict(ar="aarch64-linux-gnu-ar", package="gcc-aarch64-linux-gnu",
+                emulator=("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"))
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("c-generic", "generic", "cc", ("-O2", "-std=c99"), doc="portable C99"),
@@ -42,6 +64,22 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("x86-avx512", "x86_64", "cc", _COMMON + ("-march=icelake-server",),
            frozenset({"avx2", "fma", "avx512f", "avx512vnni"}), 64,
            "x86-64 with AVX-512 and VNNI (Ice Lake server and later)", "avx512"),
+    Target("arm64", "aarch64", "aarch64-linux-gnu-gcc", _COMMON + ("-march=armv8-a",),
+           frozenset({"neon"}), 16, "aarch64 (Armv8-A) with NEON", "neon", **_AARCH64),
+    # the library stays Armv8-A: only its dot-product kernels are compiled for Armv8.2-A
+    # (a function attribute), and it calls them when the CPU says it has them
+    Target("arm64-dotprod", "aarch64", "aarch64-linux-gnu-gcc", _COMMON + ("-march=armv8-a",),
+           frozenset({"neon", "dotprod"}), 16,
+           "aarch64 with NEON, and Armv8.2-A dot-product kernels chosen at run time", "neon",
+           **_AARCH64),
+    # -mfpu=neon-vfpv4 gives NEON's fused multiply-add (vfma), so that kernels round as on
+    # the other targets
+    Target("armv7", "armv7", "arm-linux-gnueabihf-gcc",
+           _COMMON + ("-march=armv7-a", "-mfpu=neon-vfpv4", "-mfloat-abi=hard",
+                      "-mfp16-format=ieee"),  # _Float16 as IEEE half (as on x86)
+           frozenset({"neon", "vfpv4"}), 16, "32-bit Armv7-A with NEON and VFPv4 (hard float)",
+           "neon-armv7", ar="arm-linux-gnueabihf-ar", package="gcc-arm-linux-gnueabihf",
+           emulator=("qemu-arm", "-L", "/usr/arm-linux-gnueabihf")),
 )}
 
 

@@ -211,7 +211,8 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     applies the epilogue."""
     blocked_in = bool(node.attrs["blocked_input"])
     g = _Geo.of(node).merged_rows() if blocked_in else _Geo.of(node)
-    mb_max, r_max = mk.conv_tiles(lanes) if blocked_in else mk.stem_tiles(lanes)
+    regs = kb.target.registers
+    mb_max, r_max = mk.conv_tiles(lanes, regs) if blocked_in else mk.stem_tiles(lanes, regs)
     mblocks = -(-g.m // lanes)
     cin = lanes if blocked_in else g.c
     cblocks = -(-g.c // cin)
@@ -289,7 +290,7 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
 
 def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     g = _Geo.of(node)
-    r_max = mk.depthwise_pixels(lanes)
+    r_max = mk.depthwise_pixels(lanes, kb.target.registers)
     cblocks = -(-g.c // lanes)
     x = kb.bind(node.inputs[0], "x")
     w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}dw",

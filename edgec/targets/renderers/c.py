@@ -71,7 +71,9 @@ MATH_F64 = {k: (v[:-1] if v.endswith("f") and k != "isinf" else v) for k, v in M
 class VectorISA:
     """The intrinsics of one vector ISA: per element type, the register type and a template
     per operation ({a} {b} {c}: operands, {p}: pointer, {n}: lane count of a masked tail,
-    {v}: stored value). `prelude` defines the helpers the templates use."""
+    {v}: stored value). `prelude` defines the helpers the templates use. `predicates` spell
+    the comparisons of a select ({pred}); `registers` (the vector register file) bounds the
+    micro-kernels' register tiles."""
 
     name: str
     width: int  # bytes per register
@@ -79,6 +81,8 @@ class VectorISA:
     types: dict[DType, str]
     ops: dict[tuple[str, DType], str]
     prelude: str = ""
+    registers: int = 16
+    predicates: dict[str, str] | None = None  # None: the x86 ones (CMP_PREDICATES)
 
     def lanes(self, dtype: DType) -> int:
         return self.width // dtype.itemsize if dtype in self.types else 1
@@ -143,7 +147,7 @@ AVX512 = VectorISA(
                   "_mm512_set1_epi8(-128), {b}))",
     }, {t: "_mm512_mask_cvtepi32_storeu_epi8({p}, EDGEC_MASK16({n}), {v})"
         for t in (DType.U8, DType.I8)}),
-    "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n")
+    "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n", registers=32)
 
 AVX2 = VectorISA(
     "avx2", 32, "immintrin.h", {DType.F32: "__m256", DType.I32: "__m256i",
@@ -226,7 +230,166 @@ EDGEC_STORE8(edgec_store8_u8, uint8_t, _mm_packus_epi16)
 EDGEC_STORE8(edgec_store8_i8, int8_t, _mm_packs_epi16)
 """)
 
-VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2)}
+
+def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], str]:
+    """The intrinsics both NEON ISAs share (aarch64 and Armv7, 4 lanes of 32 bits). NEON
+    has no masked loads or stores: a tail goes through a 4-element array, touching exactly
+    `n` elements of memory."""
+    ops: dict[tuple[str, DType], str] = {}
+    for dt, t in ((DType.F32, "f32"), (DType.I32, "s32")):
+        ops |= {(op, dt): f"v{op}q_{t}({{a}}, {{b}})" for op in ("add", "sub", "mul")}
+        ops |= {("load", dt): f"vld1q_{t}({{p}})", ("store", dt): f"vst1q_{t}({{p}}, {{v}})",
+                ("load_n", dt): f"edgec_vld1q_{t}_n({{p}}, {{n}})",
+                ("store_n", dt): f"edgec_vst1q_{t}_n({{p}}, {{v}}, {{n}})",
+                ("broadcast", dt): f"vdupq_n_{t}({{a}})"}
+    for dt, t in ((DType.U8, "u8"), (DType.I8, "s8")):
+        ops |= {("load", dt): f"vld1q_{t}({{p}})", ("store", dt): f"vst1q_{t}({{p}}, {{v}})",
+                ("broadcast4", dt): f"vreinterpretq_{t}_u32(edgec_vdupq_4bytes({{p}}))",
+                ("dot4", dt): f"edgec_dot4_{t}s8({{c}}, {{a}}, {{b}})",
+                ("store_narrow_n", dt): f"edgec_vst1q_s32_narrow_{t}({{p}}, {{v}}, {{n}})"}
+    ops |= {("to_f32", DType.I32): "vcvtq_f32_s32({a})",
+            ("to_i32", DType.F32): "vcvtq_s32_f32({a})"}  # truncating, as C's conversion
+    ops |= {("max", DType.I32): "vmaxq_s32({a}, {b})", ("min", DType.I32): "vminq_s32({a}, {b})",
+            ("fma", DType.F32): "vfmaq_f32({c}, {a}, {b})",
+            ("select_cmp", DType.F32): "vbslq_f32({pred}({a}, {b}), {x}, {y})"}
+    return ops | extra
+
+
+_NEON_PRELUDE = """\
+#include <string.h>
+#define EDGEC_NEON_TAIL(t, vtype, ctype)                                            \\
+    static inline vtype edgec_vld1q_##t##_n(const ctype *p, ptrdiff_t n)             \\
+    {                                                                               \\
+        ctype lane[4] = {0, 0, 0, 0};                                               \\
+        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \\
+            lane[i] = p[i];                                                         \\
+        return vld1q_##t(lane);                                                     \\
+    }                                                                               \\
+    static inline void edgec_vst1q_##t##_n(ctype *p, vtype v, ptrdiff_t n)          \\
+    {                                                                               \\
+        ctype lane[4];                                                              \\
+        vst1q_##t(lane, v);                                                         \\
+        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \\
+            p[i] = lane[i];                                                         \\
+    }
+EDGEC_NEON_TAIL(f32, float32x4_t, float)
+EDGEC_NEON_TAIL(s32, int32x4_t, int32_t)
+/* the 4 bytes at p in every 32-bit lane (memcpy: p need not be aligned) */
+static inline uint32x4_t edgec_vdupq_4bytes(const void *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return vdupq_n_u32(w);
+}
+/* acc + the 4 byte products of each 32-bit lane, exactly: 16-bit products (|255 * 128| and
+   128 * 128 fit), pairwise widening sums to 32 bits, then pairs of those */
+static inline int32x4_t edgec_dot4_fold(int32x4_t acc, int16x8_t lo, int16x8_t hi)
+{
+    int32x4_t l = vpaddlq_s16(lo), h = vpaddlq_s16(hi);
+    return vaddq_s32(acc, vcombine_s32(vpadd_s32(vget_low_s32(l), vget_high_s32(l)),
+                                       vpadd_s32(vget_low_s32(h), vget_high_s32(h))));
+}
+static inline int32x4_t edgec_dot4_s8s8(int32x4_t acc, int8x16_t a, int8x16_t b)
+{
+    return edgec_dot4_fold(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)),
+                           vmull_s8(vget_high_s8(a), vget_high_s8(b)));
+}
+static inline int32x4_t edgec_dot4_u8s8(int32x4_t acc, uint8x16_t a, int8x16_t b)
+{
+    int16x8_t a_lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(a)));
+    int16x8_t a_hi = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(a)));
+    return edgec_dot4_fold(acc, vmulq_s16(a_lo, vmovl_s8(vget_low_s8(b))),
+                           vmulq_s16(a_hi, vmovl_s8(vget_high_s8(b))));
+}
+/* the first n int32 lanes, already in the byte range (requantized), stored as bytes */
+#define EDGEC_NARROW4(t, ctype)                                                     \\
+    static inline void edgec_vst1q_s32_narrow_##t(ctype *p, int32x4_t v, ptrdiff_t n) \\
+    {                                                                               \\
+        int32_t lane[4];                                                            \\
+        vst1q_s32(lane, v);                                                         \\
+        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \\
+            p[i] = (ctype)lane[i];                                                  \\
+    }
+EDGEC_NARROW4(u8, uint8_t)
+EDGEC_NARROW4(s8, int8_t)
+static inline uint32x4_t edgec_vcneq_f32(float32x4_t a, float32x4_t b)
+{
+    return vmvnq_u32(vceqq_f32(a, b));  /* unordered: true when either is NaN, as C's != */
+}
+"""
+# ordered comparisons (false on NaN), as x86's _CMP_*_OQ and C's scalar comparisons
+NEON_PREDICATES = {"lt": "vcltq_f32", "le": "vcleq_f32", "gt": "vcgtq_f32", "ge": "vcgeq_f32",
+                   "eq": "vceqq_f32", "ne": "edgec_vcneq_f32"}
+
+NEON_TYPES = {DType.F32: "float32x4_t", DType.I32: "int32x4_t", DType.U8: "uint8x16_t",
+              DType.I8: "int8x16_t"}
+
+# aarch64: 32 registers, IEEE division and across-vector reductions. max/min are maxNum/minNum
+# (vmaxnm: a NaN operand gives the other one, as C's fmaxf does)
+NEON = VectorISA(
+    "neon", 16, "arm_neon.h", NEON_TYPES,
+    _neon_ops({("div", DType.F32): "vdivq_f32({a}, {b})",
+               ("max", DType.F32): "vmaxnmq_f32({a}, {b})",
+               ("min", DType.F32): "vminnmq_f32({a}, {b})",
+               ("hreduce_add", DType.F32): "vaddvq_f32({a})",
+               ("hreduce_max", DType.F32): "vmaxvq_f32({a})",
+               ("hreduce_min", DType.F32): "vminvq_f32({a})",
+               ("hreduce_add", DType.I32): "vaddvq_s32({a})",
+               ("round", DType.F32): "vrndnq_f32({a})"}),  # to nearest, ties to even
+    _NEON_PRELUDE, registers=32, predicates=NEON_PREDICATES)
+
+# Armv7 NEON: 16 q registers, no division (only a reciprocal estimate, which would not round
+# as the other targets do: lanes are divided by VFP instead), no across-vector reductions (pairwise
+# folds), and vmax gives NaN for a NaN operand: max/min select as x86's maxps/minps do
+NEON_ARMV7 = VectorISA(
+    "neon-armv7", 16, "arm_neon.h", NEON_TYPES,
+    _neon_ops({("div", DType.F32): "edgec_vdivq_f32({a}, {b})",
+               ("max", DType.F32): "edgec_vmaxq_f32({a}, {b})",
+               ("min", DType.F32): "edgec_vminq_f32({a}, {b})",
+               ("hreduce_add", DType.F32): "edgec_vaddvq_f32({a})",
+               ("hreduce_max", DType.F32): "edgec_vmaxvq_f32({a})",
+               ("hreduce_min", DType.F32): "edgec_vminvq_f32({a})",
+               ("hreduce_add", DType.I32): "edgec_vaddvq_s32({a})",
+               ("round", DType.F32): "edgec_vrndnq_f32({a})"}),
+    _NEON_PRELUDE + """static inline float32x4_t edgec_vdivq_f32(float32x4_t a, float32x4_t b)
+{
+    float x[4], y[4];
+    vst1q_f32(x, a);
+    vst1q_f32(y, b);
+    for (int i = 0; i < 4; ++i)
+        x[i] /= y[i];
+    return vld1q_f32(x);
+}
+static inline float32x4_t edgec_vmaxq_f32(float32x4_t a, float32x4_t b)
+{
+    return vbslq_f32(vcgtq_f32(a, b), a, b);
+}
+static inline float32x4_t edgec_vminq_f32(float32x4_t a, float32x4_t b)
+{
+    return vbslq_f32(vcltq_f32(a, b), a, b);
+}
+#define EDGEC_FOLD4(name, t, base, pair)                                            \\
+    static inline base##_t name(base##x4_t v)                                       \\
+    {                                                                               \\
+        base##x2_t x = pair(vget_low_##t(v), vget_high_##t(v));                     \\
+        return vget_lane_##t(pair(x, x), 0);                                        \\
+    }
+EDGEC_FOLD4(edgec_vaddvq_f32, f32, float32, vpadd_f32)
+EDGEC_FOLD4(edgec_vmaxvq_f32, f32, float32, vpmax_f32)
+EDGEC_FOLD4(edgec_vminvq_f32, f32, float32, vpmin_f32)
+EDGEC_FOLD4(edgec_vaddvq_s32, s32, int32, vpadd_s32)
+/* vrndn is Armv8: round each lane with nearbyintf (the default mode: ties to even) */
+static inline float32x4_t edgec_vrndnq_f32(float32x4_t v)
+{
+    float x[4];
+    vst1q_f32(x, v);
+    for (int i = 0; i < 4; ++i)
+        x[i] = nearbyintf(x[i]);
+    return vld1q_f32(x);
+}
+""", registers=16, predicates=NEON_PREDICATES)
+
+VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2, NEON, NEON_ARMV7)}
 # the ordered, quiet x86 comparison predicates of the vector selects (NaN compares false,
 # as C's scalar comparisons do, except !=)
 CMP_PREDICATES = {"lt": "_CMP_LT_OQ", "le": "_CMP_LE_OQ", "gt": "_CMP_GT_OQ",
@@ -295,7 +458,8 @@ class CRenderer:
         if op == "select" and a[0].op in CMP_PREDICATES and a[0].args[0].lanes > 1:
             lhs, rhs = a[0].args
             return self.vop("select_cmp", e.dtype, a=self.expr(lhs), b=self.expr(rhs),
-                            pred=CMP_PREDICATES[a[0].op], x=self.expr(a[1]),
+                            pred=(self.isa.predicates or CMP_PREDICATES)[a[0].op],
+                            x=self.expr(a[1]),
                             y=self.expr(a[2]))
         raise ValueError(f"C renderer: no vector form of kernel-IR op {op}")
 
@@ -434,7 +598,7 @@ class CRenderer:
                 out.append(f"{indent}{ctype} {s.name} = {self.expr(s.init)};")
             elif isinstance(s, Assign):
                 out.append(f"{indent}{s.name} = {self.expr(s.value)};")
-            elif isinstance(s, Store) and _narrowing(s):
+            elif isinstance(s, Store) and _narrowing(s, self.isa):
                 # int32 lanes stored as bytes (the full vector is count = lanes)
                 p, v = self.pointer(s.buf, s.index), self.expr(s.value.args[0])
                 n = self.expr(s.count) if s.count is not None else str(s.value.lanes)
@@ -569,11 +733,13 @@ def _names(k: Kernel) -> tuple[set[str], set[str]]:
     return used, defined
 
 
-def _narrowing(s: Store) -> bool:
-    """A vector store of int32 lanes into a byte buffer (the cast the builder added)."""
+def _narrowing(s: Store, isa: VectorISA | None = None) -> bool:
+    """A vector store of int32 lanes into a byte buffer (the cast the builder added); 4 such
+    lanes are a 32-bit word only without a 4-lane int32 vector (NEON has one)."""
     v = s.value
     return (v.lanes > 1 and v.op == "cast" and s.buf.dtype.itemsize == 1
-            and v.args[0].dtype is DType.I32 and not _is_word(v.dtype, v.lanes))
+            and v.args[0].dtype is DType.I32 and (not _is_word(v.dtype, v.lanes) or (
+                isa is not None and isa.lanes(DType.I32) == v.lanes)))
 
 
 def _is_word(dtype: DType, lanes: int) -> bool:
