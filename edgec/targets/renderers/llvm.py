@@ -637,8 +637,9 @@ class LLVMRenderer:
             self.function(k)
         return str(self.module)
 
-    def compile(self) -> bytes:
-        """The object file of every kernel added (optimised at -O3 for the target)."""
+    def compile(self, hidden: bool = True) -> bytes:
+        """The object file of every kernel added (optimised at -O3 for the target); with
+        `hidden` the kernels are not exported from a shared object that links it."""
         text = self.ir_text()
         callees = {c.name for k in self._kernels for c in k.callees()}
         tm = target_machine(self.target)
@@ -653,7 +654,7 @@ class LLVMRenderer:
             fn = mod.get_function(k.name)
             if k.name in callees:  # a micro-kernel: private to the object, like C's static
                 fn.linkage = "internal"
-            else:  # called by the C glue of this library only
+            elif hidden:  # called by the C glue of this library only
                 fn.visibility = "hidden"
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
