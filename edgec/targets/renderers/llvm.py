@@ -175,8 +175,13 @@ class _FunctionBuilder:
             return self.select(e)
         if op == "cast":
             return self.convert(self.expr(a[0]), a[0].dtype, e.dtype, e.lanes)
-        if op == "bitcast":
-            return b.bitcast(self.expr(a[0]), ll_type(e.dtype, e.lanes))
+        if op == "bitcast":  # through the bytes in memory, as C's union does (bool: a byte)
+            x = self.expr(a[0])
+            if a[0].dtype is DType.BOOL:
+                x = b.zext(x, mem_type(DType.BOOL, e.lanes))
+            x = b.bitcast(x, mem_type(e.dtype, e.lanes))
+            return b.icmp_unsigned("!=", x, ir.Constant(x.type, None)) \
+                if e.dtype is DType.BOOL else x
         if op == "call":
             return self.math(a[0], e, a[1:])
         raise ValueError(f"LLVM renderer: unknown kernel-IR op {op}")
