@@ -430,3 +430,18 @@ def test_benchmark_models_against_onnxruntime(tmp_path, name):
     for k, w in want.items():
         scale = max(float(np.abs(w).max()), 1e-30)
         assert float(np.abs(got[k] - w).max()) / scale <= 1e-4, k
+
+
+def test_emulated_run_of_an_llvm_library(tmp_path):
+    """An x86-avx2 library built by LLVM, statically linked with the runner and run under
+    qemu-x86_64 -cpu Haswell (the emulated loader links libNAME.a, kernels object included)."""
+    if shutil.which("qemu-x86_64") is None:
+        pytest.skip("qemu-x86_64 not installed (apt-get install qemu-user)")
+    model = small_resnet(8)
+    feeds = random_feeds(model)
+    want = onnxruntime_outputs(model, feeds)
+    art = edgec.compile(model.SerializeToString(), tmp_path / "net", name="net",
+                        target="x86-avx2", backend="llvm")
+    got = edgec.load(art.out_dir, emulator=["qemu-x86_64", "-cpu", "Haswell"]).run(feeds)
+    for name, w in want.items():
+        np.testing.assert_allclose(got[name], w, rtol=1e-4, atol=1e-4)
