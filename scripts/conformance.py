@@ -102,6 +102,7 @@ class Platform:
 
     target: str = "x86"
     emulator: tuple[str, ...] | None = None
+    backend: str = "c"  # what compiles the kernels: "c" or "llvm"
 
 
 @dataclass
@@ -290,7 +291,7 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def prepare(test: str, work: str, target: str = "x86") -> Prepared:
+def prepare(test: str, work: str, target: str = "x86", backend: str = "c") -> Prepared:
     """Compile one test into `work/<test>/`; never raises."""
     op, expanded = op_of(test)
     res = Result(test, op, expanded, "unsupported")
@@ -311,7 +312,7 @@ def prepare(test: str, work: str, target: str = "x86") -> Prepared:
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(COMPILE_TIMEOUT_S)
     try:
-        return _compile(res, model, graph_inputs, feeds, Path(work) / test, target)
+        return _compile(res, model, graph_inputs, feeds, Path(work) / test, target, backend)
     except _Timeout:
         res.status, res.reason = "fail", f"timeout: compiling took over {COMPILE_TIMEOUT_S} s"
         return Prepared(res)
@@ -324,7 +325,8 @@ def prepare(test: str, work: str, target: str = "x86") -> Prepared:
 
 
 def _compile(res: Result, model: onnx.ModelProto, graph_inputs: list[str],
-             feeds: dict[str, np.ndarray], out: Path, target: str) -> Prepared:
+             feeds: dict[str, np.ndarray], out: Path, target: str,
+             backend: str = "c") -> Prepared:
     from edgec.compiler.driver import compile as edgec_compile
     from edgec.errors import EdgecError, FrontendError, ShapeError, ToolchainError
 
@@ -333,7 +335,8 @@ def _compile(res: Result, model: onnx.ModelProto, graph_inputs: list[str],
         live = [n for n in graph_inputs if n not in folded]
         try:
             art = edgec_compile(model, out, name=res.test, log=io.StringIO(), target=target,
-                                input_shapes={n: list(feeds[n].shape) for n in live})
+                                input_shapes={n: list(feeds[n].shape) for n in live},
+                                backend=backend)
             break
         except (ShapeError, FrontendError) as e:
             more = _constant_culprits(str(e), model, set(live), feeds) - folded \
@@ -603,12 +606,13 @@ class _Worker:
     """A compiler process (`--serve`): one test name in a line, one JSON `Prepared` out. If it
     dies or hangs, the test it was on is the culprit and a fresh process takes the next."""
 
-    def __init__(self, work: Path, index: int, target: str = "x86"):
-        self.work, self.proc, self.target = work, None, target
+    def __init__(self, work: Path, index: int, target: str = "x86", backend: str = "c"):
+        self.work, self.proc, self.target, self.backend = work, None, target, backend
         self.log = open(work / f"worker{index}.log", "a")  # its warnings, for a reader
 
     def command(self) -> list[str]:
-        return [sys.executable, __file__, "--serve", str(self.work), "--target", self.target]
+        return [sys.executable, __file__, "--serve", str(self.work), "--target", self.target,
+                "--backend", self.backend]
 
     def prepare(self, test: str) -> Prepared:
         if self.proc is None or self.proc.poll() is not None:
@@ -642,12 +646,13 @@ def _prepared_from_json(line: str) -> Prepared:
     return Prepared(Result(**{**r, "folded": tuple(r["folded"])}), **d)
 
 
-def serve(work: str, target: str = "x86") -> None:
+def serve(work: str, target: str = "x86", backend: str = "c") -> None:
     """The compiler process's loop (see `_Worker`)."""
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but replies on the pipe
     for line in sys.stdin:
-        out.write(json.dumps(dataclasses.asdict(prepare(line.strip(), work, target))) + "\n")
+        p = prepare(line.strip(), work, target, backend)
+        out.write(json.dumps(dataclasses.asdict(p)) + "\n")
         out.flush()
 
 
@@ -664,7 +669,7 @@ def run_suite(names: Sequence[str], jobs: int, work: Path,
     lock = threading.Lock()
 
     def drain(index: int) -> None:
-        worker = _Worker(work, index, platform.target)
+        worker = _Worker(work, index, platform.target, platform.backend)
         try:
             while True:
                 try:
@@ -879,10 +884,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--emulator", metavar="CMD",
                     help='run the runners, linked -static, under this command, e.g. '
                          '"qemu-x86_64 -cpu Haswell"')
+    ap.add_argument("--backend", default="c", choices=("c", "llvm"),
+                    help="what compiles the kernels (edgec compile --backend)")
     ap.add_argument("--serve", metavar="WORK", help=argparse.SUPPRESS)  # a compiler process
     args = ap.parse_args(argv)
     if args.serve:
-        serve(args.serve, args.target)
+        serve(args.serve, args.target, args.backend)
         return 0
     from edgec.targets.target import TARGETS
 
@@ -898,7 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator = get_target(args.target).emulator or None
     if emulator and shutil.which(emulator[0]) is None:
         ap.error(f"emulator {emulator[0]!r} not found (qemu-* come in `apt-get install qemu-user`)")
-    platform = Platform(args.target, emulator)
+    platform = Platform(args.target, emulator, args.backend)
     if args.filter and (args.write or args.check):
         ap.error("--write and --check run the whole suite; drop --filter")
     names = test_names(args.filter)
@@ -926,7 +933,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"({counts['fail']} give a wrong result, {counts['unsupported']} are refused), "
           f"in {elapsed:.0f} s with {args.jobs} jobs"
           + ("" if platform == Platform() else f", target {platform.target}"
-             + (f" under {shlex.join(emulator)}" if emulator is not None else "")))
+             + (f" under {shlex.join(emulator)}" if emulator is not None else "")
+             + f", backend {platform.backend}"))
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
     text = report(results, platform)

@@ -38,7 +38,7 @@ def cmd_compile(a) -> None:
                   input_shapes=_shapes(a.input_shape), pipeline=a.pipeline,
                   verify_each=a.verify_each, print_ir_after_all=a.print_ir_after_all,
                   check_numerics=a.check_numerics, timing=a.timing,
-                  threads=not a.single_threaded)
+                  threads=not a.single_threaded, backend=a.backend)
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -144,6 +144,7 @@ def _add_pipeline_flags(p: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
+    from ..targets.codegen import BACKENDS
     from ..targets.target import TARGETS
 
     ap = argparse.ArgumentParser(prog="edgec",
@@ -153,6 +154,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("model")
     c.add_argument("-o", "--output", required=True, help="output folder")
     c.add_argument("--target", default="x86", choices=sorted(TARGETS))
+    c.add_argument("--backend", default="c", choices=BACKENDS,
+                   help="what compiles the kernels: the C compiler or LLVM (llvmlite)")
     c.add_argument("--name", help="library and symbol prefix (default: the model file's stem)")
     c.add_argument("--pipeline", help="pass pipeline (default: edgec's standard one)")
     c.add_argument("--single-threaded", action="store_true",

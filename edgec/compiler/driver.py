@@ -77,9 +77,10 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None, pipeline: str | None = None,
             verify_each: bool = False, print_ir_after_all: bool = False,
             check_numerics: bool = False, timing: bool = False,
-            log: IO[str] | None = None, threads: bool = True) -> Artifact:
+            log: IO[str] | None = None, threads: bool = True, backend: str = "c") -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
-    `threads` False the library has no thread pool and links without pthreads."""
+    `threads` False the library has no thread pool and links without pthreads; `backend`
+    "llvm" compiles the kernels with LLVM instead of the C compiler."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -87,14 +88,15 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     return compile_graph(graph, out_dir, target=target, name=name, pipeline=pipeline,
                          verify_each=verify_each, print_ir_after_all=print_ir_after_all,
                          check_numerics=check_numerics, timing=timing, log=log, source=source,
-                         started=t0, threads=threads)
+                         started=t0, threads=threads, backend=backend)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
                   pipeline: str | None = None, verify_each: bool = False,
                   print_ir_after_all: bool = False, check_numerics: bool = False,
                   timing: bool = False, log: IO[str] | None = None, source: str = "",
-                  started: float | None = None, threads: bool = True) -> Artifact:
+                  started: float | None = None, threads: bool = True,
+                  backend: str = "c") -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
     from ..passes import default_pipeline, run_pipeline
 
@@ -113,7 +115,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                           timing=timing, out=log or sys.stderr)
     plan = graph.meta["memory_plan"]
     t_passes = time.perf_counter()
-    src = generate(graph, plan, tgt, name, source, threads=threads)
+    src = generate(graph, plan, tgt, name, source, threads=threads, backend=backend)
 
     out = Path(out_dir)
     try:
@@ -128,7 +130,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
             path.write_text(content)
     t_codegen = time.perf_counter()
     objects = compile_objects(tgt, src.c_sources, out)
-    archive(objects, f"lib{name}.a", out, tgt)
+    archive(objects + src.objects, f"lib{name}.a", out, tgt)
     for o in objects:
         (out / o).unlink(missing_ok=True)
     t_build = time.perf_counter()
@@ -142,6 +144,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         "target": tgt.name,
         "cflags": list(tgt.cflags),
         "vector_isa": tgt.isa,
+        "backend": backend,
         "threads": threads,
         "link_flags": link_flags(threads),
         "pipeline": pipeline,

@@ -50,7 +50,7 @@ class CompiledModel:
         self.out_dir = Path(out_dir)
         self.manifest = read_manifest(out_dir)
         self.name = self.manifest["name"]
-        sources = [f for f in self.manifest["sources"] if f.endswith((".c", ".S"))]
+        sources = [f for f in self.manifest["sources"] if f.endswith((".c", ".S", ".o"))]
         digest = hashlib.sha1()
         for f in sorted(self.manifest["sources"]) + [f"{self.name}.weights.bin"]:
             try:

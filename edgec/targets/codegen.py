@@ -5,7 +5,9 @@ input, output, weight and workspace pointers), `NAME.h` (the whole API), `NAME_w
 `NAME.weights.bin` (each weight a 64-byte aligned, read-only symbol filled by `.incbin`, so
 large models compile in seconds) and `edgec_runtime.h`/`edgec_types.h`. Storage: graph inputs
 are read where the app put them, outputs are written in place, every other value lives at its
-planned offset in the workspace, and views share the storage of the value they alias.
+planned offset in the workspace, and views share the storage of the value they alias. With the
+LLVM backend the kernels are compiled by `renderers/llvm.py` into `NAME_kernels.o` instead, and
+`NAME.c` keeps the entry points, the kernels' declarations and a trampoline into its pool.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .renderers.c import VECTOR_ISAS, CRenderer
 from .target import Target
 
 ALIGN = 64
+BACKENDS = ("c", "llvm")
 
 ONNX_DTYPE_CODES = {
     DType.F32: 1, DType.U8: 2, DType.I8: 3, DType.U16: 4, DType.I16: 5, DType.I32: 6,
@@ -38,6 +41,7 @@ class Sources:
     name: str
     files: dict[str, str | bytes] = field(default_factory=dict)
     c_sources: list[str] = field(default_factory=list)  # files to compile into the library
+    objects: list[str] = field(default_factory=list)  # object files ready to archive with them
     workspace_bytes: int = 0
     weights_bytes: int = 0
     kernels: list[str] = field(default_factory=list)
@@ -293,20 +297,40 @@ _CONTROL = {"If": _Emitter.emit_if, "Loop": _Emitter.emit_loop, "Scan": _Emitter
 
 
 def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
-             threads: bool = True) -> Sources:
+             threads: bool = True, backend: str = "c") -> Sources:
     """C sources of the library for `graph`, laid out by the memory plan `plan`; with
-    `threads` False the library runs on the caller's thread only and needs no pthreads."""
+    `threads` False the library runs on the caller's thread only and needs no pthreads.
+    `backend` "llvm" compiles the kernels with LLVM into an object file (see module doc)."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise EdgecError(f"library name '{name}' is not a C identifier; pass --name")
+    if backend not in BACKENDS:
+        raise EdgecError(f"unknown backend '{backend}'; one of {', '.join(BACKENDS)}")
     isa = VECTOR_ISAS.get(target.isa)
     r = CRenderer(isa)
+    prefix = ""
+    if backend == "llvm":
+        if not target.llvm_triple:
+            raise EdgecError(f"target {target.name} has no LLVM triple; use --backend c")
+        from .renderers.llvm import KernelDeclarations, LLVMRenderer
+
+        llvm_kernels = LLVMRenderer(target, f"{name}_parallel_for")
+        r = KernelDeclarations(isa, llvm_kernels)
+        prefix = f"{name}_"  # the kernels are global symbols of the object: no clash at link
     weights = _Weights(name)
     kernels: list[str] = []
     micro: dict[str, str] = {}
     ins = [f"(const {r.type(v.dtype)} *)inputs[{i}]" for i, v in enumerate(graph.inputs)]
     outs = [f"({r.type(v.dtype)} *)outputs[{j}]" for j, v in enumerate(graph.outputs)]
-    top = _Emitter(graph, plan, weights, r, kernels, ins, outs, "ws", target=target,
+    top = _Emitter(graph, plan, weights, r, kernels, ins, outs, "ws", prefix, target=target,
                    micro=micro).run()
+    glue: list[str] = []
+    if backend == "llvm":
+        micro.clear()  # compiled into the object with the kernels that call them
+        glue = [f"/* kernels: compiled by LLVM into {name}_kernels.o; their parallel loops run "
+                "on this library's pool */",
+                f"void {name}_parallel_for(edgec_task task, void *ctx, ptrdiff_t n);",
+                f"void {name}_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)", "{",
+                "    edgec_parallel_for(task, ctx, n);", "}", ""]
     calls = top.lines
     store = weights
 
@@ -327,7 +351,7 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
          f"in {name}_weights.S */", *externs, "",
          *(["/* micro-kernels: the hot inner loops, shared by the kernels below */"]
            if micro else []),
-         *(k + "\n" for k in micro.values()), *(k + "\n" for k in kernels)]
+         *(k + "\n" for k in micro.values()), *glue, *(k + "\n" for k in kernels)]
     c += _api_functions(graph, name, up)
     c += [f"int {name}_run(const void *const *inputs, void *const *outputs, void *workspace)", "{",
           "    if (inputs == NULL || outputs == NULL)", "        return EDGEC_ERR_NULL_ARGUMENT;",
@@ -352,10 +376,13 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     src.files["edgec_types.h"] = c_source("edgec_types.h")
     src.files["edgec_threads.h"] = c_source("edgec_threads.h")
     src.c_sources = [f"{name}.c", f"{name}_weights.S"]
+    if backend == "llvm":
+        src.files[f"{name}_kernels.o"] = llvm_kernels.compile()
+        src.objects = [f"{name}_kernels.o"]
     src.workspace_bytes = ws
     src.weights_bytes = store.nbytes
     # a kernel's own function comes last in its text, after any outlined parallel tasks
-    src.kernels = [re.findall(r"static void (\w+)\(", k)[-1] for k in kernels]
+    src.kernels = [re.findall(r"void (\w+)\(", k)[-1] for k in kernels]
     return src
 
 

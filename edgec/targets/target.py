@@ -9,7 +9,7 @@ and run, off the device, under their qemu-user `emulator`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import EdgecError
 
@@ -29,6 +29,10 @@ class Target:
     # how a program built for the target runs on this machine: the default argv prefix
     # (qemu-user for a cross target); () runs it directly
     emulator: tuple[str, ...] = ()
+    # for --backend llvm: LLVM's target triple, CPU ("host": this machine's) and features
+    llvm_triple: str = ""
+    llvm_cpu: str = ""
+    llvm_features: str = ""
 
     @property
     def cross(self) -> bool:
@@ -50,20 +54,23 @@ class Target:
         return VECTOR_ISAS[self.isa].lanes(dtype) if self.isa else 1
 
 
+_X86 = "x86_64-unknown-linux-gnu"
 _COMMON = ("-O3", "-std=c99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
 _AARCH64 = dict(ar="aarch64-linux-gnu-ar", package="gcc-aarch64-linux-gnu",
-                emulator=("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"))
+                emulator=("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"),
+                llvm_triple="aarch64-unknown-linux-gnu", llvm_cpu="generic", llvm_features="+neon")
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("c-generic", "generic", "cc", ("-O2", "-std=c99"), doc="portable C99"),
     Target("x86", "x86_64", "cc", _COMMON + ("-march=native",), frozenset({"host"}), 64,
-           "the host's best x86-64 vector ISA"),
+           "the host's best x86-64 vector ISA", llvm_triple=_X86, llvm_cpu="host"),
     Target("x86-avx2", "x86_64", "cc", _COMMON + ("-march=haswell",),
            frozenset({"avx2", "fma"}), 32, "x86-64 with AVX2 and FMA (Haswell and later)",
-           "avx2"),
+           "avx2", llvm_triple=_X86, llvm_cpu="haswell"),
     Target("x86-avx512", "x86_64", "cc", _COMMON + ("-march=icelake-server",),
            frozenset({"avx2", "fma", "avx512f", "avx512vnni"}), 64,
-           "x86-64 with AVX-512 and VNNI (Ice Lake server and later)", "avx512"),
+           "x86-64 with AVX-512 and VNNI (Ice Lake server and later)", "avx512",
+           llvm_triple=_X86, llvm_cpu="icelake-server"),
     Target("arm64", "aarch64", "aarch64-linux-gnu-gcc", _COMMON + ("-march=armv8-a",),
            frozenset({"neon"}), 16, "aarch64 (Armv8-A) with NEON", "neon", **_AARCH64),
     # the library stays Armv8-A: only its dot-product kernels are compiled for Armv8.2-A
@@ -108,6 +115,5 @@ def get_target(name: str | Target) -> Target:
         raise EdgecError(f"unknown target '{name}'; edgec knows: {', '.join(TARGETS)}") from None
     if "host" in t.features and not t.isa:
         isa = host_x86_isa()
-        t = Target(t.name, t.arch, t.cc, t.cflags, t.features, 64 if isa == "avx512" else 32,
-                   t.doc, isa)
+        t = replace(t, vector_bytes=64 if isa == "avx512" else 32, isa=isa)
     return t

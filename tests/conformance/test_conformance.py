@@ -2,6 +2,7 @@
 
 The tests CONFORMANCE.md lists as passing, one per op type spread over the op list, are
 compiled, built and run again: a regression in any of those ops shows in the normal test run.
+A larger sample, taken round-robin over the op types, runs through the LLVM backend.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = 40
+LLVM_SAMPLE = 200
 
 
 def _harness():
@@ -41,6 +43,28 @@ def _sample(report: str, k: int) -> list[str]:
         return picked
     step = len(picked) / k
     return [picked[int(i * step)] for i in range(k)]
+
+
+def _round_robin(report: str, k: int) -> list[str]:
+    """`k` passing tests: the first of each op type, then the second of each, and so on."""
+    by_op: dict[str, list[str]] = {}
+    for test, op, status in re.findall(r"^\| (test_\w+) \| ([^|]+?) \| (\w+) \|", report, re.M):
+        if status == "pass":
+            by_op.setdefault(op, []).append(test)
+    picked: list[str] = []
+    for rank in range(max(map(len, by_op.values()), default=0)):
+        picked += [tests[rank] for _, tests in sorted(by_op.items()) if rank < len(tests)]
+    return picked[:k]
+
+
+def test_sample_through_the_llvm_backend(tmp_path):
+    names = _round_robin((ROOT / "CONFORMANCE.md").read_text(), LLVM_SAMPLE)
+    assert len(names) == LLVM_SAMPLE
+    results = conformance.run_suite(names, jobs=2, work=tmp_path,
+                                    platform=conformance.Platform(backend="llvm"))
+    broken = [f"{r.test}: {r.status} {r.reason}" for r in results if r.status != "pass"]
+    assert not broken, ("tests that pass with the C backend fail with --backend llvm:\n"
+                        + "\n".join(broken))
 
 
 def test_sample_of_passing_tests_still_passes(tmp_path):
