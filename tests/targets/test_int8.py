@@ -271,7 +271,8 @@ def int8_models(rng) -> list[tuple[str, onnx.ModelProto, dict]]:
     return out
 
 
-@pytest.mark.parametrize("target", ["x86", "x86-avx2", "c-generic"])
+# (x86-avx2 is run under qemu's Haswell below; on this machine x86 is the same AVX2 build)
+@pytest.mark.parametrize("target", ["x86", "c-generic"])
 def test_int8_gemm_models_match_onnxruntime(target, tmp_path):
     rng = np.random.default_rng(3)
     for name, m, feeds in int8_models(rng):

@@ -8,6 +8,9 @@ then zp added in int32. M = (sa * sb) / sy is computed at compile time in float3
 scales are constants (a literal, or a per-channel table) and in the kernel otherwise.
 Constant weights are stored with their zero point subtracted (int16: [-255, 255] fits), a
 constant B of a matrix product transposed so that the dot product over k reads it in order.
+On targets with vectors, MatMulInteger and QLinearMatMul with a constant int8 B [K, N] run
+the int8 GEMM micro-kernel instead (`targets/microkernels_int8.py`: `dot4` on packed panels,
+zero points folded with B's column sums).
 
 Convolutions take one of three forms (gcc -O3 vectorizes integer reductions, reassociating
 them, so the loop it picks is the innermost one): register tiles of output channels whose
