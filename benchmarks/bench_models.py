@@ -7,11 +7,14 @@ up, then alternate edgec, onnxruntime, edgec, ... for N pairs: medians and the m
 per-pair ratio. TVM (optional, `pip install -e '.[bench]'`) runs in a subprocess per thread
 count, because its thread pool reads TVM_NUM_THREADS once, at import; there it is timed
 against an onnxruntime session the same way. Each latency is also given as a fraction of the
-floor FLOPs / (peak x threads), with FLOPs = 2 x MACs of Conv/Gemm/MatMul counted from the
-graph and the single-core FMA peak measured at start in CPU time (`peak_fma.c`, so a loaded
-machine does not lower it) unless --peak-gflops. "Cores busy" is CPU time / wall time of one
-side run alone for a fraction of a second: about how many cores it keeps busy (below 1 when
-other processes share the machine), which tells whether a side really runs threaded.
+floor: FLOPs / peak or weight bytes / read bandwidth, whichever is slower, over the threads.
+FLOPs = 2 x MACs of Conv/Gemm/MatMul counted from the graph; the single-core FMA peak is
+measured at start (`peak_fma.c`) unless --peak-gflops, and one core's read bandwidth over a
+buffer the size of the weights (`stream_read.c`: the MLP's weights stream from L3 on every
+run), both in CPU time, so a loaded machine does not lower them. "Cores busy" is CPU time /
+wall time of one side run alone for a fraction of a second: about how many cores it keeps
+busy (below 1 when other processes share the machine), which tells whether a side really runs
+threaded.
 
     python benchmarks/bench_models.py [--models mlp,resnet18,mobilenet_v2] [--threads 1,2]
         [--pairs 30] [--short-pairs 300] [--target x86] [--no-tvm] [--json results.json]
@@ -124,6 +127,16 @@ def measure_peak_gflops(work: Path) -> tuple[float, str]:
     runs = [subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
             for _ in range(10)]
     return max(float(r[2]) for r in runs), runs[0][1]
+
+
+def measure_read_gbs(work: Path, nbytes: int) -> float:
+    """One core's read bandwidth over a buffer of `nbytes` (stream_read.c), in GB/s."""
+    exe = work / "stream_read"
+    if not exe.exists():
+        subprocess.run(["gcc", "-O3", "-march=native", str(HERE / "stream_read.c"), "-o",
+                        str(exe)], check=True, capture_output=True)
+    out = subprocess.run([str(exe), str(nbytes)], check=True, capture_output=True, text=True)
+    return float(out.stdout.split()[2])
 
 
 def machine() -> tuple[str, str]:
@@ -304,11 +317,16 @@ def bench_tvm(path: Path, threads: int, pairs: int, a: argparse.Namespace) -> di
 
 # -- report -----------------------------------------------------------------------------------
 
-def fmt_frac(flops: int, peak: float, threads: int, ms: float | None) -> str:
-    """floor / latency, where floor = flops / (peak x threads)."""
-    if ms is None:
-        return "-"
-    return f"{flops / (peak * 1e9 * threads) * 1e3 / ms:.2f}"
+def floor_ms(r: dict, threads: int) -> float:
+    """The model's floor at `threads`: its FLOPs at the FMA peak or its weights at one core's
+    read bandwidth (for a buffer of their size), whichever is slower, split over the threads
+    (optimistic for bandwidth: cores share the L3 and memory)."""
+    return max(r["floor_ms_1thread"], r["bandwidth_floor_ms_1thread"]) / threads
+
+
+def fmt_frac(r: dict, threads: int, ms: float | None) -> str:
+    """floor / latency."""
+    return "-" if ms is None else f"{floor_ms(r, threads) / ms:.2f}"
 
 
 def main() -> None:
@@ -423,6 +441,11 @@ def bench_model(name: str, a: argparse.Namespace, head: dict, work: Path) -> dic
     peak = head["peak_gflops_per_core"]
     r = {"model": name, "gflop": flops / 1e9, "floor_ms_1thread": flops / (peak * 1e9) * 1e3}
     r.update(bench_edgec(name, path, a, work))
+    try:
+        r["read_gbs"] = measure_read_gbs(work, r["weights_bytes"])
+        r["bandwidth_floor_ms_1thread"] = r["weights_bytes"] / (r["read_gbs"] * 1e9) * 1e3
+    except (OSError, subprocess.CalledProcessError):
+        r["read_gbs"], r["bandwidth_floor_ms_1thread"] = None, 0.0
     pairs = r["runs"][0]["pairs"]
     tvm_runs = {} if head["tvm"] else {n: bench_tvm(path, n, pairs, a) for n in a.threads}
     for run in r["runs"]:
@@ -432,7 +455,7 @@ def bench_model(name: str, a: argparse.Namespace, head: dict, work: Path) -> dic
         threads = f"{n}" if run["edgec_threads"] == n else f"{n} (edgec not threaded: 1)"
         tvm_cols = (f"{tvm_ms:.2f} | {tv['ratio']:.1f}" if tvm_ms is not None else
                     "failed (below) | -" if "error" in tv else "- | -")
-        fracs = ", ".join(fmt_frac(flops, peak, t, ms) for t, ms in (
+        fracs = ", ".join(fmt_frac(r, t, ms) for t, ms in (
             (run["edgec_threads"], run["edgec_ms"]), (n, run["onnxruntime_ms"]), (n, tvm_ms)))
         busy = f"{run['edgec_cores_busy']:.2f}, " + (
             f"{tv['cores_busy']:.2f}" if "cores_busy" in tv else "-")
@@ -445,12 +468,15 @@ def bench_model(name: str, a: argparse.Namespace, head: dict, work: Path) -> dic
 
 
 def print_sizes(results: list[dict]) -> None:
-    print("\n| model | GFLOP | floor at 1 thread ms | edgec compile s | TVM compile s | "
+    print("\n| model | GFLOP | FMA floor at 1 thread ms | weights read GB/s, floor ms | "
+          "edgec compile s | TVM compile s | "
           "code KB (no weights) | weights MB | workspace KB (lower bound) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         tvm_c = f"{r['tvm_compile_s']:.2f}" if r["tvm_compile_s"] is not None else "-"
-        print(f"| {r['model']} | {r['gflop']:.3f} | {r['floor_ms_1thread']:.3f} | "
+        bw = (f"{r['read_gbs']:.0f}, {r['bandwidth_floor_ms_1thread']:.3f}"
+              if r["read_gbs"] else "-")
+        print(f"| {r['model']} | {r['gflop']:.3f} | {r['floor_ms_1thread']:.3f} | {bw} | "
               f"{r['compile_s']:.2f} | {tvm_c} | {r['code_bytes'] / 1024:.1f} | "
               f"{r['weights_bytes'] / 2**20:.2f} | {r['workspace_bytes'] / 1024:.0f} "
               f"({r['lower_bound_bytes'] / 1024:.0f}) |")
