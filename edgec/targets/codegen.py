@@ -311,7 +311,11 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     if backend == "llvm":
         if not target.llvm_triple:
             raise EdgecError(f"target {target.name} has no LLVM triple; use --backend c")
-        from .renderers.llvm import KernelDeclarations, LLVMRenderer
+        try:
+            from .renderers.llvm import KernelDeclarations, LLVMRenderer
+        except ImportError as e:
+            raise EdgecError(f"--backend llvm needs llvmlite ({e}); install it with "
+                             "`pip install llvmlite`, or use --backend c") from None
 
         llvm_kernels = LLVMRenderer(target, f"{name}_parallel_for")
         r = KernelDeclarations(isa, llvm_kernels)
