@@ -156,6 +156,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                    "lower_bound_bytes": plan.lower_bound_bytes},
         "ops": graph.op_counts(),
         "kernels": len(src.kernels),
+        # NAME_dot_product_kernels() exists: int8 micro-kernels chosen at run time
+        "dot_product_kernels": src.dot_product_kernels,
         "library": f"lib{name}.a",
         "header": f"{name}.h",
         "sources": [f for f in src.files if not f.endswith(".bin")],

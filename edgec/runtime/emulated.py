@@ -46,6 +46,7 @@ def runner_command(manifest: Mapping, exe: str) -> list[str]:
             f"-DEDGEC_MODEL={name}", f'-DEDGEC_HEADER="{manifest["header"]}"',
             f"-DEDGEC_NUM_INPUTS={len(manifest['inputs'])}",
             f"-DEDGEC_NUM_OUTPUTS={len(manifest['outputs'])}",
+            *(["-DEDGEC_DOT_PRODUCT_KERNELS"] if manifest.get("dot_product_kernels") else []),
             "-I.", str(RUNNER_SOURCE), manifest["library"], STATIC, "-o", exe,
             *manifest.get("link_flags", ["-lm", "-pthread"])]
 
@@ -94,7 +95,9 @@ def _install_hint(command: str) -> str:
 class EmulatedModel:
     """An artifact run as a program under `emulator` (argv words such as
     ["qemu-x86_64", "-cpu", "Haswell"]; [] runs the program directly). Same interface as the
-    ctypes `CompiledModel`: `.run({name: array}) -> {name: array}`."""
+    ctypes `CompiledModel`: `.run({name: array}) -> {name: array}`. For a library that
+    chooses its int8 kernels at run time, `.dot_product_kernels` is what the last run's
+    NAME_dot_product_kernels() said (1: sdot, 0: plain NEON); None before a run or without."""
 
     # one definition of the input checks and names, shared with the ctypes loader
     input_names = CompiledModel.input_names
@@ -111,6 +114,7 @@ class EmulatedModel:
                              f"{_install_hint(self.emulator[0])}")
         self.runner = build_runner(self.out_dir)
         self._env_threads: int | None = None
+        self.dot_product_kernels: int | None = None
 
     def set_num_threads(self, n: int) -> None:
         """Run with `n` threads: sets EDGEC_NUM_THREADS in the runner's environment."""
@@ -153,6 +157,8 @@ class EmulatedModel:
             tail = " | ".join(res.stderr.strip().splitlines()[-5:]) or "no message"
             raise EdgecError(f"the runner of {self.name} ({how}) exited with status "
                              f"{res.returncode}: {tail}")
+        dot = re.search(r"^dot_product_kernels (\d+)$", res.stdout, re.M)
+        self.dot_product_kernels = int(dot.group(1)) if dot else None
 
     def _read_output(self, spec: Mapping, path: Path) -> np.ndarray:
         dtype = _np_dtype(spec["dtype"])

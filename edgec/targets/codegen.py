@@ -8,6 +8,9 @@ are read where the app put them, outputs are written in place, every other value
 planned offset in the workspace, and views share the storage of the value they alias. With the
 LLVM backend the kernels are compiled by `renderers/llvm.py` into `NAME_kernels.o` instead, and
 `NAME.c` keeps the entry points, the kernels' declarations and a trampoline into its pool.
+On `arm64-dotprod` (C backend) each micro-kernel with int8 dot products is built for plain
+NEON and for Armv8.2-A `sdot`, chosen at run time (`renderers/c.py` `Dispatch`), and the
+library exports `NAME_dot_product_kernels()`, which says which of the two it runs.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from ..ir.graph import Graph, Value
 from ..runtime import c_source
 from .kernel_ir import Kernel, KernelBuilder
 from .lowering import c_identifier, lower_node
-from .renderers.c import VECTOR_ISAS, CRenderer
+from .renderers.c import DOTPROD, VECTOR_ISAS, CRenderer, Dispatch
 from .target import Target
 
 ALIGN = 64
@@ -45,6 +48,7 @@ class Sources:
     workspace_bytes: int = 0
     weights_bytes: int = 0
     kernels: list[str] = field(default_factory=list)
+    dot_product_kernels: bool = False  # micro-kernels dispatched to sdot at run time
 
 
 def _copy_kernel(name: str, v: Value) -> Kernel:
@@ -92,10 +96,14 @@ class _Emitter:
     def __init__(self, graph: Graph, plan, weights: _Weights, r: CRenderer, kernels: list[str],
                  inputs: list[str], outputs: list[str], ws: str, prefix: str = "",
                  indent: str = "    ", target: Target | None = None,
-                 micro: dict[str, str] | None = None):
+                 micro: dict[str, str] | None = None, dispatch: Dispatch | None = None,
+                 dispatched: set[str] | None = None):
         self.graph, self.plan, self.weights, self.r = graph, plan, weights, r
         self.target = target
         self.micro = micro if micro is not None else {}  # micro-kernels by name, emitted once
+        # micro-kernels built twice, chosen at run time (names, shared with the subgraphs)
+        self.dispatch = dispatch
+        self.dispatched = dispatched if dispatched is not None else set()
         self.kernels, self.ws, self.prefix, self.indent = kernels, ws, prefix, indent
         self.lines: list[str] = []
         self.extra = 0
@@ -132,7 +140,10 @@ class _Emitter:
     def call(self, k: Kernel, args: list[str]) -> None:
         for fn in k.callees():
             if fn.name not in self.micro:
-                self.micro[fn.name] = self.r.kernel(fn)
+                text = self.r.dispatched(fn, self.dispatch) if self.dispatch else None
+                if text is not None:
+                    self.dispatched.add(fn.name)
+                self.micro[fn.name] = text or self.r.kernel(fn)
         self.kernels.append(self.r.kernel(k))
         self.lines.append(f"{self.indent}{k.name}({', '.join(args)});")
 
@@ -160,7 +171,8 @@ class _Emitter:
         from ..passes.plan_memory import plan
 
         child = _Emitter(g, plan(g), self.weights, self.r, self.kernels, inputs, outputs, ws,
-                         prefix, indent, self.target, self.micro).run()
+                         prefix, indent, self.target, self.micro, self.dispatch,
+                         self.dispatched).run()
         self.lines += child.lines
         return child
 
@@ -307,6 +319,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
         raise EdgecError(f"unknown backend '{backend}'; one of {', '.join(BACKENDS)}")
     isa = VECTOR_ISAS.get(target.isa)
     r = CRenderer(isa)
+    # the LLVM backend builds the plain NEON form (no run-time dispatch)
+    dispatch = DOTPROD if "dotprod" in target.features and backend == "c" else None
     prefix = ""
     if backend == "llvm":
         if not target.llvm_triple:
@@ -326,7 +340,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     ins = [f"(const {r.type(v.dtype)} *)inputs[{i}]" for i, v in enumerate(graph.inputs)]
     outs = [f"({r.type(v.dtype)} *)outputs[{j}]" for j, v in enumerate(graph.outputs)]
     top = _Emitter(graph, plan, weights, r, kernels, ins, outs, "ws", prefix, target=target,
-                   micro=micro).run()
+                   micro=micro, dispatch=dispatch).run()
+    dispatch = dispatch if top.dispatched else None  # None: no micro-kernel has a dot product
     glue: list[str] = []
     if backend == "llvm":
         micro.clear()  # compiled into the object with the kernels that call them
@@ -351,12 +366,16 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
          *([f"#include <{isa.header}>"] if isa and micro else []),
          f'#include "{name}.h"', '#include "edgec_runtime.h"', '#include "edgec_threads.h"', "",
          *([isa.prelude] if isa and micro and isa.prelude else []),
+         *([dispatch.prelude] if dispatch else []),
          f"/* weights: {len(store.values)} arrays, {store.nbytes} bytes, "
          f"in {name}_weights.S */", *externs, "",
          *(["/* micro-kernels: the hot inner loops, shared by the kernels below */"]
            if micro else []),
          *(k + "\n" for k in micro.values()), *glue, *(k + "\n" for k in kernels)]
     c += _api_functions(graph, name, up)
+    if dispatch:
+        c += [f"int {name}_dot_product_kernels(void)", "{", f"    return {dispatch.test};", "}",
+              ""]
     c += [f"int {name}_run(const void *const *inputs, void *const *outputs, void *workspace)", "{",
           "    if (inputs == NULL || outputs == NULL)", "        return EDGEC_ERR_NULL_ARGUMENT;",
           f"    for (int i = 0; i < {up}_NUM_INPUTS; ++i)",
@@ -373,7 +392,7 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
 
     src = Sources(name)
     src.files[f"{name}.c"] = "\n".join(c)
-    src.files[f"{name}.h"] = _header(graph, name, up, ws, source)
+    src.files[f"{name}.h"] = _header(graph, name, up, ws, source, dispatch is not None)
     src.files[f"{name}_weights.S"] = asm
     src.files[f"{name}.weights.bin"] = blob
     src.files["edgec_runtime.h"] = c_source("edgec_runtime.h")
@@ -385,6 +404,7 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
         src.objects = [f"{name}_kernels.o"]
     src.workspace_bytes = ws
     src.weights_bytes = store.nbytes
+    src.dot_product_kernels = dispatch is not None
     # a kernel's own function comes last in its text, after any outlined parallel tasks
     src.kernels = [re.findall(r"void (\w+)\(", k)[-1] for k in kernels]
     return src
@@ -452,7 +472,8 @@ def _c_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _header(graph: Graph, name: str, up: str, ws: int, source: str) -> str:
+def _header(graph: Graph, name: str, up: str, ws: int, source: str,
+            dot_product_kernels: bool = False) -> str:
     lines = [f"/* {name}.h: the API of lib{name}.a, generated by edgec {__version__}"
              f"{' from ' + source if source else ''}.",
              " *",
@@ -486,6 +507,10 @@ def _header(graph: Graph, name: str, up: str, ws: int, source: str) -> str:
               "/* Threads the next runs use, the caller included (default: the environment",
               "   variable EDGEC_NUM_THREADS, else 1); call it between runs, not during one. */",
               f"void {name}_set_num_threads(int n);", f"int {name}_get_num_threads(void);", ""]
+    if dot_product_kernels:
+        lines += ["/* 1 when the int8 kernels run with the Armv8.2-A dot product (sdot: the CPU",
+                  "   has it), 0 when they run on plain NEON; the CPU is asked once. */",
+                  f"int {name}_dot_product_kernels(void);", ""]
     for kind in ("input", "output"):
         lines += [f"/* {kind} i: name, dtype (EDGEC_DTYPE_*), rank, shape, size in bytes */",
                   f"const char *{name}_{kind}_name(int i);", f"int {name}_{kind}_dtype(int i);",

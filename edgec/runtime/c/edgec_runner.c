@@ -4,12 +4,14 @@
  *
  * Built by edgec/runtime/emulated.py with the artifact's own sources and flags, and
  *   -DEDGEC_MODEL=NAME -DEDGEC_HEADER="NAME.h" -DEDGEC_NUM_INPUTS=N -DEDGEC_NUM_OUTPUTS=M
+ * and -DEDGEC_DOT_PRODUCT_KERNELS for a library that chooses its int8 kernels at run time.
  *
  *   usage: runner IN_0 ... IN_{N-1} OUT_0 ... OUT_{M-1}
  *
  * Each IN_i holds exactly NAME_input_bytes(i) bytes (the tensor, row-major); each OUT_i
  * receives NAME_output_bytes(i) bytes. The last line on stdout is "status CODE TEXT" with
- * NAME_run's status. Exit status: 0 when NAME_run returned EDGEC_OK, 1 when it returned
+ * NAME_run's status, after "dot_product_kernels 0|1" (NAME_dot_product_kernels()) where the
+ * library has it. Exit status: 0 when NAME_run returned EDGEC_OK, 1 when it returned
  * another status, 2 when the runner itself failed (usage, I/O, memory; said on stderr). */
 #include <stdint.h>
 #include <stdio.h>
@@ -91,6 +93,9 @@ int main(int argc, char **argv)
     if (status == 0)
         for (int i = 0; i < EDGEC_NUM_OUTPUTS; ++i)
             write_output(argv[1 + EDGEC_NUM_INPUTS + i], outputs[i], MODEL(output_bytes)(i));
+#ifdef EDGEC_DOT_PRODUCT_KERNELS
+    printf("dot_product_kernels %d\n", MODEL(dot_product_kernels)());
+#endif
     printf("status %d %s\n", status, MODEL(status_string)(status));
     for (int i = 0; i < nraw; ++i)
         free(raw[i]);

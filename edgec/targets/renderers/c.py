@@ -14,12 +14,15 @@ Int8 dot products (`dot4`): VNNI `vpdpbusd` on AVX-512 (int8 x int8 as (a ^ 0x80
 128 * sum(b), both exact); on AVX2 each 16-bit half of a 32-bit lane is widened and
 `vpmaddwd` sums the even and the odd byte products exactly (`vpmaddubsw` would saturate);
 in scalar C a 4-lane 8-bit vector is a 32-bit word and dot4 the sum of its 4 byte products.
+On NEON dot4 is exact too (16-bit products, widening pairwise sums); `arm64-dotprod` also
+renders each micro-kernel with a dot4 for Armv8.2-A `sdot` and calls one of the two versions as
+the CPU says at run time (`Dispatch`, `CRenderer.dispatched`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -390,6 +393,59 @@ static inline float32x4_t edgec_vrndnq_f32(float32x4_t v)
 """, registers=16, predicates=NEON_PREDICATES)
 
 VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2, NEON, NEON_ARMV7)}
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Micro-kernels built twice and chosen at run time: for an ISA extension (`isa`, whose
+    functions carry the compiler attribute `attribute`; suffix `tag`) and for the library's
+    own ISA (suffix `base_tag`); `test` is the C expression, true where the CPU has the
+    extension. `prelude` defines the attribute, the extension's helpers and the test."""
+
+    isa: VectorISA
+    tag: str
+    base_tag: str
+    attribute: str
+    test: str
+    prelude: str
+
+
+# Armv8.2-A dot product: `sdot` adds 4 int8 x int8 products to each int32 lane, exactly. For a
+# uint8 a, a ^ 0x80 read as int8 is a - 128, so sum a*b = sdot(a ^ 0x80, b) + 128 * sum b, and
+# 128 * sum b = -sdot(-128, b) (exact too: |4 * 128 * 128| fits in int32)
+_DOTPROD_PRELUDE = """\
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20) /* Linux's AT_HWCAP bit of the Armv8.2 dot product */
+#endif
+/* the micro-kernels with int8 dot products are compiled twice, with sdot for Armv8.2-A (this
+   attribute: the rest of the library stays Armv8-A) and with plain NEON; each call picks one */
+#define EDGEC_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+EDGEC_DOTPROD static inline int32x4_t edgec_sdot_u8s8(int32x4_t acc, uint8x16_t a, int8x16_t b)
+{
+    int8x16_t a_signed = vreinterpretq_s8_u8(veorq_u8(a, vdupq_n_u8(0x80)));
+    int32x4_t minus_128_sum_b = vdotq_s32(vdupq_n_s32(0), vdupq_n_s8(-128), b);
+    return vsubq_s32(vdotq_s32(acc, a_signed, b), minus_128_sum_b);
+}
+/* whether the CPU has the dot product, asked of the kernel once (0: not asked yet, 1: no,
+   2: yes); threads asking at the same time store the same value, through atomic accesses */
+static int edgec_dotprod_state;
+static inline int edgec_has_dotprod(void)
+{
+    int state = __atomic_load_n(&edgec_dotprod_state, __ATOMIC_RELAXED);
+    if (state == 0) {
+        state = getauxval(AT_HWCAP) & HWCAP_ASIMDDP ? 2 : 1;
+        __atomic_store_n(&edgec_dotprod_state, state, __ATOMIC_RELAXED);
+    }
+    return state == 2;
+}
+"""
+
+NEON_DOTPROD = replace(NEON, name="neon-dotprod", ops=NEON.ops | {
+    ("dot4", DType.I8): "vdotq_s32({c}, {a}, {b})",
+    ("dot4", DType.U8): "edgec_sdot_u8s8({c}, {a}, {b})"})
+DOTPROD = Dispatch(NEON_DOTPROD, "sdot", "neon", "EDGEC_DOTPROD", "edgec_has_dotprod()",
+                   _DOTPROD_PRELUDE)
 # the ordered, quiet x86 comparison predicates of the vector selects (NaN compares false,
 # as C's scalar comparisons do, except !=)
 CMP_PREDICATES = {"lt": "_CMP_LT_OQ", "le": "_CMP_LE_OQ", "gt": "_CMP_GT_OQ",
@@ -657,6 +713,25 @@ class CRenderer:
         lines += self.stmts(body, "    ")
         lines.append("}")
         return "\n".join(lines)
+
+    def dispatched(self, k: Kernel, d: Dispatch) -> str | None:
+        """`k` as K_<tag> (rendered for the extension `d.isa`), K_<base tag> (this renderer's)
+        and K, which calls the first where `d.test` holds and the second elsewhere; None when
+        `k` uses none of the extension's own operations (or has parallel loops, whose outlined
+        tasks would not carry the attribute)."""
+        fast = CRenderer(d.isa)
+        if any(isinstance(s, Loop) and s.kind == "parallel" for s in k.body) or \
+                fast.stmts(k.body, "") == self.stmts(k.body, ""):
+            return None
+        fast.function_prefix = f"{d.attribute} {self.function_prefix}"
+        args = ", ".join(p.name for p in k.params)
+        doc = k.doc.replace("*/", "* /") or k.name
+        return "\n".join([
+            fast.kernel(replace(k, name=f"{k.name}_{d.tag}", doc=f"{k.doc} ({d.tag})")), "",
+            self.kernel(replace(k, name=f"{k.name}_{d.base_tag}", doc=f"{k.doc} ({d.base_tag})")),
+            "", f"/* {doc}: the {d.tag} version where the CPU has it */", self.signature(k), "{",
+            f"    if ({d.test})", f"        {k.name}_{d.tag}({args});", "    else",
+            f"        {k.name}_{d.base_tag}({args});", "}"])
 
     def _outline(self, k: Kernel, lines: list[str]) -> list:
         """Print each top-level parallel loop of `k` as a task function over a slice of its
