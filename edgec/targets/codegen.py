@@ -400,7 +400,11 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     src.files["edgec_threads.h"] = c_source("edgec_threads.h")
     src.c_sources = [f"{name}.c", f"{name}_weights.S"]
     if backend == "llvm":
-        src.files[f"{name}_kernels.o"] = llvm_kernels.compile()
+        try:
+            src.files[f"{name}_kernels.o"] = llvm_kernels.compile()
+        except (ValueError, TypeError, RuntimeError) as e:  # a kernel form it cannot render
+            raise EdgecError(f"the LLVM backend cannot build this model for {target.name}: "
+                             f"{e}; compile it with --backend c") from None
         src.objects = [f"{name}_kernels.o"]
     src.workspace_bytes = ws
     src.weights_bytes = store.nbytes

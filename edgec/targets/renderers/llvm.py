@@ -150,6 +150,11 @@ class _FunctionBuilder:
             return self.load(a[0], a[1], e.lanes, a[2])
         if op == "broadcast":
             return self.splat(self.expr(a[0]), e.lanes)
+        if op == "vbroadcast":  # a group of 4 bytes repeated: one 32-bit load, splat
+            word = b.load(self.pointer(a[0], a[1]), typ=I32, align=1)
+            return b.bitcast(self.splat(word, e.lanes // a[2]), mem_type(e.dtype, e.lanes))
+        if op == "dot4":
+            return self.dot4(e)
         if op == "fma":
             args = [self.expr(x) for x in a]
             return b.call(self.r.intrinsic("fma", args[0].type), args)
@@ -185,6 +190,23 @@ class _FunctionBuilder:
         if op == "call":
             return self.math(a[0], e, a[1:])
         raise ValueError(f"LLVM renderer: unknown kernel-IR op {op}")
+
+    def dot4(self, e: Expr) -> ir.Value:
+        """acc[i] + sum_k<4 a[4i+k] * b[4i+k], exactly: the bytes widened to 32 bits, the
+        products summed by lane group (LLVM picks the ISA's dot-product instructions)."""
+        b, (acc, x, y) = self.b, e.args
+        n = e.lanes
+        wide = ir.VectorType(I32, 4 * n)
+        xs = (b.zext if x.dtype is DType.U8 else b.sext)(self.expr(x), wide)
+        prod = b.mul(xs, b.sext(self.expr(y), wide))
+        total = None
+        for k in range(4):
+            part = b.shuffle_vector(prod, prod, ir.Constant(ir.VectorType(I32, n),
+                                                            [4 * i + k for i in range(n)]))
+            total = part if total is None else b.add(total, part)
+        if n == 1:
+            total = b.extract_element(total, ir.Constant(I32, 0))
+        return b.add(self.splat(self.expr(acc), n), total)
 
     def pointer(self, buf: Buffer, index: Expr) -> ir.Value:
         base = self.env[buf.name]
