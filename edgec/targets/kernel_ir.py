@@ -7,7 +7,8 @@ and `If`. Values are `Expr` trees, immutable and hashable, built with Python ope
 (`i * 1 -> i`, `0 + i -> i`) so the generated code reads like code a person would write.
 A loop's `kind` is its schedule annotation: "serial", "unroll" (fully unrolled by the
 renderer's compiler), or "parallel" (its iterations split over the runtime's thread pool; such
-a loop stands at the top of a kernel and reads only the kernel's parameters).
+a loop stands at the top of a kernel and reads only the kernel's parameters). A serial loop's
+`unroll` > 1 asks the renderer's compiler to unroll it by that factor (a hint).
 
 Vectors: an expression has `lanes` (1 for a scalar). `vload`/vector `Store` move `lanes`
 consecutive elements, optionally only the first `count` (a masked tail); `broadcast` splats
@@ -415,6 +416,7 @@ class Loop:
     extent: Expr
     body: list
     kind: str = "serial"
+    unroll: int = 0  # a serial loop's partial unroll factor for the compiler (0: its choice)
 
 
 @dataclass
@@ -564,7 +566,7 @@ class KernelBuilder:
         self._stack[-1].append(stmt)
 
     @contextmanager
-    def loop(self, extent, name: str = "i", kind: str = "serial"):
+    def loop(self, extent, name: str = "i", kind: str = "serial", unroll: int = 0):
         """A counted loop 0 <= var < extent; an extent of 1 emits no loop (var is 0)."""
         if kind not in LOOP_KINDS:
             raise ValueError(f"kernel IR: unknown loop kind {kind}; one of {LOOP_KINDS}")
@@ -588,7 +590,7 @@ class KernelBuilder:
             yield var(v)
         finally:
             self._stack.pop()
-        self.emit(Loop(v, extent, body, kind))
+        self.emit(Loop(v, extent, body, kind, unroll if kind == "serial" else 0))
 
     @contextmanager
     def loops(self, extents: Sequence, names: Sequence[str] | None = None, kind: str = "serial"):

@@ -113,7 +113,10 @@ def conv_tile(lanes: int, mb: int, r: int, x_pix: int, x_ci: int | None,
         with kb.loop(ncb, "cb") as cb, kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
             xo = kb.local("xo", cb * x_cb + kh * x_kh + kw * x_kw)
             wo = kb.local("wo", cb * w_cb + kh * w_kh + kw * w_kw)
-            with kb.loop(n_ci // ways if ways > 1 else n_ci, "ci") as cq:
+            # two input channels per iteration halve the loop's overhead (5-10% on 3x3
+            # convs); written out in the IR instead, the copies' loads crowd the registers
+            with kb.loop(n_ci // ways if ways > 1 else n_ci, "ci",
+                         unroll=2 if nci is not None else 0) as cq:
                 for u, acc in enumerate(sets):
                     ci = cq * ways + u if ways > 1 else cq
                     wv = [kb.local(f"w{j}_", vload(w, wo + ci * (mb * lanes) + j * lanes,

@@ -100,3 +100,21 @@ def test_fresh_names_never_collide():
 def test_comparisons_inside_equality_are_parenthesized():
     a, b = var("a", F32), var("b", F32)
     assert CRenderer().expr((a < 0.0).ne(b < 0.0)) == "(a < 0.0f) != (b < 0.0f)"
+
+
+def test_partial_unroll_hint_keeps_the_loop_exact(tmp_path):
+    # an odd extent: the compiler's remainder iteration must run too
+    kb = KernelBuilder("prefix")
+    x = kb.input("x", F32, (7,))
+    y = kb.output("y", F32, (7,))
+    s = kb.local("s", 0.0)
+    with kb.loop(7, "i", unroll=2) as i:
+        kb.assign(s, s + x[i])
+        kb.store(y, i, s)
+    text = CRenderer().kernel(kb.build())
+    assert '_Pragma("GCC unroll 2")' in text
+    fn = compile_kernel(tmp_path, text, "prefix")
+    a = np.arange(1, 8, dtype=np.float32)
+    out = np.empty_like(a)
+    fn(a.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p))
+    np.testing.assert_array_equal(out, np.cumsum(a))

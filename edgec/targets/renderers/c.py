@@ -644,8 +644,8 @@ class CRenderer:
         for s in body:
             if isinstance(s, Loop):
                 v, n = s.var, self.expr(s.extent, 11)  # the right operand of <
-                if s.kind == "unroll":
-                    out.append(f"{indent}_Pragma(\"GCC unroll 64\")")
+                if s.kind == "unroll" or s.unroll > 1:
+                    out.append(f"{indent}_Pragma(\"GCC unroll {s.unroll or 64}\")")
                 out.append(f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{")
                 out += self.stmts(s.body, indent + "    ")
                 out.append(f"{indent}}}")
