@@ -98,7 +98,8 @@ def host_x86_isa() -> str:
                           if line.startswith("flags")), [])
     except OSError:
         flags = []
-    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
+    # VNNI too: the int8 micro-kernels use vpdpbusd (Skylake-SP, which lacks it, gets AVX2)
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"} <= set(flags):
         return "avx512"
     if {"avx2", "fma"} <= set(flags):
         return "avx2"
