@@ -4,9 +4,11 @@ NEON, qemu-arm), cross-built with the Debian cross compilers.
 - The vector kernel IR through the NEON renderer at 4 lanes: the kernels and checks of
   test_vector_ir.py (imported below, so one definition runs on every ISA) built into a static
   program that calls a kernel by name on arrays passed through files, against numpy.
-- Small conv nets, the MLP and full-size MobileNetV2 through `edgec.compile(target=...)` and
-  `edgec.load` (which picks the target's emulator) against onnxruntime.
-- A deterministic sample of ONNX node tests that CONFORMANCE.md lists as passing on x86.
+- Small conv nets and the three benchmark models (the MLP, full-size ResNet-18 and MobileNetV2)
+  through `edgec.compile(target=..., backend=...)` and `edgec.load` (which picks the target's
+  emulator) against onnxruntime: on arm64 with the C and the LLVM backend, on armv7 with C.
+- A deterministic sample of 200 ONNX node tests that CONFORMANCE.md lists as passing on x86,
+  for the same three builds.
 
 The cross compilers and qemu-user are required, not optional: CI installs them (.ci/run) and
 these tests fail, never skip, when they are missing.
@@ -59,6 +61,10 @@ from edgec.targets.target import Target, get_target
 
 F32 = DType.F32
 ARM = ["arm64", "armv7"]
+# the (target, backend) builds that run the models and the conformance sample: the LLVM
+# backend renders for aarch64 (llvmlite's target machine), not for 32-bit ARM
+BUILDS = [("arm64", "c"), ("armv7", "c"), ("arm64", "llvm")]
+BUILD_IDS = [f"{t}-{b}" for t, b in BUILDS]
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -267,12 +273,13 @@ MODELS = {"small_resnet": small_resnet, "edge_net": edge_net, "mlp": zoo.mlp,
           "tiny_cnn": zoo.tiny_cnn}
 
 
-@pytest.mark.parametrize("target", ARM)
+@pytest.mark.parametrize("target,backend", BUILDS, ids=BUILD_IDS)
 @pytest.mark.parametrize("name", list(MODELS))
-def test_model_matches_onnxruntime(name, target, tmp_path):
+def test_model_matches_onnxruntime(name, target, backend, tmp_path):
     m = MODELS[name]()
-    art = edgec.compile(m, tmp_path / "out", target=target, name="model")
+    art = edgec.compile(m, tmp_path / "out", target=target, name="model", backend=backend)
     assert "layout-nchwc{block=4}" in art.manifest["pipeline"]
+    assert art.manifest["backend"] == backend
     lib = edgec.load(art.out_dir)  # no emulator given: the target's own
     assert isinstance(lib, EmulatedModel) and lib.emulator == list(get_target(target).emulator)
     feeds = random_feeds(m)
@@ -297,10 +304,13 @@ def test_register_tiles_follow_the_register_file(target, tile, tmp_path):
     assert get_target(target).registers == (32 if target == "arm64" else 16)
 
 
-@pytest.mark.parametrize("target", ARM)
-def test_mobilenet_v2_full_size(target, tmp_path):
-    m = zoo.mobilenet_v2()
-    art = edgec.compile(m, tmp_path / "out", target=target, name="mnv2")
+@pytest.mark.parametrize("target,backend", BUILDS, ids=BUILD_IDS)
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_benchmark_model_full_size(name, target, backend, tmp_path):
+    # the benchmark MLP is one of MODELS above; these two are slow under qemu (ResNet-18 is
+    # 1.8 GMACs): each runs once per build, at one thread
+    m = getattr(zoo, name)()
+    art = edgec.compile(m, tmp_path / "out", target=target, name=name, backend=backend)
     feeds = random_feeds(m)
     (want,) = onnxruntime_outputs(m, feeds).values()
     got = edgec.load(art.out_dir).run(feeds)
@@ -319,13 +329,15 @@ def test_arm64_dotprod_library_stays_armv8_a(tmp_path):
         assert rel_error(lib.run(feeds)[k], w) < 1e-5, k
 
 
-def test_cli_run_picks_the_emulator(tmp_path, capsys):
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_cli_run_picks_the_emulator(backend, tmp_path, capsys):
     from edgec.compiler.cli import main
 
     model, out = tmp_path / "tiny.onnx", tmp_path / "out"
     zoo.save(zoo.tiny_cnn(), model)
     np.savez(tmp_path / "in.npz", **random_feeds(zoo.tiny_cnn()))
-    assert main(["compile", str(model), "-o", str(out), "--target", "arm64"]) == 0
+    assert main(["compile", str(model), "-o", str(out), "--target", "arm64",
+                 "--backend", backend]) == 0
     assert main(["run", str(out), "--inputs", str(tmp_path / "in.npz"),
                  "--check", str(model)]) == 0
     text = capsys.readouterr().out
@@ -424,12 +436,13 @@ def conformance_sample(k: int) -> list[str]:
     return [passing[int(i * step)] for i in range(k)]
 
 
-@pytest.mark.parametrize("target", ARM)
-def test_conformance_sample(target, tmp_path):
+@pytest.mark.parametrize("target,backend", BUILDS, ids=BUILD_IDS)
+def test_conformance_sample(target, backend, tmp_path):
     conformance = _conformance()
     names = conformance_sample(CONFORMANCE_SAMPLE)
     assert len(set(names)) == CONFORMANCE_SAMPLE
-    platform = conformance.Platform(target, get_target(target).emulator)
+    platform = conformance.Platform(target, get_target(target).emulator, backend)
     results = conformance.run_suite(names, jobs=2, work=tmp_path, platform=platform)
     broken = [f"{r.test}: {r.status} {r.reason}" for r in results if r.status != "pass"]
-    assert not broken, f"{len(broken)} tests fail on {target}:\n" + "\n".join(broken)
+    assert not broken, (f"{len(broken)} tests fail on {target} --backend {backend}:\n"
+                        + "\n".join(broken))
