@@ -192,20 +192,17 @@ class _FunctionBuilder:
         raise ValueError(f"LLVM renderer: unknown kernel-IR op {op}")
 
     def dot4(self, e: Expr) -> ir.Value:
-        """acc[i] + sum_k<4 a[4i+k] * b[4i+k], exactly: AVX-512 VNNI's vpdpbusd (uint8 x
-        int8; int8 x int8 as (a ^ 0x80) x b - 0x80 x b, as the C renderer does), elsewhere
-        the bytes widened to 32 bits and the products summed by lane group."""
+        """acc[i] + sum_k<4 a[4i+k] * b[4i+k], exactly: uint8 x int8 on AVX-512 is VNNI's
+        vpdpbusd; elsewhere, and for int8 x int8, the bytes are widened to 32 bits and the
+        products summed by lane group. (int8 x int8 as vpdpbusd(a ^ 0x80) - vpdpbusd(0x80),
+        the C renderer's form, sent LLVM 22's x86 back end into a loop that did not end
+        within minutes on a QLinearMatMul.)"""
         b, (acc, x, y) = self.b, e.args
         n = e.lanes
-        if self.r.target.isa == "avx512" and n == 16:
+        if self.r.target.isa == "avx512" and n == 16 and x.dtype is DType.U8:
             vt, bt = ir.VectorType(I32, 16), ir.VectorType(I8, 64)
             fn = self.r.declare("llvm.x86.avx512.vpdpbusd.512", vt, [vt, bt, bt])
-            c, xv, yv = self.splat(self.expr(acc), 16), self.expr(x), self.expr(y)
-            if x.dtype is DType.U8:
-                return b.call(fn, [c, xv, yv])
-            bias = ir.Constant(bt, [-128] * 64)
-            return b.sub(b.call(fn, [c, b.xor(xv, bias), yv]),
-                         b.call(fn, [ir.Constant(vt, None), bias, yv]))
+            return b.call(fn, [self.splat(self.expr(acc), 16), self.expr(x), self.expr(y)])
         wide = ir.VectorType(I32, 4 * n)
         xs = (b.zext if x.dtype is DType.U8 else b.sext)(self.expr(x), wide)
         prod = b.mul(xs, b.sext(self.expr(y), wide))
