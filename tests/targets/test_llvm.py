@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from convnets import onnxruntime_outputs, random_feeds, small_resnet
-from test_vector_ir import (
+from test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
     SENTINEL,
     axpy_driver,
     int_kernel,
@@ -30,6 +30,11 @@ from test_vector_ir import (
     parallel_kernel,
     reduce_kernel,
     spmv_kernel,
+    test_csr_spmv,
+    test_int32_vectors,
+    test_lanewise_ops_and_masked_tail,
+    test_microkernel_call_with_pointer_offsets_and_scalars,
+    test_reductions_hreduce_and_unrolled_loop,
 )
 
 import edgec
@@ -88,6 +93,7 @@ def function(lib: ctypes.CDLL, k: Kernel):
 
 @pytest.fixture(scope="module", params=[8, 1], ids=["avx2", "scalar"])
 def built(request, tmp_path_factory):
+    """test_vector_ir's kernels built by LLVM at 8 lanes and 1; the imported tests take it."""
     L = request.param
     ks = {"lanewise": lanewise_kernel(L, 3 * L + 5 if L > 1 else 13),
           "rowreduce": reduce_kernel(L, 4, 2 * L + 3 if L > 1 else 11),
@@ -96,93 +102,6 @@ def built(request, tmp_path_factory):
           "intvec": int_kernel(L, 4 * L)}
     lib = build(tmp_path_factory.mktemp(f"llvm{L}"), list(ks.values()), f"k{L}")
     return L, ks, {name: function(lib, k) for name, k in ks.items()}
-
-
-def test_lanewise_ops_and_masked_tail(built):
-    L, ks, fns = built
-    n = ks["lanewise"].params[0].shape[0]
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal(n).astype(np.float32)
-    w = rng.standard_normal(n).astype(np.float32)
-    w[::4] = x[::4]
-    x[3], w[5] = np.nan, np.nan
-    s = np.array([0.75], np.float32)
-    y = np.full((15, n + L), SENTINEL, np.float32)
-    fns["lanewise"](x, w, s, y)
-    ok = ~(np.isnan(x) | np.isnan(w))
-    for j, want in enumerate(lanewise_reference(x, w, s[0])):
-        got = y[j, :n]
-        if j in (5, 6):  # max/min of a NaN: the vector form returns its second operand
-            got, want = got[ok], want[ok]
-        np.testing.assert_allclose(got, want, rtol=2e-7, atol=0, equal_nan=True,
-                                   err_msg=f"output {j}")
-    assert (y[:, n:] == SENTINEL).all(), "a masked store wrote past its count"
-
-
-def test_reductions_hreduce_and_unrolled_loop(built):
-    L, ks, fns = built
-    rows, cols = ks["rowreduce"].params[0].shape
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((rows, cols)).astype(np.float32)
-    x[1] -= 5.0
-    x[2] += 5.0
-    v = rng.standard_normal(cols).astype(np.float32)
-    y = np.zeros((4, rows), np.float32)
-    fns["rowreduce"](x, v, y)
-    np.testing.assert_allclose(y[0], x.sum(1), rtol=1e-5)
-    np.testing.assert_array_equal(y[1], x.max(1))
-    np.testing.assert_array_equal(y[2], x.min(1))
-    np.testing.assert_allclose(y[3], x @ v, rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.parametrize("off", [0, 5])
-def test_microkernel_call_with_pointer_offsets_and_scalars(built, off):
-    L, ks, fns = built
-    rows, cols = ks["axpy_rows"].params[0].shape
-    rng = np.random.default_rng(3 + off)
-    x = rng.standard_normal((rows, cols)).astype(np.float32)
-    a = rng.standard_normal(rows).astype(np.float32)
-    y0 = rng.standard_normal((rows, cols + 3)).astype(np.float32)
-    y = y0.copy()
-    fns["axpy_rows"](x, a, y, off)
-    want = y0.copy()
-    m = cols - off
-    want[:, off:off + m] = (a[:, None].astype(np.float64) * x[:, :m] + y0[:, off:off + m]
-                            ).astype(np.float32) + np.float32(0.25)
-    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
-
-
-def test_csr_loop_bounds_from_memory(built):
-    L, ks, fns = built
-    rows, ncols, nnz = 6, 9, 14
-    rng = np.random.default_rng(4)
-    counts = np.array([3, 0, 5, 1, 0, 5])
-    rowptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    colidx = np.concatenate([np.sort(rng.choice(ncols, c, replace=False))
-                             for c in counts]).astype(np.int32)
-    vals = rng.standard_normal(nnz).astype(np.float32)
-    dense = np.zeros((rows, ncols), np.float32)
-    dense[np.repeat(np.arange(rows), counts), colidx] = vals
-    x = rng.standard_normal(ncols).astype(np.float32)
-    xm = rng.standard_normal((ncols, L)).astype(np.float32)
-    y = np.full(rows, SENTINEL, np.float32)
-    ym = np.full((rows, L), SENTINEL, np.float32)
-    fns["spmv"](rowptr, colidx, vals, x, xm, y, ym)
-    np.testing.assert_allclose(y, dense @ x, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(ym, dense @ xm, rtol=1e-5, atol=1e-6)
-
-
-def test_int32_vectors(built):
-    L, ks, fns = built
-    n = ks["intvec"].params[0].shape[0]
-    rng = np.random.default_rng(5)
-    a = rng.integers(-1000, 1000, n).astype(np.int32)
-    b = rng.integers(-1000, 1000, n).astype(np.int32)
-    y = np.zeros(n, np.int32)
-    s = np.zeros(1, np.int32)
-    fns["intvec"](a, b, y, s)
-    np.testing.assert_array_equal(y, np.maximum(a * b + a, b) - 1)
-    assert s[0] == (a * b).sum()
 
 
 def test_gemm_microkernel_with_masked_columns(tmp_path):
