@@ -1,0 +1,155 @@
+"""Per-layer time of edgec's generated kernels beside onnxruntime's node profile.
+
+Where a whole-model ratio says edgec is behind, this says which layer. edgec's side: the
+artifact's C is copied and each kernel call in `NAME_run` is wrapped in a clock read
+(`CLOCK_THREAD_CPUTIME_ID` at one thread, so time lost to other processes does not count;
+`CLOCK_MONOTONIC` with more threads, where the caller's CPU time would miss the pool's work),
+then built and run through the Python loader. onnxruntime's side: its own profiler
+(`enable_profiling`), the `_kernel_time` events per node. Both run in the same minute, runs
+interleaved, so the machine's drift touches both alike. Rows are matched by ONNX node name
+(an edgec kernel is named after the node it came from; fused nodes take the first name).
+
+    python benchmarks/profile_layers.py [--model resnet18] [--runs 30] [--threads 1]
+        [--target x86] [--top 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import re
+import shutil
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import random_feeds, set_threads  # noqa: E402
+
+CALL = re.compile(r"^(\s+)(k\d+_(\w+))\((.*)\);$")
+TIMER = """
+#include <time.h>
+double edgec_profile_ns[{n}];
+static double edgec_profile_now(void)
+{{
+    struct timespec t;
+    clock_gettime({clock}, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}}
+"""
+
+
+def instrument(out_dir: Path, threads: int) -> list[str]:
+    """Wrap each kernel call of NAME_run in out_dir's NAME.c in a timer; the kernels' names."""
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    src = out_dir / f"{manifest['name']}.c"
+    lines = src.read_text().splitlines()
+    start = next(i for i, s in enumerate(lines) if s.startswith(f"int {manifest['name']}_run("))
+    kernels: list[str] = []
+    for i in range(start, len(lines)):
+        if lines[i] == "}":
+            break
+        m = CALL.match(lines[i])
+        if m:
+            k = len(kernels)
+            kernels.append(m.group(2))
+            lines[i] = (f"{m.group(1)}{{ double t_ = edgec_profile_now(); "
+                        f"{m.group(2)}({m.group(4)}); "
+                        f"edgec_profile_ns[{k}] += edgec_profile_now() - t_; }}")
+    clock = "CLOCK_THREAD_CPUTIME_ID" if threads == 1 else "CLOCK_MONOTONIC"
+    lines.insert(start, TIMER.format(n=max(len(kernels), 1), clock=clock))
+    src.write_text("\n".join(lines) + "\n")
+    return kernels
+
+
+def node_key(name: str) -> str:
+    """A node name reduced to what both sides keep: '/layer1/layer1.0/conv1/Conv' and the
+    kernel 'k2_layer1_layer1_0_conv1_Conv_nchwc' both give 'layer1_layer1_0_conv1_conv'."""
+    return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--target", default="x86")
+    ap.add_argument("--top", type=int, default=0, help="print only the N slowest rows")
+    a = ap.parse_args()
+
+    import onnxruntime as ort
+
+    import edgec
+    from edgec import zoo
+
+    work = Path(tempfile.mkdtemp(prefix="edgec-profile-"))
+    try:
+        path = zoo.save(getattr(zoo, a.model)(), work / f"{a.model}.onnx")
+        art = edgec.compile(path, work / "plain", target=a.target)
+        timed = work / "timed"
+        shutil.copytree(art.out_dir, timed)
+        kernels = instrument(timed, a.threads)
+        model = edgec.load(timed)
+        set_threads(model, a.threads)
+        counters = (ctypes.c_double * len(kernels)).in_dll(model._lib, "edgec_profile_ns")
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = a.threads
+        opts.inter_op_num_threads = 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.enable_profiling = True
+        opts.profile_file_prefix = str(work / "ort")
+        sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        feeds = random_feeds(onnx.load(path, load_external_data=False))
+        for _ in range(3):  # warm-up, not counted on edgec's side
+            model.run(feeds)
+        ctypes.memset(counters, 0, ctypes.sizeof(counters))
+        for _ in range(a.runs):
+            model.run(feeds)
+            sess.run(None, feeds)
+        trace = json.loads(Path(sess.end_profiling()).read_text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    ort_ms: dict[str, float] = defaultdict(float)
+    seen: dict[str, int] = defaultdict(int)
+    for ev in trace:
+        if ev.get("cat") == "Node" and ev["name"].endswith("_kernel_time"):
+            node = ev["name"][: -len("_kernel_time")]
+            ort_ms[node] += ev["dur"] / 1e3
+            seen[node] += 1
+    # onnxruntime's warm-up runs are in its trace too: keep the last `runs` of each node
+    for node, n in seen.items():
+        ort_ms[node] *= min(a.runs, n) / n / a.runs
+
+    rows = []
+    ort_left = dict(ort_ms)
+    for k, name in enumerate(kernels):
+        key = node_key(re.sub(r"^k\d+_", "", name))
+        match = next((n for n in ort_left if node_key(n) and key.startswith(node_key(n))), None)
+        theirs = ort_left.pop(match) if match else None
+        rows.append((name, counters[k] / 1e6 / a.runs, match, theirs))
+    rows += [("", None, n, ms) for n, ms in ort_left.items()]
+    if a.top:
+        rows = sorted(rows, key=lambda r: -max(r[1] or 0, r[3] or 0))[: a.top]
+
+    clock = "thread CPU time" if a.threads == 1 else "wall time"
+    print(f"# {a.model}, {a.threads} thread(s), {a.runs} runs, target {a.target}; ms per run "
+          f"({clock} for edgec, onnxruntime's profiler)")
+    print("| edgec kernel | edgec ms | onnxruntime node | onnxruntime ms | edgec - ort ms |")
+    print("|---|---|---|---|---|")
+    for name, ours, node, theirs in rows:
+        diff = f"{ours - theirs:+.3f}" if ours is not None and theirs is not None else ""
+        print(f"| {name} | {'' if ours is None else f'{ours:.3f}'} | {node or ''} | "
+              f"{'' if theirs is None else f'{theirs:.3f}'} | {diff} |")
+    total_ours = sum(r[1] for r in rows if r[1] is not None)
+    total_theirs = sum(r[3] for r in rows if r[3] is not None)
+    print(f"| total | {total_ours:.3f} | | {total_theirs:.3f} | {total_ours - total_theirs:+.3f} |")
+
+
+if __name__ == "__main__":
+    main()
