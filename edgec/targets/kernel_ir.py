@@ -1,10 +1,11 @@
 """The loop-level kernel IR: what every renderer (C now; LLVM, CUDA, HLS later) prints.
 
 A `Kernel` is a function over `Buffer`s (flat, typed, with a logical shape) whose body is a
-list of statements: counted `Loop`s from 0 to an extent, scalar `Local`s, `Assign`, `Store`
-and `If`. Values are `Expr` trees, immutable and hashable, built with Python operators
-(`x[i] * w[j] + acc`); index arithmetic uses the `INDEX` dtype. Builders fold constants
-(`i * 1 -> i`, `0 + i -> i`) so the generated code reads like code a person would write.
+list of statements: counted `Loop`s from 0 to an extent, scalar `Local`s, `Assign`, `Store`,
+`If` and `Prefetch` (a hint that some memory is read soon; it changes no value). Values are
+`Expr` trees, immutable and hashable, built with Python operators (`x[i] * w[j] + acc`);
+index arithmetic uses the `INDEX` dtype. Builders fold constants (`i * 1 -> i`, `0 + i -> i`)
+so the generated code reads like code a person would write.
 A loop's `kind` is its schedule annotation: "serial", "unroll" (fully unrolled by the
 renderer's compiler), or "parallel" (its iterations split over the runtime's thread pool; such
 a loop stands at the top of a kernel and reads only the kernel's parameters). A serial loop's
@@ -447,6 +448,16 @@ class Store:
 
 
 @dataclass
+class Prefetch:
+    """A hint that buf[index] will be read soon: the renderer's prefetch instruction (the
+    line comes into every cache level), or nothing where it has none. It computes and
+    changes nothing, and index must lie inside the buffer."""
+
+    buf: Buffer
+    index: Expr
+
+
+@dataclass
 class Call:
     """A call of another kernel (a micro-kernel); args match its params: a `Ptr` for a
     Buffer param, an Expr for a `Scalar` param."""
@@ -625,6 +636,10 @@ class KernelBuilder:
                 self.emit(Store(buf, _lift(index, INDEX), value))
             return
         self.emit(Store(buf, _lift(index, INDEX), value, cnt))
+
+    def prefetch(self, buf: Buffer, index) -> None:
+        """Ask for the cache line of buf[index] ahead of its use (see `Prefetch`)."""
+        self.emit(Prefetch(buf, _lift(index, INDEX)))
 
     @contextmanager
     def csr(self, rowptr: Buffer, colidx: Buffer, row, name: str = "k"):

@@ -28,6 +28,7 @@ from test_vector_ir import (  # noqa: F401  (the imported tests run here on `bui
     lanewise_kernel,
     lanewise_reference,
     parallel_kernel,
+    prefetch_kernel,
     reduce_kernel,
     spmv_kernel,
     test_csr_spmv,
@@ -223,6 +224,22 @@ def test_scalar_semantics(tmp_path):
     np.testing.assert_array_equal(yb[2], np.append(a[1:] > 0, False))
     np.testing.assert_array_equal(yu[fin], np.trunc(f[fin] * 10).astype(np.int32)
                                   .astype(np.uint8))
+
+
+def test_prefetch_is_the_llvm_intrinsic_and_changes_nothing(tmp_path):
+    k = prefetch_kernel(100, 4)
+    r = LLVMRenderer(AVX2)
+    r.add(k)
+    assert "call void @\"llvm.prefetch.p0\"(" in r.ir_text()
+    fn = function(build(tmp_path, [k], "pf"), k)
+    x = np.arange(100, dtype=np.float32)
+    for start in (0, 60, 99, 100, 130):  # the last two ask for nothing
+        y = np.zeros(1, np.float32)
+        fn(x, y, start)
+        assert y[0] == x.sum()
+    asm = subprocess.run(["objdump", "-d", str(tmp_path / "pf.o")], capture_output=True,
+                         text=True).stdout
+    assert "prefetcht0" in asm
 
 
 def test_vector_kernels_build_for_avx512():

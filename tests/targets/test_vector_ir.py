@@ -563,3 +563,51 @@ def test_one_lane_masked_tail(tmp_path):
         y_ = np.array([SENTINEL], np.float32)
         fn(x_, y_, count)
         assert y_[0] == want, f"count {count}"
+
+
+def prefetch_kernel(n: int, lines: int) -> Kernel:
+    """y[0] = sum(x) after asking for `lines` lines of x from element `start` on, as the
+    blocked convolution asks for its next weights (a prefetch changes no value)."""
+    from edgec.targets.kernels.blocked import prefetch_lines
+
+    kb = KernelBuilder("prefetch_sum")
+    x, y = kb.input("x", F32, (n,)), kb.output("y", F32, (1,))
+    start = kb.scalar("start")
+    prefetch_lines(kb, x, start, lines, 16)
+    acc = kb.local("acc", 0.0)
+    with kb.loop(n, "i") as i:
+        kb.assign(acc, acc + x[i])
+    kb.store(y, 0, acc)
+    return kb.build()
+
+
+def test_prefetch_asks_for_whole_lines_and_none_past_the_buffer(tmp_path):
+    # EDGEC_PREFETCH is redefined to log each address it is given; the log must hold one
+    # address per 16 floats from `start`, `lines` of them, cut at the end of x.
+    n, lines = 100, 4
+    log = """static const void *pf_log[64];
+static int pf_count;
+#define EDGEC_PREFETCH(p) (pf_log[pf_count++] = (const void *)(p))
+int logged(const float *base, ptrdiff_t *out)
+{
+    for (int i = 0; i < pf_count; ++i)
+        out[i] = (const float *)pf_log[i] - base;
+    int n = pf_count;
+    pf_count = 0;
+    return n;
+}
+"""
+    k = prefetch_kernel(n, lines)
+    src = c_source([k], None).replace('#include <stdint.h>', '#include <stdint.h>\n' + log)
+    lib = ctypes.CDLL(str(gcc(tmp_path, src, [], "pf.so", ["-shared", "-fPIC"])))
+    fn = function(lib, k)
+    lib.logged.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    x = np.arange(n, dtype=np.float32)
+    for start, want in ((0, [0, 16, 32, 48]), (60, [60, 76, 92]), (99, [99]), (100, []),
+                        (130, [])):
+        y = np.zeros(1, np.float32)
+        fn(x, y, start)
+        assert y[0] == x.sum()
+        got = np.zeros(64, np.int64)
+        count = lib.logged(x.ctypes.data, got.ctypes.data)
+        assert list(got[:count]) == want, f"start {start}"

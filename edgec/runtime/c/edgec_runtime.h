@@ -6,6 +6,16 @@
 #include <stdint.h>
 #include "edgec_types.h"
 
+/* A hint that *p is read soon (the kernel IR's Prefetch): into every cache level where the
+ * compiler has a prefetch builtin, nothing elsewhere (or what the build defines instead). */
+#ifndef EDGEC_PREFETCH
+#if defined(__GNUC__) || defined(__clang__)
+#define EDGEC_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#else
+#define EDGEC_PREFETCH(p) ((void)(p))
+#endif
+#endif
+
 static inline const char *edgec_status_string(int status)
 {
     switch (status) {

@@ -19,7 +19,17 @@ from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node
 from .. import microkernels as mk
-from ..kernel_ir import Buffer, Expr, broadcast, const, maximum, minimum, select, vload
+from ..kernel_ir import (
+    Buffer,
+    Expr,
+    KernelBuilder,
+    broadcast,
+    const,
+    maximum,
+    minimum,
+    select,
+    vload,
+)
 from ..lowering import NodeKernelBuilder, kernel
 from .fused import activation_key, activation_of
 from .nn import derived_constant, window
@@ -187,6 +197,10 @@ def _row_taps(kb: NodeKernelBuilder, g: _Geo, oh: Expr) -> tuple[Expr, Expr]:
 _WEIGHT_CHUNK_BYTES = 16 * 1024
 _BAND_BYTES = 16 * 1024
 _MIN_TASKS = 16  # enough slices for the thread pool to balance
+_LINE_BYTES = 64  # the cache line of x86 and of the Arm cores edgec targets
+# Smaller weights are re-read from L2 by a task's later row bands: asking for them ahead
+# buys nothing and costs code (about 150 bytes a convolution)
+_PREFETCH_MIN_BYTES = 256 * 1024
 
 
 def _chunks(cblocks: int, block_bytes: int) -> tuple[int, int]:
@@ -268,7 +282,17 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
                 args += [cc, nchunks - 1 - cc] if partial else []
                 kb.call(fn, *args)
 
+            # The weights are read in one sequential sweep, chunk after chunk. A chunk is
+            # fetched by the first row and hit by the others, which is also when the hardware
+            # prefetcher stops running ahead, so each new chunk would start with misses to
+            # memory (ResNet-18's 512-channel convolutions: 3.0 ms instead of 2.3 from
+            # cache). Each row asks for its share of the next chunk's lines instead.
+            lines = -(-per_chunk * w_cb * fsize // _LINE_BYTES)
+            per_row = -(-lines // bh)
+            step = _LINE_BYTES // fsize
             with kb.loop(rows, "r") as r:
+                if w.numel * fsize >= _PREFETCH_MIN_BYTES:
+                    prefetch_lines(kb, w, wgrp + ncb * w_cb + r * (per_row * step), per_row, step)
                 oh = kb.local("oh", band * bh + r)
                 kh0, nkh = _row_taps(kb, g, oh)
                 for seg in segs:
@@ -286,6 +310,14 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
         for mb, cond in variants:
             with kb.if_(cond if len(variants) > 1 else const(True)):
                 emit(mb, n, grp, band, rows)
+
+
+def prefetch_lines(kb: KernelBuilder, w: Buffer, start: Expr, lines: int, step: int) -> None:
+    """Prefetch `lines` cache lines of w from element `start` on, none past its end."""
+    first = kb.local("pf0", start)
+    n = minimum(lines, maximum(w.numel - first + (step - 1), 0) // step)
+    with kb.loop(n, "pf") as q:
+        kb.prefetch(w, first + q * step)
 
 
 def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:

@@ -36,6 +36,7 @@ from ..kernel_ir import (
     Kernel,
     Local,
     Loop,
+    Prefetch,
     Ptr,
     Scalar,
     Store,
@@ -668,6 +669,8 @@ class CRenderer:
                     out.append(f"{indent}{self.vop('store_n', s.buf.dtype, p=p, v=v, n=n)};")
             elif isinstance(s, Store):
                 out.append(f"{indent}{s.buf.name}[{self.expr(s.index)}] = {self.expr(s.value)};")
+            elif isinstance(s, Prefetch):
+                out.append(f"{indent}EDGEC_PREFETCH({self.pointer(s.buf, s.index)});")
             elif isinstance(s, Call):
                 args = ", ".join(self.pointer(a.buf, a.offset) if isinstance(a, Ptr)
                                  else self.expr(a) for a in s.args)
@@ -783,7 +786,10 @@ def _names(k: Kernel) -> tuple[set[str], set[str]]:
                 visit(a)
 
     for s in walk(k.body):
-        if isinstance(s, Store):
+        if isinstance(s, Prefetch):
+            used.add(s.buf.name)
+            visit(s.index)
+        elif isinstance(s, Store):
             used.add(s.buf.name)
             for e in (s.index, s.value, s.count):
                 if e is not None:

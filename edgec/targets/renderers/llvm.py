@@ -33,6 +33,7 @@ from ..kernel_ir import (
     Kernel,
     Local,
     Loop,
+    Prefetch,
     Ptr,
     Scalar,
     Store,
@@ -444,6 +445,10 @@ class _FunctionBuilder:
                 self.b.store(self.expr(s.value), self.env[s.name].ptr)
             elif isinstance(s, Store):
                 self.store(s)
+            elif isinstance(s, Prefetch):  # read, keep in every cache level, data cache
+                fn = self.r.declare("llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+                self.b.call(fn, [self.pointer(s.buf, s.index), ir.Constant(I32, 0),
+                                 ir.Constant(I32, 3), ir.Constant(I32, 1)])
             elif isinstance(s, Call):
                 args = [self.pointer(a.buf, a.offset) if isinstance(a, Ptr) else self.expr(a)
                         for a in s.args]
