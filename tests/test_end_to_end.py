@@ -95,3 +95,42 @@ def test_c_generic_target(tmp_path):
     got = edgec.load(art.out_dir).run(feeds)
     for k in want:
         assert rel_error(got[k], want[k]) < 1e-4
+
+
+def test_loader_runs_again_with_fresh_outputs(tmp_path):
+    # The loader keeps the addresses of the last inputs and writes small outputs into arrays
+    # made once: each run must still read the input's current contents and return arrays of
+    # its own, for a small (staged) and a large (allocated per run) output alike.
+    import onnx
+    from onnx import TensorProto, helper
+
+    n = 5000  # 20 KB: past the staged-output size
+    g = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["big"]),
+         helper.make_node("ReduceMax", ["x"], ["small"], keepdims=1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+        [helper.make_tensor_value_info("big", TensorProto.FLOAT, [1, n]),
+         helper.make_tensor_value_info("small", TensorProto.FLOAT, [1, 1])],
+        [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
+    path = tmp_path / "two_outputs.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=10), path)
+    model = edgec.load(edgec.compile(path, tmp_path / "out").out_dir)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, n)).astype(np.float32)
+    x0 = x.copy()
+    first = model.run({"x": x})
+    x += 1.0  # the same array, new contents
+    second = model.run({"x": x})
+    np.testing.assert_array_equal(second["big"], 2 * x)
+    assert second["small"][0, 0] == x.max()
+    np.testing.assert_array_equal(first["big"], 2 * x0)
+    assert first["small"][0, 0] == x0.max(), "a later run overwrote an earlier result"
+    other = rng.standard_normal((1, n)).astype(np.float32)
+    assert model.run({"x": other})["small"][0, 0] == other.max()
+    assert model.run({"x": x[:, ::1].copy(order="F")})["small"][0, 0] == x.max()
+    wide = np.repeat(x, 2, axis=1)[:, ::2]  # a strided view: copied before the run
+    assert model.run({"x": wide})["small"][0, 0] == x.max()
+    x.shape = (n,)  # the same object, reshaped in place
+    with pytest.raises(edgec.errors.ShapeError, match="must have shape"):
+        model.run({"x": x})

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from .emulated import EmulatedModel
 
 ALIGN = 64
+# Outputs up to this size are written into arrays made once and copied out on each call: the
+# copy costs less than making a new array and asking numpy for its address (about 2 us each,
+# which is 7% of the MLP's whole run)
+STAGED_OUTPUT_BYTES = 16 * 1024
 
 
 def read_manifest(out_dir) -> dict:
@@ -81,6 +85,21 @@ class CompiledModel:
         self._in_ptrs = (ctypes.c_void_p * max(len(self._in_specs), 1))()
         self._out_ptrs = (ctypes.c_void_p * max(len(self._out_specs), 1))()
         self._ws_ptr = _address(self._workspace) if self._workspace.size else None
+        # the input arrays of the last call, whose addresses are in _in_ptrs: a caller that
+        # feeds the same array again (a loop over a camera buffer, a benchmark) skips the
+        # address lookup. Holding them keeps their data where it is (numpy refuses to resize
+        # an array that something else references).
+        self._last_in: list[np.ndarray | None] = [None] * len(self._in_specs)
+        # (name, staged array or None) per output; (index, name, shape, dtype) of the others
+        self._staged: list[tuple[str, np.ndarray | None]] = []
+        self._unstaged = []
+        for j, (name, shape, dtype) in enumerate(self._out_specs):
+            if np.prod(shape) * dtype.itemsize <= STAGED_OUTPUT_BYTES:
+                self._staged.append((name, np.empty(shape, dtype)))
+                self._out_ptrs[j] = _address(self._staged[-1][1])
+            else:
+                self._staged.append((name, None))
+                self._unstaged.append((j, name, shape, dtype))
 
     def set_num_threads(self, n: int) -> None:
         """Run on `n` threads (the caller included) from the next run on."""
@@ -134,15 +153,21 @@ class CompiledModel:
         arrays = self._fast_inputs(feeds)
         if arrays is None:
             arrays = self.check_inputs(feeds)
-        outs = {name: np.empty(shape, dtype) for name, shape, dtype in self._out_specs}
+        last = self._last_in
         for i, a in enumerate(arrays):
-            self._in_ptrs[i] = _address(a)
-        for j, o in enumerate(outs.values()):
+            if a is not last[i]:
+                self._in_ptrs[i] = _address(a)
+                last[i] = a
+        fresh = {}
+        for j, name, shape, dtype in self._unstaged:
+            fresh[name] = o = np.empty(shape, dtype)
             self._out_ptrs[j] = _address(o)
         status = self._run(self._in_ptrs, self._out_ptrs, self._ws_ptr)
-        if status != 0:
+        if status:
             raise EdgecError(f"{self.name}_run failed: {self._status(status).decode()}")
-        return outs
+        if not fresh:
+            return {name: o.copy() for name, o in self._staged}
+        return {name: fresh[name] if o is None else o.copy() for name, o in self._staged}
 
 
 def _address(a: np.ndarray) -> int:
