@@ -66,6 +66,23 @@ def instrument(out_dir: Path, threads: int) -> list[str]:
     return kernels
 
 
+ANCHORS = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool")
+
+
+def ort_node_names(model: onnx.ModelProto) -> dict[str, str]:
+    """onnxruntime names a fused node after a tensor it writes ('/layer1/layer1.0/relu/
+    Relu_output_0_nchwc'): that tensor's producer, followed back through first inputs to the
+    Conv/Gemm/pool that starts the fusion, gives the ONNX node edgec names its kernel after."""
+    producer = {o: n for n in model.graph.node for o in n.output}
+    names = {}
+    for tensor in producer:
+        n = producer[tensor]
+        while n.op_type not in ANCHORS and n.input and n.input[0] in producer:
+            n = producer[n.input[0]]
+        names[tensor] = n.name if n.op_type in ANCHORS else producer[tensor].name
+    return names
+
+
 def node_key(name: str) -> str:
     """A node name reduced to what both sides keep: '/layer1/layer1.0/conv1/Conv' and the
     kernel 'k2_layer1_layer1_0_conv1_Conv_nchwc' both give 'layer1_layer1_0_conv1_conv'."""
@@ -89,6 +106,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="edgec-profile-"))
     try:
         path = zoo.save(getattr(zoo, a.model)(), work / f"{a.model}.onnx")
+        proto = onnx.load(path, load_external_data=False)
         art = edgec.compile(path, work / "plain", target=a.target)
         timed = work / "timed"
         shutil.copytree(art.out_dir, timed)
@@ -104,7 +122,7 @@ def main() -> None:
         opts.enable_profiling = True
         opts.profile_file_prefix = str(work / "ort")
         sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        feeds = random_feeds(onnx.load(path, load_external_data=False))
+        feeds = random_feeds(proto)
         for _ in range(3):  # warm-up, not counted on edgec's side
             model.run(feeds)
         ctypes.memset(counters, 0, ctypes.sizeof(counters))
@@ -126,8 +144,13 @@ def main() -> None:
     for node, n in seen.items():
         ort_ms[node] *= min(a.runs, n) / n / a.runs
 
+    to_onnx = ort_node_names(proto)
+    renamed: dict[str, float] = defaultdict(float)
+    for node, ms in ort_ms.items():
+        tensor = node[: -len("_nchwc")] if node.endswith("_nchwc") else node
+        renamed[to_onnx.get(tensor, node)] += ms
     rows = []
-    ort_left = dict(ort_ms)
+    ort_left = dict(renamed)
     for k, name in enumerate(kernels):
         key = node_key(re.sub(r"^k\d+_", "", name))
         match = next((n for n in ort_left if node_key(n) and key.startswith(node_key(n))), None)
