@@ -8,6 +8,7 @@ import subprocess
 import numpy as np
 
 from edgec.ir.dtypes import DType
+from edgec.runtime import C_DIR
 from edgec.targets.kernel_ir import KernelBuilder, call, const, maximum, select, var
 from edgec.targets.renderers.c import CRenderer
 
@@ -34,10 +35,11 @@ def test_loop_of_extent_one_disappears():
 def compile_kernel(tmp_path, kernel_text: str, name: str):
     src = tmp_path / "k.c"
     src.write_text("#include <math.h>\n#include <stdbool.h>\n#include <stddef.h>\n"
-                   "#include <stdint.h>\n" + kernel_text.replace("static void", "void"))
+                   "#include <stdint.h>\n#include \"edgec_runtime.h\"\n"
+                   + kernel_text.replace("static void", "void"))
     so = tmp_path / "k.so"
     subprocess.run(["cc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                    str(src), "-o", str(so), "-lm"], check=True)
+                    f"-I{C_DIR}", str(src), "-o", str(so), "-lm"], check=True)
     return getattr(ctypes.CDLL(str(so)), name)
 
 

@@ -64,7 +64,7 @@ def c_source(kernels: list[Kernel], isa: VectorISA | None, threads: str | None =
         for c in k.callees() + [k]:
             order.setdefault(c.name, c)
     head = ["#include <math.h>", "#include <stdbool.h>", "#include <stddef.h>",
-            "#include <stdint.h>"]
+            "#include <stdint.h>", '#include "edgec_runtime.h"']
     if threads == "single":
         head.insert(0, "#define EDGEC_SINGLE_THREADED 1")
     if threads:

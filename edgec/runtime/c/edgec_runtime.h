@@ -2,6 +2,7 @@
  * Header-only and static, so several models linked into one app never clash. */
 #ifndef EDGEC_RUNTIME_H
 #define EDGEC_RUNTIME_H
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "edgec_types.h"
@@ -15,6 +16,33 @@
 #define EDGEC_PREFETCH(p) ((void)(p))
 #endif
 #endif
+
+/* expf without libm and without branches, so that a loop calling it vectorizes (libm's expf
+ * is a call per element): x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first exact
+ * in 9 bits), exp(r) by Cephes' polynomial, times 2^n built as 2^a 2^b, a + b = n, so that
+ * results in the denormal range and past FLT_MAX round and overflow as libm's do. Within
+ * 1.4 ulp of exp over all floats (1.5e-45 absolute below FLT_MIN); exp(NaN) is NaN. The
+ * kernel IR's "exp" on float32 is this function in both the C and the LLVM renderer, which
+ * compute it with the same IEEE operations in the same order. */
+static inline float edgec_expf(float x)
+{
+    float c = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;
+    c = c == c ? c : 0.0f;
+    float n = floorf(c * 1.44269504088896341f + 0.5f);
+    float r = c - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    int32_t k = (int32_t)n + 256, a = k >> 1, b = k - a; /* k > 0: a shift, not a division */
+    union { int32_t i; float f; } sa = { (a - 1) * 8388608 }, sb = { (b - 1) * 8388608 };
+    float y = p * sa.f * sb.f;
+    return x == x ? y : x;
+}
 
 static inline const char *edgec_status_string(int status)
 {

@@ -69,6 +69,8 @@ MATH_F32 = {
     "log1p": "log1pf", "expm1": "expm1f",
 }
 MATH_F64 = {k: (v[:-1] if v.endswith("f") and k != "isinf" else v) for k, v in MATH_F32.items()}
+# float32 exp is the runtime's edgec_expf (edgec_runtime.h): branch-free, so loops vectorize
+MATH_F32["exp"] = "edgec_expf"
 
 
 @dataclass(frozen=True)

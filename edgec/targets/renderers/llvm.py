@@ -42,6 +42,7 @@ from ..target import Target
 from .c import CRenderer, VectorISA, _check_closed
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+FLOAT = ir.FloatType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 
@@ -407,6 +408,8 @@ class _FunctionBuilder:
             return b.fcmp_ordered("==", mag, self.splat(_constant(float("inf"), dtype), lanes))
         if fn == "fmod":
             return b.frem(xs[0], xs[1])
+        if fn == "exp" and dtype is DType.F32:
+            return b.call(self.r.expf(xs[0].type), xs)
         if fn in INTRINSICS:
             return b.call(self.r.intrinsic(INTRINSICS[fn], xs[0].type), xs)
         if fn not in LIBM:
@@ -608,6 +611,49 @@ class LLVMRenderer:
     def intrinsic(self, name: str, t: ir.Type) -> ir.Function:
         n = {"fma": 3, "pow": 2, "maxnum": 2, "minnum": 2}.get(name, 1)
         return self.declare(f"llvm.{name}.{_mangle(t)}", t, [t] * n)
+
+    def expf(self, t: ir.Type) -> ir.Function:
+        """edgec_expf of edgec_runtime.h for float or a float vector type `t`, operation for
+        operation (so C and LLVM libraries agree bit for bit), inlined where it is called so
+        that loops over it vectorize."""
+        lanes = t.count if isinstance(t, ir.VectorType) else 1
+        name = "edgec_expf" + (f"_v{lanes}" if lanes > 1 else "")
+        fn = self.module.globals.get(name)
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(t, [t]), name)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        fn.attributes.add("nounwind")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        it = ir.VectorType(I32, lanes) if lanes > 1 else I32
+
+        def f(v: float) -> ir.Constant:
+            return ir.Constant(t, [ir.Constant(FLOAT, v)] * lanes if lanes > 1 else v)
+
+        def i(v: int) -> ir.Constant:
+            return ir.Constant(it, [ir.Constant(I32, v)] * lanes if lanes > 1 else v)
+
+        x = fn.args[0]
+        c = b.select(b.fcmp_ordered("<", x, f(-104.0)), f(-104.0),
+                     b.select(b.fcmp_ordered(">", x, f(89.0)), f(89.0), x))
+        c = b.select(b.fcmp_ordered("==", c, c), c, f(0.0))
+        n = b.call(self.intrinsic("floor", t), [b.fadd(b.fmul(c, f(1.44269504088896341)),
+                                                       f(0.5))])
+        r = b.fsub(c, b.fmul(n, f(0.693359375)))
+        r = b.fsub(r, b.fmul(n, f(-2.12194440e-4)))
+        p = f(1.9875691500e-4)
+        for coef in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                     5.0000001201e-1):
+            p = b.fadd(b.fmul(p, r), f(coef))
+        p = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), f(1.0))
+        k = b.add(b.fptosi(n, it), i(256))
+        half = b.ashr(k, i(1))
+        scales = [b.bitcast(b.mul(b.sub(e, i(1)), i(8388608)), t) for e in (half,
+                                                                           b.sub(k, half))]
+        y = b.fmul(b.fmul(p, scales[0]), scales[1])
+        b.ret(b.select(b.fcmp_ordered("==", x, x), y, x))
+        return fn
 
     def function(self, k: Kernel) -> ir.Function:
         """The LLVM function of kernel `k`, built on first use."""
