@@ -270,7 +270,8 @@ def clip(x: Expr, lo=None, hi=None) -> Expr:
 def sigmoid(x: Expr) -> Expr:
     e = call("exp", -call("abs", x))
     one = const(1, x.dtype)
-    return select(x >= 0, one / (one + e), e / (one + e))
+    r = one / (one + e)  # one division: e / (1 + e) as e * r is within an ulp of it
+    return select(x >= 0, r, e * r)
 
 
 @ew("HardSigmoid")
