@@ -270,8 +270,7 @@ def clip(x: Expr, lo=None, hi=None) -> Expr:
 def sigmoid(x: Expr) -> Expr:
     e = call("exp", -call("abs", x))
     one = const(1, x.dtype)
-    r = one / (one + e)  # one division: e / (1 + e) as e * r is within an ulp of it
-    return select(x >= 0, r, e * r)
+    return select(x >= 0, one / (one + e), e / (one + e))
 
 
 @ew("HardSigmoid")

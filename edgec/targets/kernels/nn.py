@@ -171,7 +171,6 @@ TILE_P_ONE = 8  # a row interior up to this wide is one tile (the 5 pixels of a 
 PW_ROWS = 8  # output channels a pointwise pass updates per load of an x row
 PW_DEPTH = 4  # input channels a pointwise pass adds per load and store of a y row
 PW_TILE_BYTES = 192 * 1024  # a pointwise tile of x (Cg rows) stays in L2 (512 KB and up)
-SOFTMAX_LANES = 8  # partial maxima and sums of a softmax row (as reduce.LANES)
 PW_TILE_MIN, PW_TILE_MAX = 64, 1024  # pixels per pointwise tile
 
 
@@ -830,53 +829,26 @@ def layer_normalization(kb: NodeKernelBuilder, node: Node) -> None:
 
 def _softmax(kb: NodeKernelBuilder, node: Node, log: bool) -> None:
     """Along one axis, subtracting the max first so exp never overflows:
-    softmax = e / sum(e), log-softmax = (x - max) - log(sum(e)), e = exp(x - max).
-    Along a contiguous axis of 16 or more, the max and the sum keep `LANES` partial results
-    (one float chain cannot be reordered, so a single accumulator keeps the loop, and its
-    exp, from vectorizing)."""
+    softmax = e / sum(e), log-softmax = (x - max) - log(sum(e)), e = exp(x - max)."""
     x_v = node.inputs[0]
     axis = node.attrs["axis"] + (len(x_v.shape) if node.attrs["axis"] < 0 else 0)
     outer, n = math.prod(x_v.shape[:axis]), x_v.shape[axis]
     inner = math.prod(x_v.shape[axis + 1:])
     x, y = kb.bind(x_v, "x"), kb.bind(node.output, "y")
-    lanes = SOFTMAX_LANES if inner == 1 and n >= 2 * SOFTMAX_LANES else 1
     with kb.loops([outer, inner], ["o", "i"]) as (o, i):
         base = o * (n * inner) + i
-
-        def each(body) -> None:
-            """body(index, lane) over the axis: blocks of `lanes`, then the tail."""
-            with kb.loop(n // lanes, "a") as a:
-                for lane in range(lanes):
-                    body(base + (a * lanes + lane) * inner, lane)
-            for k in range(n // lanes * lanes, n):
-                body(base + k * inner, k % lanes)
-
-        def fold(accs, combine) -> Expr:
-            step = 1
-            while step < len(accs):
-                for k in range(0, len(accs) - step, 2 * step):
-                    kb.assign(accs[k], combine(accs[k], accs[k + step]))
-                step *= 2
-            return accs[0]
-
-        maxes = [kb.local("mx", x[base + k * inner]) for k in range(lanes)]
-
-        def take_max(idx: Expr, lane: int) -> None:
-            kb.assign(maxes[lane], select(x[idx] > maxes[lane], x[idx], maxes[lane]))
-
-        each(take_max)
-        mx = fold(maxes, lambda a, b: select(b > a, b, a))
-        sums = [kb.local("sum", const(0, y.dtype)) for _ in range(lanes)]
-
-        def add_exp(idx: Expr, lane: int) -> None:
-            e = call("exp", x[idx] - mx)
-            if not log:
-                kb.store(y, idx, e)
-                e = y[idx]
-            kb.assign(sums[lane], sums[lane] + e)
-
-        each(add_exp)
-        s = fold(sums, lambda a, b: a + b)
+        mx = kb.local("mx", x[base])
+        with kb.loop(n - 1, "a") as a:
+            v = x[base + (a + 1) * inner]
+            kb.assign(mx, select(v > mx, v, mx))
+        s = kb.local("sum", const(0, y.dtype))
+        with kb.loop(n, "a") as a:
+            e = call("exp", x[base + a * inner] - mx)
+            if log:
+                kb.assign(s, s + e)
+            else:
+                kb.store(y, base + a * inner, e)
+                kb.assign(s, s + y[base + a * inner])
         if log:
             lse = kb.local("lse", call("log", s))
             with kb.loop(n, "a") as a:
