@@ -95,7 +95,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--target", default="x86")
-    ap.add_argument("--top", type=int, default=0, help="print only the N slowest rows")
+    ap.add_argument("--top", type=int, default=0,
+                    help="print only the N slowest rows (the total still counts all)")
     a = ap.parse_args()
 
     import onnxruntime as ort
@@ -147,8 +148,8 @@ def main() -> None:
     to_onnx = ort_node_names(proto)
     renamed: dict[str, float] = defaultdict(float)
     for node, ms in ort_ms.items():
-        tensor = node[: -len("_nchwc")] if node.endswith("_nchwc") else node
-        renamed[to_onnx.get(tensor, node)] += ms
+        tensor = node.removeprefix("fused ").removesuffix("_nchwc")  # ("fused /fc1/Gemm")
+        renamed[to_onnx.get(tensor, tensor)] += ms
     rows = []
     ort_left = dict(renamed)
     for k, name in enumerate(kernels):
@@ -157,6 +158,8 @@ def main() -> None:
         theirs = ort_left.pop(match) if match else None
         rows.append((name, counters[k] / 1e6 / a.runs, match, theirs))
     rows += [("", None, n, ms) for n, ms in ort_left.items()]
+    total_ours = sum(r[1] for r in rows if r[1] is not None)
+    total_theirs = sum(r[3] for r in rows if r[3] is not None)
     if a.top:
         rows = sorted(rows, key=lambda r: -max(r[1] or 0, r[3] or 0))[: a.top]
 
@@ -169,8 +172,6 @@ def main() -> None:
         diff = f"{ours - theirs:+.3f}" if ours is not None and theirs is not None else ""
         print(f"| {name} | {'' if ours is None else f'{ours:.3f}'} | {node or ''} | "
               f"{'' if theirs is None else f'{theirs:.3f}'} | {diff} |")
-    total_ours = sum(r[1] for r in rows if r[1] is not None)
-    total_theirs = sum(r[3] for r in rows if r[3] is not None)
     print(f"| total | {total_ours:.3f} | | {total_theirs:.3f} | {total_ours - total_theirs:+.3f} |")
 
 
