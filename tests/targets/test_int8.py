@@ -22,6 +22,7 @@ from test_vector_ir import CFLAGS, build, c_source, function, gcc
 
 import edgec
 from edgec.ir.dtypes import DType
+from edgec.runtime import C_DIR
 from edgec.targets import microkernels_int8 as mk8
 from edgec.targets.kernel_ir import (
     Kernel,
@@ -165,8 +166,8 @@ def test_dot4_avx512_compiles_to_vnni(tmp_path):
     path = tmp_path / "dot4_avx512.c"
     path.write_text(src)
     asm = tmp_path / "dot4_avx512.s"
-    subprocess.run(["gcc", *CFLAGS, "-march=icelake-server", "-S", str(path), "-o", str(asm)],
-                   check=True)
+    subprocess.run(["gcc", *CFLAGS, f"-I{C_DIR}", "-march=icelake-server", "-S", str(path), "-o",
+                    str(asm)], check=True)
     assert "vpdpbusd" in asm.read_text()
     assert "_mm512_dpbusd_epi32" in src and "_mm512_broadcastd_epi32(_mm_loadu_si32(" in src
 
@@ -376,8 +377,8 @@ def test_gemm_tiles_compile_for_avx512(tmp_path):
     path = tmp_path / "gemm_avx512.c"
     path.write_text(c_source(kernels, VECTOR_ISAS["avx512"]))
     asm = tmp_path / "gemm_avx512.s"
-    subprocess.run(["gcc", *CFLAGS, "-O3", "-march=icelake-server", "-S", str(path), "-o",
-                    str(asm)], check=True)
+    subprocess.run(["gcc", *CFLAGS, f"-I{C_DIR}", "-O3", "-march=icelake-server", "-S",
+                    str(path), "-o", str(asm)], check=True)
     text = asm.read_text()
     assert "vpdpbusd" in text and "vpmovdb" in text
 
