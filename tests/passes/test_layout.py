@@ -123,7 +123,7 @@ def mixed_graph() -> Graph:
     ga = n.op("GlobalAveragePool", n.op("Clip", t, n.const(-0.5, "lo"), n.const(0.5, "hi")))
     grouped = n.conv(e, 24, group=2, name="grouped")  # not depthwise: left alone
     sig = n.conv(d1, 24, k=1, activation="Sigmoid", name="sig")  # no vector Sigmoid epilogue
-    leaky = n.conv(d1, 24, k=1, activation="LeakyRelu", params=(0.1,), name="leaky")
+    leaky = n.conv(d1, 24, k=1, activation="LeakyRelu", params=(0.1,), name="leaky")  # blocked
     st = n.conv(s, 16, k=3, stride=2, activation="Relu", name="stemconv")  # 3 < block channels
     st = n.conv(st, 16, k=3, z=st, activation="Relu", name="res")  # residual of a blocked value
     n.g.outputs = [m1, gm, ga, c1, grouped, n.op("Add", sig, leaky), t,
@@ -137,8 +137,8 @@ def test_mixed_graph_numerics(block):
     g = mixed_graph()
     out = layout(g, block)
     counts = ops(out)
-    assert counts["BlockedConv"] == 5 and counts["BlockedPool"] == 6, counts
-    assert counts["Conv"] == 1 and counts["FusedConv"] == 2, counts  # grouped, Sigmoid, Leaky
+    assert counts["BlockedConv"] == 6 and counts["BlockedPool"] == 6, counts
+    assert counts["Conv"] == 1 and counts["FusedConv"] == 1, counts  # grouped, Sigmoid
     assert_same_numerics(g, out)
 
 
@@ -303,6 +303,8 @@ def geometry_model():
         n.node("HardSwish", [n.conv(x, 16, 16, (3, 5), pads=[1, 2, 0, 1])]),
         n.node("HardSigmoid", [n.conv(x, 16, 16, (1, 3), dilation=(1, 3))], alpha=0.3,
                beta=0.4),
+        n.node("LeakyRelu", [n.conv(x, 16, 24, 3)], alpha=0.2),
+        n.node("LeakyRelu", [n.conv(x, 16, 16, 3, group=16)], alpha=0.05),
         relu(n.conv(x, 16, 16, 3, stride=2, group=16)),
         n.conv(x, 16, 16, 5, dilation=2, group=16),
         n.conv(x, 16, 16, 3, pads=[1, 0, 0, 1], group=16, bias=False),
@@ -364,7 +366,7 @@ def gemm_model():
     outs = []
     for m, k, cols, act in ((1, 40, 70, "Relu"), (3, 40, 37, "Clip"), (5, 7, 21, "Relu"),
                             (5, 1, 9, ""), (1, 16, 8, "Clip"), (1, 9, 3, ""),
-                            (4, 8, 16, "Relu"), (9, 5, 33, "Clip")):
+                            (4, 8, 16, "Relu"), (9, 5, 33, "Clip"), (2, 6, 11, "LeakyRelu")):
         a = n.input(f"a{m}_{cols}", [m, k])
         z = n.input(f"z{m}_{cols}", [m, cols])
         y = n.node("Add", [n.node("MatMul", [a, n.weight((k, cols))]),
@@ -374,6 +376,8 @@ def gemm_model():
             y = n.node("Relu", [y])
         elif act == "Clip":
             y = n.node("Clip", [y, n.const(np.float32(-0.5)), n.const(np.float32(1.0))])
+        elif act == "LeakyRelu":
+            y = n.node("LeakyRelu", [y], alpha=0.3)
         outs.append(y)
     a3 = n.input("batch", [2, 3, 24])
     outs.append(n.node("Relu", [n.node("Add", [n.node("MatMul", [a3, n.weight((24, 19))]),
@@ -415,6 +419,7 @@ def test_end_to_end_against_onnxruntime(model, target, tmp_path):
         assert "layout-nchwc{block=8}" in art.manifest["pipeline"]  # AVX2 on this machine
         if model == "gemm":
             assert src.count("mk_gemm_f32x8_m") >= 8, "the vector GEMM was not used"
+            assert "_leakyrelu_0_3(" in src  # LeakyRelu in the vector epilogue
         else:
             assert art.manifest["ops"].get("BlockedConv"), art.manifest["ops"]
             assert "mk_conv_f32x8" in src
@@ -422,6 +427,9 @@ def test_end_to_end_against_onnxruntime(model, target, tmp_path):
                 assert "_b8_acc" in src and "_b8_z_acc" in src
             else:
                 assert "mk_dwconv_f32x8" in src
+            if model == "geometry":  # LeakyRelu in the vector epilogues
+                assert "mk_conv_f32x8_m2_r6_b8_leakyrelu_0_2(" in src
+                assert "mk_dwconv_f32x8_r6_p8_leakyrelu_0_05(" in src
     else:
         assert "layout-nchwc" not in art.manifest["pipeline"] and "_mm256" not in src
     feeds = random_feeds(m)
@@ -440,19 +448,28 @@ def test_mixed_graph_end_to_end(tmp_path):
     feeds = feeds_for(g)
     want = interpret(g, feeds)
     art = compile_graph(g.copy(), tmp_path, target="x86", name="mixed")
-    assert art.manifest["ops"]["BlockedConv"] == 5 and art.manifest["ops"]["BlockedPool"] == 6
+    assert art.manifest["ops"]["BlockedConv"] == 6 and art.manifest["ops"]["BlockedPool"] == 6
     got = edgec.load(tmp_path).run(feeds)
     bad = {name: rel_error(got[name], w) for name, w in want.items()}
     assert all(e <= 1e-5 for e in bad.values()), bad
 
 
-def test_avx512_build_compiles_without_warnings(tmp_path):
+@pytest.mark.parametrize("model", ["mixed", "geometry"])
+def test_avx512_build_compiles_without_warnings(tmp_path, model):
     # This machine has no AVX-512 (nor has qemu-user): the 16-lane blocked build is compiled,
     # warnings as errors, but not run.
+    if model == "geometry":  # every conv geometry and vector activation
+        art = edgec.compile(geometry_model(), tmp_path, target="x86-avx512", name="mixed")
+        assert "mk_conv_f32x16" in (tmp_path / "mixed.c").read_text()
+        res = subprocess.run(["gcc", *art.manifest["cflags"], "-Wall", "-Wextra", "-Werror",
+                              "-c", "mixed.c", "-o", "check.o"], cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        return
     g = mixed_graph()
     art = compile_graph(g, tmp_path, target="x86-avx512", name="mixed")
     assert "layout-nchwc{block=16}" in art.manifest["pipeline"]
-    assert art.manifest["ops"]["BlockedConv"] == 5
+    assert art.manifest["ops"]["BlockedConv"] == 6
     src = (tmp_path / "mixed.c").read_text()
     assert "mk_conv_f32x16" in src and "mk_dwconv_f32x16" in src and "_mm512_fmadd_ps" in src
     res = subprocess.run(["gcc", *art.manifest["cflags"], "-Wall", "-Wextra", "-Werror", "-c",

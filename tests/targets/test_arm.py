@@ -261,8 +261,8 @@ def edge_net():
     y = n.node("Add", [y, x])
     d = n.node("HardSwish", [n.conv(y, 20, 20, 3, group=20)])
     p = n.node("AveragePool", [d], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
-    q = n.node("MaxPool", [n.conv(p, 20, 12, 1)], kernel_shape=[2, 2], strides=[1, 1],
-               pads=[0, 0, 1, 1])
+    q = n.node("MaxPool", [n.node("LeakyRelu", [n.conv(p, 20, 12, 1)], alpha=0.1)],
+               kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1])
     g = n.node("Flatten", [n.node("GlobalAveragePool", [q])], axis=1)
     n.output(n.node("Gemm", [g, n.weight((13, 12)), n.weight((13,), 0.1)], name="logits",
                     transB=1), q)

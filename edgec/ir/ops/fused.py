@@ -46,7 +46,7 @@ ACTIVATION_PARAMS: dict[str, tuple[str, ...]] = {
 
 # the activations the vector epilogues of the micro-kernels implement (max/min/select/fma
 # only: no exp or tanh in the vector ISA tables)
-VECTOR_ACTIVATIONS = frozenset({"", "Relu", "Clip", "HardSigmoid", "HardSwish"})
+VECTOR_ACTIVATIONS = frozenset({"", "Relu", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu"})
 
 _EPILOGUE_ATTRS = {"activation": Attr.str(""), "activation_params": Attr.floats([])}
 
