@@ -122,7 +122,7 @@ def mixed_graph() -> Graph:
     gm = n.op("GlobalMaxPool", t)
     ga = n.op("GlobalAveragePool", n.op("Clip", t, n.const(-0.5, "lo"), n.const(0.5, "hi")))
     grouped = n.conv(e, 24, group=2, name="grouped")  # not depthwise: left alone
-    sig = n.conv(d1, 24, k=1, activation="Sigmoid", name="sig")  # no vector Sigmoid epilogue
+    sig = n.conv(d1, 24, k=1, activation="Sigmoid", name="sig")  # blocked
     leaky = n.conv(d1, 24, k=1, activation="LeakyRelu", params=(0.1,), name="leaky")  # blocked
     st = n.conv(s, 16, k=3, stride=2, activation="Relu", name="stemconv")  # 3 < block channels
     st = n.conv(st, 16, k=3, z=st, activation="Relu", name="res")  # residual of a blocked value
@@ -137,8 +137,8 @@ def test_mixed_graph_numerics(block):
     g = mixed_graph()
     out = layout(g, block)
     counts = ops(out)
-    assert counts["BlockedConv"] == 6 and counts["BlockedPool"] == 6, counts
-    assert counts["Conv"] == 1 and counts["FusedConv"] == 1, counts  # grouped, Sigmoid
+    assert counts["BlockedConv"] == 7 and counts["BlockedPool"] == 6, counts
+    assert counts["Conv"] == 1 and not counts["FusedConv"], counts  # grouped
     assert_same_numerics(g, out)
 
 
@@ -216,7 +216,7 @@ def test_ops_the_pass_leaves_alone():
     h = n.conv(x, 16, name="head")  # converted: every other op reads a blocked value
     grouped = n.conv(h, 16, group=2, name="grouped")
     mult = n.conv(h, 32, group=16, name="multiplier")  # depthwise with multiplier 2
-    sig = n.conv(h, 16, activation="Sigmoid", name="sig")
+    sig = n.conv(h, 16, activation="Sigmoid", name="sig")  # converted too (exp is vector)
     tanh = n.conv(h, 16, activation="Tanh", name="tanh")
     w = n.const(RNG.standard_normal((16, 16, 3, 3)) * 0.1, "wb")
     var_bias = n.op("Conv", h, w, bias, dilations=[1, 1], group=1, pads=[1, 1, 1, 1],
@@ -233,10 +233,10 @@ def test_ops_the_pass_leaves_alone():
     verify(g)
     out = layout(g, 8)
     counts = ops(out)
-    assert counts["BlockedConv"] == 1 and counts["BlockedPool"] == 1, counts  # head, the GAP
-    assert counts["Conv"] == 3 and counts["FusedConv"] == 2, counts
+    assert counts["BlockedConv"] == 2 and counts["BlockedPool"] == 1, counts  # head, sig; GAP
+    assert counts["Conv"] == 3 and counts["FusedConv"] == 1, counts
     assert counts["MaxPool"] == 3 and counts["Add"] == 1 and counts["Mul"] == 1, counts
-    assert counts["ReorderFromBlocked"] == 2, counts  # head's and the GAP's plain forms
+    assert counts["ReorderFromBlocked"] == 3, counts  # head's, sig's and the GAP's plain forms
     assert_same_numerics(g, out)
 
 
@@ -305,6 +305,8 @@ def geometry_model():
                beta=0.4),
         n.node("LeakyRelu", [n.conv(x, 16, 24, 3)], alpha=0.2),
         n.node("LeakyRelu", [n.conv(x, 16, 16, 3, group=16)], alpha=0.05),
+        n.node("Sigmoid", [n.conv(x, 16, 16, 3, stride=2)]),  # exp in the vector epilogue
+        n.node("Sigmoid", [n.conv(x, 16, 16, 3, group=16)]),
         relu(n.conv(x, 16, 16, 3, stride=2, group=16)),
         n.conv(x, 16, 16, 5, dilation=2, group=16),
         n.conv(x, 16, 16, 3, pads=[1, 0, 0, 1], group=16, bias=False),
@@ -430,6 +432,7 @@ def test_end_to_end_against_onnxruntime(model, target, tmp_path):
             if model == "geometry":  # LeakyRelu in the vector epilogues
                 assert "mk_conv_f32x8_m2_r6_b8_leakyrelu_0_2(" in src
                 assert "mk_dwconv_f32x8_r6_p8_leakyrelu_0_05(" in src
+                assert "_b16_sigmoid(" in src and "_p8_sigmoid(" in src  # (stride 2: b16)
     else:
         assert "layout-nchwc" not in art.manifest["pipeline"] and "_mm256" not in src
     feeds = random_feeds(m)
@@ -448,7 +451,7 @@ def test_mixed_graph_end_to_end(tmp_path):
     feeds = feeds_for(g)
     want = interpret(g, feeds)
     art = compile_graph(g.copy(), tmp_path, target="x86", name="mixed")
-    assert art.manifest["ops"]["BlockedConv"] == 6 and art.manifest["ops"]["BlockedPool"] == 6
+    assert art.manifest["ops"]["BlockedConv"] == 7 and art.manifest["ops"]["BlockedPool"] == 6
     got = edgec.load(tmp_path).run(feeds)
     bad = {name: rel_error(got[name], w) for name, w in want.items()}
     assert all(e <= 1e-5 for e in bad.values()), bad
@@ -469,7 +472,7 @@ def test_avx512_build_compiles_without_warnings(tmp_path, model):
     g = mixed_graph()
     art = compile_graph(g, tmp_path, target="x86-avx512", name="mixed")
     assert "layout-nchwc{block=16}" in art.manifest["pipeline"]
-    assert art.manifest["ops"]["BlockedConv"] == 6
+    assert art.manifest["ops"]["BlockedConv"] == 7
     src = (tmp_path / "mixed.c").read_text()
     assert "mk_conv_f32x16" in src and "mk_dwconv_f32x16" in src and "_mm512_fmadd_ps" in src
     res = subprocess.run(["gcc", *art.manifest["cflags"], "-Wall", "-Wextra", "-Werror", "-c",

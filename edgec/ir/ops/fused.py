@@ -44,9 +44,10 @@ ACTIVATION_PARAMS: dict[str, tuple[str, ...]] = {
     "Tanh": (), "HardSigmoid": ("alpha", "beta"), "HardSwish": (),
 }
 
-# the activations the vector epilogues of the micro-kernels implement (max/min/select/fma
-# only: no exp or tanh in the vector ISA tables)
-VECTOR_ACTIVATIONS = frozenset({"", "Relu", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu"})
+# the activations the vector epilogues of the micro-kernels implement: max/min/select/fma,
+# and exp (the ISA tables' lane-wise edgec_expf); no tanh in the vector ISA tables
+VECTOR_ACTIVATIONS = frozenset({"", "Relu", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu",
+                                "Sigmoid"})
 
 _EPILOGUE_ATTRS = {"activation": Attr.str(""), "activation_params": Attr.floats([])}
 
