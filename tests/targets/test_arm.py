@@ -253,8 +253,8 @@ def test_parallel_loop(built, fn):
 def edge_net():
     """Channel counts that are not multiples of the tiles (20 = 5 blocks of 4: a full group of
     4 blocks and a rest of 1 on arm64), a plain-input stem, stride 2, dilation, depthwise,
-    a residual, pools and the vector activations (Sigmoid's exp too); a Gemm whose width is no
-    multiple of 8."""
+    a residual, pools and the vector activations (Sigmoid's exp and Tanh too); a Gemm whose
+    width is no multiple of 8."""
     n = OnnxNet("edge_net", seed=3)
     x = n.node("Relu", [n.conv(n.input("input", [1, 3, 19, 17]), 3, 20, 3, stride=2)])
     y = n.node("Clip", [n.conv(x, 20, 20, 3, dilation=2), n.const(np.float32(0)),
@@ -266,7 +266,8 @@ def edge_net():
                kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1])
     g = n.node("Flatten", [n.node("GlobalAveragePool", [q])], axis=1)
     n.output(n.node("Gemm", [g, n.weight((13, 12)), n.weight((13,), 0.1)], name="logits",
-                    transB=1), q, n.node("Sigmoid", [n.conv(p, 20, 8, 3)]))
+                    transB=1), q, n.node("Sigmoid", [n.conv(p, 20, 8, 3)]),
+             n.node("Tanh", [n.conv(p, 20, 4, 1)]))
     return n.model()
 
 

@@ -45,9 +45,9 @@ ACTIVATION_PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 # the activations the vector epilogues of the micro-kernels implement: max/min/select/fma,
-# and exp (the ISA tables' lane-wise edgec_expf); no tanh in the vector ISA tables
+# exp and tanh (the ISA tables' lane-wise edgec_expf and edgec_tanhf)
 VECTOR_ACTIVATIONS = frozenset({"", "Relu", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu",
-                                "Sigmoid"})
+                                "Sigmoid", "Tanh"})
 
 _EPILOGUE_ATTRS = {"activation": Attr.str(""), "activation_params": Attr.floats([])}
 

@@ -69,8 +69,9 @@ MATH_F32 = {
     "log1p": "log1pf", "expm1": "expm1f",
 }
 MATH_F64 = {k: (v[:-1] if v.endswith("f") and k != "isinf" else v) for k, v in MATH_F32.items()}
-# float32 exp is the runtime's edgec_expf (edgec_runtime.h): branch-free, so loops vectorize
-MATH_F32["exp"] = "edgec_expf"
+# float32 exp and tanh are the runtime's edgec_expf and edgec_tanhf (edgec_runtime.h):
+# branch-free, so loops over them vectorize
+MATH_F32 |= {"exp": "edgec_expf", "tanh": "edgec_tanhf"}
 
 
 @dataclass(frozen=True)
@@ -132,19 +133,20 @@ def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
     return ops
 
 
-def _exp_by_lanes(name: str, vtype: str, lanes: int, store: str, load: str) -> str:
-    """A vector exp lane by lane through the runtime's edgec_expf, which has no branches, so
-    that the compiler turns the loop back into vector code where the ISA allows: every lane
-    gets the value a scalar kernel computes."""
-    return f"""static inline {vtype} {name}({vtype} v)
+def _math_by_lanes(vtype: str, lanes: int, store: str, load: str) -> str:
+    """Vector exp and tanh lane by lane through the runtime's edgec_expf and edgec_tanhf
+    (edgec_exp{lanes}, edgec_tanh{lanes}), which have no branches, so that the compiler turns
+    the loop back into vector code where the ISA allows: every lane gets the value a scalar
+    kernel computes."""
+    return "".join(f"""static inline {vtype} edgec_{fn}{lanes}({vtype} v)
 {{
     float x[{lanes}];
     {store.format(p="x", v="v")};
     for (int i = 0; i < {lanes}; ++i)
-        x[i] = edgec_expf(x[i]);
+        x[i] = edgec_{fn}f(x[i]);
     return {load.format(p="x")};
 }}
-"""
+""" for fn in ("exp", "tanh"))
 
 
 AVX512 = VectorISA(
@@ -156,7 +158,7 @@ AVX512 = VectorISA(
         "hreduce_add": "_mm512_reduce_add_ps({a})", "hreduce_max": "_mm512_reduce_max_ps({a})",
         "hreduce_min": "_mm512_reduce_min_ps({a})",
         "select_cmp": "_mm512_mask_blend_ps(_mm512_cmp_ps_mask({a}, {b}, {pred}), {y}, {x})",
-        "exp": "edgec_exp16({a})", "abs": "_mm512_abs_ps({a})",
+        "exp": "edgec_exp16({a})", "tanh": "edgec_tanh16({a})", "abs": "_mm512_abs_ps({a})",
         "neg": "_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512({a}), "
                "_mm512_set1_epi32(INT32_MIN)))",
     }) | _int32_ops("_mm512", {
@@ -172,8 +174,8 @@ AVX512 = VectorISA(
     }, {t: "_mm512_mask_cvtepi32_storeu_epi8({p}, EDGEC_MASK16({n}), {v})"
         for t in (DType.U8, DType.I8)}),
     "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n"
-    + _exp_by_lanes("edgec_exp16", "__m512", 16, "_mm512_storeu_ps({p}, {v})",
-                    "_mm512_loadu_ps({p})"), registers=32)
+    + _math_by_lanes("__m512", 16, "_mm512_storeu_ps({p}, {v})", "_mm512_loadu_ps({p})"),
+    registers=32)
 
 AVX2 = VectorISA(
     "avx2", 32, "immintrin.h", {DType.F32: "__m256", DType.I32: "__m256i",
@@ -184,7 +186,8 @@ AVX2 = VectorISA(
         "hreduce_add": "edgec_hadd8({a})", "hreduce_max": "edgec_hmax8({a})",
         "hreduce_min": "edgec_hmin8({a})",
         "select_cmp": "_mm256_blendv_ps({y}, {x}, _mm256_cmp_ps({a}, {b}, {pred}))",
-        "exp": "edgec_exp8({a})", "abs": "_mm256_andnot_ps(_mm256_set1_ps(-0.0f), {a})",
+        "exp": "edgec_exp8({a})", "tanh": "edgec_tanh8({a})",
+        "abs": "_mm256_andnot_ps(_mm256_set1_ps(-0.0f), {a})",
         "neg": "_mm256_xor_ps({a}, _mm256_set1_ps(-0.0f))",
     }) | _int32_ops("_mm256", {
         "load": "_mm256_loadu_si256((const __m256i *)({p}))",
@@ -256,8 +259,7 @@ static inline __m256i edgec_dot4_i8i8(__m256i acc, __m256i a, __m256i b)
     }
 EDGEC_STORE8(edgec_store8_u8, uint8_t, _mm_packus_epi16)
 EDGEC_STORE8(edgec_store8_i8, int8_t, _mm_packs_epi16)
-""" + _exp_by_lanes("edgec_exp8", "__m256", 8, "_mm256_storeu_ps({p}, {v})",
-                    "_mm256_loadu_ps({p})"))
+""" + _math_by_lanes("__m256", 8, "_mm256_storeu_ps({p}, {v})", "_mm256_loadu_ps({p})"))
 
 
 def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], str]:
@@ -281,7 +283,8 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
     ops |= {("max", DType.I32): "vmaxq_s32({a}, {b})", ("min", DType.I32): "vminq_s32({a}, {b})",
             ("fma", DType.F32): "vfmaq_f32({c}, {a}, {b})",
             ("select_cmp", DType.F32): "vbslq_f32({pred}({a}, {b}), {x}, {y})",
-            ("exp", DType.F32): "edgec_exp4({a})", ("abs", DType.F32): "vabsq_f32({a})",
+            ("exp", DType.F32): "edgec_exp4({a})", ("tanh", DType.F32): "edgec_tanh4({a})",
+            ("abs", DType.F32): "vabsq_f32({a})",
             ("neg", DType.F32): "vnegq_f32({a})"}
     return ops | extra
 
@@ -347,7 +350,7 @@ static inline uint32x4_t edgec_vcneq_f32(float32x4_t a, float32x4_t b)
 {
     return vmvnq_u32(vceqq_f32(a, b));  /* unordered: true when either is NaN, as C's != */
 }
-""" + _exp_by_lanes("edgec_exp4", "float32x4_t", 4, "vst1q_f32({p}, {v})", "vld1q_f32({p})")
+""" + _math_by_lanes("float32x4_t", 4, "vst1q_f32({p}, {v})", "vld1q_f32({p})")
 # ordered comparisons (false on NaN), as x86's _CMP_*_OQ and C's scalar comparisons
 NEON_PREDICATES = {"lt": "vcltq_f32", "le": "vcleq_f32", "gt": "vcgtq_f32", "ge": "vcgeq_f32",
                    "eq": "vceqq_f32", "ne": "edgec_vcneq_f32"}
@@ -532,7 +535,7 @@ class CRenderer:
             return self.vop("dot4", a[1].dtype, c=acc, a=x, b=y)
         if op == "cast":
             return self.vop(f"to_{e.dtype.name.lower()}", a[0].dtype, a=self.expr(a[0]))
-        if op == "call" and a[0] in ("round", "exp", "abs"):
+        if op == "call" and a[0] in ("round", "exp", "tanh", "abs"):
             return self.vop(a[0], e.dtype, a=self.expr(a[1]))
         if op == "neg":
             return self.vop("neg", e.dtype, a=self.expr(a[0]))

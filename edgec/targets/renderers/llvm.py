@@ -410,6 +410,8 @@ class _FunctionBuilder:
             return b.frem(xs[0], xs[1])
         if fn == "exp" and dtype is DType.F32:
             return b.call(self.r.expf(xs[0].type), xs)
+        if fn == "tanh" and dtype is DType.F32:
+            return b.call(self.r.tanhf(xs[0].type), xs)
         if fn in INTRINSICS:
             return b.call(self.r.intrinsic(INTRINSICS[fn], xs[0].type), xs)
         if fn not in LIBM:
@@ -653,6 +655,37 @@ class LLVMRenderer:
                                                                            b.sub(k, half))]
         y = b.fmul(b.fmul(p, scales[0]), scales[1])
         b.ret(b.select(b.fcmp_ordered("==", x, x), y, x))
+        return fn
+
+    def tanhf(self, t: ir.Type) -> ir.Function:
+        """edgec_tanhf of edgec_runtime.h for float or a float vector type `t`, operation for
+        operation, as `expf`."""
+        lanes = t.count if isinstance(t, ir.VectorType) else 1
+        name = "edgec_tanhf" + (f"_v{lanes}" if lanes > 1 else "")
+        fn = self.module.globals.get(name)
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(t, [t]), name)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        fn.attributes.add("nounwind")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+        def f(v: float) -> ir.Constant:
+            return ir.Constant(t, [ir.Constant(FLOAT, v)] * lanes if lanes > 1 else v)
+
+        x = fn.args[0]
+        a = b.call(self.intrinsic("fabs", t), [x])
+        e = b.call(self.expf(t), [b.fadd(a, a)])
+        big = b.fsub(f(1.0), b.fdiv(f(2.0), b.fadd(e, f(1.0))))
+        big = b.select(b.fcmp_ordered("<", x, f(0.0)), b.fneg(big), big)
+        z = b.fmul(x, x)
+        p = f(-5.70498872745e-3)
+        for coef in (2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1):
+            p = b.fadd(b.fmul(p, z), f(coef))
+        small = b.fadd(b.fmul(b.fmul(p, z), x), x)
+        small = b.select(b.fcmp_ordered("==", a, f(0.0)), x, small)
+        b.ret(b.select(b.fcmp_ordered(">", a, f(0.625)), big, small))
         return fn
 
     def function(self, k: Kernel) -> ir.Function:
