@@ -614,79 +614,78 @@ class LLVMRenderer:
         n = {"fma": 3, "pow": 2, "maxnum": 2, "minnum": 2}.get(name, 1)
         return self.declare(f"llvm.{name}.{_mangle(t)}", t, [t] * n)
 
+    def _inline_math(self, name: str, t: ir.Type, body) -> ir.Function:
+        """The internal, always-inlined function `name` of float or float-vector type `t`
+        (suffixed _vN for N lanes), built on first use: body(builder, x, splat) returns its
+        value, splat(v) being the constant v of type `t`."""
+        lanes = t.count if isinstance(t, ir.VectorType) else 1
+        name += f"_v{lanes}" if lanes > 1 else ""
+        fn = self.module.globals.get(name)
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(t, [t]), name)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        fn.attributes.add("nounwind")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+        def f(v: float) -> ir.Constant:
+            return ir.Constant(t, [ir.Constant(FLOAT, v)] * lanes if lanes > 1 else v)
+
+        b.ret(body(b, fn.args[0], f))
+        return fn
+
     def expf(self, t: ir.Type) -> ir.Function:
         """edgec_expf of edgec_runtime.h for float or a float vector type `t`, operation for
         operation (so C and LLVM libraries agree bit for bit), inlined where it is called so
         that loops over it vectorize."""
         lanes = t.count if isinstance(t, ir.VectorType) else 1
-        name = "edgec_expf" + (f"_v{lanes}" if lanes > 1 else "")
-        fn = self.module.globals.get(name)
-        if fn is not None:
-            return fn
-        fn = ir.Function(self.module, ir.FunctionType(t, [t]), name)
-        fn.linkage = "internal"
-        fn.attributes.add("alwaysinline")
-        fn.attributes.add("nounwind")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
         it = ir.VectorType(I32, lanes) if lanes > 1 else I32
-
-        def f(v: float) -> ir.Constant:
-            return ir.Constant(t, [ir.Constant(FLOAT, v)] * lanes if lanes > 1 else v)
 
         def i(v: int) -> ir.Constant:
             return ir.Constant(it, [ir.Constant(I32, v)] * lanes if lanes > 1 else v)
 
-        x = fn.args[0]
-        c = b.select(b.fcmp_ordered("<", x, f(-104.0)), f(-104.0),
-                     b.select(b.fcmp_ordered(">", x, f(89.0)), f(89.0), x))
-        c = b.select(b.fcmp_ordered("==", c, c), c, f(0.0))
-        n = b.call(self.intrinsic("floor", t), [b.fadd(b.fmul(c, f(1.44269504088896341)),
-                                                       f(0.5))])
-        r = b.fsub(c, b.fmul(n, f(0.693359375)))
-        r = b.fsub(r, b.fmul(n, f(-2.12194440e-4)))
-        p = f(1.9875691500e-4)
-        for coef in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-                     5.0000001201e-1):
-            p = b.fadd(b.fmul(p, r), f(coef))
-        p = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), f(1.0))
-        k = b.add(b.fptosi(n, it), i(256))
-        half = b.ashr(k, i(1))
-        scales = [b.bitcast(b.mul(b.sub(e, i(1)), i(8388608)), t) for e in (half,
-                                                                           b.sub(k, half))]
-        y = b.fmul(b.fmul(p, scales[0]), scales[1])
-        b.ret(b.select(b.fcmp_ordered("==", x, x), y, x))
-        return fn
+        def body(b: ir.IRBuilder, x: ir.Value, f) -> ir.Value:
+            c = b.select(b.fcmp_ordered("<", x, f(-104.0)), f(-104.0),
+                         b.select(b.fcmp_ordered(">", x, f(89.0)), f(89.0), x))
+            c = b.select(b.fcmp_ordered("==", c, c), c, f(0.0))
+            n = b.call(self.intrinsic("floor", t), [b.fadd(b.fmul(c, f(1.44269504088896341)),
+                                                           f(0.5))])
+            r = b.fsub(c, b.fmul(n, f(0.693359375)))
+            r = b.fsub(r, b.fmul(n, f(-2.12194440e-4)))
+            p = f(1.9875691500e-4)
+            for coef in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                         5.0000001201e-1):
+                p = b.fadd(b.fmul(p, r), f(coef))
+            p = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), f(1.0))
+            k = b.add(b.fptosi(n, it), i(256))
+            half = b.ashr(k, i(1))
+            scales = [b.bitcast(b.mul(b.sub(e, i(1)), i(8388608)), t)
+                      for e in (half, b.sub(k, half))]
+            y = b.fmul(b.fmul(p, scales[0]), scales[1])
+            return b.select(b.fcmp_ordered("==", x, x), y, x)
+
+        return self._inline_math("edgec_expf", t, body)
 
     def tanhf(self, t: ir.Type) -> ir.Function:
         """edgec_tanhf of edgec_runtime.h for float or a float vector type `t`, operation for
         operation, as `expf`."""
-        lanes = t.count if isinstance(t, ir.VectorType) else 1
-        name = "edgec_tanhf" + (f"_v{lanes}" if lanes > 1 else "")
-        fn = self.module.globals.get(name)
-        if fn is not None:
-            return fn
-        fn = ir.Function(self.module, ir.FunctionType(t, [t]), name)
-        fn.linkage = "internal"
-        fn.attributes.add("alwaysinline")
-        fn.attributes.add("nounwind")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
 
-        def f(v: float) -> ir.Constant:
-            return ir.Constant(t, [ir.Constant(FLOAT, v)] * lanes if lanes > 1 else v)
+        def body(b: ir.IRBuilder, x: ir.Value, f) -> ir.Value:
+            a = b.call(self.intrinsic("fabs", t), [x])
+            e = b.call(self.expf(t), [b.fadd(a, a)])
+            big = b.fsub(f(1.0), b.fdiv(f(2.0), b.fadd(e, f(1.0))))
+            big = b.select(b.fcmp_ordered("<", x, f(0.0)), b.fneg(big), big)
+            z = b.fmul(x, x)
+            p = f(-5.70498872745e-3)
+            for coef in (2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+                         -3.33332819422e-1):
+                p = b.fadd(b.fmul(p, z), f(coef))
+            small = b.fadd(b.fmul(b.fmul(p, z), x), x)
+            small = b.select(b.fcmp_ordered("==", a, f(0.0)), x, small)
+            return b.select(b.fcmp_ordered(">", a, f(0.625)), big, small)
 
-        x = fn.args[0]
-        a = b.call(self.intrinsic("fabs", t), [x])
-        e = b.call(self.expf(t), [b.fadd(a, a)])
-        big = b.fsub(f(1.0), b.fdiv(f(2.0), b.fadd(e, f(1.0))))
-        big = b.select(b.fcmp_ordered("<", x, f(0.0)), b.fneg(big), big)
-        z = b.fmul(x, x)
-        p = f(-5.70498872745e-3)
-        for coef in (2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1):
-            p = b.fadd(b.fmul(p, z), f(coef))
-        small = b.fadd(b.fmul(b.fmul(p, z), x), x)
-        small = b.select(b.fcmp_ordered("==", a, f(0.0)), x, small)
-        b.ret(b.select(b.fcmp_ordered(">", a, f(0.625)), big, small))
-        return fn
+        return self._inline_math("edgec_tanhf", t, body)
 
     def function(self, k: Kernel) -> ir.Function:
         """The LLVM function of kernel `k`, built on first use."""
