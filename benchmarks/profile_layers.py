@@ -98,15 +98,18 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=0,
                     help="print only the N slowest rows (the total still counts all)")
     a = ap.parse_args()
+    from edgec import zoo
+
+    if a.model not in zoo.MODELS:
+        raise SystemExit(f"unknown model {a.model!r}; choose from {', '.join(zoo.MODELS)}")
 
     import onnxruntime as ort
 
     import edgec
-    from edgec import zoo
 
     work = Path(tempfile.mkdtemp(prefix="edgec-profile-"))
     try:
-        path = zoo.save(getattr(zoo, a.model)(), work / f"{a.model}.onnx")
+        path = zoo.save(zoo.MODELS[a.model](), work / f"{a.model}.onnx")
         proto = onnx.load(path, load_external_data=False)
         art = edgec.compile(path, work / "plain", target=a.target)
         timed = work / "timed"

@@ -35,6 +35,8 @@ from test_vector_ir import (  # noqa: F401  (the imported tests run here on `bui
     SENTINEL,
     axpy_driver,
     c_source,
+    check_gemm_driver,
+    gemm_driver,
     int_kernel,
     lanewise_kernel,
     parallel_kernel,
@@ -54,8 +56,7 @@ from edgec.errors import EdgecError, ToolchainError
 from edgec.ir.dtypes import DType
 from edgec.runtime import C_DIR
 from edgec.runtime.emulated import EmulatedModel
-from edgec.targets import microkernels as mk
-from edgec.targets.kernel_ir import Kernel, KernelBuilder, maximum
+from edgec.targets.kernel_ir import Kernel
 from edgec.targets.renderers.c import VECTOR_ISAS
 from edgec.targets.target import Target, get_target
 
@@ -175,21 +176,6 @@ def emulated_function(exe: Path, target: Target, k: Kernel, threads: int = 1):
     return call
 
 
-def gemm_driver(L: int) -> Kernel:
-    """The library's gemm tile (3 rows x 2 vectors, residual, Relu) called directly."""
-    mr, nv, k = 3, 2, 7
-    width = nv * L
-    tile = mk.gemm_tile(L, mr, nv, True, "Relu", lambda v: maximum(v, 0.0))
-    kb = KernelBuilder("gemm_drive")
-    a = kb.input("a", F32, (mr, k + 2))
-    bp = kb.input("bp", F32, (k, width))
-    bias = kb.input("bias", F32, (width,))
-    z = kb.input("z", F32, (mr, width + 1))
-    c = kb.output("c", F32, (mr, width + 1))
-    kb.call(tile, a, bp, bias, z, c, k, k + 2, width + 1, kb.scalar("ncols"))
-    return kb.build()
-
-
 @pytest.fixture(scope="module", params=ARM)
 def built(request, tmp_path_factory):
     """(L, kernels by name, functions by name) of test_vector_ir's kernels for one ARM target,
@@ -220,19 +206,8 @@ def test_neon_source_uses_its_intrinsics(isa):
 
 
 def test_gemm_tile_with_remainder_columns(built):
-    L, ks, fns = built
-    mr, width, k = 3, 2 * L, 7
-    rng = np.random.default_rng(6)
-    A = rng.standard_normal((mr, k + 2)).astype(np.float32)
-    B = rng.standard_normal((k, width)).astype(np.float32)
-    bi = rng.standard_normal(width).astype(np.float32)
-    Z = rng.standard_normal((mr, width + 1)).astype(np.float32)
-    full = np.maximum(A[:, :k] @ B + bi + Z[:, :width], 0)
-    for ncols in (width, width - 1, L + 1, L, 1):
-        C = np.full((mr, width + 1), SENTINEL, np.float32)
-        fns["gemm_drive"](A, B, bi, Z, C, ncols)
-        np.testing.assert_allclose(C[:, :ncols], full[:, :ncols], rtol=1e-5, atol=1e-5)
-        assert (C[:, ncols:] == SENTINEL).all(), f"ncols={ncols}: stored past the last column"
+    L, _, fns = built
+    check_gemm_driver(fns["gemm_drive"], L)
 
 
 @pytest.mark.parametrize("fn", ["par_rows", "par_rows_3_threads"])

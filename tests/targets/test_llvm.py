@@ -24,6 +24,8 @@ from convnets import onnxruntime_outputs, random_feeds, small_resnet
 from test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
     SENTINEL,
     axpy_driver,
+    check_gemm_driver,
+    gemm_driver,
     int_kernel,
     lanewise_kernel,
     lanewise_reference,
@@ -106,30 +108,8 @@ def built(request, tmp_path_factory):
 
 
 def test_gemm_microkernel_with_masked_columns(tmp_path):
-    L, mr, nv, k = 8, 3, 2, 7
-    width = nv * L
-    tile = mk.gemm_tile(L, mr, nv, True, "Relu", lambda v: maximum(v, 0.0))
-    kb = KernelBuilder("gemm_drive")
-    a = kb.input("a", F32, (mr, k + 2))
-    bp = kb.input("bp", F32, (k, width))
-    bias = kb.input("bias", F32, (width,))
-    z = kb.input("z", F32, (mr, width + 1))
-    c = kb.output("c", F32, (mr, width + 1))
-    ncols = kb.scalar("ncols")
-    kb.call(tile, a, bp, bias, z, c, k, k + 2, width + 1, ncols)
-    drive = kb.build()
-    fn = function(build(tmp_path, [drive], "gemm"), drive)
-    rng = np.random.default_rng(6)
-    A = rng.standard_normal((mr, k + 2)).astype(np.float32)
-    B = rng.standard_normal((k, width)).astype(np.float32)
-    bi = rng.standard_normal(width).astype(np.float32)
-    Z = rng.standard_normal((mr, width + 1)).astype(np.float32)
-    full = np.maximum(A[:, :k] @ B + bi + Z[:, :width], 0)
-    for n in (width, width - 1, L + 3, L, 5, 1):
-        C = np.full((mr, width + 1), SENTINEL, np.float32)
-        fn(A, B, bi, Z, C, n)
-        np.testing.assert_allclose(C[:, :n], full[:, :n], rtol=1e-5, atol=1e-5)
-        assert (C[:, n:] == SENTINEL).all(), f"ncols={n}: stored past the last column"
+    k = gemm_driver(8)
+    check_gemm_driver(function(build(tmp_path, [k], "gemm"), k), 8)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

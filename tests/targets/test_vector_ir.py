@@ -404,36 +404,44 @@ def test_int32_vectors(built):
     assert s[0] == (a * b).sum()
 
 
-def test_gemm_microkernel_with_remainder_columns(built, tmp_path):
-    """The library's gemm tile driven directly: C[i, :ncols] = relu(A @ Bp + bias + Z) for a
-    panel of NV*L columns of which ncols < NV*L are stored (the last vector masked)."""
-    L = built[0]  # at L = 1 (scalar C) the masked tail is a guarded scalar store
+def gemm_driver(L: int) -> Kernel:
+    """The library's gemm tile (3 rows x 2 vectors of L, residual, Relu) called directly:
+    C[i, :ncols] = relu(A @ Bp + bias + Z), params (a, bp, bias, z, c, ncols)."""
     mr, nv, k = 3, 2, 7
     width = nv * L
-    relu = lambda v: maximum(v, 0.0)  # noqa: E731
-    tile = mk.gemm_tile(L, mr, nv, True, "Relu", relu)
+    tile = mk.gemm_tile(L, mr, nv, True, "Relu", lambda v: maximum(v, 0.0))
     kb = KernelBuilder("gemm_drive")
     a = kb.input("a", F32, (mr, k + 2))
     bp = kb.input("bp", F32, (k, width))
     bias = kb.input("bias", F32, (width,))
     z = kb.input("z", F32, (mr, width + 1))
     c = kb.output("c", F32, (mr, width + 1))
-    ncols = kb.scalar("ncols")
-    kb.call(tile, a, bp, bias, z, c, k, k + 2, width + 1, ncols)
-    k_drive = kb.build()
-    isa, flags = RUNNABLE["avx2"]
-    fn = function(build(tmp_path, [k_drive], isa, flags, "gemm"), k_drive)
+    kb.call(tile, a, bp, bias, z, c, k, k + 2, width + 1, kb.scalar("ncols"))
+    return kb.build()
+
+
+def check_gemm_driver(fn, L: int) -> None:
+    """gemm_driver(L) built and wrapped as `fn` against numpy, for stored widths from the
+    whole panel down to one column: nothing written past ncols."""
+    mr, width, k = 3, 2 * L, 7
     rng = np.random.default_rng(6)
     A = rng.standard_normal((mr, k + 2)).astype(np.float32)
     B = rng.standard_normal((k, width)).astype(np.float32)
     bi = rng.standard_normal(width).astype(np.float32)
     Z = rng.standard_normal((mr, width + 1)).astype(np.float32)
     full = np.maximum(A[:, :k] @ B + bi + Z[:, :width], 0)
-    for ncols in sorted({n for n in (width, width - 1, L + 3, L, 5, 1) if 1 <= n <= width}):
+    for ncols in sorted({n for n in (width, width - 1, L + 3, L + 1, L, 5, 1) if 1 <= n <= width}):
         C = np.full((mr, width + 1), SENTINEL, np.float32)
         fn(A, B, bi, Z, C, ncols)
         np.testing.assert_allclose(C[:, :ncols], full[:, :ncols], rtol=1e-5, atol=1e-5)
         assert (C[:, ncols:] == SENTINEL).all(), f"ncols={ncols}: stored past the last column"
+
+
+def test_gemm_microkernel_with_remainder_columns(built, tmp_path):
+    L = built[0]  # at L = 1 (scalar C) the masked tail is a guarded scalar store
+    k = gemm_driver(L)
+    isa, flags = next(v for v in RUNNABLE.values() if lanes_of(v[0]) == L)
+    check_gemm_driver(function(build(tmp_path, [k], isa, flags, "gemm"), k), L)
 
 
 @pytest.mark.parametrize("mode,threads", [("pool", 1), ("pool", 2), ("pool", 3), ("pool", 7),
