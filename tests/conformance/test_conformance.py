@@ -158,6 +158,8 @@ def test_a_stale_report_says_what_changed_and_how_to_regenerate():
     old = conformance.report(rows)
     rows[1].reason = "mismatch: max abs err 3.0e-02, max rel err 2.0e-02 (1 of 4)"
     assert conformance.staleness(old, conformance.report(rows), "C.md") is None  # magnitudes
+    rows[1].reason = "mismatch: max abs err 1.0e-02, max rel err 2.0e-02 (3 of 4)"
+    assert conformance.staleness(old, conformance.report(rows), "C.md") is None  # counts
     rows[1].status, rows[1].reason = "pass", ""
     msg = conformance.staleness(old, conformance.report(rows), "C.md")
     assert "test_neg: fail -> pass" in msg
