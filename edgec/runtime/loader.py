@@ -186,11 +186,18 @@ def load(out_dir, emulator: Sequence[str] | None = None) -> CompiledModel | Emul
     command instead of through ctypes (see `runtime/emulated.py`); a cross target's artifact
     (arm64, armv7) always does, by default under the target's own emulator."""
     if emulator is None:
-        from ..targets.target import get_target
+        from ..targets.target import get_target, missing_host_flags
 
         target = get_target(read_manifest(out_dir)["target"])
         if target.cross:
             emulator = list(target.emulator)
+        elif missing := missing_host_flags(target):
+            # its first vector instruction would kill this process (SIGILL)
+            raise EdgecError(
+                f"{out_dir} is built for {target.name} ({target.doc}), and this CPU lacks "
+                f"{', '.join(missing)}: run it on such a CPU, under an emulator that has them "
+                f"(edgec.load(out, emulator=[...]), `edgec run --emulator`), or compile it for "
+                f"a target this CPU has (x86 picks the best)")
     if emulator is not None:
         from .emulated import EmulatedModel
 

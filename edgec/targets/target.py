@@ -67,10 +67,13 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("x86-avx2", "x86_64", "cc", _COMMON + ("-march=haswell",),
            frozenset({"avx2", "fma"}), 32, "x86-64 with AVX2 and FMA (Haswell and later)",
            "avx2", llvm_triple=_X86, llvm_cpu="haswell"),
-    Target("x86-avx512", "x86_64", "cc", _COMMON + ("-march=icelake-server",),
+    # x86-64-v4 (AVX-512 F, BW, CD, DQ, VL) and VNNI, and no more: the ISA every AVX-512 host
+    # edgec runs on shares (Cascade Lake lacks Ice Lake's VBMI, which gcc would use unasked)
+    Target("x86-avx512", "x86_64", "cc",
+           _COMMON + ("-march=x86-64-v4", "-mavx512vnni", "-mtune=icelake-server"),
            frozenset({"avx2", "fma", "avx512f", "avx512vnni"}), 64,
-           "x86-64 with AVX-512 and VNNI (Ice Lake server and later)", "avx512",
-           llvm_triple=_X86, llvm_cpu="icelake-server"),
+           "x86-64 with AVX-512 and VNNI (Intel Cascade Lake and later, AMD Zen 4 and later)",
+           "avx512", llvm_triple=_X86, llvm_cpu="x86-64-v4", llvm_features="+avx512vnni"),
     Target("arm64", "aarch64", "aarch64-linux-gnu-gcc", _COMMON + ("-march=armv8-a",),
            frozenset({"neon"}), 16, "aarch64 (Armv8-A) with NEON", "neon", **_AARCH64),
     # the library stays Armv8-A: only its dot-product kernels are compiled for Armv8.2-A
@@ -90,19 +93,38 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
 )}
 
 
-def host_x86_isa() -> str:
-    """The best vector ISA of this machine's CPU that edgec has micro-kernels for."""
+# the /proc/cpuinfo flags a target's code needs, by the feature names of `Target.features`
+_CPU_FLAGS = {"avx2": ("avx2",), "fma": ("fma",),
+              "avx512f": ("avx512f", "avx512bw", "avx512dq", "avx512vl"),
+              "avx512vnni": ("avx512_vnni",)}
+
+
+def host_cpu_flags() -> frozenset[str]:
+    """This machine's CPU flags as /proc/cpuinfo lists them (empty where it cannot be read)."""
     try:
         with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f
-                          if line.startswith("flags")), [])
+            return frozenset(next((line.split(":", 1)[1].split() for line in f
+                                   if line.startswith("flags")), []))
     except OSError:
-        flags = []
+        return frozenset()
+
+
+def missing_host_flags(target: Target) -> list[str]:
+    """The CPU flags `target`'s code needs that this machine lacks; [] for a target that does
+    not run on this machine's CPU directly (a cross target, c-generic, or the host's own)."""
+    if target.arch != "x86_64" or "host" in target.features:
+        return []
+    have = host_cpu_flags()
+    return [f for feat in sorted(target.features) for f in _CPU_FLAGS.get(feat, ())
+            if f not in have]
+
+
+def host_x86_isa() -> str:
+    """The best vector ISA of this machine's CPU that edgec has micro-kernels for."""
     # VNNI too: the int8 micro-kernels use vpdpbusd (Skylake-SP, which lacks it, gets AVX2)
-    if {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"} <= set(flags):
-        return "avx512"
-    if {"avx2", "fma"} <= set(flags):
-        return "avx2"
+    for name, isa in (("x86-avx512", "avx512"), ("x86-avx2", "avx2")):
+        if not missing_host_flags(TARGETS[name]):
+            return isa
     return ""
 
 

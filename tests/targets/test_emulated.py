@@ -64,15 +64,29 @@ def test_avx2_build_under_haswell_matches_onnxruntime(build, tmp_path):
 
 
 def test_avx512_build_under_haswell_dies_of_sigill(tmp_path):
-    # gcc -march=icelake-server encodes the vectorized kernels with EVEX (AVX-512VL forms on
-    # ymm16-31, masks), and qemu's TCG implements no EVEX at all: a Haswell CPU (emulated or
-    # real) must refuse them. That this fails is what makes the AVX2 test above mean something.
+    # gcc encodes x86-avx512's vectorized kernels with EVEX (AVX-512VL forms on ymm16-31,
+    # masks), and qemu's TCG implements no EVEX at all: a Haswell CPU (emulated or real) must
+    # refuse them. That this fails is what makes the AVX2 test above mean something.
     art = edgec.compile(zoo.tiny_cnn(), tmp_path / "out", target="x86-avx512", name="tiny")
     lib = edgec.load(art.out_dir, emulator=HASWELL)
     x = np.zeros((1, 3, 32, 32), np.float32)
     with pytest.raises(EdgecError, match="died of SIGILL: the code used an instruction the "
                                          r"\(emulated\) CPU lacks"):
         lib.run({"input": x})
+
+
+def test_avx512_build_is_refused_by_a_cpu_without_it(tmp_path, monkeypatch):
+    # loaded into this process, its first AVX-512 instruction would kill Python: the loader
+    # says what is missing instead (the CPU's flags those of a Haswell, whatever the host)
+    from edgec.targets import target
+
+    art = edgec.compile(zoo.tiny_cnn(), tmp_path / "out", target="x86-avx512", name="tiny")
+    haswell = target.host_cpu_flags() - {"avx512f", "avx512bw", "avx512dq", "avx512vl",
+                                          "avx512_vnni"} | {"avx2", "fma"}
+    monkeypatch.setattr(target, "host_cpu_flags", lambda: haswell)
+    with pytest.raises(EdgecError, match=r"built for x86-avx512 .* this CPU lacks avx512f, "
+                                         r"avx512bw, avx512dq, avx512vl, avx512_vnni"):
+        edgec.load(art.out_dir)
 
 
 def test_c_generic_runner_without_emulator_matches_ctypes_loader(tmp_path):
