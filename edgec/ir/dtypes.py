@@ -78,3 +78,35 @@ _TO_NUMPY = {
     DType.U64: "uint64",
     DType.BOOL: "bool",
 }
+
+
+def int_range_as_float(dtype: DType) -> tuple[float, float]:
+    """[lo, top) of the floats that convert to integer `dtype` without saturating: its minimum
+    and 2^(bits - sign), both exact in every float type from float32 up."""
+    info = np.iinfo(dtype.np)
+    return float(info.min), 2.0 ** (8 * dtype.itemsize - dtype.is_signed)
+
+
+def convert(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """`x` as `dtype`, by edgec's value conversion, the same on every target and backend:
+
+    - float to integer truncates toward zero and saturates: NaN gives 0, a value below the
+      type's range its minimum, one above its maximum (as XLA's ConvertElementType, WebAssembly's
+      trunc_sat, Rust's `as` and Arm's FCVTZS/FCVTZU; C leaves these cases undefined, and x86's
+      SSE and AVX-512 conversions disagree on them);
+    - integer to a narrower integer keeps the low bits (two's complement), as ONNX's Cast says;
+    - float to a narrower float rounds to nearest even, overflowing to +-inf;
+    - to bool: nonzero (NaN included) is true.
+    """
+    x = np.asarray(x)
+    if x.dtype.kind != "f" or not dtype.is_int:
+        with np.errstate(all="ignore"):
+            return x.astype(dtype.np)
+    lo, top = int_range_as_float(dtype)
+    wide = x.astype(np.float64)  # exact for every float type
+    inside = (wide >= lo) & (wide < top)  # NaN is neither
+    y = np.where(inside, wide, 0.0).astype(dtype.np)
+    info = np.iinfo(dtype.np)
+    y[wide < lo] = info.min
+    y[wide >= top] = info.max
+    return y

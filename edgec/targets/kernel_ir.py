@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.dtypes import DType
+from ..ir.dtypes import DType, int_range_as_float
 
 INDEX = DType.INDEX
 LOOP_KINDS = ("serial", "unroll", "parallel")
@@ -271,6 +271,19 @@ def cast(x: Expr, dtype: DType) -> Expr:
     if x.is_const and (dtype.is_float or not isinstance(x.value, float)):
         return const(x.value, dtype)
     return Expr("cast", dtype, (x,))
+
+
+def convert(x: Expr, dtype: DType) -> Expr:
+    """`x` as `dtype` by edgec's value conversion (`ir.dtypes.convert`, which says why): a float
+    outside an integer type's range saturates to it and NaN gives 0, where `cast`, as C's
+    conversion, assumes the value fits."""
+    if not (x.dtype.is_float and dtype.is_int):
+        return cast(x, dtype)
+    x = cast(x, DType.F32) if x.dtype is DType.F16 else x
+    lo, top = int_range_as_float(dtype)
+    info = np.iinfo(dtype.np)
+    inside = select(call("isnan", x), const(0, dtype), cast(x, dtype))
+    return select(x < lo, const(info.min, dtype), select(x >= top, const(info.max, dtype), inside))
 
 
 def bitcast(x: Expr, dtype: DType) -> Expr:

@@ -180,7 +180,7 @@ CAST_TYPES = [DType.F32, DType.F64, DType.F16, DType.I8, DType.I16, DType.I32, D
 def _cast_values(dt: DType) -> np.ndarray:
     if dt is DType.BOOL:
         return np.array([True, False, True, True, False, False, True, False, True, False])
-    if dt.is_float:  # truncation toward zero, negatives to unsigned as numpy on x86-64
+    if dt.is_float:  # truncation toward zero; negatives to unsigned saturate to 0
         return np.array([-100.7, -3.5, -1.0, -0.5, 0.0, 0.4, 1.0, 2.9, 100.2, 127.9], dt.np)
     info = np.iinfo(dt.np)
     vals = [info.min, -3, -1, 0, 1, 2, 127, 200, 70000, info.max]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import ShapeError
 from .. import onnx_dtypes
-from ..dtypes import DType
+from ..dtypes import DType, convert
 from ..registry import Attr, broadcast_shapes, op
 from ..types import TensorType
 
@@ -67,7 +67,7 @@ def _declare(name: str, fn, *, kinds: str, inputs=1, out: DType | None = None,
     def ref(*xs, **kw):
         wide = [x.astype(np.float32) if x.dtype == np.float16 else x for x in xs]
         res = np.asarray(fn(*wide, **kw))
-        return res.astype(out.np if out else xs[0].dtype, copy=False)
+        return convert(res, out or DType.from_numpy(xs[0].dtype))
 
     op(name, inputs=inputs, infer=infer or _infer(name, kinds, out), traits=traits,
        attrs=attrs)(_ieee(ref))
@@ -103,11 +103,11 @@ def _infer_pow(inputs):
 @op("Pow", inputs=2, infer=_infer_pow, traits=EW)
 @_ieee
 def pow_(x, y):
-    """x ** y in x's dtype; y may have another numeric dtype (ONNX T1)."""
-    if x.dtype.kind in "iu" and y.dtype.kind in "iu" and (y >= 0).all():
-        return np.power(x, y.astype(x.dtype))
-    if x.dtype.kind in "iu":  # the C pow of doubles, truncated back (what onnxruntime does)
-        return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
+    """x ** y in x's dtype; y may have another numeric dtype (ONNX T1). An integer base takes
+    the C pow of doubles, as onnxruntime, converted back (saturating: `dtypes.convert`)."""
+    if x.dtype.kind in "iu":
+        return convert(np.power(x.astype(np.float64), y.astype(np.float64)),
+                       DType.from_numpy(x.dtype))
     return np.power(x, y.astype(x.dtype, copy=False))
 
 
@@ -379,11 +379,11 @@ _declare("ThresholdedRelu", lambda x, *, alpha: np.where(x > alpha, x, np.zeros(
 
 def shrink(x: np.ndarray, *, bias: float, lambd: float) -> np.ndarray:
     """x + bias if x < -lambd, x - bias if x > lambd, else 0. Integers compare and add in
-    float32 and truncate back, as onnxruntime does."""
+    float32, as onnxruntime does, and convert back (truncated, saturating: `dtypes.convert`)."""
     xf = x.astype(np.float32) if x.dtype.kind != "f" else x
     b = _f(bias, xf)
     y = np.where(xf < -lambd, xf + b, np.where(xf > lambd, xf - b, np.zeros((), xf.dtype)))
-    return y.astype(x.dtype)
+    return convert(y, DType.from_numpy(x.dtype))
 
 
 _declare("Shrink", shrink, kinds=NUMBER, traits=ACT,

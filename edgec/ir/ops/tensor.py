@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import ShapeError
 from .. import onnx_dtypes
-from ..dtypes import DType
+from ..dtypes import DType, convert
 from ..registry import Attr, broadcast_shapes, const_input, op, same_as
 from ..types import TensorType
 
@@ -425,10 +425,11 @@ def _infer_cast(inputs, *, to, saturate):
 @op("Cast", attrs={"to": Attr.int(), "saturate": Attr.int(1)}, infer=_infer_cast,
     traits=("elementwise",))
 def cast(x, *, to, saturate):
-    """numpy's astype: floats to ints truncate toward zero, nonzero to bool is true.
-    (`saturate` only concerns float8 types, which edgec has none of.)"""
-    with np.errstate(all="ignore"):
-        return x.astype(onnx_dtypes.from_onnx(to).np)
+    """edgec's value conversion (`dtypes.convert`): floats to integers truncate toward zero and
+    saturate (NaN to 0; ONNX leaves values out of range undefined), integers to narrower ones
+    keep the low bits, nonzero to bool is true. (`saturate` only concerns float8 types, which
+    edgec has none of.)"""
+    return convert(x, onnx_dtypes.from_onnx(to))
 
 
 def _range_args(inputs):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from ...ir import onnx_dtypes
 from ...ir.dtypes import DType
 from ...ir.graph import Node
-from ..kernel_ir import Expr, binary, bitcast, call, cast, const, select
+from ..kernel_ir import Expr, binary, bitcast, call, cast, const, convert, select
 from ..lowering import NodeKernelBuilder, kernel, scalar
 
 F16, F32 = DType.F16, DType.F32
@@ -113,9 +113,9 @@ def pow_(x: Expr, y: Expr) -> Expr:
         if y.is_const and float(y.value) == 1.0:
             return x
         return call("pow", x, cast(y, x.dtype))
-    # integer base: the C pow of doubles truncated back, as the reference (and onnxruntime)
+    # integer base: the C pow of doubles converted back (saturating), as the reference does
     f = call("pow", cast(x, DType.F64), cast(y, DType.F64))
-    return cast(f, x.dtype)
+    return convert(f, x.dtype)
 
 
 def _fold(fn):
@@ -337,11 +337,12 @@ def thresholded_relu(x: Expr, alpha: float = 1.0) -> Expr:
 
 @ew("Shrink")
 def shrink(x: Expr, bias: float = 0.0, lambd: float = 0.5) -> Expr:
-    """Integers compare and add in float32 and truncate back, as onnxruntime does."""
+    """Integers compare and add in float32 and convert back (truncated, saturating), as the
+    reference does."""
     xf = x if x.dtype.is_float else cast(x, F32)
     b, lam = const(bias, xf.dtype), const(lambd, xf.dtype)
     y = select(xf < -lam, xf + b, select(xf > lam, xf - b, _zero(xf)))
-    return cast(y, x.dtype)
+    return convert(y, x.dtype)
 
 
 # -- Hardmax (not elementwise: the one-hot of each row's first maximum) -----------------------

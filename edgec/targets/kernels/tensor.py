@@ -32,7 +32,7 @@ from ...ir.ops.tensor import (
     split_sizes,
 )
 from ...ir.registry import get_op
-from ..kernel_ir import INDEX, Buffer, Expr, cast, const, linear_index, select
+from ..kernel_ir import INDEX, Buffer, Expr, cast, const, convert, linear_index, select
 from ..lowering import NodeKernelBuilder, kernel, operand, scalar
 from .elementwise import max_nan, min_nan
 
@@ -394,24 +394,14 @@ def range_kernel(kb: NodeKernelBuilder, node: Node) -> None:
         kb.store(y, i, const(start, y.dtype) + cast(i, y.dtype) * const(delta, y.dtype))
 
 
-# float -> narrow int goes through int32 (int64 for uint32), as numpy does on x86-64: in-range
-# values and small negatives to unsigned types then agree; other out-of-range values are
-# undefined in ONNX.
-_VIA = {DType.I8: DType.I32, DType.I16: DType.I32, DType.U8: DType.I32, DType.U16: DType.I32,
-        DType.U32: DType.I64}
-
-
 @scalar("Cast")
 def cast_(x: Expr, to: int, saturate: int = 1) -> Expr:
-    """numpy's astype: floats truncate toward zero, nonzero to bool is true."""
+    """edgec's value conversion (`ir.dtypes.convert`): floats truncate toward zero and saturate
+    to an integer type's range (NaN to 0), integers keep their low bits, nonzero is true."""
     dst = onnx_dtypes.from_onnx(to)
-    if dst == x.dtype:
-        return x
-    if dst is DType.BOOL:
+    if dst is DType.BOOL and dst != x.dtype:
         return x.ne(const(0, x.dtype))
-    if x.dtype.is_float and dst in _VIA:
-        return cast(cast(x, _VIA[dst]), dst)
-    return cast(x, dst)
+    return convert(x, dst)
 
 
 # -- index tensors: gathers and scatters ----------------------------------------------------
