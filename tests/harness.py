@@ -66,3 +66,34 @@ def check_against_interpreter(graph: Graph, out_dir: Path, feeds=None, tol: floa
     for name, w in want.items():
         err = rel_error(got[name], w)
         assert err <= tol, f"output {name}: relative error {err:.3g} > {tol}"
+
+
+# x86 targets a test builds: the host's best, each pinned ISA, and portable C
+X86_TARGETS = ("x86", "x86-avx2", "x86-avx512", "c-generic")
+
+
+def runs_here(target: str) -> bool:
+    """Whether this machine's CPU runs `target`'s code natively: every target but an
+    x86-avx512 build on a host without AVX-512 (which no emulator here has either: such a
+    build is compiled, warnings as errors, and checked where the CPU has AVX-512)."""
+    from edgec.targets.target import get_target, missing_host_flags
+
+    return not missing_host_flags(get_target(target))
+
+
+def machine_flags(target: str) -> list[str]:
+    """The -m flags of `target`'s C compiler command: its ISA and tuning."""
+    from edgec.targets.target import get_target
+
+    return [f for f in get_target(target).cflags if f.startswith("-m")]
+
+
+def isa_builds() -> dict:
+    """{name: (vector ISA, gcc flags)} of the C kernel builds this machine runs: AVX2, scalar
+    C and, where the CPU has AVX-512, AVX-512, each with its x86 target's own flags."""
+    from edgec.targets.renderers.c import VECTOR_ISAS
+
+    builds = {"avx2": (VECTOR_ISAS["avx2"], machine_flags("x86-avx2")), "scalar": (None, [])}
+    if runs_here("x86-avx512"):
+        builds["avx512"] = (VECTOR_ISAS["avx512"], machine_flags("x86-avx512"))
+    return builds

@@ -3,21 +3,23 @@
 (a) numerics: the interpreter on the rewritten graph equals the interpreter on the original
     (so the blocked ops' numpy references compose into the same function), blocks 8 and 16;
 (b) structure: where reorders go, what is left alone, how constants are reblocked;
-(c) end to end: models compiled for x86 (AVX2 here: blocked convolution micro-kernels and the
-    vector GEMM) and for c-generic (no layout pass, scalar kernels), both against onnxruntime,
+(c) end to end: models compiled for x86 (the host's best), x86-avx2 and x86-avx512 (blocked
+    convolution micro-kernels and the vector GEMM, 8 or 16 lanes; the AVX-512 build runs where
+    the CPU has AVX-512) and for c-generic (no layout pass, scalar kernels), against onnxruntime,
     over many convolution geometries (strides, dilations, asymmetric pads, 1x1 to 7x7, stems,
     depthwise, widths 1..17 for the edge and remainder tiles) and GEMM shapes.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections import Counter
 
 import numpy as np
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, random_feeds, small_resnet
-from harness import rel_error
+from harness import X86_TARGETS, rel_error, runs_here
 
 import edgec
 from edgec.compiler.driver import compile_graph
@@ -25,6 +27,7 @@ from edgec.frontends.onnx import import_onnx
 from edgec.ir import DType, Graph, TensorType, Value, interpret, verify
 from edgec.ir.ops.layout import from_blocked, to_blocked
 from edgec.passes import default_pipeline, run_pipeline
+from edgec.targets.target import get_target
 
 F32 = DType.F32
 RNG = np.random.default_rng(11)
@@ -412,31 +415,37 @@ E2E = {"geometry": geometry_model, "widths": widths_model, "gemm": gemm_model,
        "chunks": chunks_model}
 
 
-@pytest.mark.parametrize("target", ["x86", "c-generic"])
+@pytest.mark.parametrize("target", X86_TARGETS)
 @pytest.mark.parametrize("model", list(E2E))
 def test_end_to_end_against_onnxruntime(model, target, tmp_path):
     m = E2E[model]()
     art = edgec.compile(m, tmp_path, target=target, name=model)
     src = (tmp_path / f"{model}.c").read_text()
-    if target == "x86":
-        assert "layout-nchwc{block=8}" in art.manifest["pipeline"]  # AVX2 on this machine
+    lanes = get_target(target).lanes(F32)  # x86: whatever this host has
+    if lanes > 1:
+        assert f"layout-nchwc{{block={lanes}}}" in art.manifest["pipeline"]
         if model == "gemm":
-            assert src.count("mk_gemm_f32x8_m") >= 8, "the vector GEMM was not used"
+            assert src.count(f"mk_gemm_f32x{lanes}_m") >= 8, "the vector GEMM was not used"
             assert "_leakyrelu_0_3(" in src  # LeakyRelu in the vector epilogue
         else:
             assert art.manifest["ops"].get("BlockedConv"), art.manifest["ops"]
-            assert "mk_conv_f32x8" in src
+            assert f"mk_conv_f32x{lanes}" in src
             if model == "chunks":  # the tiles that reduce a chunk of the input blocks
-                assert "_b8_acc" in src and "_b8_z_acc" in src
+                assert re.search(r"_b\d+_acc", src) and re.search(r"_b\d+_z_acc", src)
             else:
-                assert "mk_dwconv_f32x8" in src
-            if model == "geometry":  # LeakyRelu in the vector epilogues
-                assert "mk_conv_f32x8_m2_r6_b8_leakyrelu_0_2(" in src
-                assert "mk_dwconv_f32x8_r6_p8_leakyrelu_0_05(" in src
-                assert "_b16_sigmoid(" in src and "_p8_sigmoid(" in src  # (stride 2: b16)
-                assert "_b8_tanh(" in src
+                assert f"mk_dwconv_f32x{lanes}" in src
+            if model == "geometry":  # every vector activation in the tiles' epilogues
+                for tile in (r"_b\d+_leakyrelu_0_2\(", r"_p\d+_leakyrelu_0_05\(",
+                             r"_b\d+_sigmoid\(", r"_p\d+_sigmoid\(", r"_b\d+_tanh\("):
+                    assert re.search(f"mk_(dw)?conv_f32x{lanes}_\\w*{tile}", src), tile
+        res = subprocess.run(["gcc", *art.manifest["cflags"], "-Wall", "-Wextra", "-Werror",
+                              "-c", f"{model}.c", "-o", "check.o"], cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
     else:
         assert "layout-nchwc" not in art.manifest["pipeline"] and "_mm256" not in src
+    if not runs_here(target):
+        return  # an AVX-512 build on an AVX2 host: compiled above, run on AVX-512 hosts
     feeds = random_feeds(m)
     want = onnxruntime_outputs(m, feeds)
     got = edgec.load(tmp_path).run(feeds)
@@ -459,19 +468,12 @@ def test_mixed_graph_end_to_end(tmp_path):
     assert all(e <= 1e-5 for e in bad.values()), bad
 
 
-@pytest.mark.parametrize("model", ["mixed", "geometry"])
-def test_avx512_build_compiles_without_warnings(tmp_path, model):
-    # This machine has no AVX-512 (nor has qemu-user): the 16-lane blocked build is compiled,
-    # warnings as errors, but not run.
-    if model == "geometry":  # every conv geometry and vector activation
-        art = edgec.compile(geometry_model(), tmp_path, target="x86-avx512", name="mixed")
-        assert "mk_conv_f32x16" in (tmp_path / "mixed.c").read_text()
-        res = subprocess.run(["gcc", *art.manifest["cflags"], "-Wall", "-Wextra", "-Werror",
-                              "-c", "mixed.c", "-o", "check.o"], cwd=tmp_path,
-                             capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr
-        return
+def test_avx512_mixed_graph_end_to_end(tmp_path):
+    """The mixed graph's 16-lane blocked build, warnings as errors, against the interpreter
+    where this CPU has AVX-512."""
     g = mixed_graph()
+    feeds = feeds_for(g)
+    want = interpret(g, feeds)
     art = compile_graph(g, tmp_path, target="x86-avx512", name="mixed")
     assert "layout-nchwc{block=16}" in art.manifest["pipeline"]
     assert art.manifest["ops"]["BlockedConv"] == 7
@@ -481,3 +483,7 @@ def test_avx512_build_compiles_without_warnings(tmp_path, model):
                           "mixed.c", "-o", "check.o"], cwd=tmp_path, capture_output=True,
                          text=True)
     assert res.returncode == 0, res.stderr
+    if runs_here("x86-avx512"):
+        got = edgec.load(tmp_path).run(feeds)
+        bad = {name: rel_error(got[name], w) for name, w in want.items()}
+        assert all(e <= 1e-5 for e in bad.values()), bad

@@ -4,21 +4,22 @@ yields (block index k, block column), and dense R x C blocks are read at k * R *
 Two SpMV kernels, y = A x with A in block-CSR (rowptr over block rows, colidx of block
 columns, blocks stored densely): R x C blocks in scalar code, and blocks of R = L rows stored
 column-major, so that each block column is one vector load against a broadcast of x (the
-vectorized form); built for AVX2 (run here) and scalar C, checked against numpy.
+vectorized form); built for AVX2, scalar C and, where the CPU has it, AVX-512, checked against
+numpy.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from harness import isa_builds
 from test_vector_ir import build, function
 
 from edgec.ir.dtypes import DType
 from edgec.targets.kernel_ir import Kernel, KernelBuilder, broadcast, fma, vload
-from edgec.targets.renderers.c import VECTOR_ISAS
 
 F32, I32 = DType.F32, DType.I32
-BUILDS = {"avx2": (VECTOR_ISAS["avx2"], ["-march=haswell"]), "scalar": (None, [])}
+BUILDS = isa_builds()
 
 
 def bcsr_spmv(r: int, c: int, lanes: int) -> Kernel:

@@ -1,17 +1,19 @@
 """The kernel IR's float32 exp and tanh (the runtime's branch-free `edgec_expf` and
 `edgec_tanhf`, which loops vectorize) against float64 numpy, built by both renderers: the C
-one with gcc -O3 (so the loop runs vectorized, AVX2) and the LLVM one, which must agree with
-it bit for bit."""
+one with gcc -O3 (so the loop runs vectorized: AVX2, and AVX-512 where the CPU has it) and the
+LLVM one for the same target, which must agree with it bit for bit."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from harness import machine_flags, runs_here
 from test_vector_ir import build as build_c
 from test_vector_ir import function as function_c
 
 from edgec.ir.dtypes import DType
 from edgec.targets.kernel_ir import Kernel, KernelBuilder, call
+from edgec.targets.target import get_target
 
 F32 = DType.F32
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 0.625, -0.625, 0.62500006, 1e-30, -1e-30, 88.72283,
@@ -41,21 +43,21 @@ def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.abs(got.view(np.int32).astype(np.int64) - want.view(np.int32).astype(np.int64))
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """{(fn, backend): outputs} over inputs()."""
+@pytest.fixture(scope="module", params=[t for t in ("x86-avx2", "x86-avx512") if runs_here(t)])
+def results(request, tmp_path_factory):
+    """{(fn, backend): outputs} over inputs(), built for one x86 target."""
     x = inputs()
     ks = [math_kernel(fn, x.size) for fn in ("exp", "tanh")]
     out = {}
-    lib = build_c(tmp_path_factory.mktemp("c"), ks, None, ["-O3", "-march=haswell"], "mathc")
+    lib = build_c(tmp_path_factory.mktemp("c"), ks, None, ["-O3", *machine_flags(request.param)],
+                  "mathc")
     for k in ks:
         out[k.name, "c"] = np.empty_like(x)
         function_c(lib, k)(x, out[k.name, "c"])
-    pytest.importorskip("llvmlite")
     from test_llvm import build as build_llvm
     from test_llvm import function as function_llvm
 
-    lib = build_llvm(tmp_path_factory.mktemp("llvm"), ks, "mathl")
+    lib = build_llvm(tmp_path_factory.mktemp("llvm"), ks, "mathl", get_target(request.param))
     for k in ks:
         out[k.name, "llvm"] = np.empty_like(x)
         function_llvm(lib, k)(x, out[k.name, "llvm"])

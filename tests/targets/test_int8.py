@@ -2,9 +2,9 @@
 
 `dot4` kernels (8-bit vector loads, 4-byte group broadcasts, int32 accumulators) are rendered
 for AVX2 (run natively and under `qemu-x86_64 -cpu Haswell`), for scalar C (1 lane) and for
-AVX-512 VNNI (compiled with -Werror only: no CPU here runs it) and checked against numpy,
-with extreme operands (255 x -128 and -128 x -128 over a long K) that any saturating
-shortcut would get wrong.
+AVX-512 VNNI (compiled with -Werror everywhere, run where the CPU has AVX-512) and checked
+against numpy, with extreme operands (255 x -128 and -128 x -128 over a long K) that any
+saturating shortcut would get wrong.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from harness import isa_builds, machine_flags, runs_here
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 from test_vector_ir import CFLAGS, build, c_source, function, gcc
@@ -37,8 +38,9 @@ from edgec.targets.renderers.c import VECTOR_ISAS, CRenderer, VectorISA
 
 I32, U8, I8 = DType.I32, DType.U8, DType.I8
 HASWELL = ["qemu-x86_64", "-cpu", "Haswell"]
-# (ISA, gcc flags): the builds that run here (AVX-512 is compiled only, below)
-BUILDS = {"avx2": (VECTOR_ISAS["avx2"], ["-march=haswell"]), "scalar": (None, [])}
+# (ISA, gcc flags): the builds that run here (AVX-512 where the CPU has it; compiled, below,
+# everywhere)
+BUILDS = isa_builds()
 
 
 def lanes_of(isa: VectorISA | None) -> int:
@@ -166,8 +168,8 @@ def test_dot4_avx512_compiles_to_vnni(tmp_path):
     path = tmp_path / "dot4_avx512.c"
     path.write_text(src)
     asm = tmp_path / "dot4_avx512.s"
-    subprocess.run(["gcc", *CFLAGS, f"-I{C_DIR}", "-march=icelake-server", "-S", str(path), "-o",
-                    str(asm)], check=True)
+    subprocess.run(["gcc", *CFLAGS, f"-I{C_DIR}", *machine_flags("x86-avx512"), "-S", str(path),
+                    "-o", str(asm)], check=True)
     assert "vpdpbusd" in asm.read_text()
     assert "_mm512_dpbusd_epi32" in src and "_mm512_broadcastd_epi32(_mm_loadu_si32(" in src
 
@@ -272,7 +274,7 @@ def int8_models(rng) -> list[tuple[str, onnx.ModelProto, dict]]:
     return out
 
 
-# (x86-avx2 is run under qemu's Haswell below; on this machine x86 is the same AVX2 build)
+# (x86 is the host's best ISA; x86-avx2 runs under qemu's Haswell and x86-avx512 below)
 @pytest.mark.parametrize("target,backend", [("x86", "c"), ("c-generic", "c"), ("x86", "llvm")])
 def test_int8_gemm_models_match_onnxruntime(target, backend, tmp_path):
     rng = np.random.default_rng(3)
@@ -377,19 +379,30 @@ def test_gemm_tiles_compile_for_avx512(tmp_path):
     path = tmp_path / "gemm_avx512.c"
     path.write_text(c_source(kernels, VECTOR_ISAS["avx512"]))
     asm = tmp_path / "gemm_avx512.s"
-    subprocess.run(["gcc", *CFLAGS, f"-I{C_DIR}", "-O3", "-march=icelake-server", "-S",
+    subprocess.run(["gcc", *CFLAGS, f"-I{C_DIR}", "-O3", *machine_flags("x86-avx512"), "-S",
                     str(path), "-o", str(asm)], check=True)
     text = asm.read_text()
     assert "vpdpbusd" in text and "vpmovdb" in text
 
 
-def test_llvm_backend_uses_vnni_on_avx512(tmp_path):
-    # compiled only: this machine has no AVX-512 (the same kernels run exactly on AVX2 above);
-    # uint8 A takes vpdpbusd, int8 A (qlmm1) the widening form
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_avx512_vnni_models(backend, tmp_path):
+    """uint8 A takes vpdpbusd, int8 A (qlmm1) the widening form in LLVM; the models run, exact,
+    where the CPU has AVX-512 (on AVX2 hosts they are compiled and disassembled only)."""
     rng = np.random.default_rng(5)
-    models = {name: m for name, m, _ in int8_models(rng) if name in ("mmi0", "qlmm0", "qlmm1")}
-    for name, m in models.items():
-        edgec.compile(m, tmp_path / name, target="x86-avx512", name=name, backend="llvm")
-        dis = subprocess.run(["objdump", "-d", str(tmp_path / name / f"{name}_kernels.o")],
-                             capture_output=True, text=True, check=True).stdout
-        assert ("vpdpbusd" in dis) == (name != "qlmm1"), name
+    for name, m, feeds in int8_models(rng):
+        art = edgec.compile(m, tmp_path / name, target="x86-avx512", name=name, backend=backend)
+        obj = f"{name}_kernels.o" if backend == "llvm" else None
+        if obj and name in ("mmi0", "qlmm0", "qlmm1"):
+            dis = subprocess.run(["objdump", "-d", str(tmp_path / name / obj)],
+                                 capture_output=True, text=True, check=True).stdout
+            assert ("vpdpbusd" in dis) == (name != "qlmm1"), name
+        if not runs_here("x86-avx512"):
+            continue
+        if name == "mmi_extreme":
+            b = numpy_helper.to_array(m.graph.initializer[0]).astype(np.int64)
+            want = (feeds["a"].astype(np.int64) @ b).astype(np.int32)
+        else:
+            want = onnxruntime_run(m, feeds)
+        got = edgec.load(art.out_dir).run(feeds)["y"]
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} on x86-avx512 {backend}")

@@ -3,7 +3,8 @@
 Kernel IR feature by feature: the vector kernels of test_vector_ir.py (lane-wise ops with
 masked tails, selects on vector compares, hreduce, unrolled loops, micro-kernel calls with
 pointer offsets, CSR loops, int32 vectors, the GEMM tile, parallel loops on the pool at 1 and 2
-threads) compiled by llvmlite at 8 lanes (AVX2) and 1 lane (scalar) and run through ctypes,
+threads) compiled by llvmlite at 8 lanes (AVX2), 1 lane (scalar) and, where the CPU has
+AVX-512, 16 lanes, and run through ctypes,
 plus scalar semantics the C renderer fixes (integer division and modulo truncate, casts, bool
 bytes, shifts, math functions, C's lazy ?: and &&). Then whole models: the three benchmark
 models and a small conv net against onnxruntime, the library's shape (one archive, header,
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from convnets import onnxruntime_outputs, random_feeds, small_resnet
+from harness import runs_here
 from test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
     SENTINEL,
     axpy_driver,
@@ -94,16 +96,23 @@ def function(lib: ctypes.CDLL, k: Kernel):
 
 # -- vector kernel IR, feature by feature -----------------------------------------------------
 
-@pytest.fixture(scope="module", params=[8, 1], ids=["avx2", "scalar"])
+# (lanes, target) of the LLVM builds this machine runs: AVX2, scalar and, on AVX-512 hosts, AVX-512
+LLVM_BUILDS = {"avx2": (8, AVX2), "scalar": (1, AVX2)}
+if runs_here("x86-avx512"):
+    LLVM_BUILDS["avx512"] = (16, get_target("x86-avx512"))
+
+
+@pytest.fixture(scope="module", params=list(LLVM_BUILDS))
 def built(request, tmp_path_factory):
-    """test_vector_ir's kernels built by LLVM at 8 lanes and 1; the imported tests take it."""
-    L = request.param
+    """test_vector_ir's kernels built by LLVM at 8 lanes and 1 (and 16 where the CPU has
+    AVX-512); the imported tests take it."""
+    L, target = LLVM_BUILDS[request.param]
     ks = {"lanewise": lanewise_kernel(L, 3 * L + 5 if L > 1 else 13),
           "rowreduce": reduce_kernel(L, 4, 2 * L + 3 if L > 1 else 11),
           "axpy_rows": axpy_driver(L, 3, 2 * L + 7 if L > 1 else 9),
           "spmv": spmv_kernel(L, 6, 9, 14),
           "intvec": int_kernel(L, 4 * L)}
-    lib = build(tmp_path_factory.mktemp(f"llvm{L}"), list(ks.values()), f"k{L}")
+    lib = build(tmp_path_factory.mktemp(f"llvm{L}"), list(ks.values()), f"k{L}", target)
     return L, ks, {name: function(lib, k) for name, k in ks.items()}
 
 
@@ -223,7 +232,7 @@ def test_prefetch_is_the_llvm_intrinsic_and_changes_nothing(tmp_path):
 
 
 def test_vector_kernels_build_for_avx512():
-    # no AVX-512 here (nor in qemu-user): the 16-lane kernels are compiled, not run
+    # on every host (`built` runs them where the CPU has AVX-512), with the GEMM tile too
     r = LLVMRenderer(get_target("x86-avx512"))
     for k in (lanewise_kernel(16, 53), reduce_kernel(16, 4, 35), int_kernel(16, 64),
               mk.gemm_tile(16, 4, 2, True, "Relu", lambda v: maximum(v, 0.0))):
@@ -249,8 +258,8 @@ int main(void)
 
 
 def test_aarch64_object(tmp_path):
-    """The same kernels as an aarch64 object (NEON), checked with the cross binutils and, where
-    the cross gcc and qemu-aarch64 are installed, linked and run against numpy."""
+    """The same kernels as an aarch64 object (NEON), checked with the cross binutils, linked by
+    the cross gcc and run under qemu-aarch64 against numpy (.ci/run installs all three)."""
     L, n = 4, 13
     r = LLVMRenderer(ARM64, "pool_for")
     for k in (lanewise_kernel(L, n), int_kernel(L, 16), parallel_kernel(L, 5, 12)):
@@ -258,16 +267,15 @@ def test_aarch64_object(tmp_path):
     obj = tmp_path / "k.o"
     obj.write_bytes(r.compile(hidden=False))
     objdump = shutil.which("aarch64-linux-gnu-objdump")
-    if objdump is None:
-        pytest.skip("aarch64-linux-gnu-objdump not installed (binutils-aarch64-linux-gnu)")
+    assert objdump, "aarch64-linux-gnu-objdump not installed (binutils-aarch64-linux-gnu)"
     head = subprocess.run([objdump, "-f", str(obj)], capture_output=True, text=True).stdout
     assert "elf64-littleaarch64" in head
     asm = subprocess.run([objdump, "-d", str(obj)], capture_output=True, text=True).stdout
     assert "<lanewise>:" in asm and "<par_rows>:" in asm
     assert "fmla" in asm  # the vector fma on NEON registers
     assert ".4s" in asm  # 4-lane float vectors
-    if not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")):
-        pytest.skip("no aarch64 cross gcc or qemu-aarch64 to run the object")
+    assert shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64"), \
+        "no aarch64 cross gcc or qemu-aarch64 to run the object (gcc-aarch64-linux-gnu, qemu-user)"
     (tmp_path / "main.c").write_text(POOL + LANEWISE_MAIN)
     res = subprocess.run(["aarch64-linux-gnu-gcc", "-static", f"-I{C_DIR}", f"-DN={n}",
                           f"-DL={L}", "main.c", "k.o", "-o", "lanewise", "-lm", "-pthread"],
@@ -351,8 +359,7 @@ def test_benchmark_models_against_onnxruntime(tmp_path, name):
 def test_emulated_run_of_an_llvm_library(tmp_path):
     """An x86-avx2 library built by LLVM, statically linked with the runner and run under
     qemu-x86_64 -cpu Haswell (the emulated loader links libNAME.a, kernels object included)."""
-    if shutil.which("qemu-x86_64") is None:
-        pytest.skip("qemu-x86_64 not installed (apt-get install qemu-user)")
+    assert shutil.which("qemu-x86_64"), "qemu-x86_64 not installed (apt-get install qemu-user)"
     model = small_resnet(8)
     feeds = random_feeds(model)
     want = onnxruntime_outputs(model, feeds)

@@ -3,11 +3,10 @@ loads with masked tails, broadcasts, fma, lane-wise arithmetic and selects, hori
 reductions, unrolled and parallel loops, micro-kernel calls, CSR iteration), compiled with gcc
 and run through ctypes against numpy.
 
-Every kernel builder takes the lane count L, so one definition gives three builds: AVX2 (L=8,
--march=haswell, run here), scalar C99 (isa None, L=1, run here) and AVX-512 (L=16,
--march=icelake-server). This machine's CPU has no AVX-512 and neither does qemu-user's TCG, so
-the AVX-512 build is rendered and compiled with -Wall -Werror but not run; running it needs an
-AVX-512 host.
+Every kernel builder takes the lane count L, so one definition gives three builds, with the
+flags of their x86 targets: AVX2 (L=8), scalar C99 (isa None, L=1) and AVX-512 (L=16). All three
+run where the CPU has AVX-512; elsewhere (qemu-user's TCG has no AVX-512 either) the AVX-512
+build is rendered and compiled with -Wall -Werror only.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from harness import isa_builds, machine_flags
 
 from edgec.ir.dtypes import DType
 from edgec.runtime import C_DIR
@@ -38,14 +38,11 @@ from edgec.targets.kernel_ir import (
     walk,
 )
 from edgec.targets.renderers.c import VECTOR_ISAS, CRenderer, VectorISA
-from edgec.targets.target import host_x86_isa
 
 F32, I32 = DType.F32, DType.I32
 CFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]
 # (ISA, gcc flags) of the builds that run on this machine
-RUNNABLE = {"avx2": (VECTOR_ISAS["avx2"], ["-march=haswell"]), "scalar": (None, [])}
-if host_x86_isa() == "avx512":  # an AVX-512 host runs the 16-lane build too
-    RUNNABLE["avx512"] = (VECTOR_ISAS["avx512"], ["-march=native"])
+RUNNABLE = isa_builds()
 
 
 def lanes_of(isa: VectorISA | None) -> int:
@@ -473,11 +470,10 @@ def test_parallel_loop_on_thread_pool(tmp_path, mode, threads):
             np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6, err_msg=f"{rows} rows")
 
 
-# -- AVX-512: rendered and compiled here (run only on an AVX-512 host, by `built`) ----------
+# -- AVX-512: compiled on every host (and run by `built` where the CPU has AVX-512) ---------
 
 def test_avx512_kernels_compile(tmp_path):
-    # This CPU (and qemu-user) has no AVX-512: the 16-lane build is only compiled here, with
-    # every warning an error. Run it on an AVX-512 host to check its numerics.
+    # every warning an error, on every host: an AVX2 host cannot run them
     isa = VECTOR_ISAS["avx512"]
     L = lanes_of(isa)
     assert L == 16
@@ -495,7 +491,7 @@ def test_avx512_kernels_compile(tmp_path):
                "_mm512_reduce_add_ps", "_mm512_reduce_max_ps", "_mm512_mask_blend_ps",
                "_mm512_mullo_epi32", "_mm512_reduce_add_epi32"):
         assert op in src, op
-    obj = gcc(tmp_path, src, ["-march=icelake-server", "-c"], "avx512.o", [])
+    obj = gcc(tmp_path, src, [*machine_flags("x86-avx512"), "-c"], "avx512.o", [])
     assert obj.stat().st_size > 0
 
 
