@@ -7,8 +7,8 @@ arithmetic (A is drawn below 128, where onnxruntime's AVX2 kernel, vpmaddubsw, c
 saturate, so both must be exact); warm-up, then edgec, onnxruntime, edgec, ... for N pairs:
 medians and the median per-pair ratio (edgec / onnxruntime; below 1 is faster).
 
-    python benchmarks/bench_int8_gemm.py [--shapes 64x3136x64,256x196x2304] [--pairs 50]
-        [--target x86]
+    python benchmarks/bench_int8_gemm.py [--shapes 64x3136x64,256x196x2304|all] [--pairs 50]
+        [--target x86[,x86-avx2,...]]
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from onnx import helper, numpy_helper
 import edgec
 
 DEFAULT_SHAPES = "64x3136x64,256x196x2304,1024x49x1024"
+# the ten int8 GEMM shapes of BENCHMARKING.md
+ALL_SHAPES = ("500x500x500,2000x2000x2000,64x3136x64,128x784x64,256x196x2304,512x49x2304,"
+              "512x49x4608,32x12544x27,1024x49x1024,128x3136x128")
 
 
 def model(m: int, n: int, k: int, b: np.ndarray):
@@ -41,48 +44,56 @@ def model(m: int, n: int, k: int, b: np.ndarray):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", default=DEFAULT_SHAPES)
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES, help=f"MxNxK,...; 'all' for {ALL_SHAPES}")
     ap.add_argument("--pairs", type=int, default=50)
-    ap.add_argument("--target", default="x86")
+    ap.add_argument("--target", default="x86", type=lambda s: s.split(","),
+                    help="edgec target(s), comma-separated, each timed against the same "
+                         "onnxruntime session in the same run")
     args = ap.parse_args(argv)
+    shapes = ALL_SHAPES if args.shapes == "all" else args.shapes
     rng = np.random.default_rng(0)
-    print(f"target {args.target}, 1 thread, {args.pairs} interleaved pairs, "
+    print(f"target {', '.join(args.target)}, 1 thread, {args.pairs} interleaved pairs, "
           f"onnxruntime {ort.__version__}")
-    print(f"{'M x N x K':>18} {'edgec ms':>9} {'ort ms':>9} {'ratio':>6} {'edgec GOP/s':>12}")
+    print(f"{'M x N x K':>18} {'target':>11} {'edgec ms':>9} {'ort ms':>9} {'ratio':>6} "
+          f"{'edgec GOP/s':>12} {'ort GOP/s':>10}")
     with tempfile.TemporaryDirectory() as tmp:
-        for spec in args.shapes.split(","):
+        for spec in shapes.split(","):
             m, n, k = (int(x) for x in spec.split("x"))
             b = rng.integers(-128, 128, (k, n)).astype(np.int8)
             a = rng.integers(0, 128, (m, k)).astype(np.uint8)
             onnx_model = model(m, n, k, b)
-            art = edgec.compile(onnx_model, Path(tmp) / spec, target=args.target, name="gemm")
-            lib = edgec.load(art.out_dir)
-            lib.set_num_threads(1)
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = 1
             sess = ort.InferenceSession(onnx_model.SerializeToString(), opts,
                                         providers=["CPUExecutionProvider"])
-            want = a.astype(np.int64) @ b.astype(np.int64)
-            got_e = lib.run({"a": a})["y"]
-            (got_o,) = sess.run(None, {"a": a})
-            if not (np.array_equal(got_e, want) and np.array_equal(got_o, want)):
-                print(f"{spec}: outputs differ from exact integer arithmetic", file=sys.stderr)
-                return 1
             feeds = {"a": a}
-            for _ in range(3):
-                lib.run(feeds)
-                sess.run(None, feeds)
-            e_ms, o_ms = [], []
-            for _ in range(args.pairs):
-                t = time.perf_counter()
-                lib.run(feeds)
-                e_ms.append((time.perf_counter() - t) * 1e3)
-                t = time.perf_counter()
-                sess.run(None, feeds)
-                o_ms.append((time.perf_counter() - t) * 1e3)
-            e, o = statistics.median(e_ms), statistics.median(o_ms)
-            ratio = statistics.median(x / y for x, y in zip(e_ms, o_ms))
-            print(f"{spec:>18} {e:9.3f} {o:9.3f} {ratio:6.2f} {2 * m * n * k / e / 1e6:12.1f}")
+            want = a.astype(np.int64) @ b.astype(np.int64)
+            (got_o,) = sess.run(None, feeds)
+            for target in args.target:
+                art = edgec.compile(onnx_model, Path(tmp) / f"{spec}_{target}", target=target,
+                                    name="gemm")
+                lib = edgec.load(art.out_dir)
+                lib.set_num_threads(1)
+                got_e = lib.run(feeds)["y"]
+                if not (np.array_equal(got_e, want) and np.array_equal(got_o, want)):
+                    print(f"{spec}: outputs differ from exact integer arithmetic", file=sys.stderr)
+                    return 1
+                for _ in range(3):
+                    lib.run(feeds)
+                    sess.run(None, feeds)
+                e_ms, o_ms = [], []
+                for _ in range(args.pairs):
+                    t = time.perf_counter()
+                    lib.run(feeds)
+                    e_ms.append((time.perf_counter() - t) * 1e3)
+                    t = time.perf_counter()
+                    sess.run(None, feeds)
+                    o_ms.append((time.perf_counter() - t) * 1e3)
+                e, o = statistics.median(e_ms), statistics.median(o_ms)
+                ratio = statistics.median(x / y for x, y in zip(e_ms, o_ms))
+                ops = 2 * m * n * k / 1e6
+                print(f"{spec:>18} {target:>11} {e:9.3f} {o:9.3f} {ratio:6.2f} {ops / e:12.1f} "
+                      f"{ops / o:10.1f}", flush=True)
     return 0
 
 

@@ -17,7 +17,8 @@ busy (below 1 when other processes share the machine), which tells whether a sid
 threaded.
 
     python benchmarks/bench_models.py [--models mlp,resnet18,mobilenet_v2] [--threads 1,2]
-        [--pairs 30] [--short-pairs 300] [--target x86] [--no-tvm] [--json results.json]
+        [--pairs 30] [--short-pairs 300] [--target x86[,x86-avx2,...]] [--no-tvm]
+        [--json results.json]
 """
 
 from __future__ import annotations
@@ -119,11 +120,19 @@ def count_flops(path: Path) -> int:
     return 2 * macs
 
 
-def measure_peak_gflops(work: Path) -> tuple[float, str]:
-    """Best of ten runs of peak_fma.c built for this machine: (GFLOP/s on one core, ISA)."""
-    exe = work / "peak_fma"
-    subprocess.run(["gcc", "-O2", "-march=native", str(HERE / "peak_fma.c"), "-o", str(exe)],
-                   check=True, capture_output=True)
+def machine_flags(target: str) -> list[str]:
+    """gcc's -m flags for `target`'s ISA (-march=native for the host's own, `x86`)."""
+    from edgec.targets.target import get_target
+
+    t = get_target(target)
+    return [f for f in t.cflags if f.startswith("-m")] if t.arch == "x86_64" else []
+
+
+def measure_peak_gflops(work: Path, target: str = "x86") -> tuple[float, str]:
+    """Best of ten runs of peak_fma.c built for `target`'s ISA: (GFLOP/s on one core, ISA)."""
+    exe = work / f"peak_fma_{target}"
+    subprocess.run(["gcc", "-O2", *machine_flags(target), str(HERE / "peak_fma.c"), "-o",
+                    str(exe)], check=True, capture_output=True)
     runs = [subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
             for _ in range(10)]
     return max(float(r[2]) for r in runs), runs[0][1]
@@ -194,12 +203,12 @@ def cores_busy(fn: Callable[[], object], seconds: float = 0.2, min_runs: int = 3
     return (time.process_time() - cpu) / (time.perf_counter() - wall)
 
 
-def bench_edgec(name: str, path: Path, a: argparse.Namespace, work: Path) -> dict:
+def bench_edgec(name: str, path: Path, a: argparse.Namespace, work: Path, target: str) -> dict:
     """Compile, size and time one model with edgec beside onnxruntime at every thread count."""
     import edgec
 
     t0 = time.perf_counter()
-    art = edgec.compile(path, work / name, target=a.target)
+    art = edgec.compile(path, work / f"{name}_{target}", target=target)
     compile_s = time.perf_counter() - t0
     model = edgec.load(art.out_dir)
     feeds = random_feeds(onnx.load(path, load_external_data=False))
@@ -336,7 +345,9 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=30)
     ap.add_argument("--short-pairs", type=int, default=300,
                     help=f"pairs for models under {SHORT_MS:g} ms on onnxruntime")
-    ap.add_argument("--target", default="x86")
+    ap.add_argument("--target", default="x86", type=lambda s: s.split(","),
+                    help="edgec target(s), comma-separated, each timed against the same "
+                         "onnxruntime session in the same run (e.g. x86-avx2,x86-avx512)")
     ap.add_argument("--rtol", type=float, default=1e-4,
                     help="max |edgec - onnxruntime| / max |onnxruntime| allowed")
     ap.add_argument("--ort-opt-level", choices=sorted(ORT_LEVELS), default="all")
@@ -358,7 +369,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         head = setup(a, Path(tmp))
         print_setup(head, a)
-        results = [bench_model(name, a, head, Path(tmp)) for name in a.models.split(",")]
+        results = [r for name in a.models.split(",") for r in bench_model(name, a, head,
+                                                                             Path(tmp))]
     print_sizes(results)
     tvm_info = next((t for r in results for run in r["runs"] for t in [run["tvm"]]
                      if "versions" in t), None)
@@ -389,21 +401,24 @@ def setup(a: argparse.Namespace, work: Path) -> dict:
     import edgec.targets.codegen  # noqa: F401  (imported now so no compile time counts them)
 
     cpu, flags = machine()
-    peak, isa = a.peak_gflops, "given"
-    if peak is None:
-        try:
-            peak, isa = measure_peak_gflops(work)
-        except (OSError, subprocess.CalledProcessError) as e:
-            peak, isa = FALLBACK_PEAK_GFLOPS, f"BENCHMARKING.md figure, not measured: {e}"
+    peaks = {}  # the fp32 peak of each target's ISA, which its builds' floor is measured by
+    for target in a.target:
+        peak, isa = a.peak_gflops, "given"
+        if peak is None:
+            try:
+                peak, isa = measure_peak_gflops(work, target)
+            except (OSError, subprocess.CalledProcessError) as e:
+                peak, isa = FALLBACK_PEAK_GFLOPS, f"BENCHMARKING.md figure, not measured: {e}"
+        peaks[target] = {"gflops": peak, "isa": isa}
     # the checkout the measured edgec comes from (PYTHONPATH may point at another worktree)
     src = Path(edgec.__file__).resolve().parent
     commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
                             cwd=src, capture_output=True, text=True).stdout.strip() or "unknown"
     return {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": cpu, "flags": flags,
-            "peak_gflops_per_core": peak, "peak_isa": isa, "python": platform.python_version(),
+            "peak_per_core": peaks, "python": platform.python_version(),
             "onnxruntime": ort.__version__, "edgec": edgec.__version__, "commit": commit,
             "edgec_path": str(src),
-            "target": a.target,
+            "targets": a.target,
             "ort_graph_optimization_level": str(ORT_LEVELS[a.ort_opt_level]).split(".")[-1],
             "ort_inter_op_num_threads": 1, "command": " ".join(sys.argv),
             "load_average_start": os.getloadavg(),
@@ -412,11 +427,13 @@ def setup(a: argparse.Namespace, work: Path) -> dict:
 
 
 def print_setup(head: dict, a: argparse.Namespace) -> None:
+    peaks = ", ".join(f"{p['gflops']:.0f} GFLOP/s for {t} ({p['isa']})"
+                      for t, p in head["peak_per_core"].items())
     print(f"# {head['date']}, edgec {head['edgec']} at {head['commit']} ({head['edgec_path']}), "
-          f"target {a.target}; "
-          f"{head['cpu']} ({head['flags']}); fp32 peak {head['peak_gflops_per_core']:.0f} GFLOP/s "
-          f"per core ({head['peak_isa']}); onnxruntime {head['onnxruntime']} "
-          f"({head['ort_graph_optimization_level']}, inter_op 1); python {head['python']}")
+          f"target {', '.join(a.target)}; "
+          f"{head['cpu']} ({head['flags']}); fp32 peak per core {peaks}; onnxruntime "
+          f"{head['onnxruntime']} ({head['ort_graph_optimization_level']}, inter_op 1); "
+          f"python {head['python']}")
     load = head["load_average_start"][0]
     if load > 0.5:
         print(f"# WARNING: load average {load:.2f} at start: other processes share the "
@@ -426,57 +443,67 @@ def print_setup(head: dict, a: argparse.Namespace) -> None:
         print("# TVM: skipped, apache-tvm is not installed (pip install -e '.[bench]')")
     elif head["tvm"]:
         print(f"# TVM: {head['tvm']}")
-    print("\n| model | threads | edgec ms | onnxruntime ms | edgec / ort (median of pairs) "
-          "| TVM ms | TVM / ort | fraction of floor: edgec, ort, TVM | cores busy alone: "
-          "edgec, TVM | pairs: edgec+ort, TVM+ort |")
-    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("\n| model | edgec target | threads | edgec ms | onnxruntime ms | edgec / ort (median "
+          "of pairs) | TVM ms | TVM / ort | fraction of floor: edgec, ort, TVM | cores busy "
+          "alone: edgec, TVM | pairs: edgec+ort, TVM+ort |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
 
 
-def bench_model(name: str, a: argparse.Namespace, head: dict, work: Path) -> dict:
-    """All measurements of one model; prints its latency rows as they finish."""
+def bench_model(name: str, a: argparse.Namespace, head: dict, work: Path) -> list[dict]:
+    """All measurements of one model, one dict per edgec target (TVM is timed once and shared);
+    prints its latency rows as they finish. The floor of each target's rows is measured by
+    the fp32 peak of its own ISA; onnxruntime's and TVM's by the best of them."""
     from edgec import zoo
 
     path = zoo.save(getattr(zoo, name)(), work / f"{name}.onnx")
     flops = count_flops(path)
-    peak = head["peak_gflops_per_core"]
-    r = {"model": name, "gflop": flops / 1e9, "floor_ms_1thread": flops / (peak * 1e9) * 1e3}
-    r.update(bench_edgec(name, path, a, work))
-    try:
-        r["read_gbs"] = measure_read_gbs(work, r["weights_bytes"])
-        r["bandwidth_floor_ms_1thread"] = r["weights_bytes"] / (r["read_gbs"] * 1e9) * 1e3
-    except (OSError, subprocess.CalledProcessError):
-        r["read_gbs"], r["bandwidth_floor_ms_1thread"] = None, 0.0
-    pairs = r["runs"][0]["pairs"]
+    best_peak = max(p["gflops"] for p in head["peak_per_core"].values())
+    rows = []
+    for target in a.target:
+        peak = head["peak_per_core"][target]["gflops"]
+        r = {"model": name, "target": target, "gflop": flops / 1e9,
+             "floor_ms_1thread": flops / (peak * 1e9) * 1e3}
+        r.update(bench_edgec(name, path, a, work, target))
+        try:
+            r["read_gbs"] = measure_read_gbs(work, r["weights_bytes"])
+            r["bandwidth_floor_ms_1thread"] = r["weights_bytes"] / (r["read_gbs"] * 1e9) * 1e3
+        except (OSError, subprocess.CalledProcessError):
+            r["read_gbs"], r["bandwidth_floor_ms_1thread"] = None, 0.0
+        rows.append(r)
+    pairs = rows[0]["runs"][0]["pairs"]
     tvm_runs = {} if head["tvm"] else {n: bench_tvm(path, n, pairs, a) for n in a.threads}
-    for run in r["runs"]:
-        n = run["threads"]
-        tv = run["tvm"] = tvm_runs.get(n, {})
-        tvm_ms = tv.get("tvm_ms")
-        threads = f"{n}" if run["edgec_threads"] == n else f"{n} (edgec not threaded: 1)"
-        tvm_cols = (f"{tvm_ms:.2f} | {tv['ratio']:.1f}" if tvm_ms is not None else
-                    "failed (below) | -" if "error" in tv else "- | -")
-        fracs = ", ".join(fmt_frac(r, t, ms) for t, ms in (
-            (run["edgec_threads"], run["edgec_ms"]), (n, run["onnxruntime_ms"]), (n, tvm_ms)))
-        busy = f"{run['edgec_cores_busy']:.2f}, " + (
-            f"{tv['cores_busy']:.2f}" if "cores_busy" in tv else "-")
-        print(f"| {name} | {threads} | {run['edgec_ms']:.3f} | {run['onnxruntime_ms']:.3f} | "
-              f"{run['ratio']:.2f} | {tvm_cols} | {fracs} | {busy} | "
-              f"{run['pairs']}, {tv.get('pairs', '-')} |", flush=True)
-    r["tvm_compile_s"] = next((t["compile_s"] for t in tvm_runs.values() if "compile_s" in t),
-                              None)
-    return r
+    for r in rows:
+        peers = dict(r, floor_ms_1thread=flops / (best_peak * 1e9) * 1e3)
+        for run in r["runs"]:
+            n = run["threads"]
+            tv = run["tvm"] = tvm_runs.get(n, {})
+            tvm_ms = tv.get("tvm_ms")
+            threads = f"{n}" if run["edgec_threads"] == n else f"{n} (edgec not threaded: 1)"
+            tvm_cols = (f"{tvm_ms:.2f} | {tv['ratio']:.1f}" if tvm_ms is not None else
+                        "failed (below) | -" if "error" in tv else "- | -")
+            fracs = ", ".join([fmt_frac(r, run["edgec_threads"], run["edgec_ms"])] + [
+                fmt_frac(peers, n, ms) for ms in (run["onnxruntime_ms"], tvm_ms)])
+            busy = f"{run['edgec_cores_busy']:.2f}, " + (
+                f"{tv['cores_busy']:.2f}" if "cores_busy" in tv else "-")
+            print(f"| {name} | {r['target']} | {threads} | {run['edgec_ms']:.3f} | "
+                  f"{run['onnxruntime_ms']:.3f} | {run['ratio']:.2f} | {tvm_cols} | {fracs} | "
+                  f"{busy} | {run['pairs']}, {tv.get('pairs', '-')} |", flush=True)
+        r["tvm_compile_s"] = next((t["compile_s"] for t in tvm_runs.values()
+                                   if "compile_s" in t), None)
+    return rows
 
 
 def print_sizes(results: list[dict]) -> None:
-    print("\n| model | GFLOP | FMA floor at 1 thread ms | weights read GB/s, floor ms | "
-          "edgec compile s | TVM compile s | "
+    print("\n| model | edgec target | GFLOP | FMA floor at 1 thread ms | weights read GB/s, "
+          "floor ms | edgec compile s | TVM compile s | "
           "code KB (no weights) | weights MB | workspace KB (lower bound) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         tvm_c = f"{r['tvm_compile_s']:.2f}" if r["tvm_compile_s"] is not None else "-"
         bw = (f"{r['read_gbs']:.0f}, {r['bandwidth_floor_ms_1thread']:.3f}"
               if r["read_gbs"] else "-")
-        print(f"| {r['model']} | {r['gflop']:.3f} | {r['floor_ms_1thread']:.3f} | {bw} | "
+        print(f"| {r['model']} | {r['target']} | {r['gflop']:.3f} | {r['floor_ms_1thread']:.3f} | "
+              f"{bw} | "
               f"{r['compile_s']:.2f} | {tvm_c} | {r['code_bytes'] / 1024:.1f} | "
               f"{r['weights_bytes'] / 2**20:.2f} | {r['workspace_bytes'] / 1024:.0f} "
               f"({r['lower_bound_bytes'] / 1024:.0f}) |")
