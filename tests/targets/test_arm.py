@@ -17,12 +17,10 @@ these tests fail, never skip, when they are missing.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -30,7 +28,7 @@ import numpy as np
 import onnx.numpy_helper
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, random_feeds, small_resnet
-from harness import rel_error
+from harness import conformance_module, conformance_results, rel_error
 from test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
     SENTINEL,
     axpy_driver,
@@ -66,7 +64,6 @@ ARM = ["arm64", "armv7"]
 # backend renders for aarch64 (llvmlite's target machine), not for 32-bit ARM
 BUILDS = [("arm64", "c"), ("armv7", "c"), ("arm64", "llvm")]
 BUILD_IDS = [f"{t}-{b}" for t, b in BUILDS]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -390,28 +387,16 @@ def test_cross_library_is_not_loaded_into_python(tmp_path):
 CONFORMANCE_SAMPLE = 200
 
 
-def _conformance():
-    if "conformance" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("conformance",
-                                                      ROOT / "scripts" / "conformance.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["conformance"] = mod  # dataclasses look their module up there
-        spec.loader.exec_module(mod)
-    return sys.modules["conformance"]
-
-
 def conformance_sample(k: int) -> list[str]:
     """Every n-th of the tests CONFORMANCE.md lists as passing, `k` in all."""
-    report = (ROOT / "CONFORMANCE.md").read_text()
-    passing = sorted(t for t, s in re.findall(r"^\| (test_\w+) \| [^|]+ \| (\w+) \|",
-                                              report, re.M) if s == "pass")
+    passing = sorted(t for t, (_, s) in conformance_results().items() if s == "pass")
     step = len(passing) / k
     return [passing[int(i * step)] for i in range(k)]
 
 
 @pytest.mark.parametrize("target,backend", BUILDS, ids=BUILD_IDS)
 def test_conformance_sample(target, backend, tmp_path):
-    conformance = _conformance()
+    conformance = conformance_module()
     names = conformance_sample(CONFORMANCE_SAMPLE)
     assert len(set(names)) == CONFORMANCE_SAMPLE
     platform = conformance.Platform(target, get_target(target).emulator, backend)
