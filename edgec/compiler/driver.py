@@ -156,6 +156,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                    "lower_bound_bytes": plan.lower_bound_bytes},
         "ops": graph.op_counts(),
         "kernels": len(src.kernels),
+        # per node: the kernel it got and how it computes (targets/lowering.py Strategy)
+        "kernel_strategies": src.strategies,
         # NAME_dot_product_kernels() exists: int8 micro-kernels chosen at run time
         "dot_product_kernels": src.dot_product_kernels,
         "library": f"lib{name}.a",
@@ -175,9 +177,19 @@ def _report(manifest: dict, pipeline_report, plan) -> str:
              f"pipeline: {manifest['pipeline']}", ""]
     if hasattr(pipeline_report, "timing_table"):
         lines += [pipeline_report.timing_table(), ""]
-    lines += [plan.report(), "",
+    lines += [plan.report(), "", "kernels (node, op: strategy):"]
+    lines += [f"  {s['node']} {s['op']}: {_strategy_text(s)}"
+              for s in manifest["kernel_strategies"]]
+    lines += ["",
               "ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(manifest["ops"].items())),
               f"weights: {manifest['weights_bytes']} bytes",
               "compile time: " + ", ".join(f"{k} {v:.3f}s"
                                            for k, v in manifest["timing_s"].items())]
     return "\n".join(lines) + "\n"
+
+
+def _strategy_text(s: dict) -> str:
+    from ..targets.lowering import Strategy
+
+    return Strategy(s["strategy"], s["kind"], s["lanes"], s["parallel"],
+                    tuple(s["micro_kernels"])).describe()

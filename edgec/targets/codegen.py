@@ -47,7 +47,9 @@ class Sources:
     objects: list[str] = field(default_factory=list)  # object files ready to archive with them
     workspace_bytes: int = 0
     weights_bytes: int = 0
-    kernels: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)  # the kernel functions NAME_run calls
+    # per lowered node: its name, op, kernel and Strategy (lowering.py), in graph order
+    strategies: list[dict] = field(default_factory=list)
     dot_product_kernels: bool = False  # micro-kernels dispatched to sdot at run time
 
 
@@ -106,6 +108,8 @@ class _Emitter:
         self.dispatched = dispatched if dispatched is not None else set()
         self.kernels, self.ws, self.prefix, self.indent = kernels, ws, prefix, indent
         self.lines: list[str] = []
+        self.names: list[str] = []  # of the kernels called, shared with nested emitters
+        self.strategies: list[dict] = []  # likewise
         self.extra = 0
         self.bound: dict[int, str] = {id(v): e for v, e in zip(graph.inputs, inputs, strict=True)}
         self.copies: list[tuple[Value, str]] = []  # outputs not written in place by a producer
@@ -145,6 +149,7 @@ class _Emitter:
                     self.dispatched.add(fn.name)
                 self.micro[fn.name] = text or self.r.kernel(fn)
         self.kernels.append(self.r.kernel(k))
+        self.names.append(k.name)
         self.lines.append(f"{self.indent}{k.name}({', '.join(args)});")
 
     def copy(self, v: Value, src: str, dst: str) -> None:
@@ -161,6 +166,11 @@ class _Emitter:
             ln = lower_node(node, i, self.target)
             ln.kernel.name = f"{self.prefix}{ln.kernel.name}"
             self.call(ln.kernel, [self.expr(v) for v in ln.bindings])
+            s = ln.strategy
+            self.strategies.append({"node": node.name, "op": node.op, "kernel": ln.kernel.name,
+                                    "strategy": s.name, "kind": s.kind, "lanes": s.lanes,
+                                    "parallel": s.parallel,
+                                    "micro_kernels": list(s.micro_kernels)})
         for v, dst in self.copies:
             self.copy(v, self.expr(v), dst)
         return self
@@ -172,7 +182,9 @@ class _Emitter:
 
         child = _Emitter(g, plan(g), self.weights, self.r, self.kernels, inputs, outputs, ws,
                          prefix, indent, self.target, self.micro, self.dispatch,
-                         self.dispatched).run()
+                         self.dispatched)
+        child.names, child.strategies = self.names, self.strategies
+        child.run()
         self.lines += child.lines
         return child
 
@@ -409,8 +421,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     src.workspace_bytes = ws
     src.weights_bytes = store.nbytes
     src.dot_product_kernels = dispatch is not None
-    # a kernel's own function comes last in its text, after any outlined parallel tasks
-    src.kernels = [re.findall(r"void (\w+)\(", k)[-1] for k in kernels]
+    src.kernels = top.names
+    src.strategies = top.strategies
     return src
 
 

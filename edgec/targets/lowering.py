@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..errors import EdgecError
 from ..ir.dtypes import DType
 from ..ir.graph import Node, Value
-from .kernel_ir import Buffer, Expr, Kernel, KernelBuilder, const, linear_index
+from .kernel_ir import Buffer, Expr, Kernel, KernelBuilder, Loop, const, linear_index, walk
 from .target import Target, get_target
 
 KernelFn = Callable[["NodeKernelBuilder", Node], None]
@@ -54,12 +54,15 @@ def scalar(op: str):
 
 class NodeKernelBuilder(KernelBuilder):
     """A KernelBuilder that remembers which graph value each buffer parameter stands for,
-    and knows the target it builds for (its vector lanes, its micro-kernels)."""
+    and knows the target it builds for (its vector lanes, its micro-kernels). A builder with
+    more than one way to build a node names the one it took in `strategy` (the report shows
+    it beside what the kernel is made of: see `Strategy`)."""
 
     def __init__(self, name: str, doc: str = "", target: Target | None = None):
         super().__init__(name, doc)
         self.bindings: list[Value] = []
         self.target = target if target is not None else get_target("c-generic")
+        self.strategy = ""
 
     def lanes(self, dtype: DType) -> int:
         """Lanes of a vector of `dtype` on the target: 1 where it has no vector ISA."""
@@ -78,11 +81,58 @@ class NodeKernelBuilder(KernelBuilder):
     node: Node | None = None
 
 
+@dataclass(frozen=True)
+class Strategy:
+    """How a node's kernel computes: `name` as its builder chose it (or, where a builder has
+    one way only, what the kernel is made of), `kind` what the kernel is made of
+    ("micro-kernel": it calls the shared hot loops; "vector": vector code of its own;
+    "scalar"), its widest vector, whether it runs on the thread pool, and its micro-kernels."""
+
+    name: str
+    kind: str
+    lanes: int
+    parallel: bool
+    micro_kernels: tuple[str, ...]
+
+    @staticmethod
+    def of(kernel: Kernel, chosen: str = "") -> Strategy:
+        micro = tuple(c.name for c in kernel.callees())
+        bodies = [kernel.body] + [c.body for c in kernel.callees()]
+        lanes = max((_widest(b) for b in bodies), default=1)
+        parallel = any(isinstance(s, Loop) and s.kind == "parallel" for s in walk(kernel.body))
+        kind = "micro-kernel" if micro else "vector" if lanes > 1 else "scalar"
+        return Strategy(chosen or kind, kind, lanes, parallel, micro)
+
+    def describe(self) -> str:
+        parts = [self.name] + ([] if self.name == self.kind else [self.kind])
+        parts += [f"{self.lanes} lanes"] if self.lanes > 1 else []
+        parts += ["parallel"] if self.parallel else []
+        if self.micro_kernels:
+            more = len(self.micro_kernels) - 1
+            parts.append(self.micro_kernels[0] + (f" (+{more} more)" if more else ""))
+        return ", ".join(parts)
+
+
+def _widest(stmts: list) -> int:
+    """The most lanes of any expression in `stmts`."""
+    def lanes(e) -> int:
+        if not isinstance(e, Expr):
+            return 1
+        return max([e.lanes] + [lanes(a) for a in e.args])
+
+    widest = 1
+    for s in walk(stmts):
+        for e in vars(s).values():
+            widest = max(widest, lanes(e))
+    return widest
+
+
 @dataclass
 class LoweredNode:
     node: Node
     kernel: Kernel
     bindings: list[Value]
+    strategy: Strategy | None = None
 
 
 def _load_kernels() -> None:
@@ -113,7 +163,8 @@ def lower_node(node: Node, index: int, target: Target | None = None) -> LoweredN
     kb = NodeKernelBuilder(f"k{index}_{c_identifier(node.name)}"[:60], describe(node), target)
     kb.node = node
     fn(kb, node)
-    return LoweredNode(node, kb.build(), kb.bindings)
+    k = kb.build()
+    return LoweredNode(node, k, kb.bindings, Strategy.of(k, kb.strategy))
 
 
 # Ops whose bodies the codegen emits as nested C blocks instead of one kernel.

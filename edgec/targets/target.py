@@ -12,6 +12,43 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import EdgecError
+from ..ir.dtypes import DType
+
+
+@dataclass(frozen=True)
+class VectorUnit:
+    """What a vector ISA offers the kernel builders, whatever renders it: the register width
+    and count (which bound register tiles), the element types it has vectors of, and how it
+    forms int8 dot products (`dot4`, see kernel_ir)."""
+
+    name: str
+    width: int  # bytes per register
+    registers: int
+    dtypes: frozenset[DType]
+    dot4: str  # the instructions of one dot4: "vpdpbusd", "vpmaddwd", "smull+addp", "sdot"
+
+    def lanes(self, dtype: DType) -> int:
+        return self.width // dtype.itemsize if dtype in self.dtypes else 1
+
+
+_VECTOR_TYPES = frozenset({DType.F32, DType.I32, DType.U8, DType.I8})
+VECTOR_UNITS: dict[str, VectorUnit] = {u.name: u for u in (
+    VectorUnit("avx512", 64, 32, _VECTOR_TYPES, "vpdpbusd"),
+    VectorUnit("avx2", 32, 16, _VECTOR_TYPES, "vpmaddwd"),  # bytes widened to 16 bits
+    VectorUnit("neon", 16, 32, _VECTOR_TYPES, "smull+addp"),  # aarch64
+    VectorUnit("neon-dotprod", 16, 32, _VECTOR_TYPES, "sdot"),  # Armv8.2-A, chosen at run time
+    VectorUnit("neon-armv7", 16, 16, _VECTOR_TYPES, "smull+addp"),
+)}
+
+
+@dataclass(frozen=True)
+class Caches:
+    """The data caches kernel builders size their blocks for: the L1 and L2 of one core and
+    the line. The defaults are the common x86 and Arm sizes (32 KB L1, 512 KB L2 and up)."""
+
+    l1d: int = 32 * 1024
+    l2: int = 512 * 1024
+    line: int = 64
 
 
 @dataclass(frozen=True)
@@ -23,7 +60,7 @@ class Target:
     features: frozenset[str] = frozenset()
     vector_bytes: int = 16
     doc: str = ""
-    isa: str = ""  # the renderer's vector ISA (renderers/c.py VECTOR_ISAS); "" for none
+    isa: str = ""  # the vector ISA (VECTOR_UNITS); "" for none
     ar: str = "ar"
     package: str = "gcc"  # the Debian package with `cc` and `ar`, named when they are missing
     # how a program built for the target runs on this machine: the default argv prefix
@@ -33,6 +70,7 @@ class Target:
     llvm_triple: str = ""
     llvm_cpu: str = ""
     llvm_features: str = ""
+    caches: Caches = Caches()
 
     @property
     def cross(self) -> bool:
@@ -40,18 +78,19 @@ class Target:
         return bool(self.emulator)
 
     @property
+    def vector(self) -> VectorUnit | None:
+        """The target's vector unit; None for scalar code."""
+        return VECTOR_UNITS[self.isa] if self.isa else None
+
+    @property
     def registers(self) -> int:
         """Vector registers of the ISA, which bound the micro-kernels' register tiles."""
-        from .renderers.c import VECTOR_ISAS
-
-        return VECTOR_ISAS[self.isa].registers if self.isa else 16
+        return self.vector.registers if self.vector else 16
 
     def lanes(self, dtype) -> int:
         """Lanes of a vector register of `dtype`; 1 (scalar code) without a vector ISA or
         for a type the ISA's micro-kernels do not cover."""
-        from .renderers.c import VECTOR_ISAS
-
-        return VECTOR_ISAS[self.isa].lanes(dtype) if self.isa else 1
+        return self.vector.lanes(dtype) if self.vector else 1
 
 
 _X86 = "x86_64-unknown-linux-gnu"

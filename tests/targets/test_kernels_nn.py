@@ -363,7 +363,7 @@ def test_fused_conv_pointwise_residual_clip(check, xs, ws):
 
 
 def test_pointwise_tile():
-    """Tiles keep Cg x tile floats within PW_TILE_BYTES, split the plane evenly in
+    """Tiles keep Cg x tile floats within 3/8 of a 512 KB L2, split the plane evenly in
     multiples of 16, and take the whole plane when it fits."""
     assert pointwise_tile(960, 49) == 49
     assert pointwise_tile(144, 3136) == 320  # 10 tiles of at most 341 pixels, evened out

@@ -182,6 +182,7 @@ def blocked_conv(kb: NodeKernelBuilder, node: Node) -> None:
                          f"with {lanes}-lane float vectors (this one has {kb.lanes(F32)}); "
                          "run the layout-nchwc pass with the target's block")
     depthwise = node.attrs["group"] > 1
+    kb.strategy = "blocked depthwise conv" if depthwise else "blocked conv"
     (_blocked_depthwise if depthwise else _blocked_dense)(kb, node, lanes)
 
 
@@ -191,28 +192,25 @@ def _row_taps(kb: NodeKernelBuilder, g: _Geo, oh: Expr) -> tuple[Expr, Expr]:
                   range(0, g.oh * g.sh, g.sh))
 
 
-# Cache budgets of the dense driver: a chunk of input blocks whose packed weights fit in L1
-# beside the tile's inputs, and a band of output rows whose partial sums stay in L1/L2 while
-# the chunks sweep over them. 32 KB of L1 data cache is the common x86 and Arm size.
-_WEIGHT_CHUNK_BYTES = 16 * 1024
-_BAND_BYTES = 16 * 1024
+# Cache budgets of the dense driver, from the target's caches: a chunk of input blocks whose
+# packed weights take half of L1 (beside the tile's inputs), and a band of output rows whose
+# partial sums take half of L1 while the chunks sweep over them.
 _MIN_TASKS = 16  # enough slices for the thread pool to balance
-_LINE_BYTES = 64  # the cache line of x86 and of the Arm cores edgec targets
 # Smaller weights are re-read from L2 by a task's later row bands: asking for them ahead
 # buys nothing and costs code (about 150 bytes a convolution)
 _PREFETCH_MIN_BYTES = 256 * 1024
 
 
-def _chunks(cblocks: int, block_bytes: int) -> tuple[int, int]:
+def _chunks(cblocks: int, block_bytes: int, budget: int) -> tuple[int, int]:
     """(input blocks per chunk, chunks): as few even chunks as the weight budget allows."""
-    per = max(1, min(cblocks, _WEIGHT_CHUNK_BYTES // block_bytes))
+    per = max(1, min(cblocks, budget // block_bytes))
     n = -(-cblocks // per)
     return -(-cblocks // n), n
 
 
-def _band(rows: int, row_bytes: int, other_tasks: int) -> int:
+def _band(rows: int, row_bytes: int, other_tasks: int, budget: int) -> int:
     """Output rows per parallel task."""
-    bh = max(1, min(rows, _BAND_BYTES // row_bytes))
+    bh = max(1, min(rows, budget // row_bytes))
     while bh > 1 and other_tasks * -(-rows // bh) < _MIN_TASKS:
         bh = -(-bh // 2)
     return bh
@@ -244,8 +242,10 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     ngroups = -(-mblocks // mb_max)
     segs = g.segments(r_max)
     fsize = F32.itemsize
-    per_chunk, nchunks = _chunks(cblocks, mb_max * lanes * g.kh * g.kw * cin * fsize)
-    bh = _band(g.oh, mb_max * g.ow * lanes * fsize, g.n * ngroups)
+    caches = kb.target.caches
+    per_chunk, nchunks = _chunks(cblocks, mb_max * lanes * g.kh * g.kw * cin * fsize,
+                                 caches.l1d // 2)
+    bh = _band(g.oh, mb_max * g.ow * lanes * fsize, g.n * ngroups, caches.l1d // 2)
     nbands = -(-g.oh // bh)
     partial = nchunks > 1
 
@@ -287,9 +287,9 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
             # prefetcher stops running ahead, so each new chunk would start with misses to
             # memory (ResNet-18's 512-channel convolutions: 3.0 ms instead of 2.3 from
             # cache). Each row asks for its share of the next chunk's lines instead.
-            lines = -(-per_chunk * w_cb * fsize // _LINE_BYTES)
+            lines = -(-per_chunk * w_cb * fsize // caches.line)
             per_row = -(-lines // bh)
-            step = _LINE_BYTES // fsize
+            step = caches.line // fsize
             with kb.loop(rows, "r") as r:
                 if w.numel * fsize >= _PREFETCH_MIN_BYTES:
                     prefetch_lines(kb, w, wgrp + ncb * w_cb + r * (per_row * step), per_row, step)

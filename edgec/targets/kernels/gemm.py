@@ -65,6 +65,7 @@ def vector_gemm(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value,
     mr, nv = tiles(lanes, m)
     width = nv * lanes
     panels = -(-n // width)
+    kb.strategy = "vector GEMM"
     a = kb.bind(a_v, "a")
     bp = derived_constant(kb, b_v, f"panels{width}", lambda w: pack_panels(w, width), "bp")
 

@@ -52,6 +52,7 @@ from ..kernel_ir import (
     select,
 )
 from ..lowering import SCALARS, NodeKernelBuilder, broadcast_index, coalesce, kernel, operand
+from ..target import Caches
 
 Activation = Callable[[Expr], Expr]
 
@@ -170,7 +171,7 @@ TILE_P = 4  # output pixels per register tile along a row (with more, gcc's regi
 TILE_P_ONE = 8  # a row interior up to this wide is one tile (the 5 pixels of a 7x7 map)
 PW_ROWS = 8  # output channels a pointwise pass updates per load of an x row
 PW_DEPTH = 4  # input channels a pointwise pass adds per load and store of a y row
-PW_TILE_BYTES = 192 * 1024  # a pointwise tile of x (Cg rows) stays in L2 (512 KB and up)
+PW_TILE_L2_SHARE = 3 / 8  # of L2 for a pointwise tile of x (Cg rows): 192 KB of 512
 PW_TILE_MIN, PW_TILE_MAX = 64, 1024  # pixels per pointwise tile
 
 
@@ -311,14 +312,16 @@ def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
         epi.addends.append((Operand(kb.bind(residual, "z"), ys), 1.0))
     y = kb.bind(node.outputs[0], "y")
     builder = _conv_pointwise if pointwise else _conv_tiles if tiled else _conv_rows
+    kb.strategy = ("pointwise conv as GEMM tiles" if pointwise else
+                   "conv register tiles" if tiled else "conv rows")
     builder(kb, geo, x, w, b, y, epi)
 
 
-def pointwise_tile(cg: int, plane: int, itemsize: int = 4) -> int:
+def pointwise_tile(cg: int, plane: int, itemsize: int = 4, l2: int = Caches().l2) -> int:
     """Pixels per tile of a pointwise convolution: at most PW_TILE_MAX and few enough that
-    the tile of x (cg rows) fits in PW_TILE_BYTES, split evenly over the plane in multiples
-    of 16 (a vector), or the whole plane when it fits."""
-    limit = max(PW_TILE_MIN, min(PW_TILE_MAX, PW_TILE_BYTES // (itemsize * cg)))
+    the tile of x (cg rows) fits in PW_TILE_L2_SHARE of the L2, split evenly over the plane
+    in multiples of 16 (a vector), or the whole plane when it fits."""
+    limit = max(PW_TILE_MIN, min(PW_TILE_MAX, int(l2 * PW_TILE_L2_SHARE) // (itemsize * cg)))
     ntiles = -(-plane // limit)
     return min(plane, (-(-plane // ntiles) + 15) // 16 * 16)
 
@@ -331,7 +334,7 @@ def _conv_pointwise(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buf
     time (unit stride in p, so gcc vectorizes it). The first pass starts from the bias, the
     last ends with the epilogue; the weights of a pass are locals loaded before it."""
     cg, mg, plane = geo.cg, geo.mg, geo.osp[0]
-    tp = pointwise_tile(cg, plane, y.dtype.itemsize)
+    tp = pointwise_tile(cg, plane, y.dtype.itemsize, kb.target.caches.l2)
     ntiles = -(-plane // tp)
     # the input channels in passes: the first, PW_DEPTH-deep middle ones in a loop, the last
     # (which takes the remainder); one pass when there are fewer than 2 * PW_DEPTH channels
@@ -629,6 +632,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         return [*bi, *([i] if len(a_v.shape) > 1 else []), *([j] if len(b_v.shape) > 1 else [])]
 
     names = [f"b{d}" for d in range(len(batch))]
+    kb.strategy = "matmul dot products" if trans_b or n_ == 1 else "matmul rows"
     if trans_b or n_ == 1:
         with kb.loops([*batch, m_, n_], [*names, "i", "j"]) as (*bi, i, j):
             acc = kb.local("acc", zero)

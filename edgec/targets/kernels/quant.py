@@ -290,6 +290,7 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
     otherwise B is read in place with its zero point subtracted in the loop."""
     y_v = node.output
     g = _Product.of(a_v, b_v, y_v, trans_a, trans_b)
+    kb.strategy = "integer matmul rows"
     a = kb.bind(a_v, "a")
     sa = broadcast_strides(g.a_shape, (*g.batch, *g.a_shape[-2:]))
     az = _side(kb, node, az_v, "a_zp", g.a_shape, g.batch, True, I32)
@@ -370,6 +371,7 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
     rows = a_v.type.numel // k
     mr_max, nv = mk8.tile_shape(lanes)
     width = nv * lanes
+    kb.strategy = "int8 GEMM"
     panels, groups, ktail = -(-n // width), k // 4, k % 4
     b = b_v.const.astype(np.int32)
     zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
@@ -558,6 +560,7 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
         if tile > 1 and geo.cg * math.prod(geo.ksz) > TILE_TERMS:
             w = constant_table(kb, narrow(pack_conv_weights(wc, geo.group, tile)),
                                f"packed{tile}", w_v)
+            kb.strategy = "integer conv register tiles"
             _conv_tiles(kb, geo, x, xz, w, tile, b, y, channel)
             return
         w = constant_table(kb, narrow(wc), "wc", w_v)
@@ -570,6 +573,7 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     ys = row_major_strides(node.output.shape)
     unroll = geo.cg * math.prod(geo.ksz) <= UNROLL_TERMS
     tj = min(_conv_tile(geo.mg), UNROLL_CHANNELS) if unroll else 1
+    kb.strategy = "integer conv rows, unrolled" if unroll else "integer conv rows"
     with kb.loops([geo.n, geo.group, geo.mg // tj], ["n", "g", "mo"]) as (n, g, mo):
         chans = []
         for j in range(tj):

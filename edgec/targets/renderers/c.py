@@ -42,6 +42,7 @@ from ..kernel_ir import (
     Store,
     walk,
 )
+from ..target import VECTOR_UNITS, VectorUnit
 
 C_TYPES = {
     DType.F16: "_Float16", DType.F32: "float", DType.F64: "double",
@@ -76,23 +77,29 @@ MATH_F32 |= {"exp": "edgec_expf", "tanh": "edgec_tanhf"}
 
 @dataclass(frozen=True)
 class VectorISA:
-    """The intrinsics of one vector ISA: per element type, the register type and a template
-    per operation ({a} {b} {c}: operands, {p}: pointer, {n}: lane count of a masked tail,
-    {v}: stored value). `prelude` defines the helpers the templates use. `predicates` spell
-    the comparisons of a select ({pred}); `registers` (the vector register file) bounds the
-    micro-kernels' register tiles."""
+    """The intrinsics of one vector ISA, the target's vector unit of the same name
+    (target.py VECTOR_UNITS: width, registers, types) as C: per element type, the register
+    type and a template per operation ({a} {b} {c}: operands, {p}: pointer, {n}: lane count of
+    a masked tail, {v}: stored value). `prelude` defines the helpers the templates use.
+    `predicates` spell the comparisons of a select ({pred})."""
 
     name: str
-    width: int  # bytes per register
     header: str
     types: dict[DType, str]
     ops: dict[tuple[str, DType], str]
     prelude: str = ""
-    registers: int = 16
     predicates: dict[str, str] | None = None  # None: the x86 ones (CMP_PREDICATES)
 
+    @property
+    def unit(self) -> VectorUnit:
+        return VECTOR_UNITS[self.name]
+
+    @property
+    def width(self) -> int:
+        return self.unit.width
+
     def lanes(self, dtype: DType) -> int:
-        return self.width // dtype.itemsize if dtype in self.types else 1
+        return self.unit.lanes(dtype)
 
 
 def _float_ops(pre: str, suffix: str, extra: dict[str, str]) -> dict[tuple[str, DType], str]:
@@ -150,7 +157,7 @@ def _math_by_lanes(vtype: str, lanes: int, store: str, load: str) -> str:
 
 
 AVX512 = VectorISA(
-    "avx512", 64, "immintrin.h", {DType.F32: "__m512", DType.I32: "__m512i",
+    "avx512", "immintrin.h", {DType.F32: "__m512", DType.I32: "__m512i",
                                   DType.U8: "__m512i", DType.I8: "__m512i"},
     _float_ops("_mm512", "ps", {
         "load_n": "_mm512_maskz_loadu_ps(EDGEC_MASK16({n}), {p})",
@@ -174,11 +181,10 @@ AVX512 = VectorISA(
     }, {t: "_mm512_mask_cvtepi32_storeu_epi8({p}, EDGEC_MASK16({n}), {v})"
         for t in (DType.U8, DType.I8)}),
     "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n"
-    + _math_by_lanes("__m512", 16, "_mm512_storeu_ps({p}, {v})", "_mm512_loadu_ps({p})"),
-    registers=32)
+    + _math_by_lanes("__m512", 16, "_mm512_storeu_ps({p}, {v})", "_mm512_loadu_ps({p})"))
 
 AVX2 = VectorISA(
-    "avx2", 32, "immintrin.h", {DType.F32: "__m256", DType.I32: "__m256i",
+    "avx2", "immintrin.h", {DType.F32: "__m256", DType.I32: "__m256i",
                                 DType.U8: "__m256i", DType.I8: "__m256i"},
     _float_ops("_mm256", "ps", {
         "load_n": "_mm256_maskload_ps({p}, edgec_mask8({n}))",
@@ -361,7 +367,7 @@ NEON_TYPES = {DType.F32: "float32x4_t", DType.I32: "int32x4_t", DType.U8: "uint8
 # aarch64: 32 registers, IEEE division and across-vector reductions. max/min are maxNum/minNum
 # (vmaxnm: a NaN operand gives the other one, as C's fmaxf does)
 NEON = VectorISA(
-    "neon", 16, "arm_neon.h", NEON_TYPES,
+    "neon", "arm_neon.h", NEON_TYPES,
     _neon_ops({("div", DType.F32): "vdivq_f32({a}, {b})",
                ("max", DType.F32): "vmaxnmq_f32({a}, {b})",
                ("min", DType.F32): "vminnmq_f32({a}, {b})",
@@ -370,13 +376,13 @@ NEON = VectorISA(
                ("hreduce_min", DType.F32): "vminvq_f32({a})",
                ("hreduce_add", DType.I32): "vaddvq_s32({a})",
                ("round", DType.F32): "vrndnq_f32({a})"}),  # to nearest, ties to even
-    _NEON_PRELUDE, registers=32, predicates=NEON_PREDICATES)
+    _NEON_PRELUDE, predicates=NEON_PREDICATES)
 
 # Armv7 NEON: 16 q registers, no division (only a reciprocal estimate, which would not round
 # as the other targets do: lanes are divided by VFP instead), no across-vector reductions (pairwise
 # folds), and vmax gives NaN for a NaN operand: max/min select as x86's maxps/minps do
 NEON_ARMV7 = VectorISA(
-    "neon-armv7", 16, "arm_neon.h", NEON_TYPES,
+    "neon-armv7", "arm_neon.h", NEON_TYPES,
     _neon_ops({("div", DType.F32): "edgec_vdivq_f32({a}, {b})",
                ("max", DType.F32): "edgec_vmaxq_f32({a}, {b})",
                ("min", DType.F32): "edgec_vminq_f32({a}, {b})",
@@ -421,7 +427,7 @@ static inline float32x4_t edgec_vrndnq_f32(float32x4_t v)
         x[i] = nearbyintf(x[i]);
     return vld1q_f32(x);
 }
-""", registers=16, predicates=NEON_PREDICATES)
+""", predicates=NEON_PREDICATES)
 
 VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2, NEON, NEON_ARMV7)}
 
