@@ -13,7 +13,14 @@ renderers print them:
   is caught here; `kernel_ir.convert` is the saturating conversion for values that may not fit;
 - `select` of scalars evaluates only the chosen operand (C's `?:`); of vectors, both;
 - `fma` rounds once (computed in float64 and rounded: exact for float32 products);
-- every load, store and prefetch is bounds-checked against the buffer it names.
+- every load, store and prefetch is bounds-checked against the buffer it names;
+- the threads of a block whose body has barriers run as Python threads that wait for each
+  other at every `Barrier` (so the interpreter checks `kernel_passes.split_barriers`, which
+  the CPU renderers use, instead of sharing its assumptions); arrays `Alloc`ed before the block
+  are shared by its threads, those a thread allocates are its own; every other loop binding
+  runs as a plain loop;
+- a `Stream` is a queue of at most `depth` values; pushing into a full one or popping an
+  empty one is an error (kernels run one after the other here, as on a CPU).
 
 Values are numpy scalars (INDEX values are Python ints) and, for vectors, 1-D arrays of
 `lanes` elements. Each expression is compiled once into a Python closure over an environment
@@ -22,7 +29,10 @@ of locals (a table from op to closure builder, as the renderers are tables from 
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -31,7 +41,9 @@ from ..errors import EdgecError
 from ..ir.dtypes import DType
 from .kernel_ir import (
     INDEX,
+    Alloc,
     Assign,
+    Barrier,
     Buffer,
     Call,
     Expr,
@@ -39,10 +51,14 @@ from .kernel_ir import (
     Kernel,
     Local,
     Loop,
+    Pop,
     Prefetch,
+    Push,
     Scalar,
     Store,
+    Stream,
 )
+from .kernel_passes import has_barrier, thread_nest
 
 Env = dict
 Eval = Callable[[Env], object]
@@ -365,7 +381,134 @@ def _store(s: Store) -> Exec:
     return store
 
 
+class _Divergence(Exception):
+    pass
+
+
+class _BlockBarrier:
+    """The barrier of `n` threads that also knows when one has left the block: a thread
+    that waits after another finished, or that waits while another finishes, waits for a
+    barrier some thread skipped (a CUDA program's undefined behaviour), which both of them
+    are told at once instead of hanging."""
+
+    def __init__(self, n: int):
+        self.n, self.arrived, self.generation, self.broken = n, 0, 0, False
+        self.finished = 0
+        self.cond = threading.Condition()
+
+    def wait(self) -> None:
+        with self.cond:
+            if self.finished or self.broken:
+                self._break()
+            self.arrived += 1
+            if self.arrived == self.n:
+                self.arrived, self.generation = 0, self.generation + 1
+                self.cond.notify_all()
+                return
+            gen = self.generation
+            while gen == self.generation and not self.broken:
+                self.cond.wait()
+            if self.broken:
+                raise _Divergence()
+
+    def leave(self, failed: bool = False) -> None:
+        with self.cond:
+            self.finished += 1
+            if self.arrived or failed:
+                self.broken = True
+                self.cond.notify_all()
+
+    def _break(self):
+        self.broken = True
+        self.cond.notify_all()
+        raise _Divergence()
+
+
+def _threaded_block(s: Loop) -> Exec:
+    """The threads of a block (its directly nested block loops), one Python thread each,
+    meeting at every Barrier of their body."""
+    nest, inner = thread_nest(s)
+    names = [t.var for t in nest]
+    extents = [compile_expr(t.extent) for t in nest]
+    body = _block(inner)
+
+    def block(env):
+        dims = [e(env) for e in extents]
+        barrier = _BlockBarrier(math.prod(dims))
+        errors: list[BaseException] = []
+
+        def thread(coords):
+            own = {**env, **dict(zip(names, coords))}
+            own["#bufs"] = dict(env["#bufs"])  # its own allocations; the shared arrays alike
+            own["#barrier"] = barrier
+            try:
+                with np.errstate(all="ignore"):
+                    body(own)
+                barrier.leave()
+            except BaseException as e:  # re-raised below, in the caller's thread
+                errors.append(e)
+                barrier.leave(failed=True)
+
+        threads = [threading.Thread(target=thread, args=(c,))
+                   for c in itertools.product(*(range(d) for d in dims))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        real = [e for e in errors if not isinstance(e, _Divergence)]
+        if real:
+            raise real[0]
+        if errors:
+            raise KernelError(f"the threads of block {', '.join(names)} did not all reach "
+                              "the same barriers (a barrier on a path some threads skip)")
+
+    return block
+
+
+def _barrier(env) -> None:
+    b = env.get("#barrier")
+    if b is None:
+        raise KernelError("a barrier outside the threads of a block loop")
+    b.wait()
+
+
+def _stream_op(s: Push | Pop) -> Exec:
+    name, depth = s.stream.name, s.stream.depth
+    if isinstance(s, Push):
+        value = compile_expr(s.value)
+
+        def push(env):
+            q = env["#streams"][name]
+            if len(q) >= depth:
+                raise KernelError(f"push into stream {name}, full with {depth} values")
+            q.append(value(env))
+
+        return push
+
+    def pop(env):
+        q = env["#streams"][name]
+        if not q:
+            raise KernelError(f"pop from stream {name}, which is empty")
+        env[s.name] = q.popleft()
+
+    return pop
+
+
 def _stmt(s) -> Exec:
+    if isinstance(s, Loop) and s.kind == "block" and has_barrier(s.body):
+        return _threaded_block(s)
+    if isinstance(s, Barrier):
+        return _barrier
+    if isinstance(s, Push | Pop):
+        return _stream_op(s)
+    if isinstance(s, Alloc):
+        buf = s.buf
+        fill = np.nan if buf.dtype.is_float else 0
+
+        def alloc(env):  # uninitialised, as on every target: NaN shows a read before a write
+            env["#bufs"][buf.name] = np.full(buf.numel, fill, _np(buf.dtype))
+
+        return alloc
     if isinstance(s, Loop):
         extent, body, var = compile_expr(s.extent), _block(s.body), s.var
 
@@ -447,11 +590,16 @@ def compiled(k: Kernel) -> Callable[[dict, dict], None]:
 def run_kernel(k: Kernel, *args) -> None:
     """Run kernel `k` on `args`, one per parameter in order: a numpy array for a `Buffer`
     (flattened in place: a C-contiguous array, written through for outputs), a number for a
-    `Scalar`."""
+    `Scalar`, a `collections.deque` for a `Stream` (popped from or pushed to)."""
     if len(args) != len(k.params):
         raise TypeError(f"{k.name} takes {len(k.params)} arguments, got {len(args)}")
-    bufs, scalars = {}, {}
+    bufs, scalars, streams = {}, {}, {}
     for p, a in zip(k.params, args):
+        if isinstance(p, Stream):
+            if not isinstance(a, deque):
+                raise TypeError(f"{k.name}: argument {p.name} is a stream: pass a deque")
+            streams[p.name] = a
+            continue
         if isinstance(p, Buffer):
             arr = np.asarray(a)
             if not arr.flags.c_contiguous:
@@ -464,6 +612,7 @@ def run_kernel(k: Kernel, *args) -> None:
             bufs[p.name] = arr.reshape(-1)
         elif isinstance(p, Scalar):
             scalars[p.name] = _value(a, p.dtype)
+    scalars["#streams"] = streams
     compiled(k)(bufs, scalars)
 
 

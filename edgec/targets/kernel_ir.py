@@ -6,10 +6,21 @@ list of statements: counted `Loop`s from 0 to an extent, scalar `Local`s, `Assig
 `Expr` trees, immutable and hashable, built with Python operators (`x[i] * w[j] + acc`);
 index arithmetic uses the `INDEX` dtype. Builders fold constants (`i * 1 -> i`, `0 + i -> i`)
 so the generated code reads like code a person would write.
-A loop's `kind` is its schedule annotation: "serial", "unroll" (fully unrolled by the
-renderer's compiler), or "parallel" (its iterations split over the runtime's thread pool; such
-a loop stands at the top of a kernel and reads only the kernel's parameters). A serial loop's
-`unroll` > 1 asks the renderer's compiler to unroll it by that factor (a hint).
+A loop's `kind` is its binding: "serial"; "unroll" (fully unrolled by the renderer's
+compiler); "parallel" (its iterations split over the runtime's thread pool; such a loop stands
+at the top of a kernel and reads only the kernel's parameters); "grid" (independent blocks of
+work: a GPU's grid); "block" (the threads of one block, which may wait for each other at a
+`Barrier` and share `Alloc`ed arrays in "shared" memory; directly nested block loops form one
+block of threads); "pipeline" (a hardware pipeline starting an iteration every `ii` cycles).
+A CPU renders every binding but "parallel" as a plain loop (block loops split at their
+barriers: `kernel_passes.split_barriers`). A serial loop's `unroll` > 1 asks the renderer's
+compiler to unroll it by that factor (a hint).
+
+Memory: a `Buffer` lives in a memory `space`: "global" (the kernel's parameters), "shared"
+(on-chip memory shared by a block's threads: GPU shared memory, FPGA block RAM) or "local"
+(private to a thread: registers). `Alloc` declares a kernel-local array in shared or local
+memory, uninitialised. A `Stream` parameter is a FIFO between kernels (an FPGA stream, a GPU
+queue): `Push` appends a value, `Pop` takes the oldest into a local.
 
 Vectors: an expression has `lanes` (1 for a scalar). `vload`/vector `Store` move `lanes`
 consecutive elements, optionally only the first `count` (a masked tail); `broadcast` splats
@@ -43,7 +54,8 @@ import numpy as np
 from ..ir.dtypes import DType, int_range_as_float
 
 INDEX = DType.INDEX
-LOOP_KINDS = ("serial", "unroll", "parallel")
+LOOP_KINDS = ("serial", "unroll", "parallel", "grid", "block", "pipeline")
+SPACES = ("global", "shared", "local")
 
 # Expression ops and their arity class. "call" carries the math function name as args[0].
 BINARY = ("add", "sub", "mul", "div", "mod", "max", "min", "lt", "le", "gt", "ge", "eq", "ne",
@@ -377,6 +389,7 @@ class Buffer:
     role: str = "in"  # "in", "out", "const" (weights) or "scratch"
     # a micro-kernel's pointer parameter has no fixed size: shape () and sized=False
     sized: bool = True
+    space: str = "global"  # see SPACES
 
     @property
     def numel(self) -> int:
@@ -431,6 +444,7 @@ class Loop:
     body: list
     kind: str = "serial"
     unroll: int = 0  # a serial loop's partial unroll factor for the compiler (0: its choice)
+    ii: int = 0  # a pipeline loop's initiation interval in cycles (0: the tool's choice)
 
 
 @dataclass
@@ -468,6 +482,43 @@ class Prefetch:
 
     buf: Buffer
     index: Expr
+
+
+@dataclass
+class Alloc:
+    """Declares `buf` (role "scratch", space "shared" or "local"), a kernel-local array."""
+
+    buf: Buffer
+
+
+@dataclass
+class Barrier:
+    """Every thread of the enclosing block loops reaches this point before any goes on."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A FIFO parameter of `dtype` values, at most `depth` of them held at once; `role` "in"
+    (the kernel pops) or "out" (it pushes)."""
+
+    name: str
+    dtype: DType
+    depth: int
+    role: str = "in"
+
+
+@dataclass
+class Push:
+    stream: Stream
+    value: Expr
+
+
+@dataclass
+class Pop:
+    """Takes the oldest value of `stream` into a new local `name`."""
+
+    stream: Stream
+    name: str
 
 
 @dataclass
@@ -590,14 +641,16 @@ class KernelBuilder:
         self._stack[-1].append(stmt)
 
     @contextmanager
-    def loop(self, extent, name: str = "i", kind: str = "serial", unroll: int = 0):
-        """A counted loop 0 <= var < extent; an extent of 1 emits no loop (var is 0)."""
+    def loop(self, extent, name: str = "i", kind: str = "serial", unroll: int = 0,
+             ii: int = 0):
+        """A counted loop 0 <= var < extent; an extent of 1 emits no loop (var is 0), but for
+        a grid or block loop, whose extent is its number of blocks or threads."""
         if kind not in LOOP_KINDS:
             raise ValueError(f"kernel IR: unknown loop kind {kind}; one of {LOOP_KINDS}")
         extent = _lift(extent, INDEX)
         if kind == "parallel" and len(self._stack) != 1:
             raise ValueError("kernel IR: a parallel loop must be a top-level statement")
-        if extent.is_const and extent.value == 1:
+        if extent.is_const and extent.value == 1 and kind not in ("grid", "block"):
             yield const(0)
             return
         if extent.is_const and extent.value <= 0:
@@ -614,7 +667,8 @@ class KernelBuilder:
             yield var(v)
         finally:
             self._stack.pop()
-        self.emit(Loop(v, extent, body, kind, unroll if kind == "serial" else 0))
+        self.emit(Loop(v, extent, body, kind, unroll if kind == "serial" else 0,
+                       ii if kind == "pipeline" else 0))
 
     @contextmanager
     def loops(self, extents: Sequence, names: Sequence[str] | None = None, kind: str = "serial"):
@@ -649,6 +703,36 @@ class KernelBuilder:
                 self.emit(Store(buf, _lift(index, INDEX), value))
             return
         self.emit(Store(buf, _lift(index, INDEX), value, cnt))
+
+    def alloc(self, name: str, dtype: DType, shape: Sequence[int], space: str = "local"
+              ) -> Buffer:
+        """A kernel-local array in `space` ("shared" or "local"), declared here."""
+        if space not in ("shared", "local"):
+            raise ValueError(f"kernel IR: a local array lives in shared or local memory, "
+                             f"not {space}")
+        buf = Buffer(self._fresh(name), dtype, tuple(int(d) for d in shape), "scratch",
+                     space=space)
+        self.emit(Alloc(buf))
+        return buf
+
+    def barrier(self) -> None:
+        self.emit(Barrier())
+
+    def stream(self, name: str, dtype: DType, depth: int, role: str = "in") -> Stream:
+        """A FIFO parameter (see `Stream`)."""
+        s = Stream(self._fresh(name), dtype, int(depth), role)
+        self.params.append(s)
+        return s
+
+    def push(self, stream: Stream, value) -> None:
+        value = _lift(value, stream.dtype)
+        self.emit(Push(stream, value if value.dtype == stream.dtype else
+                       cast(value, stream.dtype)))
+
+    def pop(self, stream: Stream, name: str = "v") -> Expr:
+        n = self._fresh(name)
+        self.emit(Pop(stream, n))
+        return var(n, stream.dtype)
 
     def prefetch(self, buf: Buffer, index) -> None:
         """Ask for the cache line of buf[index] ahead of its use (see `Prefetch`)."""

@@ -19,7 +19,9 @@ from __future__ import annotations
 from ..ir.dtypes import DType
 from .kernel_ir import (
     INDEX,
+    Alloc,
     Assign,
+    Barrier,
     Buffer,
     Call,
     Expr,
@@ -27,9 +29,12 @@ from .kernel_ir import (
     Kernel,
     Local,
     Loop,
+    Pop,
     Prefetch,
+    Push,
     Scalar,
     Store,
+    Stream,
 )
 
 # (spelling, precedence); higher binds tighter
@@ -86,11 +91,14 @@ def expr(e: Expr, outer: int = 0) -> str:
     return f"{op}({', '.join(expr(x) for x in a)})"  # select, fma, dot4
 
 
-def _param(p: Buffer | Scalar) -> str:
+def _param(p: Buffer | Scalar | Stream) -> str:
     if isinstance(p, Scalar):
         return f"{p.name}: {type_name(p.dtype)}"
+    if isinstance(p, Stream):
+        return f"{p.role} {p.name}: stream<{type_name(p.dtype)}, {p.depth}>"
     shape = f"[{', '.join(map(str, p.shape))}]" if p.sized else "*"
-    return f"{p.role} {p.name}: {type_name(p.dtype)}{shape}"
+    space = "" if p.space == "global" else f" {p.space}"
+    return f"{p.role} {p.name}: {type_name(p.dtype)}{shape}{space}"
 
 
 def _stmts(stmts: list, ind: str) -> list[str]:
@@ -99,6 +107,7 @@ def _stmts(stmts: list, ind: str) -> list[str]:
         if isinstance(s, Loop):
             kind = "" if s.kind == "serial" else f" {s.kind}"
             kind += f" unroll {s.unroll}" if s.unroll > 1 else ""
+            kind += f" ii {s.ii}" if s.ii else ""
             out += [f"{ind}for {s.var} < {expr(s.extent)}{kind} {{",
                     *_stmts(s.body, ind + "  "), f"{ind}}}"]
         elif isinstance(s, Local):
@@ -112,6 +121,16 @@ def _stmts(stmts: list, ind: str) -> list[str]:
             out.append(f"{ind}{s.buf.name}[{where}] = {expr(s.value)}")
         elif isinstance(s, Prefetch):
             out.append(f"{ind}prefetch {s.buf.name}[{expr(s.index)}]")
+        elif isinstance(s, Alloc):
+            b = s.buf
+            out.append(f"{ind}alloc {b.name}: {type_name(b.dtype)}"
+                       f"[{', '.join(map(str, b.shape))}] {b.space}")
+        elif isinstance(s, Barrier):
+            out.append(f"{ind}barrier")
+        elif isinstance(s, Push):
+            out.append(f"{ind}push {s.stream.name}, {expr(s.value)}")
+        elif isinstance(s, Pop):
+            out.append(f"{ind}let {s.name}: {type_name(s.stream.dtype)} = pop {s.stream.name}")
         elif isinstance(s, Call):
             args = [(a.buf.name if a.offset.is_const and a.offset.value == 0
                      else f"{a.buf.name} + {expr(a.offset, 12)}") if hasattr(a, "buf")

@@ -17,6 +17,16 @@
 #endif
 #endif
 
+/* A FIFO between kernels (the kernel IR's Stream), a ring of `depth` elements. Kernels run one
+ * after the other on a CPU, so a stream holds what its producer pushes before its consumer
+ * pops. */
+typedef struct {
+    void *data;
+    ptrdiff_t depth, head, tail;
+} edgec_stream;
+#define EDGEC_PUSH(s, T, v) (((T *)(s)->data)[(s)->tail++ % (s)->depth] = (v))
+#define EDGEC_POP(s, T) (((T *)(s)->data)[(s)->head++ % (s)->depth])
+
 /* expf without libm and without branches, so that a loop calling it vectorizes (libm's expf
  * is a call per element): x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first exact
  * in 9 bits), exp(r) by Cephes' polynomial, times 2^n built as 2^a 2^b, a + b = n, so that

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ..kernel_ir import (
+    Alloc,
     Assign,
     Buffer,
     Call,
@@ -36,12 +37,16 @@ from ..kernel_ir import (
     Kernel,
     Local,
     Loop,
+    Pop,
     Prefetch,
     Ptr,
+    Push,
     Scalar,
     Store,
+    Stream,
     walk,
 )
+from ..kernel_passes import split_barriers
 from ..target import VECTOR_UNITS, VectorUnit
 
 C_TYPES = {
@@ -683,6 +688,8 @@ class CRenderer:
         for s in body:
             if isinstance(s, Loop):
                 v, n = s.var, self.expr(s.extent, 11)  # the right operand of <
+                if s.kind in ("grid", "block", "pipeline"):  # the binding, for the reader
+                    out.append(f"{indent}/* {s.kind}{f' II={s.ii}' if s.ii else ''} */")
                 if s.kind == "unroll" or s.unroll > 1:
                     out.append(f"{indent}_Pragma(\"GCC unroll {s.unroll or 64}\")")
                 out.append(f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{")
@@ -713,6 +720,15 @@ class CRenderer:
                 args = ", ".join(self.pointer(a.buf, a.offset) if isinstance(a, Ptr)
                                  else self.expr(a) for a in s.args)
                 out.append(f"{indent}{s.fn.name}({args});")
+            elif isinstance(s, Alloc):
+                out.append(f"{indent}{self.type(s.buf.dtype)} {s.buf.name}[{s.buf.numel}]; "
+                           f"/* {s.buf.space} */")
+            elif isinstance(s, Push):
+                t = self.type(s.stream.dtype)
+                out.append(f"{indent}EDGEC_PUSH({s.stream.name}, {t}, {self.expr(s.value)});")
+            elif isinstance(s, Pop):
+                t = self.type(s.stream.dtype)
+                out.append(f"{indent}{t} {s.name} = EDGEC_POP({s.stream.name}, {t});")
             elif isinstance(s, If):
                 out.append(f"{indent}if ({self.expr(s.cond)}) {{")
                 out += self.stmts(s.then, indent + "    ")
@@ -726,9 +742,11 @@ class CRenderer:
                 raise ValueError(f"C renderer: unknown statement {type(s).__name__}")
         return out
 
-    def param(self, b: Buffer | Scalar, restrict: bool = True) -> str:
+    def param(self, b: Buffer | Scalar | Stream, restrict: bool = True) -> str:
         if isinstance(b, Scalar):
             return f"{self.type(b.dtype)} {b.name}"
+        if isinstance(b, Stream):
+            return f"edgec_stream *{b.name}"
         const = "const " if b.role in ("in", "const") else ""
         qual = f"{self.restrict} " if restrict else ""
         return f"{const}{self.type(b.dtype)} *{qual}{b.name}"
@@ -738,7 +756,9 @@ class CRenderer:
         return f"{self.function_prefix} {k.name}({params})"
 
     def kernel(self, k: Kernel) -> str:
-        """The C function of `k` (with the outlined bodies of its parallel loops first)."""
+        """The C function of `k` (with the outlined bodies of its parallel loops first); a
+        block of threads with barriers runs phase by phase (`split_barriers`)."""
+        k = split_barriers(k)
         lines: list[str] = []
         body = k.body
         if any(isinstance(s, Loop) and s.kind == "parallel" for s in body):
@@ -835,6 +855,14 @@ def _names(k: Kernel) -> tuple[set[str], set[str]]:
         elif isinstance(s, Local):
             defined.add(s.name)
             visit(s.init)
+        elif isinstance(s, Alloc):
+            defined.add(s.buf.name)
+        elif isinstance(s, Pop):
+            defined.add(s.name)
+            used.add(s.stream.name)
+        elif isinstance(s, Push):
+            used.add(s.stream.name)
+            visit(s.value)
         elif isinstance(s, Assign):
             visit(s.value)
         elif isinstance(s, If):

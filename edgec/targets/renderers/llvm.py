@@ -25,6 +25,7 @@ import numpy as np
 from ...errors import ToolchainError
 from ...ir.dtypes import DType
 from ..kernel_ir import (
+    Alloc,
     Assign,
     Buffer,
     Call,
@@ -33,11 +34,14 @@ from ..kernel_ir import (
     Kernel,
     Local,
     Loop,
+    Pop,
     Prefetch,
     Ptr,
+    Push,
     Scalar,
     Store,
 )
+from ..kernel_passes import split_barriers
 from ..target import Target
 from .c import CRenderer, VectorISA, _check_closed
 
@@ -462,6 +466,12 @@ class _FunctionBuilder:
                 self.if_(s)
             elif isinstance(s, _ParallelFor):
                 self.parallel_for(s)
+            elif isinstance(s, Alloc):  # an array on the stack, in the entry block
+                t = ir.ArrayType(mem_type(s.buf.dtype), s.buf.numel)
+                self.env[s.buf.name] = self.slot(s.buf.name, t).ptr
+            elif isinstance(s, Push | Pop):
+                raise ValueError("LLVM renderer: streams are not rendered for CPUs by LLVM; "
+                                 "use the C backend")
             else:
                 raise ValueError(f"LLVM renderer: unknown statement {type(s).__name__}")
 
@@ -696,6 +706,7 @@ class LLVMRenderer:
         self._functions[k.name] = fn
         fn.attributes.add("nounwind")
         env = self._bind(fn, k.params)
+        k = split_barriers(k)  # a block with barriers runs phase by phase, as in C
         body = self._outline(k) if any(isinstance(s, Loop) and s.kind == "parallel"
                                        for s in k.body) else k.body
         fb = _FunctionBuilder(self, fn, env)
