@@ -37,6 +37,7 @@ from .kernel_ir import (
     Loop,
     Pop,
     Prefetch,
+    Ptr,
     Push,
     Store,
     linear_index,
@@ -239,3 +240,105 @@ def _promote(s, arrays: dict[str, tuple[Buffer, int]], tid: Expr):
         raise EdgecError(f"a value popped in one phase of a block ({s.name}) and read in "
                          "another: pop it into a local array instead")
     return s
+
+
+# -- analyses and outlining --------------------------------------------------------------
+
+def names(k: Kernel) -> tuple[set[str], set[str]]:
+    """(names read: buffers and variables; names defined: locals and loop variables)."""
+    used: set[str] = set()
+    defined: set[str] = set()
+
+    def visit(e: Expr):
+        if e.op in ("load", "vload", "vbroadcast"):
+            used.add(e.args[0].name)
+        elif e.op == "var":
+            used.add(e.args[0])
+        for a in e.args:
+            if isinstance(a, Expr):
+                visit(a)
+
+    for s in walk(k.body):
+        if isinstance(s, Prefetch):
+            used.add(s.buf.name)
+            visit(s.index)
+        elif isinstance(s, Store):
+            used.add(s.buf.name)
+            for e in (s.index, s.value, s.count):
+                if e is not None:
+                    visit(e)
+        elif isinstance(s, Local):
+            defined.add(s.name)
+            visit(s.init)
+        elif isinstance(s, Alloc):
+            defined.add(s.buf.name)
+        elif isinstance(s, Pop):
+            defined.add(s.name)
+            used.add(s.stream.name)
+        elif isinstance(s, Push):
+            used.add(s.stream.name)
+            visit(s.value)
+        elif isinstance(s, Assign):
+            visit(s.value)
+        elif isinstance(s, If):
+            visit(s.cond)
+        elif isinstance(s, Loop):
+            defined.add(s.var)
+            visit(s.extent)
+        elif isinstance(s, Call):
+            for a in s.args:
+                if isinstance(a, Ptr):
+                    used.add(a.buf.name)
+                    visit(a.offset)
+                else:
+                    visit(a)
+    return used, defined
+
+
+def used_params(k: Kernel) -> set[str]:
+    return names(k)[0]
+
+
+def check_closed(k: Kernel, loop: Loop) -> None:
+    """A parallel loop's body may read only the kernel's parameters and its own names."""
+    used, defined = names(Kernel(k.name, k.params, [loop]))
+    free = used - defined - {p.name for p in k.params}
+    if free:
+        raise ValueError(f"kernel {k.name}: parallel loop {loop.var} reads {sorted(free)}, "
+                         "defined outside it; compute them inside the loop")
+
+
+@dataclass
+class Task:
+    """A top-level parallel loop outlined: a function that runs iterations [first, end) of
+    `loop` over the kernel's parameters (its context), of which it reads `reads`."""
+
+    name: str
+    loop: Loop
+    reads: set[str]
+
+
+@dataclass
+class ParallelFor:
+    """What replaces an outlined loop in its kernel: run `task` over `extent` iterations on
+    the thread pool."""
+
+    task: Task
+    extent: Expr
+
+
+def outline_parallel(k: Kernel) -> tuple[list[Task], list]:
+    """The tasks of `k`'s top-level parallel loops (named K_task<position>) and `k`'s body
+    with each of those loops replaced by a ParallelFor. A parallel loop may read only the
+    kernel's parameters and what it defines itself."""
+    tasks, body = [], []
+    for n, s in enumerate(k.body):
+        if not (isinstance(s, Loop) and s.kind == "parallel"):
+            body.append(s)
+            continue
+        check_closed(k, s)
+        task = Task(f"{k.name}_task{n}", s,
+                    used_params(Kernel(k.name, k.params, [replace(s, kind="serial")])))
+        tasks.append(task)
+        body.append(ParallelFor(task, s.extent))
+    return tasks, body

@@ -44,9 +44,8 @@ from ..kernel_ir import (
     Scalar,
     Store,
     Stream,
-    walk,
 )
-from ..kernel_passes import split_barriers
+from ..kernel_passes import ParallelFor, outline_parallel, split_barriers, used_params
 from ..target import VECTOR_UNITS, VectorUnit
 
 C_TYPES = {
@@ -767,7 +766,7 @@ class CRenderer:
             lines.append("/* " + k.doc.replace("*/", "* /") + " */")
         lines.append(self.signature(k))
         lines.append("{")
-        used = _used_params(Kernel(k.name, k.params, body))
+        used = used_params(Kernel(k.name, k.params, body))
         for b in k.params:
             if b.name not in used:
                 lines.append(f"    (void){b.name};")
@@ -795,31 +794,26 @@ class CRenderer:
             f"        {k.name}_{d.base_tag}({args});", "}"])
 
     def _outline(self, k: Kernel, lines: list[str]) -> list:
-        """Print each top-level parallel loop of `k` as a task function over a slice of its
-        iterations; returns the body with those loops replaced by thread-pool calls."""
+        """Print each task of `k`'s parallel loops (`outline_parallel`) as a function over a
+        slice of the iterations, its context a struct of the kernel's parameters; returns the
+        body with those loops replaced by thread-pool calls."""
         ctx = f"{k.name}_ctx"
         fields = " ".join(f"{self.param(p, restrict=False)};" for p in k.params)
         lines.append(f"struct {ctx} {{ {fields} }};" if k.params else
                      f"struct {ctx} {{ char unused; }};")
-        body: list = []
-        for n, s in enumerate(k.body):
-            if not (isinstance(s, Loop) and s.kind == "parallel"):
-                body.append(s)
-                continue
-            _check_closed(k, s)
-            task = f"{k.name}_task{n}"
-            unpack = [f"    {self.param(p)} = c->{p.name};" for p in k.params]
-            inner = Loop(s.var, s.extent, s.body, "serial")
-            used = _used_params(Kernel(task, k.params, [inner]))
-            unpack = [u for u, p in zip(unpack, k.params) if p.name in used]
-            lines += [f"static void {task}(void *ctx, ptrdiff_t first, ptrdiff_t end)", "{",
+        tasks, body = outline_parallel(k)
+        for t in tasks:
+            unpack = [f"    {self.param(p)} = c->{p.name};" for p in k.params
+                      if p.name in t.reads]
+            v = t.loop.var
+            lines += [f"static void {t.name}(void *ctx, ptrdiff_t first, ptrdiff_t end)", "{",
                       f"    const struct {ctx} *c = (const struct {ctx} *)ctx;", *unpack,
-                      f"    for (ptrdiff_t {s.var} = first; {s.var} < end; ++{s.var}) {{",
-                      *self.stmts(s.body, "        "), "    }", "}", ""]
-            init = ", ".join(p.name for p in k.params) or "0"
-            body.append(_Verbatim([f"{{ struct {ctx} c = {{ {init} }};",
-                                   f"  edgec_parallel_for({task}, &c, {self.expr(s.extent)}); }}"]))
-        return body
+                      f"    for (ptrdiff_t {v} = first; {v} < end; ++{v}) {{",
+                      *self.stmts(t.loop.body, "        "), "    }", "}", ""]
+        init = ", ".join(p.name for p in k.params) or "0"
+        return [_Verbatim([f"{{ struct {ctx} c = {{ {init} }};",
+                           f"  edgec_parallel_for({s.task.name}, &c, {self.expr(s.extent)}); }}"])
+                if isinstance(s, ParallelFor) else s for s in body]
 
 
 @dataclass
@@ -827,57 +821,6 @@ class _Verbatim:
     """Lines the renderer itself produced (a thread-pool call replacing a parallel loop)."""
 
     lines: list[str]
-
-
-def _names(k: Kernel) -> tuple[set[str], set[str]]:
-    """(names read: buffers and variables; names defined: locals and loop variables)."""
-    used: set[str] = set()
-    defined: set[str] = set()
-
-    def visit(e: Expr):
-        if e.op in ("load", "vload", "vbroadcast"):
-            used.add(e.args[0].name)
-        elif e.op == "var":
-            used.add(e.args[0])
-        for a in e.args:
-            if isinstance(a, Expr):
-                visit(a)
-
-    for s in walk(k.body):
-        if isinstance(s, Prefetch):
-            used.add(s.buf.name)
-            visit(s.index)
-        elif isinstance(s, Store):
-            used.add(s.buf.name)
-            for e in (s.index, s.value, s.count):
-                if e is not None:
-                    visit(e)
-        elif isinstance(s, Local):
-            defined.add(s.name)
-            visit(s.init)
-        elif isinstance(s, Alloc):
-            defined.add(s.buf.name)
-        elif isinstance(s, Pop):
-            defined.add(s.name)
-            used.add(s.stream.name)
-        elif isinstance(s, Push):
-            used.add(s.stream.name)
-            visit(s.value)
-        elif isinstance(s, Assign):
-            visit(s.value)
-        elif isinstance(s, If):
-            visit(s.cond)
-        elif isinstance(s, Loop):
-            defined.add(s.var)
-            visit(s.extent)
-        elif isinstance(s, Call):
-            for a in s.args:
-                if isinstance(a, Ptr):
-                    used.add(a.buf.name)
-                    visit(a.offset)
-                else:
-                    visit(a)
-    return used, defined
 
 
 def _narrowing(s: Store, isa: VectorISA | None = None) -> bool:
@@ -891,16 +834,3 @@ def _narrowing(s: Store, isa: VectorISA | None = None) -> bool:
 
 def _is_word(dtype: DType, lanes: int) -> bool:
     return dtype.itemsize == 1 and lanes == 4 and dtype is not DType.BOOL
-
-
-def _used_params(k: Kernel) -> set[str]:
-    return _names(k)[0]
-
-
-def _check_closed(k: Kernel, loop: Loop) -> None:
-    """A parallel loop's body may read only the kernel's parameters and its own names."""
-    used, defined = _names(Kernel(k.name, k.params, [loop]))
-    free = used - defined - {p.name for p in k.params}
-    if free:
-        raise ValueError(f"kernel {k.name}: parallel loop {loop.var} reads {sorted(free)}, "
-                         "defined outside it; compute them inside the loop")

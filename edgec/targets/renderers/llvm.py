@@ -41,9 +41,9 @@ from ..kernel_ir import (
     Scalar,
     Store,
 )
-from ..kernel_passes import split_barriers
+from ..kernel_passes import ParallelFor, outline_parallel, split_barriers
 from ..target import Target
-from .c import CRenderer, VectorISA, _check_closed
+from .c import CRenderer, VectorISA
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 FLOAT = ir.FloatType()
@@ -726,28 +726,26 @@ class LLVMRenderer:
         return env
 
     def _outline(self, k: Kernel) -> list:
-        """Each top-level parallel loop becomes task(ctx, first, end), which unpacks the
-        context and calls the loop's body over [first, end) with noalias parameters."""
+        """Each task of `k`'s parallel loops (`outline_parallel`) becomes task(ctx, first,
+        end), which unpacks the context and calls the loop's body over [first, end) with
+        noalias parameters."""
         ctx_type = ir.LiteralStructType([_param_type(p) for p in k.params] or [I8])
-        body: list = []
-        for n, s in enumerate(k.body):
-            if not (isinstance(s, Loop) and s.kind == "parallel"):
-                body.append(s)
-                continue
-            _check_closed(k, s)
+        tasks, body = outline_parallel(k)
+        fns = {}
+        for t in tasks:
             inner = ir.Function(self.module, ir.FunctionType(
-                VOID, [_param_type(p) for p in k.params] + [I64, I64]), f"{k.name}_slice{n}")
+                VOID, [_param_type(p) for p in k.params] + [I64, I64]),
+                t.name.replace("_task", "_slice"))
             inner.linkage = "internal"
             inner.attributes.add("alwaysinline")
             inner.attributes.add("nounwind")
             env = self._bind(inner, k.params)
             fb = _FunctionBuilder(self, inner, env)
             first, end = inner.args[-2:]
-            fb.loop(s.var, end, s.body, "serial", start=first)
+            fb.loop(t.loop.var, end, t.loop.body, "serial", start=first)
             fb.b.ret_void()
 
-            task = ir.Function(self.module, ir.FunctionType(VOID, [PTR, I64, I64]),
-                               f"{k.name}_task{n}")
+            task = ir.Function(self.module, ir.FunctionType(VOID, [PTR, I64, I64]), t.name)
             task.linkage = "internal"
             task.attributes.add("nounwind")
             tb = ir.IRBuilder(task.append_basic_block("entry"))
@@ -756,8 +754,9 @@ class LLVMRenderer:
                       for i, p in enumerate(k.params)]
             tb.call(inner, fields + [task.args[1], task.args[2]])
             tb.ret_void()
-            body.append(_ParallelFor(task, ctx_type, s.extent))
-        return body
+            fns[t.name] = task
+        return [_ParallelFor(fns[s.task.name], ctx_type, s.extent)
+                if isinstance(s, ParallelFor) else s for s in body]
 
     def ir_text(self) -> str:
         """The module's LLVM IR before optimisation."""
