@@ -362,6 +362,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
                 f"void {name}_parallel_for(edgec_task task, void *ctx, ptrdiff_t n);",
                 f"void {name}_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)", "{",
                 "    edgec_parallel_for(task, ctx, n);", "}", ""]
+    # the runtime headers of the vector helpers the micro-kernels call
+    helpers = [*(isa.helpers if isa and micro else ()), *([dispatch.helpers] if dispatch else [])]
     calls = top.lines
     store = weights
 
@@ -376,9 +378,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
          *([] if threads else ["#define EDGEC_SINGLE_THREADED 1"]),
          "#include <math.h>", "#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
          *([f"#include <{isa.header}>"] if isa and micro else []),
-         f'#include "{name}.h"', '#include "edgec_runtime.h"', '#include "edgec_threads.h"', "",
-         *([isa.prelude] if isa and micro and isa.prelude else []),
-         *([dispatch.prelude] if dispatch else []),
+         f'#include "{name}.h"', '#include "edgec_runtime.h"', '#include "edgec_threads.h"',
+         *[f'#include "{h}"' for h in helpers], "",
          f"/* weights: {len(store.values)} arrays, {store.nbytes} bytes, "
          f"in {name}_weights.S */", *externs, "",
          *(["/* micro-kernels: the hot inner loops, shared by the kernels below */"]
@@ -410,6 +411,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     src.files["edgec_runtime.h"] = c_source("edgec_runtime.h")
     src.files["edgec_types.h"] = c_source("edgec_types.h")
     src.files["edgec_threads.h"] = c_source("edgec_threads.h")
+    for h in helpers:
+        src.files[h] = c_source(h)
     src.c_sources = [f"{name}.c", f"{name}_weights.S"]
     if backend == "llvm":
         try:

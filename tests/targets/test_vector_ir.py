@@ -53,7 +53,7 @@ def lanes_of(isa: VectorISA | None) -> int:
 
 def c_source(kernels: list[Kernel], isa: VectorISA | None, threads: str | None = None) -> str:
     """One C file: the kernels (their callees first, each once) with the ISA's header and
-    prelude; `threads` "pool" or "single" includes the runtime's thread pool and exports
+    helper headers; `threads` "pool" or "single" includes the runtime's thread pool and exports
     set_threads(n)."""
     r = CRenderer(isa)
     order: dict[str, Kernel] = {}
@@ -67,7 +67,7 @@ def c_source(kernels: list[Kernel], isa: VectorISA | None, threads: str | None =
     if threads:
         head.append('#include "edgec_threads.h"')
     if isa:
-        head += [f"#include <{isa.header}>", isa.prelude]
+        head += [f"#include <{isa.header}>", *(f'#include "{h}"' for h in isa.helpers)]
     # the kernels are static functions; exported here so that ctypes finds them
     body = [r.kernel(k).replace("static void", "void") for k in order.values()]
     if threads:

@@ -84,14 +84,16 @@ class VectorISA:
     """The intrinsics of one vector ISA, the target's vector unit of the same name
     (target.py VECTOR_UNITS: width, registers, types) as C: per element type, the register
     type and a template per operation ({a} {b} {c}: operands, {p}: pointer, {n}: lane count of
-    a masked tail, {v}: stored value). `prelude` defines the helpers the templates use.
-    `predicates` spell the comparisons of a select ({pred})."""
+    a masked tail, {v}: stored value).
+    `helpers` are the runtime's C headers (edgec/runtime/c) that define the helper functions
+    the templates call, in include order. `predicates` spell the comparisons of a select
+    ({pred})."""
 
     name: str
     header: str
     types: dict[DType, str]
     ops: dict[tuple[str, DType], str]
-    prelude: str = ""
+    helpers: tuple[str, ...] = ()
     predicates: dict[str, str] | None = None  # None: the x86 ones (CMP_PREDICATES)
 
     @property
@@ -144,22 +146,6 @@ def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
     return ops
 
 
-def _math_by_lanes(vtype: str, lanes: int, store: str, load: str) -> str:
-    """Vector exp and tanh lane by lane through the runtime's edgec_expf and edgec_tanhf
-    (edgec_exp{lanes}, edgec_tanh{lanes}), which have no branches, so that the compiler turns
-    the loop back into vector code where the ISA allows: every lane gets the value a scalar
-    kernel computes."""
-    return "".join(f"""static inline {vtype} edgec_{fn}{lanes}({vtype} v)
-{{
-    float x[{lanes}];
-    {store.format(p="x", v="v")};
-    for (int i = 0; i < {lanes}; ++i)
-        x[i] = edgec_{fn}f(x[i]);
-    return {load.format(p="x")};
-}}
-""" for fn in ("exp", "tanh"))
-
-
 AVX512 = VectorISA(
     "avx512", "immintrin.h", {DType.F32: "__m512", DType.I32: "__m512i",
                                   DType.U8: "__m512i", DType.I8: "__m512i"},
@@ -184,8 +170,7 @@ AVX512 = VectorISA(
                   "_mm512_set1_epi8(-128), {b}))",
     }, {t: "_mm512_mask_cvtepi32_storeu_epi8({p}, EDGEC_MASK16({n}), {v})"
         for t in (DType.U8, DType.I8)}),
-    "#define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))\n"
-    + _math_by_lanes("__m512", 16, "_mm512_storeu_ps({p}, {v})", "_mm512_loadu_ps({p})"))
+    ("edgec_avx512.h",))
 
 AVX2 = VectorISA(
     "avx2", "immintrin.h", {DType.F32: "__m256", DType.I32: "__m256i",
@@ -208,68 +193,7 @@ AVX2 = VectorISA(
                                        DType.I8: "edgec_dot4_i8i8({c}, {a}, {b})"},
                    {DType.U8: "edgec_store8_u8((uint8_t *)({p}), {v}, {n})",
                     DType.I8: "edgec_store8_i8((int8_t *)({p}), {v}, {n})"}),
-    """static inline __m256i edgec_mask8(ptrdiff_t n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-#define EDGEC_FOLD8(name, op4)                                                      \\
-    static inline float name(__m256 v)                                              \\
-    {                                                                               \\
-        __m128 x = op4(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));      \\
-        x = op4(x, _mm_movehl_ps(x, x));                                            \\
-        x = op4(x, _mm_shuffle_ps(x, x, 1));                                        \\
-        return _mm_cvtss_f32(x);                                                    \\
-    }
-EDGEC_FOLD8(edgec_hadd8, _mm_add_ps)
-EDGEC_FOLD8(edgec_hmax8, _mm_max_ps)
-EDGEC_FOLD8(edgec_hmin8, _mm_min_ps)
-static inline int32_t edgec_hadd8i(__m256i v)
-{
-    __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
-    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
-    return _mm_cvtsi128_si32(x);
-}
-/* acc + the 4 byte products of each 32-bit lane, exact: the even bytes and the odd bytes of
-   a and b widened to 16 bits (zero- or sign-extended), and vpmaddwd adds each pair of 32-bit
-   products (|2 * 255 * 128| < 2^31, so it never overflows) */
-static inline __m256i edgec_dot4_u8i8(__m256i acc, __m256i a, __m256i b)
-{
-    __m256i a_even = _mm256_and_si256(a, _mm256_set1_epi16(0xff));
-    __m256i a_odd = _mm256_srli_epi16(a, 8);
-    __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
-    __m256i b_odd = _mm256_srai_epi16(b, 8);
-    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even),
-                                                  _mm256_madd_epi16(a_odd, b_odd)));
-}
-static inline __m256i edgec_dot4_i8i8(__m256i acc, __m256i a, __m256i b)
-{
-    __m256i a_even = _mm256_srai_epi16(_mm256_slli_epi16(a, 8), 8);
-    __m256i a_odd = _mm256_srai_epi16(a, 8);
-    __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
-    __m256i b_odd = _mm256_srai_epi16(b, 8);
-    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even),
-                                                  _mm256_madd_epi16(a_odd, b_odd)));
-}
-/* the first n of 8 int32 lanes, already in range, stored as bytes */
-#define EDGEC_STORE8(name, T, pack8)                                                \
-    static inline void name(T *p, __m256i v, ptrdiff_t n)                           \
-    {                                                                               \
-        __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v),                      \
-                                    _mm256_extracti128_si256(v, 1));                \
-        w = pack8(w, w);                                                            \
-        if (n >= 8) {                                                               \
-            _mm_storel_epi64((__m128i *)(void *)p, w);                              \
-            return;                                                                 \
-        }                                                                           \
-        T t[16];                                                                    \
-        _mm_storeu_si128((__m128i *)(void *)t, w);                                  \
-        for (ptrdiff_t i = 0; i < n; ++i)                                           \
-            p[i] = t[i];                                                            \
-    }
-EDGEC_STORE8(edgec_store8_u8, uint8_t, _mm_packus_epi16)
-EDGEC_STORE8(edgec_store8_i8, int8_t, _mm_packs_epi16)
-""" + _math_by_lanes("__m256", 8, "_mm256_storeu_ps({p}, {v})", "_mm256_loadu_ps({p})"))
+    ("edgec_avx2.h",))
 
 
 def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], str]:
@@ -297,70 +221,6 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
             ("abs", DType.F32): "vabsq_f32({a})",
             ("neg", DType.F32): "vnegq_f32({a})"}
     return ops | extra
-
-
-_NEON_PRELUDE = """\
-#include <string.h>
-#define EDGEC_NEON_TAIL(t, vtype, ctype)                                            \\
-    static inline vtype edgec_vld1q_##t##_n(const ctype *p, ptrdiff_t n)             \\
-    {                                                                               \\
-        ctype lane[4] = {0, 0, 0, 0};                                               \\
-        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \\
-            lane[i] = p[i];                                                         \\
-        return vld1q_##t(lane);                                                     \\
-    }                                                                               \\
-    static inline void edgec_vst1q_##t##_n(ctype *p, vtype v, ptrdiff_t n)          \\
-    {                                                                               \\
-        ctype lane[4];                                                              \\
-        vst1q_##t(lane, v);                                                         \\
-        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \\
-            p[i] = lane[i];                                                         \\
-    }
-EDGEC_NEON_TAIL(f32, float32x4_t, float)
-EDGEC_NEON_TAIL(s32, int32x4_t, int32_t)
-/* the 4 bytes at p in every 32-bit lane (memcpy: p need not be aligned) */
-static inline uint32x4_t edgec_vdupq_4bytes(const void *p)
-{
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return vdupq_n_u32(w);
-}
-/* acc + the 4 byte products of each 32-bit lane, exactly: 16-bit products (|255 * 128| and
-   128 * 128 fit), pairwise widening sums to 32 bits, then pairs of those */
-static inline int32x4_t edgec_dot4_fold(int32x4_t acc, int16x8_t lo, int16x8_t hi)
-{
-    int32x4_t l = vpaddlq_s16(lo), h = vpaddlq_s16(hi);
-    return vaddq_s32(acc, vcombine_s32(vpadd_s32(vget_low_s32(l), vget_high_s32(l)),
-                                       vpadd_s32(vget_low_s32(h), vget_high_s32(h))));
-}
-static inline int32x4_t edgec_dot4_s8s8(int32x4_t acc, int8x16_t a, int8x16_t b)
-{
-    return edgec_dot4_fold(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)),
-                           vmull_s8(vget_high_s8(a), vget_high_s8(b)));
-}
-static inline int32x4_t edgec_dot4_u8s8(int32x4_t acc, uint8x16_t a, int8x16_t b)
-{
-    int16x8_t a_lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(a)));
-    int16x8_t a_hi = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(a)));
-    return edgec_dot4_fold(acc, vmulq_s16(a_lo, vmovl_s8(vget_low_s8(b))),
-                           vmulq_s16(a_hi, vmovl_s8(vget_high_s8(b))));
-}
-/* the first n int32 lanes, already in the byte range (requantized), stored as bytes */
-#define EDGEC_NARROW4(t, ctype)                                                     \\
-    static inline void edgec_vst1q_s32_narrow_##t(ctype *p, int32x4_t v, ptrdiff_t n) \\
-    {                                                                               \\
-        int32_t lane[4];                                                            \\
-        vst1q_s32(lane, v);                                                         \\
-        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \\
-            p[i] = (ctype)lane[i];                                                  \\
-    }
-EDGEC_NARROW4(u8, uint8_t)
-EDGEC_NARROW4(s8, int8_t)
-static inline uint32x4_t edgec_vcneq_f32(float32x4_t a, float32x4_t b)
-{
-    return vmvnq_u32(vceqq_f32(a, b));  /* unordered: true when either is NaN, as C's != */
-}
-""" + _math_by_lanes("float32x4_t", 4, "vst1q_f32({p}, {v})", "vld1q_f32({p})")
 # ordered comparisons (false on NaN), as x86's _CMP_*_OQ and C's scalar comparisons
 NEON_PREDICATES = {"lt": "vcltq_f32", "le": "vcleq_f32", "gt": "vcgtq_f32", "ge": "vcgeq_f32",
                    "eq": "vceqq_f32", "ne": "edgec_vcneq_f32"}
@@ -380,7 +240,7 @@ NEON = VectorISA(
                ("hreduce_min", DType.F32): "vminvq_f32({a})",
                ("hreduce_add", DType.I32): "vaddvq_s32({a})",
                ("round", DType.F32): "vrndnq_f32({a})"}),  # to nearest, ties to even
-    _NEON_PRELUDE, predicates=NEON_PREDICATES)
+    ("edgec_neon.h",), predicates=NEON_PREDICATES)
 
 # Armv7 NEON: 16 q registers, no division (only a reciprocal estimate, which would not round
 # as the other targets do: lanes are divided by VFP instead), no across-vector reductions (pairwise
@@ -395,43 +255,7 @@ NEON_ARMV7 = VectorISA(
                ("hreduce_min", DType.F32): "edgec_vminvq_f32({a})",
                ("hreduce_add", DType.I32): "edgec_vaddvq_s32({a})",
                ("round", DType.F32): "edgec_vrndnq_f32({a})"}),
-    _NEON_PRELUDE + """static inline float32x4_t edgec_vdivq_f32(float32x4_t a, float32x4_t b)
-{
-    float x[4], y[4];
-    vst1q_f32(x, a);
-    vst1q_f32(y, b);
-    for (int i = 0; i < 4; ++i)
-        x[i] /= y[i];
-    return vld1q_f32(x);
-}
-static inline float32x4_t edgec_vmaxq_f32(float32x4_t a, float32x4_t b)
-{
-    return vbslq_f32(vcgtq_f32(a, b), a, b);
-}
-static inline float32x4_t edgec_vminq_f32(float32x4_t a, float32x4_t b)
-{
-    return vbslq_f32(vcltq_f32(a, b), a, b);
-}
-#define EDGEC_FOLD4(name, t, base, pair)                                            \\
-    static inline base##_t name(base##x4_t v)                                       \\
-    {                                                                               \\
-        base##x2_t x = pair(vget_low_##t(v), vget_high_##t(v));                     \\
-        return vget_lane_##t(pair(x, x), 0);                                        \\
-    }
-EDGEC_FOLD4(edgec_vaddvq_f32, f32, float32, vpadd_f32)
-EDGEC_FOLD4(edgec_vmaxvq_f32, f32, float32, vpmax_f32)
-EDGEC_FOLD4(edgec_vminvq_f32, f32, float32, vpmin_f32)
-EDGEC_FOLD4(edgec_vaddvq_s32, s32, int32, vpadd_s32)
-/* vrndn is Armv8: round each lane with nearbyintf (the default mode: ties to even) */
-static inline float32x4_t edgec_vrndnq_f32(float32x4_t v)
-{
-    float x[4];
-    vst1q_f32(x, v);
-    for (int i = 0; i < 4; ++i)
-        x[i] = nearbyintf(x[i]);
-    return vld1q_f32(x);
-}
-""", predicates=NEON_PREDICATES)
+    ("edgec_neon.h", "edgec_neon_armv7.h"), predicates=NEON_PREDICATES)
 
 VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2, NEON, NEON_ARMV7)}
 
@@ -441,52 +265,24 @@ class Dispatch:
     """Micro-kernels built twice and chosen at run time: for an ISA extension (`isa`, whose
     functions carry the compiler attribute `attribute`; suffix `tag`) and for the library's
     own ISA (suffix `base_tag`); `test` is the C expression, true where the CPU has the
-    extension. `prelude` defines the attribute, the extension's helpers and the test."""
+    extension. `helpers` (a runtime header) defines the attribute, the extension's helpers
+    and the test."""
 
     isa: VectorISA
     tag: str
     base_tag: str
     attribute: str
     test: str
-    prelude: str
+    helpers: str
 
 
-# Armv8.2-A dot product: `sdot` adds 4 int8 x int8 products to each int32 lane, exactly. For a
-# uint8 a, a ^ 0x80 read as int8 is a - 128, so sum a*b = sdot(a ^ 0x80, b) + 128 * sum b, and
-# 128 * sum b = -sdot(-128, b) (exact too: |4 * 128 * 128| fits in int32)
-_DOTPROD_PRELUDE = """\
-#include <sys/auxv.h>
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1 << 20) /* Linux's AT_HWCAP bit of the Armv8.2 dot product */
-#endif
-/* the micro-kernels with int8 dot products are compiled twice, with sdot for Armv8.2-A (this
-   attribute: the rest of the library stays Armv8-A) and with plain NEON; each call picks one */
-#define EDGEC_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
-EDGEC_DOTPROD static inline int32x4_t edgec_sdot_u8s8(int32x4_t acc, uint8x16_t a, int8x16_t b)
-{
-    int8x16_t a_signed = vreinterpretq_s8_u8(veorq_u8(a, vdupq_n_u8(0x80)));
-    int32x4_t minus_128_sum_b = vdotq_s32(vdupq_n_s32(0), vdupq_n_s8(-128), b);
-    return vsubq_s32(vdotq_s32(acc, a_signed, b), minus_128_sum_b);
-}
-/* whether the CPU has the dot product, asked of the kernel once (0: not asked yet, 1: no,
-   2: yes); threads asking at the same time store the same value, through atomic accesses */
-static int edgec_dotprod_state;
-static inline int edgec_has_dotprod(void)
-{
-    int state = __atomic_load_n(&edgec_dotprod_state, __ATOMIC_RELAXED);
-    if (state == 0) {
-        state = getauxval(AT_HWCAP) & HWCAP_ASIMDDP ? 2 : 1;
-        __atomic_store_n(&edgec_dotprod_state, state, __ATOMIC_RELAXED);
-    }
-    return state == 2;
-}
-"""
-
+# Armv8.2-A dot product: `sdot` adds 4 int8 x int8 products to each int32 lane, exactly
+# (uint8 x int8 through it: edgec_dotprod.h)
 NEON_DOTPROD = replace(NEON, name="neon-dotprod", ops=NEON.ops | {
     ("dot4", DType.I8): "vdotq_s32({c}, {a}, {b})",
     ("dot4", DType.U8): "edgec_sdot_u8s8({c}, {a}, {b})"})
 DOTPROD = Dispatch(NEON_DOTPROD, "sdot", "neon", "EDGEC_DOTPROD", "edgec_has_dotprod()",
-                   _DOTPROD_PRELUDE)
+                   "edgec_dotprod.h")
 # the ordered, quiet x86 comparison predicates of the vector selects (NaN compares false,
 # as C's scalar comparisons do, except !=)
 CMP_PREDICATES = {"lt": "_CMP_LT_OQ", "le": "_CMP_LE_OQ", "gt": "_CMP_GT_OQ",

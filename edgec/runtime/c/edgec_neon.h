@@ -1,0 +1,84 @@
+/* edgec_neon.h: the helpers of edgec's NEON kernels, aarch64 and Armv7 (renderers/c.py NEON):
+ * vector tails, 4-byte broadcasts, exact int8 dot products, narrowing stores, vector exp and tanh */
+#ifndef EDGEC_NEON_H
+#define EDGEC_NEON_H
+#include <arm_neon.h>
+#include "edgec_runtime.h"
+
+#include <string.h>
+#define EDGEC_NEON_TAIL(t, vtype, ctype)                                            \
+    static inline vtype edgec_vld1q_##t##_n(const ctype *p, ptrdiff_t n)             \
+    {                                                                               \
+        ctype lane[4] = {0, 0, 0, 0};                                               \
+        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \
+            lane[i] = p[i];                                                         \
+        return vld1q_##t(lane);                                                     \
+    }                                                                               \
+    static inline void edgec_vst1q_##t##_n(ctype *p, vtype v, ptrdiff_t n)          \
+    {                                                                               \
+        ctype lane[4];                                                              \
+        vst1q_##t(lane, v);                                                         \
+        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \
+            p[i] = lane[i];                                                         \
+    }
+EDGEC_NEON_TAIL(f32, float32x4_t, float)
+EDGEC_NEON_TAIL(s32, int32x4_t, int32_t)
+/* the 4 bytes at p in every 32-bit lane (memcpy: p need not be aligned) */
+static inline uint32x4_t edgec_vdupq_4bytes(const void *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return vdupq_n_u32(w);
+}
+/* acc + the 4 byte products of each 32-bit lane, exactly: 16-bit products (|255 * 128| and
+   128 * 128 fit), pairwise widening sums to 32 bits, then pairs of those */
+static inline int32x4_t edgec_dot4_fold(int32x4_t acc, int16x8_t lo, int16x8_t hi)
+{
+    int32x4_t l = vpaddlq_s16(lo), h = vpaddlq_s16(hi);
+    return vaddq_s32(acc, vcombine_s32(vpadd_s32(vget_low_s32(l), vget_high_s32(l)),
+                                       vpadd_s32(vget_low_s32(h), vget_high_s32(h))));
+}
+static inline int32x4_t edgec_dot4_s8s8(int32x4_t acc, int8x16_t a, int8x16_t b)
+{
+    return edgec_dot4_fold(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)),
+                           vmull_s8(vget_high_s8(a), vget_high_s8(b)));
+}
+static inline int32x4_t edgec_dot4_u8s8(int32x4_t acc, uint8x16_t a, int8x16_t b)
+{
+    int16x8_t a_lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(a)));
+    int16x8_t a_hi = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(a)));
+    return edgec_dot4_fold(acc, vmulq_s16(a_lo, vmovl_s8(vget_low_s8(b))),
+                           vmulq_s16(a_hi, vmovl_s8(vget_high_s8(b))));
+}
+/* the first n int32 lanes, already in the byte range (requantized), stored as bytes */
+#define EDGEC_NARROW4(t, ctype)                                                     \
+    static inline void edgec_vst1q_s32_narrow_##t(ctype *p, int32x4_t v, ptrdiff_t n) \
+    {                                                                               \
+        int32_t lane[4];                                                            \
+        vst1q_s32(lane, v);                                                         \
+        for (ptrdiff_t i = 0; i < n && i < 4; ++i)                                  \
+            p[i] = (ctype)lane[i];                                                  \
+    }
+EDGEC_NARROW4(u8, uint8_t)
+EDGEC_NARROW4(s8, int8_t)
+static inline uint32x4_t edgec_vcneq_f32(float32x4_t a, float32x4_t b)
+{
+    return vmvnq_u32(vceqq_f32(a, b));  /* unordered: true when either is NaN, as C's != */
+}
+static inline float32x4_t edgec_exp4(float32x4_t v)
+{
+    float x[4];
+    vst1q_f32(x, v);
+    for (int i = 0; i < 4; ++i)
+        x[i] = edgec_expf(x[i]);
+    return vld1q_f32(x);
+}
+static inline float32x4_t edgec_tanh4(float32x4_t v)
+{
+    float x[4];
+    vst1q_f32(x, v);
+    for (int i = 0; i < 4; ++i)
+        x[i] = edgec_tanhf(x[i]);
+    return vld1q_f32(x);
+}
+#endif
