@@ -8,6 +8,8 @@ renderers print them:
 - integer arithmetic wraps in the type's width; `div` and `mod` truncate toward zero (C's `/`
   and `%`); shifts are C's; comparisons give bool; `and`/`or`/`not` are logical;
 - float `max`/`min` are C's fmaxf/fminf (a NaN operand loses to a number); float `mod` is fmod;
+  float32 `exp` and `tanh` are mathlib's definitions (the renderers' own, to the bit), the
+  other math functions numpy's, correctly rounded;
 - a float converted to an integer type must fit it (C leaves the rest undefined): the
   interpreter raises `KernelError` where C would be undefined, so a builder that relies on it
   is caught here; `kernel_ir.convert` is the saturating conversion for values that may not fit;
@@ -29,6 +31,7 @@ of locals (a table from op to closure builder, as the renderers are tables from 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -39,6 +42,7 @@ import numpy as np
 
 from ..errors import EdgecError
 from ..ir.dtypes import DType
+from . import mathlib
 from .kernel_ir import (
     INDEX,
     Alloc,
@@ -195,9 +199,26 @@ def _cast(e: Expr, x: Eval) -> Eval:
     return lambda env: _value(np.asarray(x(env)).astype(_np(dst)), dst, e.lanes)
 
 
+@functools.cache
+def _math_function(name: str, lanes: int) -> Callable:
+    """mathlib's float32 `name` for `lanes`, as a function of the argument's value."""
+    mf = mathlib.FUNCTIONS[name](lanes)
+    body, result = _block(list(mf.body)), compile_expr(mf.result)
+
+    def run(x):
+        env = {"x": x}
+        body(env)
+        return result(env)
+
+    return run
+
+
 def _call(e: Expr, args: list[Eval]) -> Eval:
     fn_name = e.args[0]
     dtype = e.args[1].dtype
+    if fn_name in mathlib.FUNCTIONS and dtype is DType.F32:  # the renderers' own, bit for bit
+        fn = _math_function(fn_name, e.lanes)
+        return lambda env: fn(args[0](env))
     if fn_name in ("max", "min"):
         fn = _fmax if fn_name == "max" else _fmin
     else:

@@ -1,7 +1,8 @@
-"""The kernel IR's float32 exp and tanh (the runtime's branch-free `edgec_expf` and
+"""The kernel IR's float32 exp and tanh (mathlib.py: the runtime's branch-free `edgec_expf` and
 `edgec_tanhf`, which loops vectorize) against float64 numpy, built by both renderers: the C
 one with gcc -O3 (so the loop runs vectorized: AVX2, and AVX-512 where the CPU has it) and the
-LLVM one for the same target, which must agree with it bit for bit."""
+LLVM one for the same target, which must agree with it bit for bit, as the kernel interpreter
+must; and the runtime header printed from the one definition."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from test_vector_ir import build as build_c
 from test_vector_ir import function as function_c
 
 from edgec.ir.dtypes import DType
-from edgec.targets.kernel_ir import Kernel, KernelBuilder, call
+from edgec.targets import mathlib
+from edgec.targets.kernel_interp import run_kernel
+from edgec.targets.kernel_ir import Kernel, KernelBuilder, call, vload
 from edgec.targets.target import get_target
 
 F32 = DType.F32
@@ -102,3 +105,28 @@ def test_c_and_llvm_agree_bit_for_bit(results):
     for fn in ("exp_all", "tanh_all"):
         np.testing.assert_array_equal(out[fn, "c"].view(np.uint32),
                                       out[fn, "llvm"].view(np.uint32), err_msg=fn)
+
+
+def test_interpreter_agrees_bit_for_bit(results):
+    """The interpreter runs mathlib's definitions: 1024-lane vectors over the same inputs."""
+    x, out = results
+    lanes = 1024
+    n = -(-x.size // lanes) * lanes
+    xp = np.concatenate([x, np.zeros(n - x.size, np.float32)])
+    for fn in ("exp", "tanh"):
+        kb = KernelBuilder(f"{fn}_vec")
+        xb, yb = kb.input("x", F32, (n,)), kb.output("y", F32, (n,))
+        with kb.loop(n // lanes, "i") as i:
+            kb.store(yb, i * lanes, call(fn, vload(xb, i * lanes, lanes)))
+        y = np.empty(n, np.float32)
+        run_kernel(kb.build(), xp, y)
+        np.testing.assert_array_equal(y[:x.size].view(np.uint32),
+                                      out[f"{fn}_all", "c"].view(np.uint32), err_msg=fn)
+
+
+def test_runtime_header_is_printed_from_the_definition():
+    text = mathlib.RUNTIME_HEADER.read_text()
+    assert mathlib.header_with_functions(text) == text, (
+        "edgec_runtime.h is stale: python -m edgec.targets.mathlib --write")
+    assert text.count("static inline float edgec_expf(float x)") == 1
+

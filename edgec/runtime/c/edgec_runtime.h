@@ -27,36 +27,32 @@ typedef struct {
 #define EDGEC_PUSH(s, T, v) (((T *)(s)->data)[(s)->tail++ % (s)->depth] = (v))
 #define EDGEC_POP(s, T) (((T *)(s)->data)[(s)->head++ % (s)->depth])
 
-/* expf without libm and without branches, so that a loop calling it vectorizes (libm's expf
- * is a call per element): x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first exact
- * in 9 bits), exp(r) by Cephes' polynomial, times 2^n built as 2^a 2^b, a + b = n, so that
- * results in the denormal range and past FLT_MAX round and overflow as libm's do. Within
- * 1.4 ulp of exp over all floats (1.5e-45 absolute below FLT_MIN); exp(NaN) is NaN. The
- * kernel IR's "exp" on float32 is this function in both the C and the LLVM renderer, which
- * compute it with the same IEEE operations in the same order. */
+/* float32 exp and tanh without libm and without branches, so that loops calling them
+ * vectorize; within 1.4 and 1 ulp. Defined once, in the kernel IR (edgec/targets/mathlib.py
+ * gives the method), and printed here; the LLVM backend builds the same operations. */
+/* BEGIN edgec/targets/mathlib.py: generated, do not edit */
 static inline float edgec_expf(float x)
 {
     float c = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;
     c = c == c ? c : 0.0f;
-    float n = floorf(c * 1.44269504088896341f + 0.5f);
-    float r = c - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
+    float n = floorf(c * 1.442695f + 0.5f);
+    float r = c - n * 0.6933594f;
+    r = r - n * -0.00021219444f;
+    float p = 0.00019875691f;
+    p = p * r + 0.0013981999f;
+    p = p * r + 0.008333452f;
+    p = p * r + 0.041665796f;
+    p = p * r + 0.16666666f;
+    p = p * r + 0.5f;
     p = p * (r * r) + r + 1.0f;
-    int32_t k = (int32_t)n + 256, a = k >> 1, b = k - a; /* k > 0: a shift, not a division */
-    union { int32_t i; float f; } sa = { (a - 1) * 8388608 }, sb = { (b - 1) * 8388608 };
-    float y = p * sa.f * sb.f;
+    int32_t k = (int32_t)n + 256;
+    int32_t a = k >> 1;
+    int32_t b = k - a;
+    float sa = ((union { int32_t from; float to; }){ .from = (a - 1) * 8388608 }).to;
+    float sb = ((union { int32_t from; float to; }){ .from = (b - 1) * 8388608 }).to;
+    float y = p * sa * sb;
     return x == x ? y : x;
 }
-
-/* tanhf the same way (Cephes' tanhf without its branches): |x| > 0.625 from edgec_expf,
- * 1 - 2 / (exp(2|x|) + 1) with the sign of x (1 once exp overflows), else an odd polynomial.
- * Within 1 ulp of tanh over all floats; tanh(-0) is -0 and tanh(NaN) NaN. */
 static inline float edgec_tanhf(float x)
 {
     float a = fabsf(x);
@@ -64,15 +60,16 @@ static inline float edgec_tanhf(float x)
     float big = 1.0f - 2.0f / (e + 1.0f);
     big = x < 0.0f ? -big : big;
     float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
+    float p = -0.0057049887f;
+    p = p * z + 0.020639088f;
+    p = p * z + -0.053739715f;
+    p = p * z + 0.13331442f;
+    p = p * z + -0.3333328f;
     float small = p * z * x + x;
     small = a == 0.0f ? x : small;
     return a > 0.625f ? big : small;
 }
+/* END edgec/targets/mathlib.py */
 
 static inline const char *edgec_status_string(int status)
 {

@@ -74,8 +74,8 @@ MATH_F32 = {
     "log1p": "log1pf", "expm1": "expm1f",
 }
 MATH_F64 = {k: (v[:-1] if v.endswith("f") and k != "isinf" else v) for k, v in MATH_F32.items()}
-# float32 exp and tanh are the runtime's edgec_expf and edgec_tanhf (edgec_runtime.h):
-# branch-free, so loops over them vectorize
+# float32 exp and tanh are the runtime's edgec_expf and edgec_tanhf (edgec_runtime.h, printed
+# from their kernel-IR definition in mathlib.py): branch-free, so loops over them vectorize
 MATH_F32 |= {"exp": "edgec_expf", "tanh": "edgec_tanhf"}
 
 

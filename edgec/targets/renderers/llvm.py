@@ -24,6 +24,7 @@ import numpy as np
 
 from ...errors import ToolchainError
 from ...ir.dtypes import DType
+from .. import mathlib
 from ..kernel_ir import (
     Alloc,
     Assign,
@@ -412,10 +413,8 @@ class _FunctionBuilder:
             return b.fcmp_ordered("==", mag, self.splat(_constant(float("inf"), dtype), lanes))
         if fn == "fmod":
             return b.frem(xs[0], xs[1])
-        if fn == "exp" and dtype is DType.F32:
-            return b.call(self.r.expf(xs[0].type), xs)
-        if fn == "tanh" and dtype is DType.F32:
-            return b.call(self.r.tanhf(xs[0].type), xs)
+        if fn in mathlib.FUNCTIONS and dtype is DType.F32:
+            return b.call(self.r.math_function(fn, xs[0].type), xs)
         if fn in INTRINSICS:
             return b.call(self.r.intrinsic(INTRINSICS[fn], xs[0].type), xs)
         if fn not in LIBM:
@@ -624,78 +623,25 @@ class LLVMRenderer:
         n = {"fma": 3, "pow": 2, "maxnum": 2, "minnum": 2}.get(name, 1)
         return self.declare(f"llvm.{name}.{_mangle(t)}", t, [t] * n)
 
-    def _inline_math(self, name: str, t: ir.Type, body) -> ir.Function:
-        """The internal, always-inlined function `name` of float or float-vector type `t`
-        (suffixed _vN for N lanes), built on first use: body(builder, x, splat) returns its
-        value, splat(v) being the constant v of type `t`."""
+    def math_function(self, name: str, t: ir.Type) -> ir.Function:
+        """mathlib's float32 function `name` ("exp", "tanh") for float or float-vector type
+        `t` (suffixed _vN for N lanes): the kernel IR's definition, operation for operation
+        (so that C and LLVM libraries agree bit for bit), in an internal function inlined
+        where it is called, so that loops over it vectorize. Built on first use."""
         lanes = t.count if isinstance(t, ir.VectorType) else 1
-        name += f"_v{lanes}" if lanes > 1 else ""
-        fn = self.module.globals.get(name)
+        mf = mathlib.FUNCTIONS[name](lanes)
+        fname = mf.name + (f"_v{lanes}" if lanes > 1 else "")
+        fn = self.module.globals.get(fname)
         if fn is not None:
             return fn
-        fn = ir.Function(self.module, ir.FunctionType(t, [t]), name)
+        fn = ir.Function(self.module, ir.FunctionType(t, [t]), fname)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
         fn.attributes.add("nounwind")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-
-        def f(v: float) -> ir.Constant:
-            return ir.Constant(t, [ir.Constant(FLOAT, v)] * lanes if lanes > 1 else v)
-
-        b.ret(body(b, fn.args[0], f))
+        fb = _FunctionBuilder(self, fn, {"x": fn.args[0]})
+        fb.stmts(list(mf.body))
+        fb.b.ret(fb.expr(mf.result))
         return fn
-
-    def expf(self, t: ir.Type) -> ir.Function:
-        """edgec_expf of edgec_runtime.h for float or a float vector type `t`, operation for
-        operation (so C and LLVM libraries agree bit for bit), inlined where it is called so
-        that loops over it vectorize."""
-        lanes = t.count if isinstance(t, ir.VectorType) else 1
-        it = ir.VectorType(I32, lanes) if lanes > 1 else I32
-
-        def i(v: int) -> ir.Constant:
-            return ir.Constant(it, [ir.Constant(I32, v)] * lanes if lanes > 1 else v)
-
-        def body(b: ir.IRBuilder, x: ir.Value, f) -> ir.Value:
-            c = b.select(b.fcmp_ordered("<", x, f(-104.0)), f(-104.0),
-                         b.select(b.fcmp_ordered(">", x, f(89.0)), f(89.0), x))
-            c = b.select(b.fcmp_ordered("==", c, c), c, f(0.0))
-            n = b.call(self.intrinsic("floor", t), [b.fadd(b.fmul(c, f(1.44269504088896341)),
-                                                           f(0.5))])
-            r = b.fsub(c, b.fmul(n, f(0.693359375)))
-            r = b.fsub(r, b.fmul(n, f(-2.12194440e-4)))
-            p = f(1.9875691500e-4)
-            for coef in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-                         5.0000001201e-1):
-                p = b.fadd(b.fmul(p, r), f(coef))
-            p = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), f(1.0))
-            k = b.add(b.fptosi(n, it), i(256))
-            half = b.ashr(k, i(1))
-            scales = [b.bitcast(b.mul(b.sub(e, i(1)), i(8388608)), t)
-                      for e in (half, b.sub(k, half))]
-            y = b.fmul(b.fmul(p, scales[0]), scales[1])
-            return b.select(b.fcmp_ordered("==", x, x), y, x)
-
-        return self._inline_math("edgec_expf", t, body)
-
-    def tanhf(self, t: ir.Type) -> ir.Function:
-        """edgec_tanhf of edgec_runtime.h for float or a float vector type `t`, operation for
-        operation, as `expf`."""
-
-        def body(b: ir.IRBuilder, x: ir.Value, f) -> ir.Value:
-            a = b.call(self.intrinsic("fabs", t), [x])
-            e = b.call(self.expf(t), [b.fadd(a, a)])
-            big = b.fsub(f(1.0), b.fdiv(f(2.0), b.fadd(e, f(1.0))))
-            big = b.select(b.fcmp_ordered("<", x, f(0.0)), b.fneg(big), big)
-            z = b.fmul(x, x)
-            p = f(-5.70498872745e-3)
-            for coef in (2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
-                         -3.33332819422e-1):
-                p = b.fadd(b.fmul(p, z), f(coef))
-            small = b.fadd(b.fmul(b.fmul(p, z), x), x)
-            small = b.select(b.fcmp_ordered("==", a, f(0.0)), x, small)
-            return b.select(b.fcmp_ordered(">", a, f(0.625)), big, small)
-
-        return self._inline_math("edgec_tanhf", t, body)
 
     def function(self, k: Kernel) -> ir.Function:
         """The LLVM function of kernel `k`, built on first use."""
