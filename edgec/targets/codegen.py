@@ -24,10 +24,10 @@ from .. import __version__
 from ..errors import EdgecError
 from ..ir.dtypes import DType
 from ..ir.graph import Graph, Value
-from ..runtime import c_source
 from .kernel_ir import Kernel, KernelBuilder
 from .lowering import c_identifier, lower_node
 from .renderers.c import DOTPROD, VECTOR_ISAS, CRenderer, Dispatch
+from .runtime_c import c_source
 from .target import Target
 
 ALIGN = 64

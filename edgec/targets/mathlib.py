@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..ir.dtypes import DType
 from .kernel_ir import Expr, KernelBuilder, binary, bitcast, broadcast, call, cast, const, select
+from .runtime_c import C_DIR
 
 F32, I32 = DType.F32, DType.I32
 BEGIN = "/* BEGIN edgec/targets/mathlib.py: generated, do not edit */"
@@ -104,7 +104,7 @@ def render_c() -> str:
     return "\n".join(parts)
 
 
-RUNTIME_HEADER = Path(__file__).resolve().parents[1] / "runtime" / "c" / "edgec_runtime.h"
+RUNTIME_HEADER = C_DIR / "edgec_runtime.h"
 
 
 def header_with_functions(text: str) -> str:

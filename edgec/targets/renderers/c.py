@@ -289,6 +289,13 @@ CMP_PREDICATES = {"lt": "_CMP_LT_OQ", "le": "_CMP_LE_OQ", "gt": "_CMP_GT_OQ",
                   "ge": "_CMP_GE_OQ", "eq": "_CMP_EQ_OQ", "ne": "_CMP_NEQ_UQ"}
 
 
+@dataclass
+class _Verbatim:
+    """Lines the renderer itself produced (a thread-pool call replacing a parallel loop)."""
+
+    lines: list[str]
+
+
 class CRenderer:
     types = C_TYPES
     infix = INFIX
@@ -320,43 +327,70 @@ class CRenderer:
         return template.format(**operands)
 
     def _vector(self, e: Expr) -> str:
-        op, a = e.op, e.args
+        """A vector expression: the ISA's intrinsics, by the entry of its op in
+        `vector_expressions` (a 4-lane byte vector without such an ISA is a 32-bit word)."""
         if _is_word(e.dtype, e.lanes) and (self.isa is None or
                                              self.isa.lanes(e.dtype) != e.lanes):
             return self._word(e)
         self._vector_check(e.dtype, e.lanes)
-        if op == "var":
-            return a[0]
-        if op == "vload":
-            p = self.pointer(a[0], a[1])
-            if a[2] is None:
-                return self.vop("load", e.dtype, p=p)
-            return self.vop("load_n", e.dtype, p=p, n=self.expr(a[2]))
-        if op == "broadcast":
-            return self.vop("broadcast", e.dtype, a=self.expr(a[0]))
-        if op == "vbroadcast" and a[2] * e.dtype.itemsize == 4:
-            return self.vop("broadcast4", e.dtype, p=self.pointer(a[0], a[1]))
-        if op == "dot4":
-            acc, x, y = (self.expr(t) for t in a)
-            return self.vop("dot4", a[1].dtype, c=acc, a=x, b=y)
-        if op == "cast":
-            return self.vop(f"to_{e.dtype.name.lower()}", a[0].dtype, a=self.expr(a[0]))
-        if op == "call" and a[0] in ("round", "exp", "tanh", "abs"):
-            return self.vop(a[0], e.dtype, a=self.expr(a[1]))
-        if op == "neg":
-            return self.vop("neg", e.dtype, a=self.expr(a[0]))
-        if op == "fma":
-            x, y, z = (self.expr(t) for t in a)
-            return self.vop("fma", e.dtype, a=x, b=y, c=z)
-        if op in ("add", "sub", "mul", "div", "max", "min"):
-            return self.vop(op, e.dtype, a=self.expr(a[0]), b=self.expr(a[1]))
-        if op == "select" and a[0].op in CMP_PREDICATES and a[0].args[0].lanes > 1:
-            lhs, rhs = a[0].args
-            return self.vop("select_cmp", e.dtype, a=self.expr(lhs), b=self.expr(rhs),
-                            pred=(self.isa.predicates or CMP_PREDICATES)[a[0].op],
-                            x=self.expr(a[1]),
-                            y=self.expr(a[2]))
-        raise ValueError(f"C renderer: no vector form of kernel-IR op {op}")
+        name = self.vector_expressions.get(e.op)
+        text = getattr(self, name)(e, *e.args) if name else None
+        if text is None:
+            raise ValueError(f"C renderer: no vector form of kernel-IR op {e.op}")
+        return text
+
+    def _v_var(self, e: Expr, name: str) -> str:
+        return name
+
+    def _v_load(self, e: Expr, buf: Buffer, index: Expr, count: Expr | None) -> str:
+        p = self.pointer(buf, index)
+        if count is None:
+            return self.vop("load", e.dtype, p=p)
+        return self.vop("load_n", e.dtype, p=p, n=self.expr(count))
+
+    def _v_broadcast(self, e: Expr, x: Expr) -> str:
+        return self.vop("broadcast", e.dtype, a=self.expr(x))
+
+    def _v_broadcast_group(self, e: Expr, buf: Buffer, index: Expr, group: int) -> str | None:
+        if group * e.dtype.itemsize != 4:
+            return None
+        return self.vop("broadcast4", e.dtype, p=self.pointer(buf, index))
+
+    def _v_dot4(self, e: Expr, acc: Expr, x: Expr, y: Expr) -> str:
+        return self.vop("dot4", x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
+
+    def _v_cast(self, e: Expr, x: Expr) -> str:
+        return self.vop(f"to_{e.dtype.name.lower()}", x.dtype, a=self.expr(x))
+
+    def _v_math(self, e: Expr, fn: str, *args: Expr) -> str | None:
+        if fn not in ("round", "exp", "tanh", "abs"):
+            return None
+        return self.vop(fn, e.dtype, a=self.expr(args[0]))
+
+    def _v_neg(self, e: Expr, x: Expr) -> str:
+        return self.vop("neg", e.dtype, a=self.expr(x))
+
+    def _v_fma(self, e: Expr, x: Expr, y: Expr, z: Expr) -> str:
+        return self.vop("fma", e.dtype, a=self.expr(x), b=self.expr(y), c=self.expr(z))
+
+    def _v_binary(self, e: Expr, x: Expr, y: Expr) -> str:
+        return self.vop(e.op, e.dtype, a=self.expr(x), b=self.expr(y))
+
+    def _v_select(self, e: Expr, c: Expr, x: Expr, y: Expr) -> str | None:
+        if c.op not in CMP_PREDICATES or c.args[0].lanes == 1:
+            return None
+        lhs, rhs = c.args
+        return self.vop("select_cmp", e.dtype, a=self.expr(lhs), b=self.expr(rhs),
+                        pred=(self.isa.predicates or CMP_PREDICATES)[c.op],
+                        x=self.expr(x), y=self.expr(y))
+
+    # vector kernel-IR ops -> the method printing them with the ISA's intrinsics
+    vector_expressions = {"var": "_v_var", "vload": "_v_load", "broadcast": "_v_broadcast",
+                          "vbroadcast": "_v_broadcast_group", "dot4": "_v_dot4",
+                          "cast": "_v_cast", "call": "_v_math", "neg": "_v_neg",
+                          "fma": "_v_fma", "add": "_v_binary", "sub": "_v_binary",
+                          "mul": "_v_binary", "div": "_v_binary", "max": "_v_binary",
+                          "min": "_v_binary", "select": "_v_select"}
 
     def _word(self, e: Expr) -> str:
         """A 4-lane 8-bit vector as a uint32_t, lane k in bits 8k..8k+7."""
@@ -416,53 +450,81 @@ class CRenderer:
         return f"({text})" if prec < parent else text
 
     def _expr(self, e: Expr) -> tuple[str, int]:
-        op, a = e.op, e.args
+        """(text, precedence) of `e`, by the entry of its op in `expressions` (or, for a
+        vector, `vector_expressions`)."""
         if e.lanes > 1:
             return self._vector(e), 16
-        if op == "hreduce":
-            return self.vop(f"hreduce_{a[0]}", e.dtype, a=self.expr(a[1])), 16
-        if op == "dot4":  # one int32 lane: the 4 byte products written out
-            terms = " + ".join(f"{self._byte(a[1], k)} * {self._byte(a[2], k)}"
-                               for k in range(4))
-            return f"{self.expr(a[0], 12)} + {terms}", 12
-        if op == "fma":
-            fn = "fma" if e.dtype is DType.F64 else "fmaf"
-            return f"{fn}({', '.join(self.expr(t) for t in a)})", 16
-        if op == "const":
-            text = self.literal(a[0], e.dtype)
-            return text, (16 if not text.startswith("-") else 14)
-        if op == "var":
-            return a[0], 16
-        if op == "load":
-            return f"{a[0].name}[{self.expr(a[1])}]", 16
-        if op in self.infix:
-            sym, prec = self.infix[op]
-            if op == "mod" and a[0].dtype.is_float:
-                fmod = self.math_fn("fmod", a[0].dtype)
-                return f"{fmod}({self.expr(a[0])}, {self.expr(a[1])})", 16
-            # gcc's -Wparentheses wants (a && b) || c and (a < b) == (c < d) spelled out
-            left = 6 if op == "or" else 11 if op in ("eq", "ne") else prec
-            return f"{self.expr(a[0], left)} {sym} {self.expr(a[1], max(left, prec + 1))}", prec
-        if op in ("max", "min"):
-            if e.dtype.is_float:
-                return f"{self.math_fn(op, e.dtype)}({self.expr(a[0])}, {self.expr(a[1])})", 16
-            cmp = ">" if op == "max" else "<"
-            x, y = self.expr(a[0], 11), self.expr(a[1], 11)  # operands of the comparison
-            return f"{x} {cmp} {y} ? {x} : {y}", 3
-        if op == "neg":  # parenthesize a negative operand: "--x" would be a decrement
-            return f"-{self.expr(a[0], 15)}", 14
-        if op == "not":
-            return f"!{self.expr(a[0], 14)}", 14
-        if op == "select":
-            return f"{self.expr(a[0], 4)} ? {self.expr(a[1], 4)} : {self.expr(a[2], 3)}", 3
-        if op == "cast":
-            return f"({self.type(e.dtype)}){self.expr(a[0], 14)}", 14
-        if op == "bitcast":  # type punning through a union is defined in C99
-            members = f"{self.type(a[0].dtype)} from; {self.type(e.dtype)} to;"
-            return f"((union {{ {members} }}){{ .from = {self.expr(a[0])} }}).to", 16
-        if op == "call":
-            return self._call(a[0], e, a[1:]), 16
-        raise ValueError(f"C renderer: unknown kernel-IR op {op}")
+        if e.op in self.infix:
+            return self._infix(e)
+        name = self.expressions.get(e.op)
+        if name is None:
+            raise ValueError(f"C renderer: unknown kernel-IR op {e.op}")
+        return getattr(self, name)(e, *e.args)
+
+    def _infix(self, e: Expr) -> tuple[str, int]:
+        op, a = e.op, e.args
+        sym, prec = self.infix[op]
+        if op == "mod" and a[0].dtype.is_float:
+            fmod = self.math_fn("fmod", a[0].dtype)
+            return f"{fmod}({self.expr(a[0])}, {self.expr(a[1])})", 16
+        # gcc's -Wparentheses wants (a && b) || c and (a < b) == (c < d) spelled out
+        left = 6 if op == "or" else 11 if op in ("eq", "ne") else prec
+        return f"{self.expr(a[0], left)} {sym} {self.expr(a[1], max(left, prec + 1))}", prec
+
+    def _hreduce(self, e: Expr, op: str, v: Expr) -> tuple[str, int]:
+        return self.vop(f"hreduce_{op}", e.dtype, a=self.expr(v)), 16
+
+    def _dot4(self, e: Expr, acc: Expr, x: Expr, y: Expr) -> tuple[str, int]:
+        # one int32 lane: the 4 byte products written out
+        terms = " + ".join(f"{self._byte(x, k)} * {self._byte(y, k)}" for k in range(4))
+        return f"{self.expr(acc, 12)} + {terms}", 12
+
+    def _fma(self, e: Expr, *operands: Expr) -> tuple[str, int]:
+        fn = "fma" if e.dtype is DType.F64 else "fmaf"
+        return f"{fn}({', '.join(self.expr(t) for t in operands)})", 16
+
+    def _const(self, e: Expr, value) -> tuple[str, int]:
+        text = self.literal(value, e.dtype)
+        return text, (16 if not text.startswith("-") else 14)
+
+    def _var(self, e: Expr, name: str) -> tuple[str, int]:
+        return name, 16
+
+    def _load(self, e: Expr, buf: Buffer, index: Expr) -> tuple[str, int]:
+        return f"{buf.name}[{self.expr(index)}]", 16
+
+    def _minmax(self, e: Expr, x: Expr, y: Expr) -> tuple[str, int]:
+        if e.dtype.is_float:
+            return f"{self.math_fn(e.op, e.dtype)}({self.expr(x)}, {self.expr(y)})", 16
+        cmp = ">" if e.op == "max" else "<"
+        xs, ys = self.expr(x, 11), self.expr(y, 11)  # operands of the comparison
+        return f"{xs} {cmp} {ys} ? {xs} : {ys}", 3
+
+    def _neg(self, e: Expr, x: Expr) -> tuple[str, int]:
+        return f"-{self.expr(x, 15)}", 14  # parenthesized if negative: "--x" is a decrement
+
+    def _not(self, e: Expr, x: Expr) -> tuple[str, int]:
+        return f"!{self.expr(x, 14)}", 14
+
+    def _select(self, e: Expr, c: Expr, x: Expr, y: Expr) -> tuple[str, int]:
+        return f"{self.expr(c, 4)} ? {self.expr(x, 4)} : {self.expr(y, 3)}", 3
+
+    def _cast(self, e: Expr, x: Expr) -> tuple[str, int]:
+        return f"({self.type(e.dtype)}){self.expr(x, 14)}", 14
+
+    def _bitcast(self, e: Expr, x: Expr) -> tuple[str, int]:
+        # type punning through a union is defined in C99
+        members = f"{self.type(x.dtype)} from; {self.type(e.dtype)} to;"
+        return f"((union {{ {members} }}){{ .from = {self.expr(x)} }}).to", 16
+
+    def _math(self, e: Expr, fn: str, *args: Expr) -> tuple[str, int]:
+        return self._call(fn, e, args), 16
+
+    # scalar kernel-IR ops (infix operators aside) -> the method printing them
+    expressions = {"hreduce": "_hreduce", "dot4": "_dot4", "fma": "_fma", "const": "_const",
+                   "var": "_var", "load": "_load", "max": "_minmax", "min": "_minmax",
+                   "neg": "_neg", "not": "_not", "select": "_select", "cast": "_cast",
+                   "bitcast": "_bitcast", "call": "_math"}
 
     def _call(self, fn: str, e: Expr, args) -> str:
         dtype = args[0].dtype
@@ -479,63 +541,78 @@ class CRenderer:
 
     # -- statements --------------------------------------------------------------------
     def stmts(self, body: list, indent: str) -> list[str]:
+        """The lines of `body`, each statement by the entry of its type in `statements`."""
         out: list[str] = []
         for s in body:
-            if isinstance(s, Loop):
-                v, n = s.var, self.expr(s.extent, 11)  # the right operand of <
-                if s.kind in ("grid", "block", "pipeline"):  # the binding, for the reader
-                    out.append(f"{indent}/* {s.kind}{f' II={s.ii}' if s.ii else ''} */")
-                if s.kind == "unroll" or s.unroll > 1:
-                    out.append(f"{indent}_Pragma(\"GCC unroll {s.unroll or 64}\")")
-                out.append(f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{")
-                out += self.stmts(s.body, indent + "    ")
-                out.append(f"{indent}}}")
-            elif isinstance(s, Local):
-                ctype = self.type(s.dtype, s.lanes)
-                out.append(f"{indent}{ctype} {s.name} = {self.expr(s.init)};")
-            elif isinstance(s, Assign):
-                out.append(f"{indent}{s.name} = {self.expr(s.value)};")
-            elif isinstance(s, Store) and _narrowing(s, self.isa):
-                # int32 lanes stored as bytes (the full vector is count = lanes)
-                p, v = self.pointer(s.buf, s.index), self.expr(s.value.args[0])
-                n = self.expr(s.count) if s.count is not None else str(s.value.lanes)
-                out.append(f"{indent}{self.vop('store_narrow_n', s.buf.dtype, p=p, v=v, n=n)};")
-            elif isinstance(s, Store) and s.value.lanes > 1:
-                p, v = self.pointer(s.buf, s.index), self.expr(s.value)
-                if s.count is None:
-                    out.append(f"{indent}{self.vop('store', s.buf.dtype, p=p, v=v)};")
-                else:
-                    n = self.expr(s.count)
-                    out.append(f"{indent}{self.vop('store_n', s.buf.dtype, p=p, v=v, n=n)};")
-            elif isinstance(s, Store):
-                out.append(f"{indent}{s.buf.name}[{self.expr(s.index)}] = {self.expr(s.value)};")
-            elif isinstance(s, Prefetch):
-                out.append(f"{indent}EDGEC_PREFETCH({self.pointer(s.buf, s.index)});")
-            elif isinstance(s, Call):
-                args = ", ".join(self.pointer(a.buf, a.offset) if isinstance(a, Ptr)
-                                 else self.expr(a) for a in s.args)
-                out.append(f"{indent}{s.fn.name}({args});")
-            elif isinstance(s, Alloc):
-                out.append(f"{indent}{self.type(s.buf.dtype)} {s.buf.name}[{s.buf.numel}]; "
-                           f"/* {s.buf.space} */")
-            elif isinstance(s, Push):
-                t = self.type(s.stream.dtype)
-                out.append(f"{indent}EDGEC_PUSH({s.stream.name}, {t}, {self.expr(s.value)});")
-            elif isinstance(s, Pop):
-                t = self.type(s.stream.dtype)
-                out.append(f"{indent}{t} {s.name} = EDGEC_POP({s.stream.name}, {t});")
-            elif isinstance(s, If):
-                out.append(f"{indent}if ({self.expr(s.cond)}) {{")
-                out += self.stmts(s.then, indent + "    ")
-                if s.orelse:
-                    out.append(f"{indent}}} else {{")
-                    out += self.stmts(s.orelse, indent + "    ")
-                out.append(f"{indent}}}")
-            elif isinstance(s, _Verbatim):
-                out += [indent + line for line in s.lines]
-            else:
+            name = self.statements.get(type(s))
+            if name is None:
                 raise ValueError(f"C renderer: unknown statement {type(s).__name__}")
+            out += getattr(self, name)(s, indent)
         return out
+
+    def _loop(self, s: Loop, indent: str) -> list[str]:
+        v, n = s.var, self.expr(s.extent, 11)  # the right operand of <
+        out = []
+        if s.kind in ("grid", "block", "pipeline"):  # the binding, for the reader
+            out.append(f"{indent}/* {s.kind}{f' II={s.ii}' if s.ii else ''} */")
+        if s.kind == "unroll" or s.unroll > 1:
+            out.append(f"{indent}_Pragma(\"GCC unroll {s.unroll or 64}\")")
+        return out + [f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{",
+                      *self.stmts(s.body, indent + "    "), f"{indent}}}"]
+
+    def _local(self, s: Local, indent: str) -> list[str]:
+        return [f"{indent}{self.type(s.dtype, s.lanes)} {s.name} = {self.expr(s.init)};"]
+
+    def _assign(self, s: Assign, indent: str) -> list[str]:
+        return [f"{indent}{s.name} = {self.expr(s.value)};"]
+
+    def _store(self, s: Store, indent: str) -> list[str]:
+        if _narrowing(s, self.isa):  # int32 lanes stored as bytes (a full vector: count=lanes)
+            p, v = self.pointer(s.buf, s.index), self.expr(s.value.args[0])
+            n = self.expr(s.count) if s.count is not None else str(s.value.lanes)
+            return [f"{indent}{self.vop('store_narrow_n', s.buf.dtype, p=p, v=v, n=n)};"]
+        if s.value.lanes > 1:
+            p, v = self.pointer(s.buf, s.index), self.expr(s.value)
+            if s.count is None:
+                return [f"{indent}{self.vop('store', s.buf.dtype, p=p, v=v)};"]
+            n = self.expr(s.count)
+            return [f"{indent}{self.vop('store_n', s.buf.dtype, p=p, v=v, n=n)};"]
+        return [f"{indent}{s.buf.name}[{self.expr(s.index)}] = {self.expr(s.value)};"]
+
+    def _prefetch(self, s: Prefetch, indent: str) -> list[str]:
+        return [f"{indent}EDGEC_PREFETCH({self.pointer(s.buf, s.index)});"]
+
+    def _call_stmt(self, s: Call, indent: str) -> list[str]:
+        args = ", ".join(self.pointer(a.buf, a.offset) if isinstance(a, Ptr)
+                         else self.expr(a) for a in s.args)
+        return [f"{indent}{s.fn.name}({args});"]
+
+    def _alloc(self, s: Alloc, indent: str) -> list[str]:
+        b = s.buf
+        return [f"{indent}{self.type(b.dtype)} {b.name}[{b.numel}]; /* {b.space} */"]
+
+    def _push(self, s: Push, indent: str) -> list[str]:
+        t = self.type(s.stream.dtype)
+        return [f"{indent}EDGEC_PUSH({s.stream.name}, {t}, {self.expr(s.value)});"]
+
+    def _pop(self, s: Pop, indent: str) -> list[str]:
+        t = self.type(s.stream.dtype)
+        return [f"{indent}{t} {s.name} = EDGEC_POP({s.stream.name}, {t});"]
+
+    def _if(self, s: If, indent: str) -> list[str]:
+        out = [f"{indent}if ({self.expr(s.cond)}) {{", *self.stmts(s.then, indent + "    ")]
+        if s.orelse:
+            out += [f"{indent}}} else {{", *self.stmts(s.orelse, indent + "    ")]
+        return out + [f"{indent}}}"]
+
+    def _verbatim(self, s: _Verbatim, indent: str) -> list[str]:
+        return [indent + line for line in s.lines]
+
+    # kernel-IR statement types -> the method printing them (the CUDA and HLS renderers of
+    # later targets override entries: shared arrays, barriers, loop bindings, streams)
+    statements = {Loop: "_loop", Local: "_local", Assign: "_assign", Store: "_store",
+                  Prefetch: "_prefetch", Call: "_call_stmt", Alloc: "_alloc", Push: "_push",
+                  Pop: "_pop", If: "_if", _Verbatim: "_verbatim"}
 
     def param(self, b: Buffer | Scalar | Stream, restrict: bool = True) -> str:
         if isinstance(b, Scalar):
@@ -610,13 +687,6 @@ class CRenderer:
         return [_Verbatim([f"{{ struct {ctx} c = {{ {init} }};",
                            f"  edgec_parallel_for({s.task.name}, &c, {self.expr(s.extent)}); }}"])
                 if isinstance(s, ParallelFor) else s for s in body]
-
-
-@dataclass
-class _Verbatim:
-    """Lines the renderer itself produced (a thread-pool call replacing a parallel loop)."""
-
-    lines: list[str]
 
 
 def _narrowing(s: Store, isa: VectorISA | None = None) -> bool:
