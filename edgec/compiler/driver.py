@@ -18,7 +18,8 @@ from .. import __version__
 from ..errors import EdgecError, UnsupportedOpError
 from ..ir.dtypes import DType
 from ..ir.graph import Graph
-from ..targets.codegen import ONNX_DTYPE_CODES, generate
+from ..ir.onnx_dtypes import to_onnx
+from ..targets.codegen import generate
 from ..targets.lowering import unsupported_kernels
 from ..targets.target import get_target
 from ..targets.toolchain import archive, compile_objects
@@ -136,7 +137,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     t_build = time.perf_counter()
 
     io = lambda v: {"name": v.name, "shape": list(v.shape), "dtype": v.dtype.value,  # noqa: E731
-                    "onnx_dtype": ONNX_DTYPE_CODES[v.dtype]}
+                    "onnx_dtype": to_onnx(v.dtype)}
     manifest = {
         "name": name,
         "edgec_version": __version__,
