@@ -4,7 +4,8 @@
     FusedMatMul(A, B, Bias?, Z?)   = act(A @ B + Bias + Z)        Bias [N] on the last axis
 
 Z is a residual of the output's shape. `ACTIVATIONS` maps each activation name to its numpy
-function of (x, params); the kernel lowering implements the same table.
+function of (x, params): the registered op of that name, so that each activation is defined
+once; the kernel lowering uses the ops' scalar formulas the same way.
 """
 
 from __future__ import annotations
@@ -15,34 +16,30 @@ import numpy as np
 
 from ...errors import ShapeError
 from ..registry import Attr, get_op, op
-from . import nn  # noqa: F401  (Conv and MatMul must be registered before their fused forms)
+from . import elementwise, nn  # noqa: F401  (the ops the fused forms are made of, registered)
 
-
-def _hard_sigmoid(x, p):
-    return np.clip(x * x.dtype.type(p[0]) + x.dtype.type(p[1]), 0, 1)
-
-
-def _sigmoid(x, p):
-    with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x << 0: 1/(1+inf) = 0
-        return 1 / (1 + np.exp(-x))
-
-
-ACTIVATIONS: dict[str, Callable[[np.ndarray, Sequence[float]], np.ndarray]] = {
-    "": lambda x, p: x,
-    "Relu": lambda x, p: np.maximum(x, 0),
-    "LeakyRelu": lambda x, p: np.where(x >= 0, x, x * x.dtype.type(p[0])),
-    "Clip": lambda x, p: np.minimum(np.maximum(x, x.dtype.type(p[0])), x.dtype.type(p[1])),
-    "Sigmoid": _sigmoid,
-    "Tanh": lambda x, p: np.tanh(x),
-    "HardSigmoid": _hard_sigmoid,  # [alpha, beta]: clip(alpha * x + beta, 0, 1)
-    "HardSwish": lambda x, p: x * _hard_sigmoid(x, (1 / 6, 0.5)),
-}
-
-# the parameters each activation takes in `activation_params`, in order
+# the parameters each activation takes in `activation_params`, in order (Clip's are its
+# min and max inputs, the others' attributes of its op)
 ACTIVATION_PARAMS: dict[str, tuple[str, ...]] = {
     "": (), "Relu": (), "LeakyRelu": ("alpha",), "Clip": ("min", "max"), "Sigmoid": (),
     "Tanh": (), "HardSigmoid": ("alpha", "beta"), "HardSwish": (),
 }
+
+
+def _registered(name: str) -> Callable[[np.ndarray, Sequence[float]], np.ndarray]:
+    """Activation `name` as its registered op computes it, given its parameters in order."""
+
+    def activation(x: np.ndarray, params: Sequence[float]) -> np.ndarray:
+        if name == "Clip":
+            bounds = [np.asarray(v, x.dtype) for v in params]
+            return get_op(name).run([x, *bounds], {})[0]
+        return get_op(name).run([x], dict(zip(ACTIVATION_PARAMS[name], params)))[0]
+
+    return activation
+
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray, Sequence[float]], np.ndarray]] = {
+    "": lambda x, p: x, **{name: _registered(name) for name in ACTIVATION_PARAMS if name}}
 
 # the activations the vector epilogues of the micro-kernels implement: max/min/select/fma,
 # exp and tanh (the ISA tables' lane-wise edgec_expf and edgec_tanhf)

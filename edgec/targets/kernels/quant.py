@@ -525,7 +525,7 @@ def _conv_tile(mg: int) -> int:
     return next((t for t in (TILE_M, TILE_M // 2) if mg % t == 0 and mg >= t), 1)
 
 
-def pack_conv_weights(wc: np.ndarray, group: int, tile: int) -> np.ndarray:
+def pack_int_conv_weights(wc: np.ndarray, group: int, tile: int) -> np.ndarray:
     """W - zw [M, Cg, taps...] as [group, block, tap, channel in block, c]: each accumulator
     of a tile reads its weights over c contiguously."""
     m, cg = wc.shape[:2]
@@ -543,7 +543,7 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
 
     Constant weights (and zero point) are stored as W - zw. With more than TILE_TERMS terms
     per output and a multiple of 4 output channels per group they are packed for register
-    tiles (`_conv_tiles`); with at most UNROLL_TERMS terms the sums are written out
+    tiles (`_int_conv_tiles`); with at most UNROLL_TERMS terms the sums are written out
     (`_unrolled_rows`); otherwise one accumulator per output runs over c and the taps."""
     geo = ConvGeometry.of(node, x_v, w_v, flatten_pointwise=False)
     x = kb.bind(x_v, "x")
@@ -558,10 +558,10 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
             wc = wc - (z.reshape((-1,) + (1,) * (wc.ndim - 1)) if z.size > 1 else z[0])
         tile = _conv_tile(geo.mg)
         if tile > 1 and geo.cg * math.prod(geo.ksz) > TILE_TERMS:
-            w = constant_table(kb, narrow(pack_conv_weights(wc, geo.group, tile)),
+            w = constant_table(kb, narrow(pack_int_conv_weights(wc, geo.group, tile)),
                                f"packed{tile}", w_v)
             kb.strategy = "integer conv register tiles"
-            _conv_tiles(kb, geo, x, xz, w, tile, b, y, channel)
+            _int_conv_tiles(kb, geo, x, xz, w, tile, b, y, channel)
             return
         w = constant_table(kb, narrow(wc), "wc", w_v)
     else:
@@ -667,9 +667,9 @@ def _unrolled_rows(kb: NodeKernelBuilder, geo: ConvGeometry, chans: list[_Channe
                 edge(0, last, oo)
 
 
-def _conv_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, xz: Expr | None,
+def _int_conv_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, xz: Expr | None,
                 w: Buffer, tile: int, b: Buffer | None, y: Buffer, channel: Finish) -> None:
-    """Register tiles of `tile` output channels, weights packed by pack_conv_weights: per
+    """Register tiles of `tile` output channels, weights packed by pack_int_conv_weights: per
     output position, acc[j] += (x[c, tap] - zx) * w[tap, j, c] over the taps and input
     channels, the innermost loop over c updating every j from one x load. gcc vectorizes that
     loop over c: each j's weights are contiguous in c, the x values a strided gather that the
