@@ -36,7 +36,8 @@ from .program import (
     SetScalar,
     build_program,
 )
-from .renderers.c import DOTPROD, VECTOR_ISAS, CRenderer
+from .renderers.c import CRenderer
+from .renderers.c_isas import DOTPROD, VECTOR_ISAS
 from .runtime_c import c_source
 from .target import Target
 

@@ -55,7 +55,7 @@ from edgec.ir.dtypes import DType
 from edgec.runtime import C_DIR
 from edgec.runtime.emulated import EmulatedModel
 from edgec.targets.kernel_ir import Kernel
-from edgec.targets.renderers.c import VECTOR_ISAS
+from edgec.targets.renderers.c_isas import VECTOR_ISAS
 from edgec.targets.target import Target, get_target
 
 F32 = DType.F32

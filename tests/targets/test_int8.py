@@ -34,7 +34,8 @@ from edgec.targets.kernel_ir import (
     vbroadcast,
     vload,
 )
-from edgec.targets.renderers.c import VECTOR_ISAS, CRenderer, VectorISA
+from edgec.targets.renderers.c import CRenderer
+from edgec.targets.renderers.c_isas import VECTOR_ISAS, VectorISA
 
 I32, U8, I8 = DType.I32, DType.U8, DType.I8
 HASWELL = ["qemu-x86_64", "-cpu", "Haswell"]

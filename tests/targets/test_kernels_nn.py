@@ -16,7 +16,7 @@ import pytest
 
 from edgec.ir import DType, Graph, TensorType
 from edgec.ir.ops.fused import ACTIVATION_PARAMS
-from edgec.targets.kernels.nn import PW_TILE_MAX, PW_TILE_MIN, pointwise_tile
+from edgec.targets.kernels.conv import PW_TILE_MAX, PW_TILE_MIN, pointwise_tile
 
 F32 = DType.F32
 

@@ -37,7 +37,8 @@ from edgec.targets.kernel_ir import (
     vload,
     walk,
 )
-from edgec.targets.renderers.c import VECTOR_ISAS, CRenderer, VectorISA
+from edgec.targets.renderers.c import CRenderer
+from edgec.targets.renderers.c_isas import VECTOR_ISAS, VectorISA
 
 F32, I32 = DType.F32, DType.I32
 CFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]

@@ -38,7 +38,7 @@ from ..kernel_ir import (
     select,
 )
 from ..lowering import NodeKernelBuilder, broadcast_index, coalesce, kernel
-from .nn import named
+from .common import named
 
 F32 = DType.F32
 

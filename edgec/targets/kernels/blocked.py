@@ -31,8 +31,8 @@ from ..kernel_ir import (
     vload,
 )
 from ..lowering import NodeKernelBuilder, kernel
+from .common import derived_constant, window
 from .fused import activation_key, activation_of
-from .nn import derived_constant, window
 
 F32 = DType.F32
 

@@ -14,7 +14,9 @@ from ...ir.graph import Node
 from ...ir.ops.fused import ACTIVATION_PARAMS
 from ..kernel_ir import Expr, const
 from ..lowering import SCALARS, NodeKernelBuilder, kernel
-from .nn import Activation, build_conv, build_matmul
+from .common import Activation
+from .conv import build_conv
+from .matmul import build_matmul
 
 
 def activation_of(node: Node) -> Activation | None:

@@ -18,8 +18,8 @@ from ...ir.ops.fused import VECTOR_ACTIVATIONS
 from .. import microkernels as mk
 from ..kernel_ir import const, minimum
 from ..lowering import NodeKernelBuilder
+from .common import derived_constant
 from .fused import activation_key, activation_of
-from .nn import derived_constant
 
 F32 = DType.F32
 

@@ -21,8 +21,8 @@ from ...ir.onnx_dtypes import from_onnx
 from ...ir.ops.normalization import MVN_EPSILON, lrn_window
 from ..kernel_ir import INDEX, Buffer, Expr, call, cast, const, maximum, minimum, select
 from ..lowering import NodeKernelBuilder, kernel
+from .common import named, offset, row_major_strides, window
 from .elementwise import max_nan
-from .nn import named, offset, row_major_strides, window
 from .reduce import runs
 
 F32 = DType.F32

@@ -25,7 +25,7 @@ from ...ir.ops.recurrent import CELLS, DIRECTIONS, Activation, Cell, activation_
 from ...ir.registry import get_op
 from ..kernel_ir import INDEX, Buffer, Expr, call, cast, const, maximum, minimum
 from ..lowering import SCALARS, NodeKernelBuilder, kernel
-from .nn import named
+from .common import named
 
 Vector = Callable[[Expr], Expr]  # element k of a vector of the step
 

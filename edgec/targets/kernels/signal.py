@@ -28,7 +28,7 @@ from ...ir.ops.signal import (
 from ...ir.types import TensorType
 from ..kernel_ir import INDEX, Buffer, Expr, call, cast, const, maximum, minimum, select
 from ..lowering import NodeKernelBuilder, kernel
-from .nn import named, row_major_strides
+from .common import named, row_major_strides
 
 F32, F64 = DType.F32, DType.F64
 

@@ -44,7 +44,8 @@ from ..kernel_ir import (
 )
 from ..kernel_passes import ParallelFor, outline_parallel, split_barriers
 from ..target import Target
-from .c import CRenderer, VectorISA
+from .c import CRenderer
+from .c_isas import VectorISA
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 FLOAT = ir.FloatType()
