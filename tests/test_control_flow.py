@@ -115,17 +115,22 @@ def test_branches_of_different_shapes_are_refused():
         import_onnx(m)
 
 
-def test_loop_exiting_early_is_a_run_time_error(tmp_path):
+def loop_model() -> onnx.ModelProto:
+    """y = x + min(5, steps until x + k >= limit): a Loop whose condition may turn false early,
+    which edgec reports at run time as a status (it compiles fixed-count loops only)."""
     body = helper.make_graph([
         helper.make_node("Add", ["acc_in", "one"], ["acc_out"]),
         helper.make_node("Less", ["acc_out", "limit"], ["cond_out"])], "body",
         [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("acc_in", T.FLOAT, [1])],
         [vi("cond_out", T.BOOL, [1]), vi("acc_out", T.FLOAT, [1])],
         initializer=[helper.make_tensor("one", T.FLOAT, [], [1.0])])
-    m = model([helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)],
-              [vi("x", T.FLOAT, [1]), vi("limit", T.FLOAT, [1])], [vi("y", T.FLOAT, [1])],
-              [helper.make_tensor("M", T.INT64, [], [5])])
-    lib = edgec.load(edgec.compile(m, tmp_path / "out", name="loop").out_dir)
+    return model([helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)],
+                 [vi("x", T.FLOAT, [1]), vi("limit", T.FLOAT, [1])], [vi("y", T.FLOAT, [1])],
+                 [helper.make_tensor("M", T.INT64, [], [5])])
+
+
+def test_loop_exiting_early_is_a_run_time_error(tmp_path):
+    lib = edgec.load(edgec.compile(loop_model(), tmp_path / "out", name="loop").out_dir)
     got = lib.run({"x": np.zeros(1, np.float32), "limit": np.full(1, 100, np.float32)})
     assert got["y"][0] == 5.0
     with pytest.raises(EdgecError, match="trip count"):

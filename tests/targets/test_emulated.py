@@ -14,8 +14,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from harness import rel_error
-from onnx import TensorProto as T
-from onnx import helper
+from test_control_flow import loop_model
 
 import edgec
 from edgec import zoo
@@ -101,22 +100,6 @@ def test_c_generic_runner_without_emulator_matches_ctypes_loader(tmp_path):
     again = edgec.load(art.out_dir, emulator=[])
     assert again.runner == program.runner
     assert len(list((art.out_dir / ".build").glob("mlp-runner-*"))) == 1
-
-
-def loop_model() -> onnx.ModelProto:
-    """y = x + min(5, steps until x + k >= limit): a Loop whose condition may turn false early,
-    which edgec reports at run time as a status (it compiles fixed-count loops only)."""
-    vi = helper.make_tensor_value_info
-    body = helper.make_graph([
-        helper.make_node("Add", ["acc_in", "one"], ["acc_out"]),
-        helper.make_node("Less", ["acc_out", "limit"], ["cond_out"])], "body",
-        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("acc_in", T.FLOAT, [1])],
-        [vi("cond_out", T.BOOL, [1]), vi("acc_out", T.FLOAT, [1])],
-        initializer=[helper.make_tensor("one", T.FLOAT, [], [1.0])])
-    g = helper.make_graph([helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)], "loop",
-                          [vi("x", T.FLOAT, [1]), vi("limit", T.FLOAT, [1])],
-                          [vi("y", T.FLOAT, [1])], [helper.make_tensor("M", T.INT64, [], [5])])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def test_status_and_input_errors_are_reported(tmp_path):

@@ -15,7 +15,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from harness import rel_error
-from test_control_flow import control_flow_model, model, vi
+from test_control_flow import control_flow_model, loop_model
 
 import edgec
 from edgec.compiler.driver import load_graph
@@ -94,19 +94,7 @@ def test_c_library_and_interpreter_agree(tmp_path):
 
 
 def test_a_loop_ending_early_stops_the_program():
-    from onnx import TensorProto as T
-    from onnx import helper
-
-    body = helper.make_graph([
-        helper.make_node("Add", ["acc_in", "one"], ["acc_out"]),
-        helper.make_node("Less", ["acc_out", "limit"], ["cond_out"])], "body",
-        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("acc_in", T.FLOAT, [1])],
-        [vi("cond_out", T.BOOL, [1]), vi("acc_out", T.FLOAT, [1])],
-        initializer=[helper.make_tensor("one", T.FLOAT, [], [1.0])])
-    m = model([helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)],
-              [vi("x", T.FLOAT, [1]), vi("limit", T.FLOAT, [1])], [vi("y", T.FLOAT, [1])],
-              [helper.make_tensor("M", T.INT64, [], [5])])
-    prog = program_of(m)
+    prog = program_of(loop_model())
     assert any(isinstance(o, ExitUnless) for o in walk_ops(prog.body))
     x = np.zeros(1, np.float32)
     assert run_program(prog, {"x": x, "limit": np.full(1, 100, np.float32)})["y"][0] == 5.0

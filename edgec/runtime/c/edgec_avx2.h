@@ -49,23 +49,23 @@ static inline __m256i edgec_dot4_i8i8(__m256i acc, __m256i a, __m256i b)
                                                   _mm256_madd_epi16(a_odd, b_odd)));
 }
 /* the first n of 8 int32 lanes, already in range, stored as bytes */
-#define EDGEC_STORE8(name, T, pack8)                                                    static inline void name(T *p, __m256i v, ptrdiff_t n)                               {                                                                                       __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v),                                                          _mm256_extracti128_si256(v, 1));                        w = pack8(w, w);                                                                    if (n >= 8) {                                                                           _mm_storel_epi64((__m128i *)(void *)p, w);                                          return;                                                                         }                                                                                   T t[16];                                                                            _mm_storeu_si128((__m128i *)(void *)t, w);                                          for (ptrdiff_t i = 0; i < n; ++i)                                                       p[i] = t[i];                                                                }
+#define EDGEC_STORE8(name, T, pack8)                                                \
+    static inline void name(T *p, __m256i v, ptrdiff_t n)                           \
+    {                                                                               \
+        __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v),                      \
+                                    _mm256_extracti128_si256(v, 1));                \
+        w = pack8(w, w);                                                            \
+        if (n >= 8) {                                                               \
+            _mm_storel_epi64((__m128i *)(void *)p, w);                              \
+            return;                                                                 \
+        }                                                                           \
+        T t[16];                                                                    \
+        _mm_storeu_si128((__m128i *)(void *)t, w);                                  \
+        for (ptrdiff_t i = 0; i < n; ++i)                                           \
+            p[i] = t[i];                                                            \
+    }
 EDGEC_STORE8(edgec_store8_u8, uint8_t, _mm_packus_epi16)
 EDGEC_STORE8(edgec_store8_i8, int8_t, _mm_packs_epi16)
-static inline __m256 edgec_exp8(__m256 v)
-{
-    float x[8];
-    _mm256_storeu_ps(x, v);
-    for (int i = 0; i < 8; ++i)
-        x[i] = edgec_expf(x[i]);
-    return _mm256_loadu_ps(x);
-}
-static inline __m256 edgec_tanh8(__m256 v)
-{
-    float x[8];
-    _mm256_storeu_ps(x, v);
-    for (int i = 0; i < 8; ++i)
-        x[i] = edgec_tanhf(x[i]);
-    return _mm256_loadu_ps(x);
-}
+EDGEC_BY_LANES(edgec_exp8, edgec_expf, __m256, 8, _mm256_storeu_ps, _mm256_loadu_ps)
+EDGEC_BY_LANES(edgec_tanh8, edgec_tanhf, __m256, 8, _mm256_storeu_ps, _mm256_loadu_ps)
 #endif

@@ -6,20 +6,6 @@
 #include "edgec_runtime.h"
 
 #define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))
-static inline __m512 edgec_exp16(__m512 v)
-{
-    float x[16];
-    _mm512_storeu_ps(x, v);
-    for (int i = 0; i < 16; ++i)
-        x[i] = edgec_expf(x[i]);
-    return _mm512_loadu_ps(x);
-}
-static inline __m512 edgec_tanh16(__m512 v)
-{
-    float x[16];
-    _mm512_storeu_ps(x, v);
-    for (int i = 0; i < 16; ++i)
-        x[i] = edgec_tanhf(x[i]);
-    return _mm512_loadu_ps(x);
-}
+EDGEC_BY_LANES(edgec_exp16, edgec_expf, __m512, 16, _mm512_storeu_ps, _mm512_loadu_ps)
+EDGEC_BY_LANES(edgec_tanh16, edgec_tanhf, __m512, 16, _mm512_storeu_ps, _mm512_loadu_ps)
 #endif

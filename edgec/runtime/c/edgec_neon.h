@@ -65,20 +65,6 @@ static inline uint32x4_t edgec_vcneq_f32(float32x4_t a, float32x4_t b)
 {
     return vmvnq_u32(vceqq_f32(a, b));  /* unordered: true when either is NaN, as C's != */
 }
-static inline float32x4_t edgec_exp4(float32x4_t v)
-{
-    float x[4];
-    vst1q_f32(x, v);
-    for (int i = 0; i < 4; ++i)
-        x[i] = edgec_expf(x[i]);
-    return vld1q_f32(x);
-}
-static inline float32x4_t edgec_tanh4(float32x4_t v)
-{
-    float x[4];
-    vst1q_f32(x, v);
-    for (int i = 0; i < 4; ++i)
-        x[i] = edgec_tanhf(x[i]);
-    return vld1q_f32(x);
-}
+EDGEC_BY_LANES(edgec_exp4, edgec_expf, float32x4_t, 4, vst1q_f32, vld1q_f32)
+EDGEC_BY_LANES(edgec_tanh4, edgec_tanhf, float32x4_t, 4, vst1q_f32, vld1q_f32)
 #endif

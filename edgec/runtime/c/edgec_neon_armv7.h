@@ -32,12 +32,5 @@ EDGEC_FOLD4(edgec_vmaxvq_f32, f32, float32, vpmax_f32)
 EDGEC_FOLD4(edgec_vminvq_f32, f32, float32, vpmin_f32)
 EDGEC_FOLD4(edgec_vaddvq_s32, s32, int32, vpadd_s32)
 /* vrndn is Armv8: round each lane with nearbyintf (the default mode: ties to even) */
-static inline float32x4_t edgec_vrndnq_f32(float32x4_t v)
-{
-    float x[4];
-    vst1q_f32(x, v);
-    for (int i = 0; i < 4; ++i)
-        x[i] = nearbyintf(x[i]);
-    return vld1q_f32(x);
-}
+EDGEC_BY_LANES(edgec_vrndnq_f32, nearbyintf, float32x4_t, 4, vst1q_f32, vld1q_f32)
 #endif

@@ -27,6 +27,19 @@ typedef struct {
 #define EDGEC_PUSH(s, T, v) (((T *)(s)->data)[(s)->tail++ % (s)->depth] = (v))
 #define EDGEC_POP(s, T) (((T *)(s)->data)[(s)->head++ % (s)->depth])
 
+/* `name`: the float function `fn` applied to each of the `lanes` lanes of a vector, through
+ * memory (`store`, `load`); with a branch-free `fn` the compiler turns the loop back into
+ * vector code where the ISA allows, and every lane gets what scalar code computes. */
+#define EDGEC_BY_LANES(name, fn, vtype, lanes, store, load)                         \
+    static inline vtype name(vtype v)                                               \
+    {                                                                               \
+        float x[lanes];                                                             \
+        store(x, v);                                                                \
+        for (int i = 0; i < (lanes); ++i)                                           \
+            x[i] = fn(x[i]);                                                        \
+        return load(x);                                                             \
+    }
+
 /* float32 exp and tanh without libm and without branches, so that loops calling them
  * vectorize; within 1.4 and 1 ulp. Defined once, in the kernel IR (edgec/targets/mathlib.py
  * gives the method), and printed here; the LLVM backend builds the same operations. */
