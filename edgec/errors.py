@@ -27,3 +27,9 @@ class PassError(EdgecError):
 
 class ToolchainError(EdgecError):
     """A compiler or archiver is missing or failed on generated code."""
+
+
+class KernelError(EdgecError):
+    """A kernel run by the interpreter did something its C rendering leaves undefined (an
+    access out of its buffer, a float converted to an integer type that cannot hold it), or
+    its threads did not all reach the same barriers."""

@@ -32,15 +32,13 @@ of locals (a table from op to closure builder, as the renderers are tables from 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-import threading
 from collections import deque
 from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import EdgecError
+from ..errors import KernelError
 from ..ir.dtypes import DType
 from . import mathlib
 from .kernel_ir import (
@@ -62,15 +60,11 @@ from .kernel_ir import (
     Store,
     Stream,
 )
-from .kernel_passes import has_barrier, thread_nest
+from .kernel_passes import has_barrier
+from .kernel_threads import threaded_block, wait_at_barrier
 
 Env = dict
 Eval = Callable[[Env], object]
-
-
-class KernelError(EdgecError):
-    """A kernel did something its C rendering leaves undefined (an access out of its buffer,
-    a float converted to an integer type that cannot hold it)."""
 
 
 def _np(dtype: DType) -> np.dtype:
@@ -402,97 +396,6 @@ def _store(s: Store) -> Exec:
     return store
 
 
-class _Divergence(Exception):
-    pass
-
-
-class _BlockBarrier:
-    """The barrier of `n` threads that also knows when one has left the block: a thread
-    that waits after another finished, or that waits while another finishes, waits for a
-    barrier some thread skipped (a CUDA program's undefined behaviour), which both of them
-    are told at once instead of hanging."""
-
-    def __init__(self, n: int):
-        self.n, self.arrived, self.generation, self.broken = n, 0, 0, False
-        self.finished = 0
-        self.cond = threading.Condition()
-
-    def wait(self) -> None:
-        with self.cond:
-            if self.finished or self.broken:
-                self._break()
-            self.arrived += 1
-            if self.arrived == self.n:
-                self.arrived, self.generation = 0, self.generation + 1
-                self.cond.notify_all()
-                return
-            gen = self.generation
-            while gen == self.generation and not self.broken:
-                self.cond.wait()
-            if self.broken:
-                raise _Divergence()
-
-    def leave(self, failed: bool = False) -> None:
-        with self.cond:
-            self.finished += 1
-            if self.arrived or failed:
-                self.broken = True
-                self.cond.notify_all()
-
-    def _break(self):
-        self.broken = True
-        self.cond.notify_all()
-        raise _Divergence()
-
-
-def _threaded_block(s: Loop) -> Exec:
-    """The threads of a block (its directly nested block loops), one Python thread each,
-    meeting at every Barrier of their body."""
-    nest, inner = thread_nest(s)
-    names = [t.var for t in nest]
-    extents = [compile_expr(t.extent) for t in nest]
-    body = _block(inner)
-
-    def block(env):
-        dims = [e(env) for e in extents]
-        barrier = _BlockBarrier(math.prod(dims))
-        errors: list[BaseException] = []
-
-        def thread(coords):
-            own = {**env, **dict(zip(names, coords))}
-            own["#bufs"] = dict(env["#bufs"])  # its own allocations; the shared arrays alike
-            own["#barrier"] = barrier
-            try:
-                with np.errstate(all="ignore"):
-                    body(own)
-                barrier.leave()
-            except BaseException as e:  # re-raised below, in the caller's thread
-                errors.append(e)
-                barrier.leave(failed=True)
-
-        threads = [threading.Thread(target=thread, args=(c,))
-                   for c in itertools.product(*(range(d) for d in dims))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        real = [e for e in errors if not isinstance(e, _Divergence)]
-        if real:
-            raise real[0]
-        if errors:
-            raise KernelError(f"the threads of block {', '.join(names)} did not all reach "
-                              "the same barriers (a barrier on a path some threads skip)")
-
-    return block
-
-
-def _barrier(env) -> None:
-    b = env.get("#barrier")
-    if b is None:
-        raise KernelError("a barrier outside the threads of a block loop")
-    b.wait()
-
-
 def _stream_op(s: Push | Pop) -> Exec:
     name, depth = s.stream.name, s.stream.depth
     if isinstance(s, Push):
@@ -517,9 +420,9 @@ def _stream_op(s: Push | Pop) -> Exec:
 
 def _stmt(s) -> Exec:
     if isinstance(s, Loop) and s.kind == "block" and has_barrier(s.body):
-        return _threaded_block(s)
+        return threaded_block(s, _block, compile_expr)
     if isinstance(s, Barrier):
-        return _barrier
+        return wait_at_barrier
     if isinstance(s, Push | Pop):
         return _stream_op(s)
     if isinstance(s, Alloc):

@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     elementwise,
     fused,
     gemm,
+    index,
     loss,
     matmul,
     nn,
