@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from opcheck import check, rand
 
+from edgec.ir import get_op
+
 REDUCE = ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"]
 
 
@@ -145,3 +147,16 @@ def test_einsum(equation, shapes):
 def test_einsum_int():
     check("Einsum", [rand(3, 4, dtype=np.int64, lo=-5, hi=5),
                      rand(4, 2, dtype=np.int64, seed=1, lo=-5, hi=5)], {"equation": "ij,jk->ik"})
+
+
+@pytest.mark.parametrize("opname,dtype,want", [
+    ("ReduceMax", np.float32, -np.inf), ("ReduceMin", np.float32, np.inf),
+    ("ReduceMax", np.int32, -2**31), ("ReduceMin", np.int32, 2**31 - 1),
+    ("ReduceMax", np.bool_, False), ("ReduceMin", np.bool_, True)])
+def test_max_and_min_over_an_empty_set(opname, dtype, want):
+    # ONNX: -inf (+inf) where the type has it, else its minimum (maximum); the interpreter
+    # used to raise numpy's "zero-size array to reduction operation"
+    x = np.zeros((2, 0, 3), dtype)
+    (y,) = get_op(opname).run([x, np.array([1])], {"keepdims": 1, "noop_with_empty_axes": 0})
+    assert y.shape == (2, 1, 3) and y.dtype == dtype
+    assert (y == want).all()

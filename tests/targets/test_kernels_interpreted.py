@@ -5,7 +5,8 @@
    through the default pipeline of c-generic (scalar kernels) and of x86-avx512 (16-lane
    kernels), made a program (program.py: the launches and control flow of NAME_run over one
    workspace, as the memory plan lays it out), run by the interpreter (`run_program`) and
-   compared with the test's expected outputs at the suite's tolerances.
+   compared with the test's expected outputs and with the ops' references on the graph
+   (`edgec.ir.interpret`), at the suite's tolerances.
 2. What no node test reaches as a kernel: the blocked, fused and integer ops that passes make
    (small CNNs, a QDQ model quantized by onnxruntime, the layout tests' mixed graph, at 1, 8
    and 16 lanes) and the ops whose inputs the suite makes constant (one-node graphs run
@@ -104,11 +105,13 @@ def test_node_tests_on_the_interpreter(op):
     for test in BY_OP[op]:
         g, feeds, wants, names = load_node_test(test)
         rtol, atol = conf.tolerances(test)
+        reference = interpret(g, feeds)
         for target in TARGETS:
             got = run_as_program(g, target, feeds, ran)
             for name, want in zip(names, wants, strict=True):
-                bad = conf.mismatch(got[name], want, rtol, atol)
-                assert bad is None, f"{test} on {target}: output {name} {bad}"
+                for what, w in (("expected", want), ("reference", reference[name])):
+                    bad = conf.mismatch(got[name], w, rtol, atol)
+                    assert bad is None, f"{test} on {target}: output {name} vs {what} {bad}"
     if op in _REGISTRY and op not in BUILT_HERE:
         assert op in ran, f"no node test of {op} ran its kernel (all its inputs folded?)"
 

@@ -96,11 +96,24 @@ def _log_sum_exp(x: np.ndarray, axes, keepdims: bool) -> np.ndarray:
     return y if keepdims else np.squeeze(y, axis=axes)
 
 
+def _bound(dtype: np.dtype, lowest: bool):
+    """What ReduceMax (lowest) or ReduceMin gives over an empty set, as ONNX says: -inf (+inf)
+    where the type has it, else the type's minimum (maximum); False (True) for bool."""
+    if dtype.kind == "f":
+        return -np.inf if lowest else np.inf
+    if dtype.kind == "b":
+        return not lowest
+    info = np.iinfo(dtype)
+    return info.min if lowest else info.max
+
+
 _NUM = "fiu"
 _declare("ReduceSum", _sum, _NUM)
 _declare("ReduceProd", lambda x, a, k: np.prod(x, axis=a, keepdims=k, dtype=x.dtype), _NUM)
-_declare("ReduceMax", lambda x, a, k: np.max(x, axis=a, keepdims=k), _NUM + "b")
-_declare("ReduceMin", lambda x, a, k: np.min(x, axis=a, keepdims=k), _NUM + "b")
+_declare("ReduceMax", lambda x, a, k: np.max(x, axis=a, keepdims=k, initial=_bound(x.dtype, True)),
+         _NUM + "b")
+_declare("ReduceMin", lambda x, a, k: np.min(x, axis=a, keepdims=k, initial=_bound(x.dtype, False)),
+         _NUM + "b")
 _declare("ReduceMean", _mean, _NUM)
 _declare("ReduceL1", lambda x, a, k: _sum(np.abs(x), a, k), _NUM)
 _declare("ReduceSumSquare", lambda x, a, k: _sum(x * x, a, k), _NUM)
