@@ -10,7 +10,7 @@ interleaved, so the machine's drift touches both alike. Rows are matched by ONNX
 (an edgec kernel is named after the node it came from; fused nodes take the first name).
 
     python benchmarks/profile_layers.py [--model resnet18] [--runs 30] [--threads 1]
-        [--target x86] [--top 0]
+        [--target x86] [--top 0]   (--model: a zoo name or an .onnx path)
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ def node_key(name: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--model", default="resnet18",
+                    help="a zoo model, or the path of an .onnx file (a QDQ model, say)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--target", default="x86")
@@ -100,7 +101,7 @@ def main() -> None:
     a = ap.parse_args()
     from edgec import zoo
 
-    if a.model not in zoo.MODELS:
+    if a.model not in zoo.MODELS and not (a.model.endswith(".onnx") and Path(a.model).is_file()):
         raise SystemExit(f"unknown model {a.model!r}; choose from {', '.join(zoo.MODELS)}")
 
     import onnxruntime as ort
@@ -109,7 +110,10 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="edgec-profile-"))
     try:
-        path = zoo.save(zoo.MODELS[a.model](), work / f"{a.model}.onnx")
+        if a.model in zoo.MODELS:
+            path = zoo.save(zoo.MODELS[a.model](), work / f"{a.model}.onnx")
+        else:
+            path = Path(shutil.copy(a.model, work / "model.onnx"))
         proto = onnx.load(path, load_external_data=False)
         art = edgec.compile(path, work / "plain", target=a.target)
         timed = work / "timed"

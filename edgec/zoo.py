@@ -257,6 +257,49 @@ def tiny_cnn(opset: int = 13, seed: int = 0) -> onnx.ModelProto:
 MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "mlp": mlp, "tiny_cnn": tiny_cnn}
 
 
+def quantize_qdq(model: onnx.ModelProto, folder: str | Path, samples: int = 4,
+                 seed: int = 1) -> Path:
+    """`model` quantized as onnxruntime users do it: `quant_pre_process` (batch-norm folded
+    into the convolutions), then `quantize_static` to the QDQ format with per-channel int8
+    weights and uint8 activations, calibrated (min-max) on `samples` seeded normal inputs.
+    Needs onnxruntime; returns the path of the QDQ model written in `folder`."""
+    import logging
+
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    folder = Path(folder)
+    plain, pre, qdq = (save(model, folder / "float.onnx"), folder / "pre.onnx",
+                       folder / "qdq.onnx")
+    inp = model.graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    feeds = [{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(samples)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(feeds)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    quiet = logging.getLogger().level
+    logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process, given already
+    try:
+        quant_pre_process(str(plain), str(pre), skip_symbolic_shape=True)
+        quantize_static(str(pre), str(qdq), Reader(), quant_format=QuantFormat.QDQ,
+                        per_channel=True, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8)
+    finally:
+        logging.getLogger().setLevel(quiet)
+    return qdq
+
+
 def save(model: onnx.ModelProto, path: str | Path) -> Path:
     """Write `model` to `path` (folders created as needed); returns the path."""
     path = Path(path)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, Value
+from ..ir import DType, Graph, Node, Value
 from ..ir.ops.fused import VECTOR_ACTIVATIONS
 from ..ir.ops.layout import to_blocked
 from .manager import register_pass
@@ -38,6 +38,8 @@ class _Layout:
         self.g, self.b = graph, block
         self.twin: dict[int, Value] = {}  # id(plain value) -> its blocked form
         self.converted: list[tuple[Node, Node]] = []  # (original, blocked replacement)
+        self.narrow: dict[tuple[int, int], Value] = {}  # (id(plain value), block) -> blocked
+        self.pads: dict[tuple[int, tuple], Value] = {}  # (id(blocked), pads) -> padded
 
     def blocked(self, v: Value, before: Node) -> Value:
         """The blocked form of `v`, reordering it in front of `before` if it has none."""
@@ -94,6 +96,8 @@ class _Layout:
                      "kernel_shape": list(a["kernel_shape"]), "strides": list(a["strides"]),
                      "pads": list(a["pads"]),
                      "count_include_pad": a.get("count_include_pad", 0)}
+        if not x.dtype.is_float and attrs["mode"] != "max":
+            return False  # an integer average would need the quantized op's rounding
         attrs["channels"] = x.shape[1]
         self.replace(node, "BlockedPool", [self.twin[id(x)]], attrs)
         return True
@@ -118,10 +122,82 @@ class _Layout:
         self.replace(node, node.op, ins, dict(node.attrs))
         return True
 
+    # -- integer ops (uint8 activations) ---------------------------------------------------
+    def narrow_blocked(self, v: Value, block: int, before: Node) -> Value:
+        """`v` reordered to a block of `block` < b channels (a stem's few input channels)."""
+        key = (id(v), block)
+        if key not in self.narrow:
+            r = self.g.add_node("ReorderToBlocked", [v], {"block": block},
+                                name=f"{v.name}_to_nchwc{block}", before=before)
+            self.narrow[key] = r.output
+        return self.narrow[key]
+
+    def padded(self, x: Value, zx: Value, pads: list[int], before: Node) -> Value:
+        """`x` (blocked) with its planes padded by the zero point zx: [top, left, bottom,
+        right] from ONNX's [top, left, bottom, right] begin/end order."""
+        spec = [pads[0], pads[1], pads[2], pads[3]]
+        if not any(spec):
+            return x
+        key = (id(x), tuple(spec))
+        if key not in self.pads:
+            p = self.g.add_node("BlockedPad", [x, zx], {"pads": spec},
+                                name=f"{x.name}_pad", before=before)
+            self.pads[key] = p.output
+        return self.pads[key]
+
+    def qconv(self, node: Node) -> bool:
+        """A QLinearConv on uint8 activations (dense or depthwise, 2-D, constant weights and
+        quantization parameters, weights minus their zero point in int8) into
+        BlockedQLinearConv over a padded input."""
+        x, sx, zx, w, sw, zw, sy, zy, b = (node.input(i) for i in range(9))
+        if (x.type.rank != 4 or x.dtype is not DType.U8 or node.output.dtype is not DType.U8
+                or any(v is not None and not v.is_const for v in (sx, zx, w, sw, zw, sy, zy, b))
+                or zx is None or zy is None):
+            return False
+        wc = w.const.astype(np.int32)
+        if zw is not None:
+            z = zw.const.astype(np.int32).reshape(-1)
+            wc = wc - (z.reshape(-1, 1, 1, 1) if z.size > 1 else z[0])
+        if wc.min(initial=0) < -128 or wc.max(initial=0) > 127:
+            return False
+        c, m, group = x.shape[1], w.shape[0], node.attrs["group"]
+        depthwise = group > 1 and group == c == m
+        if group != 1 and not depthwise:
+            return False
+        if id(x) in self.twin:
+            xin = self.twin[id(x)]
+        elif not depthwise and c < self.b:
+            xin = self.narrow_blocked(x, min(self.b, -(-c // 4) * 4), node)
+        else:
+            xin = self.blocked(x, node)
+        xin = self.padded(xin, zx, list(node.attrs["pads"]), node)
+        attrs = {k: node.attrs[k] for k in ("dilations", "group", "strides")}
+        attrs |= {"pads": [0, 0, 0, 0], "channels": c, "block": self.b}
+        self.replace(node, "BlockedQLinearConv", [xin, sx, zx, w, sw, zw, sy, zy, b], attrs)
+        return True
+
+    def qadd(self, node: Node) -> bool:
+        """A QLinearAdd of two uint8 tensors of one shape, at least one of them blocked, with
+        constant scalar parameters: the same op on the blocked tensors."""
+        a, b = node.inputs[0], node.inputs[3]
+        params = [node.input(i) for i in (1, 2, 4, 5, 6, 7)]
+        if (a.shape != b.shape or a.type.rank != 4 or node.output.dtype is not DType.U8
+                or any(v is None or not v.is_const or v.type.numel != 1 for v in params)
+                or (id(a) not in self.twin and id(b) not in self.twin)):
+            return False
+        ins = list(node.inputs)
+        ins[0], ins[3] = self.blocked(a, node), self.blocked(b, node)
+        self.replace(node, "QLinearAdd", ins, {})
+        return True
+
     # -- the rewrite ---------------------------------------------------------------------
     def run(self) -> bool:
         for node in list(self.g.nodes):
-            if node.op in ("Conv", "FusedConv"):
+            if node.op == "QLinearConv":
+                self.qconv(node)
+            elif node.op == "QLinearAdd":
+                self.qadd(node)
+            elif node.op in ("Conv", "FusedConv"):
                 self.conv(node)
             elif node.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
                 self.pool(node)

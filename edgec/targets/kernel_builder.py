@@ -44,9 +44,10 @@ class KernelBuilder:
             kb.store(y, i, maximum(x[i], 0.0))
     """
 
-    def __init__(self, name: str, doc: str = ""):
+    def __init__(self, name: str, doc: str = "", opaque: bool = False):
         self.name = name
         self.doc = doc
+        self.opaque = opaque
         self.params: list[Buffer] = []
         self._stack: list[list] = [[]]
         self._used: dict[str, int] = {}
@@ -244,7 +245,7 @@ class KernelBuilder:
             self._stack.pop()
 
     def build(self) -> Kernel:
-        return Kernel(self.name, self.params, self._stack[0], self.doc)
+        return Kernel(self.name, self.params, self._stack[0], self.doc, self.opaque)
 
 
 @contextmanager

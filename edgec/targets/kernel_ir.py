@@ -542,6 +542,10 @@ class Kernel:
     params: list  # Buffer and Scalar
     body: list
     doc: str = ""
+    # opaque: compiled as called through its parameters only, never specialised on a call
+    # site's constants (a micro-kernel whose unrolled specialisations would spill its
+    # accumulators)
+    opaque: bool = False
 
     def callees(self) -> list[Kernel]:
         """The kernels this one calls, directly or not, callees first, each once."""

@@ -46,6 +46,30 @@ def test_benchmark_models_stay_on_their_fast_paths(model, target):
                                                    "mlp": 3}[model]
 
 
+# QDQ models (onnxruntime's quantize_static) run their integer convolutions blocked; the
+# widest vector of the dot4 tile is its 4L bytes, of the depthwise tile its L int32 lanes
+QFAST = {"BlockedQLinearConv": {"blocked int8 conv dot4": 4, "blocked int8 depthwise conv": 1}}
+
+
+@pytest.fixture(scope="module")
+def qdq_models(tmp_path_factory) -> dict[str, object]:
+    return {m: zoo.quantize_qdq(MODELS[m](), tmp_path_factory.mktemp(m))
+            for m in ("resnet18", "mobilenet_v2")}
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", "arm64", "armv7"])
+@pytest.mark.parametrize("model", ["resnet18", "mobilenet_v2"])
+def test_qdq_models_stay_on_their_integer_fast_paths(model, target, qdq_models):
+    got = strategies(qdq_models[model], target)
+    lanes = get_target(target).lanes(DType.I32)
+    slow = [f"{name} ({op}): {s.describe()}" for name, op, s in got
+            if op in ("QLinearConv", "ConvInteger", "Conv")  # never left unblocked
+            or (op in QFAST and (s.name not in QFAST[op] or s.kind != "micro-kernel"
+                                 or s.lanes != QFAST[op][s.name] * lanes))]
+    assert not slow, f"QDQ {model} on {target} left its fast path:\n  " + "\n  ".join(slow)
+    assert sum(op in QFAST for _, op, _ in got) == {"resnet18": 20, "mobilenet_v2": 52}[model]
+
+
 def test_a_scalar_target_says_so():
     # c-generic has no vectors: the same convolutions get the scalar builders, named
     got = {(op, s.name, s.kind) for _, op, s in strategies(zoo.tiny_cnn(), "c-generic")}

@@ -12,6 +12,14 @@ reads b channels of one pixel as one register.
           blocked_input = 0), Z' = unblock(Z); W stays [M, C/group, KH, KW]
     BlockedPool(X){mode, kernel_shape, strides, pads, count_include_pad, channels}
         = block(MaxPool / AveragePool of unblock(X)); kernel_shape [] is a global pool
+
+Integer (uint8) blocked tensors, the layout of quantized convolutional regions:
+
+    BlockedPad(X, V){pads}                X's planes padded with the scalar V ([top, left,
+                                          bottom, right]), the zero point a conv pads with
+    BlockedQLinearConv(X, sx, zx, W, sw, zw, sy, zy, B?){Conv attrs, channels, block}
+        = block(QLinearConv(unblock(X), ...)), padding channels holding zy; X's block (its
+          last dim) may differ from the output's: 4 for a stem of 3 channels
 """
 
 from __future__ import annotations
@@ -19,9 +27,15 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ShapeError
+from ..dtypes import DType
 from ..registry import Attr, get_op, op
 from ..types import TensorType
-from . import fused  # noqa: F401  (FusedConv must be registered first)
+from . import (
+    fused,  # noqa: F401  (FusedConv must be registered first)
+    quant,  # noqa: F401  (QLinearConv too)
+)
+
+INT8 = (DType.U8, DType.I8)
 
 
 def blocked_shape(shape, block: int) -> tuple[int, ...]:
@@ -29,10 +43,10 @@ def blocked_shape(shape, block: int) -> tuple[int, ...]:
     return (n, -(-c // block), *sp, block)
 
 
-def to_blocked(x: np.ndarray, block: int) -> np.ndarray:
+def to_blocked(x: np.ndarray, block: int, fill=0) -> np.ndarray:
     n, c, *sp = x.shape
     cb = -(-c // block)
-    pad = np.zeros((n, cb * block, *sp), x.dtype)
+    pad = np.full((n, cb * block, *sp), fill, x.dtype)
     pad[:, :c] = x
     return np.ascontiguousarray(np.moveaxis(pad.reshape(n, cb, block, *sp), 2, -1))
 
@@ -43,8 +57,8 @@ def from_blocked(x: np.ndarray, channels: int) -> np.ndarray:
 
 
 def _check_blocked(opname: str, t: TensorType, channels: int) -> int:
-    if t.rank != 5 or not t.dtype.is_float:
-        raise ShapeError(f"{opname}: input {t} must be a blocked float tensor "
+    if t.rank != 5 or not (t.dtype.is_float or t.dtype in INT8):
+        raise ShapeError(f"{opname}: input {t} must be a blocked float or 8-bit tensor "
                          "[N, C/b, H, W, b]")
     block = t.shape[-1]
     if -(-channels // block) != t.shape[1]:
@@ -149,3 +163,42 @@ def blocked_pool(x, *, mode, kernel_shape, strides, pads, count_include_pad, cha
         y = get_op("AveragePool").reference(xn, count_include_pad=count_include_pad,
                                             **_pool_attrs(kernel_shape, strides, pads))
     return to_blocked(y, x.shape[-1])
+
+
+# -- integer ops --------------------------------------------------------------------------------
+
+def _infer_blocked_pad(inputs, *, pads):
+    t, v = inputs[0].type, inputs[1].type
+    if t.rank != 5 or len(pads) != 4 or min(pads) < 0:
+        raise ShapeError(f"BlockedPad: input {t} must be blocked [N, C/b, H, W, b] and pads "
+                         f"{list(pads)} four non-negative [top, left, bottom, right]")
+    if v.numel != 1 or v.dtype != t.dtype:
+        raise ShapeError(f"BlockedPad: the value {v} must be one {t.dtype}")
+    n, cb, h, w, b = t.shape
+    return TensorType((n, cb, h + pads[0] + pads[2], w + pads[1] + pads[3], b), t.dtype)
+
+
+@op("BlockedPad", inputs=(2, 2), attrs={"pads": Attr.ints()}, infer=_infer_blocked_pad)
+def blocked_pad(x, v, *, pads):
+    t, left, b, r = pads
+    return np.pad(x, ((0, 0), (0, 0), (t, b), (left, r), (0, 0)), constant_values=v.reshape(()))
+
+
+_QLINEAR_CONV = get_op("QLinearConv")
+_QCONV_ATTRS = {k: a for k, a in _QLINEAR_CONV.attrs.items()}
+_QCONV_ATTRS |= {"channels": Attr.int(), "block": Attr.int()}
+
+
+def _infer_blocked_qconv(inputs, *, channels, block, **attrs):
+    t = inputs[0].type
+    _check_blocked("BlockedQLinearConv", t, channels)
+    x = TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
+    out = _QLINEAR_CONV.infer([_Typed(x), *inputs[1:]], **attrs)
+    return TensorType(blocked_shape(out.shape, block), out.dtype)
+
+
+@op("BlockedQLinearConv", inputs=(8, 9), attrs=_QCONV_ATTRS, infer=_infer_blocked_qconv)
+def blocked_qlinear_conv(x, sx, zx, w, sw, zw, sy, zy, b=None, *, channels, block, **attrs):
+    y = _QLINEAR_CONV.reference(from_blocked(x, channels), sx, zx, w, sw, zw, sy, zy, b,
+                                **attrs)
+    return to_blocked(y, block, 0 if zy is None else zy.reshape(()))

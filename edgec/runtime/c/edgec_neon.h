@@ -30,6 +30,21 @@ static inline uint32x4_t edgec_vdupq_4bytes(const void *p)
     memcpy(&w, p, 4);
     return vdupq_n_u32(w);
 }
+/* 4 bytes widened to 4 int32 lanes, zero- or sign-extended */
+static inline int32x4_t edgec_vld4_u8_s32(const void *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    uint16x8_t h = vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w)));
+    return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(h)));
+}
+static inline int32x4_t edgec_vld4_s8_s32(const void *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    int16x8_t h = vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w)));
+    return vmovl_s16(vget_low_s16(h));
+}
 /* acc + the 4 byte products of each 32-bit lane, exactly: 16-bit products (|255 * 128| and
    128 * 128 fit), pairwise widening sums to 32 bits, then pairs of those */
 static inline int32x4_t edgec_dot4_fold(int32x4_t acc, int16x8_t lo, int16x8_t hi)

@@ -7,6 +7,18 @@
 #include <stdint.h>
 #include "edgec_types.h"
 
+/* a function the compiler must not specialise on a caller's constants (kernel IR `opaque`):
+   gcc's noipa; clang has no such attribute, and noinline is the nearest */
+#ifndef EDGEC_OPAQUE
+#if defined(__clang__)
+#define EDGEC_OPAQUE __attribute__((noinline))
+#elif defined(__GNUC__)
+#define EDGEC_OPAQUE __attribute__((noipa))
+#else
+#define EDGEC_OPAQUE
+#endif
+#endif
+
 /* A hint that *p is read soon (the kernel IR's Prefetch): into every cache level where the
  * compiler has a prefetch builtin, nothing elsewhere (or what the build defines instead). */
 #ifndef EDGEC_PREFETCH

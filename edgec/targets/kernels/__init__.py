@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     attention,
     blocked,
+    blocked_quant,
     conv,
     elementwise,
     fused,

@@ -24,6 +24,7 @@ from ..kernel_ir import (
     Expr,
     KernelBuilder,
     broadcast,
+    cast,
     const,
     maximum,
     minimum,
@@ -359,9 +360,18 @@ def blocked_pool(kb: NodeKernelBuilder, node: Node) -> None:
     x = kb.bind(node.inputs[0], "x")
     y = kb.bind(node.output, "y")
     n, cb, h, w, lanes = x.shape
-    vl = lanes if kb.lanes(x.dtype) == lanes else 1  # vector code needs a matching ISA
     is_max = a["mode"] == "max"
-    init = const(-np.inf if is_max else 0.0, x.dtype)
+    # integer (max) pools run on int32 lanes, the bytes widened as they are loaded
+    acc_t = x.dtype if x.dtype.is_float else DType.I32
+    vl = lanes if kb.lanes(acc_t) == lanes else 1  # vector code needs a matching ISA
+    if not x.dtype.is_float:
+        init = const(int(np.iinfo(x.dtype.np).min), acc_t)
+    else:
+        init = const(-np.inf if is_max else 0.0, x.dtype)
+
+    def lanes_at(index):
+        v = vload(x, index, vl)
+        return cast(v, acc_t) if v.dtype != acc_t else v
 
     def combine(acc: Expr, v: Expr) -> Expr:
         return maximum(acc, v) if is_max else acc + v
@@ -371,7 +381,7 @@ def blocked_pool(kb: NodeKernelBuilder, node: Node) -> None:
             acc = kb.local("acc", broadcast(init, vl))
             base = t * (h * w * lanes) + lane * vl
             with kb.loop(h * w, "p") as p:
-                kb.assign(acc, combine(acc, vload(x, base + p * lanes, vl)))
+                kb.assign(acc, combine(acc, lanes_at(base + p * lanes)))
             val = acc if is_max else acc * const(1.0 / (h * w), x.dtype)
             kb.store(y, t * lanes + lane * vl, val)
         return
@@ -387,8 +397,8 @@ def blocked_pool(kb: NodeKernelBuilder, node: Node) -> None:
             with kb.loop(nr, "i") as i, kb.loop(nq, "j") as j:
                 ih = oh * sh - pads[0] + r0 + i
                 iw = ow * sw - pads[1] + c0 + j
-                kb.assign(acc, combine(acc, vload(x, ((nc * h + ih) * w + iw) * lanes
-                                                  + lane * vl, vl)))
+                kb.assign(acc, combine(acc, lanes_at(((nc * h + ih) * w + iw) * lanes
+                                                    + lane * vl)))
             if is_max:
                 val = acc
             elif a["count_include_pad"]:

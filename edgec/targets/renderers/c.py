@@ -144,6 +144,9 @@ class CRenderer:
         return self.vop("dot4", x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
 
     def _v_cast(self, e: Expr, x: Expr) -> str:
+        if (x.op == "vload" and x.args[2] is None and x.dtype.itemsize == 1
+                and e.dtype is DType.I32):  # L bytes widened to L int32 lanes
+            return self.vop("load_widen", x.dtype, p=self.pointer(x.args[0], x.args[1]))
         return self.vop(f"to_{e.dtype.name.lower()}", x.dtype, a=self.expr(x))
 
     def _v_math(self, e: Expr, fn: str, *args: Expr) -> str | None:
@@ -409,7 +412,8 @@ class CRenderer:
 
     def signature(self, k: Kernel) -> str:
         params = ", ".join(self.param(b) for b in k.params) or "void"
-        return f"{self.function_prefix} {k.name}({params})"
+        opaque = "EDGEC_OPAQUE " if k.opaque else ""
+        return f"{opaque}{self.function_prefix} {k.name}({params})"
 
     def kernel(self, k: Kernel) -> str:
         """The C function of `k` (with the outlined bodies of its parallel loops first); a

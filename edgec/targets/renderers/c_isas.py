@@ -76,6 +76,10 @@ def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
         ops[("broadcast4", t)] = f"{pre}_broadcastd_epi32(_mm_loadu_si32({{p}}))"
         ops[("dot4", t)] = dot4[t]
         ops[("store_narrow_n", t)] = narrow[t]
+        # L bytes widened to L int32 lanes (zero- or sign-extended)
+        ext = "epu8" if t is DType.U8 else "epi8"
+        load = "_mm_loadl_epi64" if pre == "_mm256" else "_mm_loadu_si128"  # 8 or 16 bytes
+        ops[("load_widen", t)] = f"{pre}_cvt{ext}_epi32({load}((const __m128i *)({{p}})))"
     # int32 <-> float32 conversions (C's: to nearest, truncating back) and round half even
     ops[("to_f32", DType.I32)] = f"{pre}_cvtepi32_ps({{a}})"
     ops[("to_i32", DType.F32)] = f"{pre}_cvttps_epi32({{a}})"
@@ -151,7 +155,8 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
         ops |= {("load", dt): f"vld1q_{t}({{p}})", ("store", dt): f"vst1q_{t}({{p}}, {{v}})",
                 ("broadcast4", dt): f"vreinterpretq_{t}_u32(edgec_vdupq_4bytes({{p}}))",
                 ("dot4", dt): f"edgec_dot4_{t}s8({{c}}, {{a}}, {{b}})",
-                ("store_narrow_n", dt): f"edgec_vst1q_s32_narrow_{t}({{p}}, {{v}}, {{n}})"}
+                ("store_narrow_n", dt): f"edgec_vst1q_s32_narrow_{t}({{p}}, {{v}}, {{n}})",
+                ("load_widen", dt): f"edgec_vld4_{t}_s32({{p}})"}
     ops |= {("to_f32", DType.I32): "vcvtq_f32_s32({a})",
             ("to_i32", DType.F32): "vcvtq_s32_f32({a})"}  # truncating, as C's conversion
     ops |= {("max", DType.I32): "vmaxq_s32({a}, {b})", ("min", DType.I32): "vminq_s32({a}, {b})",

@@ -1,0 +1,135 @@
+"""Quantized models: edgec against onnxruntime on the same QDQ model, and against
+onnxruntime's float32 run of the float model (BENCHMARKING.md; issue 14's speed points).
+
+Per model (ResNet-18, MobileNetV2 of the zoo): the float model is quantized as onnxruntime
+users do it (`edgec.zoo.quantize_qdq`: quant_pre_process, then quantize_static to QDQ with
+per-channel int8 weights and uint8 activations, min-max calibrated on seeded inputs). edgec
+compiles the QDQ model (fuse-qdq makes its integer ops, layout-nchwc runs them blocked on the
+dot4 micro-kernels); onnxruntime runs the same QDQ model (all optimizations: its QLinearConv
+and MLAS int8 kernels) and the float model. Outputs are checked first (edgec within one
+output quantization step of onnxruntime int8, same top-1 on every check input; exit 1
+otherwise), then per thread count edgec and each onnxruntime session run interleaved for N
+pairs: medians and the median per-pair ratio. Each latency is also given as a fraction of
+the int8 floor: 2 x MACs of the convolutions and GEMMs / the one-core `vpdpbusd` peak
+(`peak_int8.c`, CPU time) over the threads.
+
+    python benchmarks/bench_quant.py [--models resnet18,mobilenet_v2] [--threads 1,2]
+        [--pairs 30] [--target x86]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import (  # noqa: E402
+    HERE,
+    count_flops,
+    interleave,
+    machine,
+    ort_session,
+    random_feeds,
+    set_threads,
+    summary,
+)
+
+import edgec  # noqa: E402
+from edgec import zoo  # noqa: E402
+
+
+def measure_int8_peak(work: Path) -> tuple[float, str] | None:
+    """Best of five runs of peak_int8.c built for this host: (GOP/s on one core, ISA), or None
+    where the host has no VNNI."""
+    exe = work / "peak_int8"
+    built = subprocess.run(["gcc", "-O2", "-march=native", str(HERE / "peak_int8.c"), "-o",
+                            str(exe)], capture_output=True)
+    if built.returncode:
+        return None
+    runs = [subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
+            for _ in range(5)]
+    return max(float(r[2]) for r in runs), runs[0][1]
+
+
+def output_step(qdq: Path) -> float:
+    """The scale of the final DequantizeLinear of the QDQ model's first output."""
+    m = onnx.load(qdq)
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in m.graph.initializer}
+    dq = next(n for n in m.graph.node if n.output[0] == m.graph.output[0].name)
+    return float(inits[dq.input[1]])
+
+
+def bench(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> list[str]:
+    folder = work / name
+    model = zoo.MODELS[name]()
+    qdq = zoo.quantize_qdq(model, folder)
+    flops = count_flops(folder / "pre.onnx")
+    t = time.perf_counter()
+    edgec.compile(qdq, folder / "edgec", target=a.target, name=name)
+    compile_s = time.perf_counter() - t
+    ours = edgec.load(folder / "edgec")
+    feeds = random_feeds(model)
+    (iname, x), = feeds.items()
+    step = output_step(qdq)
+    rows = []
+    rng = np.random.default_rng(5)
+    for threads in a.threads:
+        set_threads(ours, threads)
+        q8 = ort_session(qdq, threads, "all")
+        f32 = ort_session(folder / "float.onnx", threads, "all")
+        for k in range(4):  # check inputs
+            xi = {iname: rng.standard_normal(x.shape).astype(np.float32)} if k else feeds
+            got = next(iter(ours.run(xi).values()))
+            want = q8.run(None, xi)[0]
+            diff = float(np.abs(got - want).max()) / step
+            if diff > 1.001 or got.argmax() != want.argmax():
+                raise SystemExit(f"{name}: edgec departs from onnxruntime int8 "
+                                 f"({diff:.2f} steps, top-1 {got.argmax()} vs {want.argmax()})")
+        run_ours = lambda: ours.run(feeds)  # noqa: E731
+        for _ in range(3):
+            run_ours(), q8.run(None, feeds), f32.run(None, feeds)
+        s8 = summary(*interleave(run_ours, lambda s=q8: s.run(None, feeds), a.pairs))
+        s32 = summary(*interleave(run_ours, lambda s=f32: s.run(None, feeds), a.pairs))
+        floor = flops / (peak * 1e9 * threads) * 1e3 if peak else None
+
+        def frac(ms: float, floor: float | None = floor) -> str:
+            return f" ({floor / ms:.2f})" if floor else ""
+
+        rows.append(f"| {name} | {threads} | {s8['a_ms']:.2f}{frac(s8['a_ms'])} | "
+                    f"{s8['b_ms']:.2f}{frac(s8['b_ms'])} | {s8['ratio']:.2f} | "
+                    f"{s32['b_ms']:.2f} | {s32['ratio']:.2f} | {compile_s:.1f} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="resnet18,mobilenet_v2")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--pairs", type=int, default=30)
+    ap.add_argument("--target", default="x86")
+    a = ap.parse_args()
+    a.threads = [int(t) for t in a.threads.split(",")]
+    with tempfile.TemporaryDirectory(prefix="edgec-bench-quant-") as d:
+        work = Path(d)
+        peak = measure_int8_peak(work)
+        cpu, _ = machine()
+        print(f"# {cpu}, {platform.machine()}, target {a.target}, {a.pairs} pairs; int8 peak "
+              + (f"{peak[0]:.0f} GOP/s ({peak[1]}, peak_int8.c)" if peak else "unmeasured"))
+        print("| model | threads | edgec int8 ms (of floor) | onnxruntime int8 ms (of floor) | "
+              "edgec / ort int8 | onnxruntime f32 ms | edgec int8 / ort f32 | compile s |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name in a.models.split(","):
+            bench(name, a, work, peak[0] if peak else None)
+
+
+if __name__ == "__main__":
+    main()
