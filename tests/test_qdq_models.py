@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from harness import check_against_interpreter
+from harness import check_against_interpreter, runs_here
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
@@ -162,6 +162,32 @@ def test_compiled_qdq_model_matches_onnxruntime(models, tmp_path):
         for name in ("logits", "embed"):
             np.testing.assert_array_equal(got[name], ref[name])
         assert_within_one_step([got["logits"], got["embed"]], w, output_scales(path))
+
+
+# every target and both backends: the blocked dot4 kernels (AVX-512 VNNI, AVX2's widened dot4,
+# NEON, Armv8.2 sdot dispatch, Armv7) and c-generic's scalar kernels; ARM under qemu-user, an
+# AVX-512 build where the CPU lacks it compiled only
+BUILDS = [("x86-avx512", "c"), ("x86-avx512", "llvm"), ("x86-avx2", "c"), ("x86-avx2", "llvm"),
+          ("c-generic", "c"), ("arm64", "c"), ("arm64", "llvm"), ("arm64-dotprod", "c"),
+          ("armv7", "c")]
+
+
+@pytest.mark.parametrize("target,backend", BUILDS, ids=[f"{t}-{b}" for t, b in BUILDS])
+def test_integer_kernels_bit_exact_on_every_target(models, target, backend, tmp_path):
+    path = models["full"]
+    art = edgec.compile(path, tmp_path, name="qcnn", target=target, backend=backend)
+    ops = {r["op"] for r in art.manifest["kernel_strategies"]}
+    assert ("BlockedQLinearConv" in ops) == (target != "c-generic"), ops
+    assert "QLinearConv" not in ops or target == "c-generic", ops
+    if not runs_here(target):
+        return  # compiled (warnings are errors); run where the CPU has it
+    lib = load(tmp_path)
+    graph = fused(path)
+    for x in inputs(3):
+        got = lib.run({"x": x})
+        ref = interpret(graph, {"x": x})
+        for name in ("logits", "embed"):
+            np.testing.assert_array_equal(got[name], ref[name], err_msg=f"{name} on {target}")
 
 
 def test_reduced_range_model_matches_onnxruntime_integer_kernels(models, tmp_path):
