@@ -38,7 +38,8 @@ def cmd_compile(a) -> None:
                   input_shapes=_shapes(a.input_shape), pipeline=a.pipeline,
                   verify_each=a.verify_each, print_ir_after_all=a.print_ir_after_all,
                   check_numerics=a.check_numerics, timing=a.timing,
-                  threads=not a.single_threaded, backend=a.backend)
+                  threads=not a.single_threaded, backend=a.backend, quantize=a.quantize,
+                  calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or ())
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -160,6 +161,16 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--pipeline", help="pass pipeline (default: edgec's standard one)")
     c.add_argument("--single-threaded", action="store_true",
                    help="no thread pool: the library needs no pthreads")
+    c.add_argument("--quantize", choices=["int8", "int4", "int3", "int2"],
+                   help="quantize: weights to these bits, activations to uint8 (calibrated "
+                        "on --calib; without it, the weights only)")
+    c.add_argument("--calib", metavar="SAMPLES.npz",
+                   help="calibration samples: one array per input, first axis the samples")
+    c.add_argument("--calib-method", default="minmax",
+                   choices=["minmax", "percentile", "kl", "admm"],
+                   help="activation ranges (minmax, percentile, kl) or ADMM weights")
+    c.add_argument("--quantize-skip", action="append", metavar="NODE",
+                   help="keep this node in float (repeatable)")
     _add_pipeline_flags(c)
     c.set_defaults(fn=cmd_compile)
     o = sub.add_parser("opt", help="run a pass pipeline and print the IR")

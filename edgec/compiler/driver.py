@@ -74,14 +74,42 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
     return pipeline
 
 
+QUANTIZE_BITS = {"int8": 8, "int4": 4, "int3": 3, "int2": 2}
+
+
+def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequence[str],
+                   log: IO[str] | None) -> list:
+    """`steps` with the quantize pass in front of fuse-qdq (which makes its integer ops)."""
+    from ..passes.manager import PipelineStep
+    from ..passes.quantize import Quantize
+
+    if quantize not in QUANTIZE_BITS:
+        raise EdgecError(f"quantize={quantize!r}: choose {', '.join(QUANTIZE_BITS)}")
+    feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
+    q = Quantize(bits=QUANTIZE_BITS[quantize], calib=method, skip=",".join(skip),
+                 samples=samples, feeds=feeds, log=log)
+    at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
+    if at is None:
+        raise EdgecError("quantize needs the pipeline's fuse-qdq pass to make integer ops")
+    return [*steps[:at], PipelineStep(q), *steps[at:]]
+
+
 def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None, pipeline: str | None = None,
             verify_each: bool = False, print_ir_after_all: bool = False,
             check_numerics: bool = False, timing: bool = False,
-            log: IO[str] | None = None, threads: bool = True, backend: str = "c") -> Artifact:
+            log: IO[str] | None = None, threads: bool = True, backend: str = "c",
+            quantize: str | None = None, calib=None, calib_method: str = "minmax",
+            quantize_skip: Sequence[str] = ()) -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
     `threads` False the library has no thread pool and links without pthreads; `backend`
-    "llvm" compiles the kernels with LLVM instead of the C compiler."""
+    "llvm" compiles the kernels with LLVM instead of the C compiler.
+
+    `quantize` ("int8", "int4", "int3", "int2": the weights' bits; activations are uint8)
+    quantizes the model after import (passes/quantize.py), calibrated on `calib`: {input
+    name: array whose first axis indexes samples} or the path of such an .npz; without it,
+    the weights only (data-free). `calib_method`: minmax, percentile, kl or admm;
+    `quantize_skip`: node names kept in float."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -89,7 +117,9 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     return compile_graph(graph, out_dir, target=target, name=name, pipeline=pipeline,
                          verify_each=verify_each, print_ir_after_all=print_ir_after_all,
                          check_numerics=check_numerics, timing=timing, log=log, source=source,
-                         started=t0, threads=threads, backend=backend)
+                         started=t0, threads=threads, backend=backend,
+                         quantize=quantize, calib=calib, calib_method=calib_method,
+                         quantize_skip=quantize_skip)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
@@ -97,9 +127,10 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   print_ir_after_all: bool = False, check_numerics: bool = False,
                   timing: bool = False, log: IO[str] | None = None, source: str = "",
                   started: float | None = None, threads: bool = True,
-                  backend: str = "c") -> Artifact:
+                  backend: str = "c", quantize: str | None = None, calib=None,
+                  calib_method: str = "minmax", quantize_skip: Sequence[str] = ()) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
-    from ..passes import default_pipeline, run_pipeline
+    from ..passes import default_pipeline, parse_pipeline, run_pipeline
 
     t0 = started if started is not None else time.perf_counter()
     tgt = get_target(target)
@@ -109,9 +140,15 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         counts = graph.op_counts()
         raise UnsupportedOpError("no kernel yet for op(s): " +
                                  ", ".join(f"{o} (x{counts[o]})" for o in missing))
+    if quantize is not None and pipeline is not None:
+        raise EdgecError("give quantize= or a pipeline with a quantize{...} pass, not both")
     pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32)))
+    steps = parse_pipeline(pipeline)
+    if quantize is not None:
+        steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip, log)
+        pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
-    report = run_pipeline(graph, pipeline, verify_each=verify_each,
+    report = run_pipeline(graph, steps, verify_each=verify_each,
                           print_ir_after_all=print_ir_after_all, check_numerics=check_numerics,
                           timing=timing, out=log or sys.stderr)
     plan = graph.meta["memory_plan"]

@@ -17,6 +17,7 @@ from . import (
     fuse_qdq,
     layout,
     plan_memory,
+    quantize,
     remove_identity,
 )
 from .manager import (
@@ -70,7 +71,8 @@ __all__ = [
     "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
     "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
     "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "layout", "make_pass", "parse_pipeline",
-    "pass_spec", "pattern", "plan_memory", "producer", "register_pass", "registered_passes",
+    "pass_spec", "pattern", "plan_memory", "producer", "quantize", "register_pass",
+    "registered_passes",
     "remove_identity", "replace_value", "require", "run_pipeline", "sample_inputs",
     "sole_user",
 ]

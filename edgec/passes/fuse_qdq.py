@@ -12,7 +12,9 @@ quantization is sat(rint(acc (sx sw / sy)) + zy) with acc the exact int32 sum pl
 b / (sx sw): the integer form computes the same up to the float rounding of the QDQ
 simulation (at most one step of y). A bias quantized with scale sx sw (zero point 0) is used
 as it is; a float bias is quantized to int32 with that scale. A Relu between the op and Q
-becomes max(y, zy), and disappears when zy is the type's minimum. Scales and zero points must
+becomes max(y, zy), a Clip with constant bounds max(min(y, Q(hi)), Q(lo)), each bound
+disappearing where it is the type's end of the range (a range calibrated after the
+activation starts at 0). Scales and zero points must
 be constants, per tensor except the weight's (per output channel: axis 0 of a Conv weight, the
 column axis of a MatMul/Gemm weight). Data movement commutes with an affine map, and MaxPool
 with an increasing one, so those run on the integers unchanged when Q undoes DQ exactly.
@@ -101,7 +103,8 @@ def _per_tensor(*qs: Quant) -> None:
 
 @dataclass
 class Core:
-    """The float op a QuantizeLinear reads, and the Relu in between if any."""
+    """The float op a QuantizeLinear reads, and the Relu or Clip (constant bounds) in between
+    if any."""
 
     op: Node
     relu: Node | None
@@ -109,24 +112,54 @@ class Core:
 
 def _core(q_node: Node, ops: tuple[str, ...]) -> Core:
     v = q_node.inputs[0]
-    node = producer(v, *ops, "Relu")
+    node = producer(v, *ops, "Relu", "Clip")
     sole_user(v)
     relu = None
-    if node.op == "Relu":
+    if node.op in ("Relu", "Clip"):
         relu = node
+        for bound in node.inputs[1:]:
+            if bound is not None:
+                constant(bound, f"the bound %{bound.name} of {node.name}")
         node = producer(relu.inputs[0], *ops)
         sole_user(relu.inputs[0])
     return Core(node, relu)
+
+
+def _quantized_bound(real: float, out: Quant) -> int:
+    """Q(real) with the output's parameters (per tensor)."""
+    s = np.float32(out.scale.const.reshape(-1)[0])
+    z = int(out.zp.const.reshape(-1)[0])
+    qmin, qmax = QUANT_RANGES[out.q.dtype]
+    with np.errstate(all="ignore"):
+        v = np.float32(real) / s
+    if np.isnan(v):
+        return qmin
+    return int(np.clip(np.rint(np.clip(v, -2.0**31, 2.0**31)) + z, qmin, qmax))
 
 
 def _emit(graph: Graph, q_node: Node, core: Core, op: str, inputs: list, attrs: dict,
           out: Quant) -> None:
     new = graph.add_node(op, inputs, attrs, name=core.op.name, before=q_node)
     y = new.output
-    qmin = QUANT_RANGES[out.q.dtype][0]
-    if core.relu is not None and int(out.zp.const.reshape(-1)[0]) > qmin:
-        # Q(relu(v)) = max(Q(v), Q(0)) = max(Q(v), zy): rint and sat are increasing
-        y = graph.add_node("Max", [y, out.zp], name=core.relu.name, before=q_node).output
+    qmin, qmax = QUANT_RANGES[out.q.dtype]
+    act = core.relu
+    if act is not None:
+        # Q(clip(v, lo, hi)) = min(max(Q(v), Q(lo)), Q(hi)): rint and sat are increasing
+        # (Relu: lo = 0, Q(0) = zy); a bound at the type's end of the range clamps nothing
+        lo = hi = None
+        if act.op == "Relu":
+            lo = 0.0
+        else:
+            lo_v, hi_v = act.input(1), act.input(2)
+            lo = float(lo_v.const.reshape(-1)[0]) if lo_v is not None else None
+            hi = float(hi_v.const.reshape(-1)[0]) if hi_v is not None else None
+        for bound, fn, end in ((lo, "Max", qmin), (hi, "Min", qmax)):
+            if bound is None:
+                continue
+            qb = _quantized_bound(bound, out)
+            if qb != end:
+                c = graph.const(np.asarray(qb, out.q.dtype.np), f"{act.name}_{fn.lower()}")
+                y = graph.add_node(fn, [y, c], name=act.name, before=q_node).output
     _replace(graph, q_node, y, core.op, new)
 
 

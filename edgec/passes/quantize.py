@@ -1,0 +1,289 @@
+"""The `quantize` pass: post-training quantization of a float model, calibrated on samples.
+
+It writes the model as a QDQ graph, the form onnxruntime's `quantize_static` produces and
+`fuse-qdq` (next in the pipeline) turns into integer ops, so that a model edgec quantizes and
+one quantized elsewhere land on the same integer kernels:
+
+- the weights of Conv, Gemm and MatMul (constant) become DequantizeLinear(codes, scales) with
+  int8 codes of `bits` (8, 4, 3 or 2; symmetric, per output channel or per tensor, by
+  min-max or the ADMM projection: `calibration.py`); biases stay float (fuse-qdq quantizes
+  them to int32 with the product of the input's and the weight's scales);
+- each activation those ops (and Add) read or write gets one QuantizeLinear/DequantizeLinear
+  pair, uint8 with the scale and zero point of the range observed on the samples (minmax,
+  percentile or KL calibration); an op's output is observed after the Relu or Clip that
+  follows it, so the activation is part of the integer op; ops that commute with
+  quantization (MaxPool, Reshape, Flatten, ...) pass their input's parameters on.
+
+Calibration runs the float graph in the reference interpreter over the samples. Without
+samples the pass quantizes the weights only (data-free) and says so: the model then computes
+in float with weights of `bits` precision, which shows the accuracy low-bit weights cost.
+Nodes named in `skip` keep float. A graph that already has QuantizeLinear or
+DequantizeLinear ops is left as it is.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import EdgecError, PassError
+from ..ir import DType, Graph, Node, Value
+from ..ir.interpreter import interpret
+from .calibration import ACT_METHODS, Observer, activation_params, weight_params
+from .manager import register_pass
+
+BITS = (8, 4, 3, 2)
+GRANULARITIES = ("channel", "tensor")
+CALIBRATIONS = (*ACT_METHODS, "admm")
+ACTIVATIONS = ("Relu", "Clip")
+# ops whose result on quantized values is the quantization of their result (same parameters)
+TRANSPARENT = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
+
+
+def load_samples(path: str | Path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file of calibration samples, by input name."""
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise EdgecError(f"cannot read calibration samples {path}: {e}") from None
+
+
+def sample_feeds(graph: Graph, samples: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """One feed per sample: each array's first axis indexes samples (a model input of batch
+    1 also takes arrays without that batch axis)."""
+    want = {v.name: v for v in graph.inputs}
+    missing = sorted(set(want) - set(samples))
+    if missing:
+        raise EdgecError(f"calibration samples lack input(s) {', '.join(missing)} (they have "
+                         f"{', '.join(sorted(samples)) or 'none'}); save one array per model "
+                         "input, its first axis indexing the samples")
+    counts = set()
+    per_input = {}
+    for name, v in want.items():
+        a = np.asarray(samples[name])
+        if a.shape[1:] == v.shape:
+            per_input[name] = [a[i] for i in range(a.shape[0])]
+        elif v.shape[:1] == (1,) and a.shape[1:] == v.shape[1:]:
+            per_input[name] = [a[i:i + 1] for i in range(a.shape[0])]
+        else:
+            raise EdgecError(f"calibration samples of input {name!r} have shape {a.shape}; "
+                             f"expected [samples, {', '.join(map(str, v.shape))}]")
+        per_input[name] = [x.astype(v.dtype.np) for x in per_input[name]]
+        counts.add(len(per_input[name]))
+    if len(counts) != 1 or 0 in counts:
+        raise EdgecError(f"calibration samples differ in count between inputs or are empty: "
+                         f"{ {k: len(x) for k, x in per_input.items()} }")
+    n = counts.pop()
+    return [{k: per_input[k][i] for k in per_input} for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Quantize:
+    """Quantize convolutions, GEMMs and Adds to integer ops, calibrated on samples."""
+
+    bits: int = 8
+    granularity: str = "channel"
+    calib: str = "minmax"
+    symmetric: bool = False
+    skip: str = ""  # node names kept in float, separated by commas
+    samples: str = ""  # an .npz of calibration samples (or `feeds` from Python)
+    percentile: float = 99.99
+    feeds: Any = field(default=None, compare=False, metadata={"option": False})
+    log: Any = field(default=None, compare=False, metadata={"option": False})
+
+    def run(self, graph: Graph) -> bool:
+        self._check()
+        if any(n.op in ("QuantizeLinear", "DequantizeLinear") for n in graph.nodes):
+            self._say("quantize: the model is already quantized (it has QuantizeLinear/"
+                      "DequantizeLinear ops); left as it is")
+            return False
+        skip = {s.strip() for s in self.skip.split(",") if s.strip()}
+        unknown = skip - {n.name for n in graph.nodes}
+        if unknown:
+            raise PassError(f"quantize: skip names no node: {', '.join(sorted(unknown))}")
+        targets = [n for n in graph.nodes if n.name not in skip and _quantizable(n)]
+        if not targets:
+            return False
+        feeds = self._feeds(graph)
+        weights_method = "admm" if self.calib == "admm" or self.bits < 8 else "minmax"
+        for n in targets:
+            if n.op != "Add":
+                _quantize_weight(graph, n, self.bits, self.granularity, weights_method)
+        if not feeds:
+            self._say(f"quantize: no calibration samples: data-free, weights only "
+                      f"({self.bits}-bit, {weights_method}); activations stay float")
+            return True
+        points = _activation_points(targets)
+        observers = _calibrate(graph, feeds, points)
+        method = "minmax" if self.calib == "admm" else self.calib
+        params: dict[int, tuple[np.float32, np.uint8]] = {}
+        for v in points:
+            src = _transparent_source(v, points)
+            if src is not None and id(src) in params:
+                params[id(v)] = params[id(src)]
+                continue
+            # the graph's outputs keep their whole range: clipping them is the user's call
+            out = any(o is v for o in graph.outputs)
+            lo, hi = observers[id(v)].range("minmax" if out else method, self.percentile)
+            params[id(v)] = activation_params(lo, hi, self.symmetric)
+        for v in points:
+            _insert_qdq(graph, v, *params[id(v)])
+        self._say(f"quantize: {len(targets)} ops to {self.bits}-bit weights ({weights_method}, "
+                  f"per {self.granularity}) and uint8 activations ({method}, {len(feeds)} "
+                  f"samples, {len(points)} tensors)")
+        return True
+
+    def _check(self) -> None:
+        if self.bits not in BITS:
+            raise PassError(f"quantize: bits={self.bits}; edgec quantizes weights to "
+                            f"{', '.join(map(str, BITS))} bits")
+        if self.granularity not in GRANULARITIES:
+            raise PassError(f"quantize: granularity={self.granularity!r}; choose channel or "
+                            "tensor")
+        if self.calib not in CALIBRATIONS:
+            raise PassError(f"quantize: calib={self.calib!r}; choose from "
+                            f"{', '.join(CALIBRATIONS)}")
+        if not 50.0 < self.percentile <= 100.0:
+            raise PassError(f"quantize: percentile={self.percentile} must be in (50, 100]")
+
+    def _feeds(self, graph: Graph) -> list[dict[str, np.ndarray]]:
+        if self.feeds is not None and self.samples:
+            raise PassError("quantize: give calibration samples once (feeds or samples)")
+        if self.samples:
+            return sample_feeds(graph, load_samples(self.samples))
+        if self.feeds is not None:
+            return sample_feeds(graph, dict(self.feeds))
+        return []
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.log if self.log is not None else sys.stderr)
+
+
+register_pass("quantize")(Quantize)
+
+
+# -- what is quantized ---------------------------------------------------------------------------
+
+def _quantizable(n: Node) -> bool:
+    float_in = n.inputs and n.inputs[0] is not None and n.inputs[0].dtype is DType.F32
+    if not float_in:
+        return False
+    if n.op == "Conv":
+        return n.inputs[1].is_const and n.inputs[0].type.rank >= 3
+    if n.op == "Gemm":
+        return n.inputs[1].is_const and not n.attrs["transA"]
+    if n.op == "MatMul":
+        return n.inputs[1].is_const and n.inputs[1].type.rank == 2
+    if n.op == "Add":
+        a, b = n.inputs
+        return not a.is_const and not b.is_const and a.shape == b.shape
+    return False
+
+
+def _after_activation(v: Value) -> Value:
+    """The output of the Relu or Clip (constant bounds) that alone reads `v`, else `v`."""
+    users = v.users()
+    if len(v.uses) == 1 and users[0].op in ACTIVATIONS:
+        act = users[0]
+        if act.op == "Relu" or all(x is None or x.is_const for x in act.inputs[1:]):
+            return act.output
+    return v
+
+
+def _activation_points(targets: list[Node]) -> list[Value]:
+    """The activations to quantize: the targets' activation inputs and their outputs (after
+    a following activation), each once, in graph order of first mention."""
+    seen: dict[int, Value] = {}
+    for n in targets:
+        ins = list(n.inputs[:2]) if n.op == "Add" else [n.inputs[0]]
+        for v in [*ins, _after_activation(n.output)]:
+            if v is not None and v.dtype is DType.F32 and not v.is_const:
+                seen.setdefault(id(v), v)
+    return list(seen.values())
+
+
+def _transparent_source(v: Value, points: list[Value]) -> Value | None:
+    """The quantized input of the data-movement op or MaxPool that produced `v`, if any."""
+    p = v.producer
+    if p is None or p.op not in TRANSPARENT:
+        return None
+    src = p.inputs[0]
+    # a chain of such ops (Relu -> MaxPool -> ...) passes the parameters along
+    while id(src) not in {id(x) for x in points}:
+        if src.producer is None or src.producer.op not in TRANSPARENT:
+            return None
+        src = src.producer.inputs[0]
+    return src
+
+
+def _calibrate(graph: Graph, feeds: list[dict], points: list[Value]) -> dict[int, Observer]:
+    """Observers of `points` over the samples, through the reference interpreter."""
+    observers = {id(v): Observer() for v in points}
+    by_output = {id(v): v for v in points}
+    inputs = [v for v in graph.inputs if id(v) in observers]
+
+    def hook(node: Node, outs: list) -> None:
+        for v, o in zip(node.outputs, outs):
+            if id(v) in by_output:
+                observers[id(v)].update(o)
+
+    try:
+        from tqdm import tqdm
+
+        it = tqdm(feeds, desc="calibrating", unit="sample", disable=len(feeds) < 4,
+                  file=sys.stderr, leave=False)
+    except ImportError:  # tqdm is optional: no progress bar
+        it = feeds
+    for feed in it:
+        for v in inputs:
+            observers[id(v)].update(feed[v.name])
+        interpret(graph, feed, hook=hook)
+    return observers
+
+
+# -- the rewrite ---------------------------------------------------------------------------------
+
+def _weight_axis(n: Node) -> int:
+    if n.op == "Conv":
+        return 0
+    if n.op == "Gemm":
+        return 0 if n.attrs["transB"] else 1
+    return 1  # MatMul: a column per output
+
+
+def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str, method: str) -> None:
+    w = n.inputs[1]
+    axis = _weight_axis(n) if granularity == "channel" else None
+    codes, scales = weight_params(w.const, bits, axis, method)
+    q = graph.const(codes, f"{w.name}_quantized")
+    s = graph.const(scales, f"{w.name}_scale")
+    z = graph.const(np.zeros(scales.shape, np.int8), f"{w.name}_zero_point")
+    dq = graph.add_node("DequantizeLinear", [q, s, z], {"axis": axis or 0},
+                        name=f"{w.name}_DequantizeLinear", before=n)
+    graph.set_input(n, 1, dq.output)
+
+
+def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> None:
+    """v -> QuantizeLinear -> DequantizeLinear, read by every reader of v and, where v is a
+    graph output, as the output (as onnxruntime's QDQ models end)."""
+    users = list(v.uses)
+    if v.producer is None:
+        at = graph.nodes[0]
+    else:
+        k = graph.nodes.index(v.producer) + 1
+        at = graph.nodes[k] if k < len(graph.nodes) else None
+    s = graph.const(np.asarray(scale, np.float32), f"{v.name}_scale")
+    z = graph.const(np.asarray(zp, np.uint8), f"{v.name}_zero_point")
+    q = graph.add_node("QuantizeLinear", [v, s, z], name=f"{v.name}_QuantizeLinear", before=at)
+    dq = graph.add_node("DequantizeLinear", [q.output, s, z],
+                        name=f"{v.name}_DequantizeLinear", before=at)
+    for node, i in users:
+        graph.set_input(node, i, dq.output)
+    if any(o is v for o in graph.outputs):  # the output keeps its name, read through Q/DQ
+        graph.outputs = [dq.output if o is v else o for o in graph.outputs]
+        dq.output.name, v.name = v.name, graph.fresh_name(v.name)

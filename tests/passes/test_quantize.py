@@ -1,0 +1,233 @@
+"""The `quantize` pass and its calibration: observers and parameters against values worked out
+by hand, the pass on small CNNs (integer ops after fuse-qdq, bit-exact compiled kernels,
+close to the float model), the data-free mode, skipped nodes, the CLI and its errors."""
+
+from __future__ import annotations
+
+import io
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from convnets import OnnxNet, onnxruntime_outputs, small_resnet
+
+import edgec
+from edgec.compiler.cli import main
+from edgec.compiler.driver import load_graph
+from edgec.errors import EdgecError, PassError
+from edgec.ir import interpret
+from edgec.passes import parse_pipeline, run_pipeline
+from edgec.passes.calibration import Observer, activation_params, sqnr_db, weight_params
+from edgec.passes.manager import PipelineStep
+from edgec.passes.quantize import Quantize
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+
+
+# -- calibration, by hand ------------------------------------------------------------------------
+
+def test_minmax_range_contains_zero():
+    o = Observer()
+    o.update(np.array([0.5, 2.0, 1.0], np.float32))
+    o.update(np.array([3.0, 0.25], np.float32))
+    assert o.range("minmax") == (0.0, 3.0)
+    o.update(np.array([-1.5], np.float32))
+    assert o.range("minmax") == (-1.5, 3.0)
+
+
+def test_percentile_clips_a_rare_outlier():
+    o = Observer()
+    o.update(np.concatenate([np.linspace(0, 1, 100_000), [50.0]]).astype(np.float32))
+    lo, hi = o.range("percentile", 99.9)
+    assert lo == 0.0 and 0.99 <= hi <= 1.05  # the 50 is one value in 100001
+    assert o.range("minmax")[1] == 50.0
+
+
+def fake_quant(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    s, z = activation_params(lo, hi, symmetric=False)
+    return (np.clip(np.rint(x / s) + int(z), 0, 255) - int(z)) * s
+
+
+def test_kl_threshold_clips_a_long_tail():
+    # a Laplacian's long tail: the entropy threshold clips it, and the clipped range's finer
+    # steps lose less than min-max's over the whole tensor
+    x = np.random.default_rng(0).laplace(0, 1, 200_000).astype(np.float32)
+    o = Observer()
+    o.update(x)
+    lo, hi = o.range("kl")
+    top = float(np.abs(x).max())
+    assert 2.0 < hi < 0.9 * top and lo == -hi
+    mse = {m: float(((fake_quant(x, *o.range(m)) - x) ** 2).mean()) for m in ("kl", "minmax")}
+    assert mse["kl"] < mse["minmax"], mse
+
+
+def test_activation_params_by_hand():
+    s, z = activation_params(-1.0, 3.0, symmetric=False)
+    assert s == np.float32(4 / 255) and z == 64  # rint(1 / (4/255)) = rint(63.75)
+    s, z = activation_params(-1.0, 3.0, symmetric=True)
+    assert s == np.float32(6 / 255) and z == 128
+    s, z = activation_params(0.0, 0.0, symmetric=False)  # a tensor that is always 0
+    assert s == 1.0 and z == 0
+
+
+def test_weight_params_minmax_by_hand():
+    w = np.array([[1.0, -0.5, 0.25], [0.1, 0.2, -0.4]], np.float32)
+    codes, scales = weight_params(w, 8, 0, "minmax")
+    np.testing.assert_array_equal(scales, np.float32([1 / 127, 0.4 / 127]))
+    np.testing.assert_array_equal(codes, [[127, -64, 32], [32, 64, -127]])
+    codes4, scales4 = weight_params(w, 4, None, "minmax")
+    assert scales4 == np.float32(1 / 7) and codes4.min() >= -7 and codes4.max() <= 7
+
+
+@pytest.mark.parametrize("bits", [4, 3, 2])
+def test_admm_fits_low_bit_weights_better_than_minmax(bits):
+    # 16 output channels of a 3x3 convolution over 64 channels
+    w = np.random.default_rng(1).standard_normal((16, 576)).astype(np.float32)
+    errs = {}
+    for method in ("minmax", "admm"):
+        codes, scales = weight_params(w, bits, 0, method)
+        assert np.abs(codes).max() <= 2 ** (bits - 1) - 1
+        errs[method] = sqnr_db(w, codes * scales[:, None])
+    assert errs["admm"] > errs["minmax"] + 0.5, errs
+
+
+def test_sqnr_by_hand():
+    assert sqnr_db(np.array([3.0, 4.0]), np.array([3.0, 4.0])) == math.inf
+    assert abs(sqnr_db(np.array([3.0, 4.0]), np.array([3.0, 3.5])) - 10 * math.log10(100)) < 1e-9
+
+
+# -- the pass --------------------------------------------------------------------------------
+
+def mobile_net(size: int = 16):
+    """Conv-Relu, depthwise Conv-Clip(0, 6), pointwise conv, a residual Add, MaxPool, GAP,
+    Gemm: the activations edgec's quantizer folds into the integer ops."""
+    n = OnnxNet("mobile")
+    x = n.node("Relu", [n.conv(n.input("input", [1, 3, size, size]), 3, 16, 3)])
+    lo, hi = n.const(np.float32(0.0)), n.const(np.float32(6.0))
+    d = n.node("Clip", [n.conv(x, 16, 16, 3, group=16), lo, hi])
+    p = n.conv(d, 16, 16, 1)
+    r = n.node("Add", [p, x])
+    m = n.node("MaxPool", [r], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0])
+    g = n.node("Flatten", [n.node("GlobalAveragePool", [m])], axis=1)
+    n.output(n.node("Gemm", [g, n.weight((10, 16)), n.weight((10,), 0.1)], name="logits",
+                    transB=1))
+    return n.model()
+
+
+def calib_feeds(model, n: int = 8, seed: int = 3) -> dict[str, np.ndarray]:
+    i = model.graph.input[0]
+    shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    return {i.name: rng.standard_normal((n, *shape[1:])).astype(np.float32)}
+
+
+def quantized(model, **opts):
+    g = load_graph(model)
+    steps = parse_pipeline("fold-constants,remove-identity,dce,fold-batchnorm,fold-constants")
+    steps.append(PipelineStep(Quantize(**opts, log=io.StringIO())))
+    steps += parse_pipeline("fuse-qdq,fuse,dce")
+    run_pipeline(g, steps, out=io.StringIO())
+    return g
+
+
+@pytest.mark.parametrize("make", [small_resnet, mobile_net], ids=["resnet", "mobile"])
+@pytest.mark.parametrize("calib", ["minmax", "percentile", "kl"])
+def test_quantized_graph_runs_integer_ops_close_to_float(make, calib):
+    m = make(16) if make is small_resnet else make()
+    g = quantized(m, feeds=calib_feeds(m), calib=calib)
+    ops = g.op_counts()
+    assert not {"Conv", "FusedConv", "Gemm", "Relu", "Clip"} & set(ops), ops
+    assert ops["QLinearConv"] >= 3 and ops["QGemm"] == 1, ops
+    x = calib_feeds(m, 1, seed=11)
+    x = {k: v[0][None] if v.shape[0] == 1 else v for k, v in x.items()}
+    want = onnxruntime_outputs(m, x)
+    got = interpret(g, x)
+    for name, w in want.items():
+        err = float(np.abs(got[name] - w).max() / np.abs(w).max())
+        assert err < 0.08, f"{name}: {err:.3f} of the float output's range ({calib})"
+
+
+def test_compiled_quantized_model_is_bit_exact_with_its_graph(tmp_path):
+    m = mobile_net()
+    feeds = calib_feeds(m)
+    art = edgec.compile(m, tmp_path, name="mq", quantize="int8", calib=feeds,
+                        log=io.StringIO())
+    assert "quantize" in art.manifest["pipeline"]
+    ops = {r["op"] for r in art.manifest["kernel_strategies"]}
+    assert {"BlockedQLinearConv", "QLinearAdd", "QGemm"} <= ops, ops
+    graph = quantized(m, feeds=feeds)
+    lib = edgec.load(tmp_path)
+    for k in range(3):
+        x = {"input": np.random.default_rng(20 + k).standard_normal((1, 3, 16, 16))
+             .astype(np.float32)}
+        got, want = lib.run(x), interpret(graph, x)
+        np.testing.assert_array_equal(got["logits"], want["logits"])
+
+
+def test_data_free_quantizes_the_weights_only_and_says_so():
+    m = small_resnet(16)
+    log = io.StringIO()
+    g = load_graph(m)
+    run_pipeline(g, [PipelineStep(Quantize(bits=4, log=log))], out=io.StringIO())
+    assert "data-free, weights only (4-bit, admm)" in log.getvalue()
+    ops = g.op_counts()
+    assert "QuantizeLinear" not in ops and ops["DequantizeLinear"] == ops["Conv"] + 1
+    for n in g.nodes:
+        if n.op == "DequantizeLinear":
+            assert np.abs(n.inputs[0].const).max() <= 7
+
+
+def test_skipped_node_stays_float():
+    m = small_resnet(16)
+    g0 = load_graph(m)
+    first = next(n.name for n in g0.nodes if n.op == "Conv")
+    convs = sum(n.op == "Conv" for n in g0.nodes)
+    g = quantized(m, feeds=calib_feeds(m), skip=first)
+    float_convs = [n for n in g.nodes if n.op in ("Conv", "FusedConv")]
+    assert len(float_convs) == 1 and float_convs[0].inputs[1].dtype.is_float
+    assert g.op_counts()["QLinearConv"] == convs - 1
+
+
+def test_options_are_checked():
+    m = small_resnet(16)
+    for opts, text in (({"bits": 5}, "8, 4, 3, 2 bits"), ({"calib": "entropy"}, "choose from"),
+                       ({"granularity": "group"}, "channel or tensor"),
+                       ({"skip": "nothere"}, "skip names no node")):
+        with pytest.raises(PassError, match=text):
+            quantized(m, feeds=calib_feeds(m), **opts)
+
+
+def test_calibration_samples_of_the_wrong_shape_are_refused(tmp_path):
+    m = small_resnet(16)
+    bad = {"input": np.zeros((4, 3, 8, 8), np.float32)}
+    with pytest.raises(EdgecError, match=r"expected \[samples, 1, 3, 16, 16\]"):
+        edgec.compile(m, tmp_path, quantize="int8", calib=bad, log=io.StringIO())
+    with pytest.raises(EdgecError, match="lack input"):
+        edgec.compile(m, tmp_path, quantize="int8", calib={"x": bad["input"]},
+                      log=io.StringIO())
+    with pytest.raises(EdgecError, match="quantize='int5'"):
+        edgec.compile(m, tmp_path, quantize="int5")
+
+
+def test_cli_quantize_with_calibration_file(tmp_path, capsys):
+    m = mobile_net()
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    np.savez(tmp_path / "calib.npz", **calib_feeds(m))
+    out = tmp_path / "out"
+    assert main(["compile", str(path), "-o", str(out), "--quantize", "int8", "--calib",
+                 str(tmp_path / "calib.npz"), "--calib-method", "kl"]) == 0
+    err = capsys.readouterr().err
+    assert "uint8 activations (kl, 8 samples" in err
+    lib = edgec.load(out)
+    x = {"input": calib_feeds(m, 1, seed=9)["input"]}
+    want = onnxruntime_outputs(m, x)["logits"]
+    got = lib.run(x)["logits"]
+    assert float(np.abs(got - want).max() / np.abs(want).max()) < 0.08
+    # a calibration file that is not one
+    (tmp_path / "bad.npz").write_text("not a zip")
+    assert main(["compile", str(path), "-o", str(out), "--quantize", "int8", "--calib",
+                 str(tmp_path / "bad.npz")]) == 1
+    assert "cannot read calibration samples" in capsys.readouterr().err
