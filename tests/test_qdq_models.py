@@ -86,7 +86,8 @@ class RandomImages(CalibrationDataReader):
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, Path]:
-    """{"full": 8-bit weights, "reduced": 7-bit weights (reduce_range)} QDQ model paths."""
+    """{"full": 8-bit weights, "reduced": 7-bit weights (reduce_range)} QDQ model paths, and
+    "qoperator": the same quantization in onnxruntime's QOperator format."""
     d = tmp_path_factory.mktemp("qdq")
     onnx.save(cnn(), d / "float.onnx")
     out = {}
@@ -96,6 +97,10 @@ def models(tmp_path_factory) -> dict[str, Path]:
                         quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                         reduce_range=reduce_range)
+    out["qoperator"] = d / "qoperator.onnx"  # QLinearConv and friends in the model itself
+    quantize_static(str(d / "float.onnx"), str(out["qoperator"]), RandomImages(),
+                    quant_format=QuantFormat.QOperator, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     return out
 
 
@@ -188,6 +193,25 @@ def test_integer_kernels_bit_exact_on_every_target(models, target, backend, tmp_
         ref = interpret(graph, {"x": x})
         for name in ("logits", "embed"):
             np.testing.assert_array_equal(got[name], ref[name], err_msg=f"{name} on {target}")
+
+
+def test_qoperator_model_takes_the_blocked_integer_kernels(models, tmp_path):
+    """A QOperator model (QLinearConv in the file) lands on the same fast path as QDQ, within
+    a step of onnxruntime running it."""
+    path = models["qoperator"]
+    art = edgec.compile(path, tmp_path, name="qop", target="x86-avx2")
+    ops = {r["op"] for r in art.manifest["kernel_strategies"]}
+    assert "BlockedQLinearConv" in ops and "QLinearConv" not in ops, ops
+    lib = load(tmp_path)
+    want = onnxruntime_runs(path, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
+    graph = import_onnx(path)
+    run_pipeline(graph, DEFAULT_PIPELINE)
+    for x, w in zip(inputs(), want, strict=True):
+        got = lib.run({"x": x})
+        ref = interpret(graph, {"x": x})
+        for name in ("logits", "embed"):
+            np.testing.assert_array_equal(got[name], ref[name])
+        assert_within_one_step([got["logits"], got["embed"]], w, output_scales(path))
 
 
 def test_reduced_range_model_matches_onnxruntime_integer_kernels(models, tmp_path):

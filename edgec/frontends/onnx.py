@@ -194,6 +194,8 @@ def check_supported(graph: onnx.GraphProto) -> None:
     counts: dict[str, int] = {}
     for node in _walk(graph):
         key = _op_key(node)
+        if key in CONVERTERS:  # the com.microsoft ops edgec imports
+            continue
         if node.domain not in DEFAULT_DOMAINS or not is_supported(node.op_type):
             counts[key] = counts.get(key, 0) + 1
     if counts:
@@ -400,7 +402,7 @@ class _Importer:
             outputs.pop()
         if not outputs:
             return  # a dead node
-        convert = CONVERTERS.get(node.op_type)
+        convert = CONVERTERS.get(_op_key(node))
         try:
             if convert is None:
                 results = self.emit(node.op_type, inputs, attrs, outputs=outputs, name=name)

@@ -537,3 +537,39 @@ def _put(attrs: dict[str, Any], key: str, value: list, neutral: list, op: str, w
         raise FrontendError(f"{where}: {key}={value} is not supported by edgec's {op}")
     else:
         attrs.pop(key, None)
+
+
+# -- onnxruntime's com.microsoft quantized ops (QOperator models of quantize_static) -------------
+
+# QGemm and QLinearAdd import as the edgec ops of the same meaning (modelled on them);
+# QLinearGlobalAveragePool as standard ops that fuse-qdq and the pool kernels run
+
+
+@converts("com.microsoft.QLinearAdd")
+def ms_qlinear_add(ctx, node, inputs, attrs):
+    return _emit(ctx, node, _pad_inputs(inputs, 8), {}, "QLinearAdd")
+
+
+@converts("com.microsoft.QGemm")
+def ms_qgemm(ctx, node, inputs, attrs):
+    ins = _pad_inputs(inputs, 9)
+    if ins[7] is None:
+        raise FrontendError("com.microsoft.QGemm with a float output (no y_scale) is not "
+                            "supported yet; quantize the model with its Gemm output quantized")
+    keep = {k: attrs[k] for k in ("alpha", "transA", "transB") if k in attrs}
+    return _emit(ctx, node, ins, keep, "QGemm")
+
+
+@converts("com.microsoft.QLinearGlobalAveragePool")
+def ms_qlinear_global_average_pool(ctx, node, inputs, attrs):
+    """DequantizeLinear -> GlobalAveragePool -> QuantizeLinear, which fuse-qdq and the pool
+    kernels run as they run a QDQ model's."""
+    if attrs.get("channels_last", 0):
+        raise FrontendError("com.microsoft.QLinearGlobalAveragePool with channels_last=1 is "
+                            "not supported; export the model in NCHW")
+    x, xs, xz, ys, yz = _pad_inputs(inputs, 5)
+    dq = ctx.emit("DequantizeLinear", [x, xs, xz], {}, outputs=[f"{node.name}_dq"],
+                  name=f"{node.name}_dq")[0]
+    pool = ctx.emit("GlobalAveragePool", [dq], {}, outputs=[f"{node.name}_pool"],
+                    name=f"{node.name}_pool")[0]
+    return ctx.emit("QuantizeLinear", [pool, ys, yz], {}, outputs=node.outputs, name=node.name)

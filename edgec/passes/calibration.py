@@ -12,7 +12,9 @@ Activation ranges, per tensor, from every value the tensor took over the samples
   non-empty bins; the threshold with the least KL(P || Q) wins.
 
 A tensor seen through fewer than MIN_VALUES values (a classifier's logits over a few
-samples) is too sparse to clip by a histogram: it gets its min-max range.
+samples) is too sparse to clip by a histogram, and one of fewer distinct magnitudes than
+KL_LEVELS (an image of 17 grey levels) is no distribution entropy calibration can fit (it
+would clip at the first level): both get their min-max range.
 
 Weights are quantized symmetrically (zero point 0) to `bits`, per output channel or per
 tensor, to the narrow range [-(2^(b-1) - 1), 2^(b-1) - 1]:
@@ -83,6 +85,8 @@ class Observer:
         if method == "percentile":
             t = self._threshold_at(percentile / 100.0)
         elif method == "kl":
+            if np.count_nonzero(self.hist) < KL_LEVELS:
+                return lo, hi  # a few distinct values (pixels k/16): nothing to clip
             t = self._kl_threshold()
         else:
             raise PassError(f"quantize: unknown calibration {method!r}; choose from "

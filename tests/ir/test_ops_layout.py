@@ -79,3 +79,51 @@ def test_blocked_pool(mode, k, s, p):
     got = get_op("BlockedPool").reference(_block_by_hand(x, b), mode=mode, count_include_pad=0,
                                           channels=c, **attrs)
     np.testing.assert_allclose(got, _block_by_hand(want, b), rtol=1e-5, atol=1e-6)
+
+
+# -- the integer ops -------------------------------------------------------------------------
+
+def test_blocked_pad_by_hand():
+    x = RNG.integers(0, 256, (1, 2, 3, 2, 4)).astype(np.uint8)
+    y = get_op("BlockedPad").reference(x, np.array(7, np.uint8), pads=[1, 0, 2, 1])
+    assert y.shape == (1, 2, 6, 3, 4)
+    want = np.full((1, 2, 6, 3, 4), 7, np.uint8)
+    for h in range(3):
+        for w in range(2):
+            want[:, :, 1 + h, w, :] = x[:, :, h, w, :]
+    np.testing.assert_array_equal(y, want)
+
+
+def _qlinear_conv_ort(x, w, b, sx, zx, sw, sy, zy, **attrs) -> np.ndarray:
+    u8 = TensorProto.UINT8
+    inits = [numpy_helper.from_array(a, n) for n, a in (
+        ("sx", np.float32(sx)), ("zx", np.uint8(zx)), ("w", w), ("sw", sw), ("zw",
+         np.zeros(len(sw), np.int8)), ("sy", np.float32(sy)), ("zy", np.uint8(zy)), ("b", b))]
+    node = helper.make_node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "b"],
+                            ["y"], **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", u8, x.shape)],
+                          [helper.make_tensor_value_info("y", u8, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    return ort.InferenceSession(m.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize("c,m,k,s,group,xb", [(3, 16, 3, 2, 1, 4), (8, 12, 3, 1, 1, 8),
+                                               (16, 16, 3, 1, 16, 8), (8, 8, 1, 1, 1, 8)])
+def test_blocked_qlinear_conv_against_onnxruntime(c, m, k, s, group, xb):
+    b = 8
+    x = RNG.integers(0, 256, (1, c, 9, 7)).astype(np.uint8)
+    w = RNG.integers(-127, 128, (m, c // group, k, k)).astype(np.int8)
+    bias = RNG.integers(-500, 500, m).astype(np.int32)
+    sw = RNG.uniform(0.001, 0.01, m).astype(np.float32)
+    p = k // 2
+    attrs = {"strides": [s, s], "pads": [p, p, p, p], "group": group, "dilations": [1, 1]}
+    want = _qlinear_conv_ort(x, w, bias, 0.02, 100, sw, 0.5, 30, **attrs)
+    xbk = get_op("ReorderToBlocked").reference(x, block=xb)
+    got = get_op("BlockedQLinearConv").reference(
+        xbk, np.float32(0.02), np.uint8(100), w, sw, np.zeros(m, np.int8), np.float32(0.5),
+        np.uint8(30), bias, channels=c, block=b, **attrs)
+    assert got.shape == (1, -(-m // b), *want.shape[2:], b)
+    np.testing.assert_array_equal(get_op("ReorderFromBlocked").reference(got, channels=m), want)
+    if m % b:  # the padding channels hold the output's zero point
+        assert (got[:, -1, ..., m % b:] == 30).all()

@@ -132,6 +132,21 @@ GOLDEN = {
           %y = ReorderFromBlocked(%y_nchwc) {channels = 4} : f32[1,4,3,3] #"y_from_nchwc"
           return %y
         }"""),
+    # data-free (no samples): the weights only, per output channel, 127 * s = |w|
+    "quantize": ("quantize", """
+        graph @qz(%x: f32[1,1,2,2]) {
+          %w = const f32[2,1,1,1] dense<[1.0, -0.5]>
+          %y = Conv(%x, %w) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : f32[1,2,2,2]
+          return %y
+        }""", """
+        graph @qz(%x: f32[1,1,2,2]) {
+          %w_quantized = const i8[2,1,1,1] dense<[127, -127]>
+          %w_scale = const f32[2] dense<[0.007874016, 0.003937008]>
+          %w_zero_point = const i8[2] dense<[0, 0]>
+          %w_DequantizeLinear = DequantizeLinear(%w_quantized, %w_scale, %w_zero_point) {axis = 0} : f32[2,1,1,1]
+          %y = Conv(%x, %w_DequantizeLinear) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : f32[1,2,2,2]
+          return %y
+        }"""),
 }
 
 # plan-memory changes no node: its text out is the plan (offsets, liveness, the view)
