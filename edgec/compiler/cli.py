@@ -39,7 +39,8 @@ def cmd_compile(a) -> None:
                   verify_each=a.verify_each, print_ir_after_all=a.print_ir_after_all,
                   check_numerics=a.check_numerics, timing=a.timing,
                   threads=not a.single_threaded, backend=a.backend, quantize=a.quantize,
-                  calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or ())
+                  calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or (),
+                  quantize_weights=a.quantize_weights)
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -169,6 +170,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--calib-method", default="minmax",
                    choices=["minmax", "percentile", "kl", "admm"],
                    help="activation ranges (minmax, percentile, kl) or ADMM weights")
+    c.add_argument("--quantize-weights", default="auto", choices=["auto", "minmax", "admm"],
+                   help="how weights are fitted (auto: ADMM below 8 bits)")
     c.add_argument("--quantize-skip", action="append", metavar="NODE",
                    help="keep this node in float (repeatable)")
     _add_pipeline_flags(c)

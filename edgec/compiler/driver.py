@@ -78,7 +78,7 @@ QUANTIZE_BITS = {"int8": 8, "int4": 4, "int3": 3, "int2": 2}
 
 
 def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequence[str],
-                   log: IO[str] | None) -> list:
+                   weights: str, log: IO[str] | None) -> list:
     """`steps` with the quantize pass in front of fuse-qdq (which makes its integer ops)."""
     from ..passes.manager import PipelineStep
     from ..passes.quantize import Quantize
@@ -87,7 +87,7 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
         raise EdgecError(f"quantize={quantize!r}: choose {', '.join(QUANTIZE_BITS)}")
     feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
     q = Quantize(bits=QUANTIZE_BITS[quantize], calib=method, skip=",".join(skip),
-                 samples=samples, feeds=feeds, log=log)
+                 samples=samples, weights=weights, feeds=feeds, log=log)
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
         raise EdgecError("quantize needs the pipeline's fuse-qdq pass to make integer ops")
@@ -100,7 +100,7 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             check_numerics: bool = False, timing: bool = False,
             log: IO[str] | None = None, threads: bool = True, backend: str = "c",
             quantize: str | None = None, calib=None, calib_method: str = "minmax",
-            quantize_skip: Sequence[str] = ()) -> Artifact:
+            quantize_skip: Sequence[str] = (), quantize_weights: str = "auto") -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
     `threads` False the library has no thread pool and links without pthreads; `backend`
     "llvm" compiles the kernels with LLVM instead of the C compiler.
@@ -109,7 +109,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     quantizes the model after import (passes/quantize.py), calibrated on `calib`: {input
     name: array whose first axis indexes samples} or the path of such an .npz; without it,
     the weights only (data-free). `calib_method`: minmax, percentile, kl or admm;
-    `quantize_skip`: node names kept in float."""
+    `quantize_skip`: node names kept in float; `quantize_weights`: minmax or admm (auto: ADMM
+    below 8 bits)."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -119,7 +120,7 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
                          check_numerics=check_numerics, timing=timing, log=log, source=source,
                          started=t0, threads=threads, backend=backend,
                          quantize=quantize, calib=calib, calib_method=calib_method,
-                         quantize_skip=quantize_skip)
+                         quantize_skip=quantize_skip, quantize_weights=quantize_weights)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
@@ -128,7 +129,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   timing: bool = False, log: IO[str] | None = None, source: str = "",
                   started: float | None = None, threads: bool = True,
                   backend: str = "c", quantize: str | None = None, calib=None,
-                  calib_method: str = "minmax", quantize_skip: Sequence[str] = ()) -> Artifact:
+                  calib_method: str = "minmax", quantize_skip: Sequence[str] = (),
+                  quantize_weights: str = "auto") -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
     from ..passes import default_pipeline, parse_pipeline, run_pipeline
 
@@ -145,7 +147,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32)))
     steps = parse_pipeline(pipeline)
     if quantize is not None:
-        steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip, log)
+        steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,
+                               quantize_weights, log)
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
     report = run_pipeline(graph, steps, verify_each=verify_each,

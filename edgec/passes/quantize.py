@@ -93,6 +93,7 @@ class Quantize:
     skip: str = ""  # node names kept in float, separated by commas
     samples: str = ""  # an .npz of calibration samples (or `feeds` from Python)
     percentile: float = 99.99
+    weights: str = "auto"  # minmax or admm; auto: admm below 8 bits (or with calib=admm)
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
     log: Any = field(default=None, compare=False, metadata={"option": False})
 
@@ -110,7 +111,8 @@ class Quantize:
         if not targets:
             return False
         feeds = self._feeds(graph)
-        weights_method = "admm" if self.calib == "admm" or self.bits < 8 else "minmax"
+        weights_method = self.weights if self.weights != "auto" else \
+            "admm" if self.calib == "admm" or self.bits < 8 else "minmax"
         for n in targets:
             if n.op != "Add":
                 _quantize_weight(graph, n, self.bits, self.granularity, weights_method)
@@ -148,6 +150,8 @@ class Quantize:
         if self.calib not in CALIBRATIONS:
             raise PassError(f"quantize: calib={self.calib!r}; choose from "
                             f"{', '.join(CALIBRATIONS)}")
+        if self.weights not in ("auto", "minmax", "admm"):
+            raise PassError(f"quantize: weights={self.weights!r}; choose auto, minmax or admm")
         if not 50.0 < self.percentile <= 100.0:
             raise PassError(f"quantize: percentile={self.percentile} must be in (50, 100]")
 

@@ -291,6 +291,17 @@ def _dot4(e: Expr, acc: Eval, a: Eval, b: Eval) -> Eval:
     return dot4
 
 
+def _mul16(e: Expr, a: Eval, b: Eval) -> Eval:
+    def mul16(env):
+        x, y = np.asarray(a(env), np.int64), np.asarray(b(env), np.int64)
+        if (x < 0).any() or (x >= 2**15).any() or (y < -2**15).any() or (y >= 2**15).any():
+            raise KernelError("mul16 of operands outside 16 bits (a in [0, 2^15), b in "
+                              f"[-2^15, 2^15)): {x.min()}..{x.max()} and {y.min()}..{y.max()}")
+        return _value((x * y).astype(np.int32), DType.I32, e.lanes)
+
+    return mul16
+
+
 def _fma(e: Expr, a: Eval, b: Eval, c: Eval) -> Eval:
     def fma(env):
         r = np.asarray(a(env), np.float64) * np.asarray(b(env), np.float64) + \
@@ -345,6 +356,8 @@ def compile_expr(e: Expr) -> Eval:
         return _call(e, [compile_expr(a) for a in e.args[1:]])
     if op == "dot4":
         return _dot4(e, *(compile_expr(a) for a in e.args))
+    if op == "mul16":
+        return _mul16(e, *(compile_expr(a) for a in e.args))
     if op == "fma":
         return _fma(e, *(compile_expr(a) for a in e.args))
     if op == "hreduce":

@@ -355,6 +355,16 @@ def dot4(acc, a: Expr, b: Expr) -> Expr:
     return Expr("dot4", DType.I32, (acc, a, b), acc.lanes)
 
 
+def mul16(a: Expr, b: Expr) -> Expr:
+    """a * b on int32 lanes whose values fit 16 bits: 0 <= a < 2^15 (bytes widened, say) and
+    -2^15 <= b < 2^15, exactly; x86 computes it with one 16-bit multiply-add (`vpmaddwd`,
+    a's high halves being 0) instead of the two-uop 32-bit multiply."""
+    if a.dtype is not DType.I32 or b.dtype is not DType.I32 or a.lanes != b.lanes:
+        raise TypeError(f"kernel IR: mul16 of {a.lanes}-lane {a.dtype} and {b.lanes}-lane "
+                        f"{b.dtype}; it takes int32 lanes of one width")
+    return Expr("mul16", DType.I32, (a, b), a.lanes)
+
+
 def fma(a, b, c) -> Expr:
     """a * b + c rounded once (a fused multiply-add), lane by lane."""
     like = next(x.dtype for x in (a, b, c) if isinstance(x, Expr))

@@ -88,7 +88,7 @@ def expr(e: Expr, outer: int = 0) -> str:
         return f"hreduce.{a[0]}({expr(a[1])})"
     if op in ("max", "min"):
         return f"{op}({expr(a[0])}, {expr(a[1])})"
-    return f"{op}({', '.join(expr(x) for x in a)})"  # select, fma, dot4
+    return f"{op}({', '.join(expr(x) for x in a)})"  # select, fma, dot4, mul16
 
 
 def _param(p: Buffer | Scalar | Stream) -> str:

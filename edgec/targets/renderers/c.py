@@ -140,6 +140,10 @@ class CRenderer:
             return None
         return self.vop("broadcast4", e.dtype, p=self.pointer(buf, index))
 
+    def _v_mul16(self, e: Expr, x: Expr, y: Expr) -> str:
+        op = "mul16" if ("mul16", DType.I32) in self.isa.ops else "mul"
+        return self.vop(op, DType.I32, a=self.expr(x), b=self.expr(y))
+
     def _v_dot4(self, e: Expr, acc: Expr, x: Expr, y: Expr) -> str:
         return self.vop("dot4", x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
 
@@ -147,6 +151,10 @@ class CRenderer:
         if (x.op == "vload" and x.args[2] is None and x.dtype.itemsize == 1
                 and e.dtype is DType.I32):  # L bytes widened to L int32 lanes
             return self.vop("load_widen", x.dtype, p=self.pointer(x.args[0], x.args[1]))
+        if (e.dtype is DType.I32 and x.op == "call" and x.args[0] == "round"
+                and ("round_to_i32", DType.F32) in self.isa.ops):
+            # rounded to nearest even and converted in one instruction
+            return self.vop("round_to_i32", DType.F32, a=self.expr(x.args[1]))
         return self.vop(f"to_{e.dtype.name.lower()}", x.dtype, a=self.expr(x))
 
     def _v_math(self, e: Expr, fn: str, *args: Expr) -> str | None:
@@ -174,7 +182,8 @@ class CRenderer:
     # vector kernel-IR ops -> the method printing them with the ISA's intrinsics
     vector_expressions = {"var": "_v_var", "vload": "_v_load", "broadcast": "_v_broadcast",
                           "vbroadcast": "_v_broadcast_group", "dot4": "_v_dot4",
-                          "cast": "_v_cast", "call": "_v_math", "neg": "_v_neg",
+                          "mul16": "_v_mul16", "cast": "_v_cast", "call": "_v_math",
+                          "neg": "_v_neg",
                           "fma": "_v_fma", "add": "_v_binary", "sub": "_v_binary",
                           "mul": "_v_binary", "div": "_v_binary", "max": "_v_binary",
                           "min": "_v_binary", "select": "_v_select"}
@@ -266,6 +275,9 @@ class CRenderer:
         terms = " + ".join(f"{self._byte(x, k)} * {self._byte(y, k)}" for k in range(4))
         return f"{self.expr(acc, 12)} + {terms}", 12
 
+    def _mul16(self, e: Expr, x: Expr, y: Expr) -> tuple[str, int]:
+        return f"{self.expr(x, 13)} * {self.expr(y, 14)}", 13
+
     def _fma(self, e: Expr, *operands: Expr) -> tuple[str, int]:
         fn = "fma" if e.dtype is DType.F64 else "fmaf"
         return f"{fn}({', '.join(self.expr(t) for t in operands)})", 16
@@ -308,7 +320,8 @@ class CRenderer:
         return self._call(fn, e, args), 16
 
     # scalar kernel-IR ops (infix operators aside) -> the method printing them
-    expressions = {"hreduce": "_hreduce", "dot4": "_dot4", "fma": "_fma", "const": "_const",
+    expressions = {"hreduce": "_hreduce", "dot4": "_dot4", "mul16": "_mul16", "fma": "_fma",
+                   "const": "_const",
                    "var": "_var", "load": "_load", "max": "_minmax", "min": "_minmax",
                    "neg": "_neg", "not": "_not", "select": "_select", "cast": "_cast",
                    "bitcast": "_bitcast", "call": "_math"}

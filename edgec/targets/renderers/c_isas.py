@@ -59,7 +59,8 @@ def _float_ops(pre: str, suffix: str, extra: dict[str, str]) -> dict[tuple[str, 
 
 def _int32_ops(pre: str, extra: dict[str, str]) -> dict[tuple[str, DType], str]:
     ops = {op: f"{pre}_{op}_epi32({{a}}, {{b}})" for op in ("add", "sub", "max", "min")}
-    ops |= {"mul": f"{pre}_mullo_epi32({{a}}, {{b}})",
+    # mul16: a's high halves are 0, so the 16-bit multiply-add is the product (kernel IR)
+    ops |= {"mul": f"{pre}_mullo_epi32({{a}}, {{b}})", "mul16": f"{pre}_madd_epi16({{a}}, {{b}})",
             "broadcast": f"{pre}_set1_epi32({{a}})"} | extra
     return {(k, DType.I32): v for k, v in ops.items()}
 
@@ -83,6 +84,11 @@ def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
     # int32 <-> float32 conversions (C's: to nearest, truncating back) and round half even
     ops[("to_f32", DType.I32)] = f"{pre}_cvtepi32_ps({{a}})"
     ops[("to_i32", DType.F32)] = f"{pre}_cvttps_epi32({{a}})"
+    # round half to even and convert in one instruction: AVX-512's embedded rounding, AVX2's
+    # conversion in the current mode (to nearest, as the scalar path's nearbyintf assumes)
+    ops[("round_to_i32", DType.F32)] = (
+        f"{pre}_cvt_roundps_epi32({{a}}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"
+        if pre == "_mm512" else f"{pre}_cvtps_epi32({{a}})")
     ops[("round", DType.F32)] = (f"{pre}_round_ps({{a}}, _MM_FROUND_TO_NEAREST_INT | "
                                  "_MM_FROUND_NO_EXC)" if pre == "_mm256" else
                                  f"{pre}_roundscale_ps({{a}}, _MM_FROUND_TO_NEAREST_INT | "
@@ -184,7 +190,8 @@ NEON = VectorISA(
                ("hreduce_max", DType.F32): "vmaxvq_f32({a})",
                ("hreduce_min", DType.F32): "vminvq_f32({a})",
                ("hreduce_add", DType.I32): "vaddvq_s32({a})",
-               ("round", DType.F32): "vrndnq_f32({a})"}),  # to nearest, ties to even
+               ("round", DType.F32): "vrndnq_f32({a})",  # to nearest, ties to even
+               ("round_to_i32", DType.F32): "vcvtnq_s32_f32({a})"}),
     ("edgec_neon.h",), predicates=NEON_PREDICATES)
 
 # Armv7 NEON: 16 q registers, no division (only a reciprocal estimate, which would not round

@@ -149,6 +149,8 @@ class _FunctionBuilder:
             return b.bitcast(self.splat(word, e.lanes // a[2]), mem_type(e.dtype, e.lanes))
         if op == "dot4":
             return self.dot4(e)
+        if op == "mul16":  # the product, exact in 32 bits; LLVM picks the instruction
+            return b.mul(self.expr(a[0]), self.expr(a[1]))
         if op == "fma":
             args = [self.expr(x) for x in a]
             return b.call(self.r.intrinsic("fma", args[0].type), args)
