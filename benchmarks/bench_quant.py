@@ -13,13 +13,17 @@ pairs: medians and the median per-pair ratio. Each latency is also given as a fr
 the int8 floor: 2 x MACs of the convolutions and GEMMs / the one-core `vpdpbusd` peak
 (`peak_int8.c`, CPU time) over the threads.
 
-    python benchmarks/bench_quant.py [--models resnet18,mobilenet_v2] [--threads 1,2]
-        [--pairs 30] [--target x86]
+    python benchmarks/bench_quant.py [--models resnet18,mobilenet_v2] [--own resnet18,mlp]
+        [--threads 1,2] [--pairs 30] [--target x86]
+
+The --own models are quantized by edgec itself (`--quantize int8`, min-max on 8 seeded
+inputs) and timed against onnxruntime float32 on the float model.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import subprocess
 import sys
@@ -110,12 +114,45 @@ def bench(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> l
     return rows
 
 
+def bench_own(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> None:
+    """`name` quantized by edgec itself (--quantize int8, min-max calibration on 8 seeded
+    inputs) against onnxruntime's float32 run of the float model."""
+    folder = work / f"{name}_own"
+    model = zoo.MODELS[name]()
+    plain = zoo.save(model, folder / "float.onnx")
+    (iname, x), = random_feeds(model).items()
+    # not random_feeds' seed 0: the zoo draws its weights from that stream, and an input
+    # equal to a weight row is far outside what any calibration sees
+    rng = np.random.default_rng(2)
+    calib = {iname: rng.standard_normal((8, *x.shape[1:])).astype(np.float32)}
+    feeds = {iname: rng.standard_normal(x.shape).astype(np.float32)}
+    edgec.compile(plain, folder / "edgec", target=a.target, name=name, quantize="int8",
+                  calib=calib, log=open(os.devnull, "w"))  # noqa: SIM115
+    ours = edgec.load(folder / "edgec")
+    flops = count_flops(plain)
+    for threads in a.threads:
+        set_threads(ours, threads)
+        f32 = ort_session(plain, threads, "all")
+        got, want = next(iter(ours.run(feeds).values())), f32.run(None, feeds)[0]
+        err = float(np.abs(got - want).max() / np.abs(want).max())
+        for _ in range(3):
+            ours.run(feeds), f32.run(None, feeds)
+        s32 = summary(*interleave(lambda: ours.run(feeds), lambda s=f32: s.run(None, feeds),
+                                  a.pairs))
+        floor = flops / (peak * 1e9 * threads) * 1e3 if peak else None
+        frac = f" ({floor / s32['a_ms']:.2f})" if floor else ""
+        print(f"| {name} (edgec --quantize int8) | {threads} | {s32['a_ms']:.3f}{frac} | - | - | "
+              f"{s32['b_ms']:.3f} | {s32['ratio']:.2f} | rel. error {err:.3f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="resnet18,mobilenet_v2")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--pairs", type=int, default=30)
     ap.add_argument("--target", default="x86")
+    ap.add_argument("--own", default="resnet18,mlp",
+                    help="models edgec quantizes itself, timed against onnxruntime float32")
     a = ap.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     with tempfile.TemporaryDirectory(prefix="edgec-bench-quant-") as d:
@@ -129,6 +166,8 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|")
         for name in a.models.split(","):
             bench(name, a, work, peak[0] if peak else None)
+        for name in a.own.split(",") if a.own else []:
+            bench_own(name, a, work, peak[0] if peak else None)
 
 
 if __name__ == "__main__":

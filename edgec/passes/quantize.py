@@ -239,8 +239,9 @@ def _calibrate(graph: Graph, feeds: list[dict], points: list[Value]) -> dict[int
     try:
         from tqdm import tqdm
 
-        it = tqdm(feeds, desc="calibrating", unit="sample", disable=len(feeds) < 4,
-                  file=sys.stderr, leave=False)
+        # (no bar for a few samples, nor where stderr is no terminal)
+        it = tqdm(feeds, desc="calibrating", unit="sample", file=sys.stderr, leave=False,
+                  disable=None if len(feeds) >= 4 else True)
     except ImportError:  # tqdm is optional: no progress bar
         it = feeds
     for feed in it:
