@@ -40,7 +40,7 @@ def cmd_compile(a) -> None:
                   check_numerics=a.check_numerics, timing=a.timing,
                   threads=not a.single_threaded, backend=a.backend, quantize=a.quantize,
                   calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or (),
-                  quantize_weights=a.quantize_weights)
+                  quantize_weights=a.quantize_weights, accuracy_budget=a.accuracy_budget)
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -172,6 +172,9 @@ def parser() -> argparse.ArgumentParser:
                    help="activation ranges (minmax, percentile, kl) or ADMM weights")
     c.add_argument("--quantize-weights", default="auto", choices=["auto", "minmax", "admm"],
                    help="how weights are fitted (auto: ADMM below 8 bits)")
+    c.add_argument("--accuracy-budget", type=float, default=0.0, metavar="DB",
+                   help="least SQNR (dB) of the outputs against float on the samples: the "
+                        "worst layers stay float until it holds")
     c.add_argument("--quantize-skip", action="append", metavar="NODE",
                    help="keep this node in float (repeatable)")
     _add_pipeline_flags(c)

@@ -77,8 +77,50 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
 QUANTIZE_BITS = {"int8": 8, "int4": 4, "int3": 3, "int2": 2}
 
 
+def write_quantization_report(q: dict, out: Path, log: IO[str]) -> dict:
+    """quantization.json (the quantize pass's per-layer record) and quantization.png (per
+    layer: SQNR against float and share of the MACs, float layers marked) in `out`; returns
+    the manifest's summary."""
+    total = sum(x["macs"] for x in q["layers"]) or 1
+    for x in q["layers"]:
+        x["mac_share"] = round(x["macs"] / total, 4)
+    (out / "quantization.json").write_text(json.dumps(q, indent=2) + "\n")
+    summary = {"report": "quantization.json", "bits": q["bits"],
+               "output_sqnr_db": q["output_sqnr_db"], "kept_float": q["kept_float"]}
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("quantization.png not drawn: it needs matplotlib (pip install matplotlib)",
+              file=log)
+        return summary
+    rows = q["layers"]
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(max(6, 0.22 * len(rows)), 6))
+    xs = range(len(rows))
+    sq = [x["sqnr_db"] if x["sqnr_db"] is not None else 0 for x in rows]
+    colors = ["tab:gray" if x["float"] else "tab:blue" for x in rows]
+    top.bar(xs, sq, color=colors)
+    top.set_ylabel("SQNR vs float (dB)")
+    top.set_title(f"{q['bits']}-bit weights, uint8 activations ({q['calibration']}, "
+                  f"{q['samples']} samples)\noutput SQNR {q['output_sqnr_db']} dB"
+                  + (f", budget {q['budget_db']} dB (dashed)" if q.get("budget_db") else "")
+                  + "; grey: kept float", fontsize=9)
+    if q.get("budget_db"):
+        top.axhline(q["budget_db"], color="tab:red", lw=1, ls="--")
+    bottom.bar(xs, [100 * x["mac_share"] for x in rows], color=colors)
+    bottom.set_ylabel("share of MACs (%)")
+    bottom.set_xticks(list(xs), [x["node"] for x in rows], rotation=90, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "quantization.png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    summary["plot"] = "quantization.png"
+    return summary
+
+
 def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequence[str],
-                   weights: str, log: IO[str] | None) -> list:
+                   weights: str, budget: float, log: IO[str] | None) -> list:
     """`steps` with the quantize pass in front of fuse-qdq (which makes its integer ops)."""
     from ..passes.manager import PipelineStep
     from ..passes.quantize import Quantize
@@ -87,7 +129,7 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
         raise EdgecError(f"quantize={quantize!r}: choose {', '.join(QUANTIZE_BITS)}")
     feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
     q = Quantize(bits=QUANTIZE_BITS[quantize], calib=method, skip=",".join(skip),
-                 samples=samples, weights=weights, feeds=feeds, log=log)
+                 samples=samples, weights=weights, budget=budget, feeds=feeds, log=log)
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
         raise EdgecError("quantize needs the pipeline's fuse-qdq pass to make integer ops")
@@ -100,7 +142,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             check_numerics: bool = False, timing: bool = False,
             log: IO[str] | None = None, threads: bool = True, backend: str = "c",
             quantize: str | None = None, calib=None, calib_method: str = "minmax",
-            quantize_skip: Sequence[str] = (), quantize_weights: str = "auto") -> Artifact:
+            quantize_skip: Sequence[str] = (), quantize_weights: str = "auto",
+            accuracy_budget: float = 0.0) -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
     `threads` False the library has no thread pool and links without pthreads; `backend`
     "llvm" compiles the kernels with LLVM instead of the C compiler.
@@ -110,7 +153,10 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     name: array whose first axis indexes samples} or the path of such an .npz; without it,
     the weights only (data-free). `calib_method`: minmax, percentile, kl or admm;
     `quantize_skip`: node names kept in float; `quantize_weights`: minmax or admm (auto: ADMM
-    below 8 bits)."""
+    below 8 bits); `accuracy_budget` (dB): the least SQNR of the outputs against the float
+    model on the samples, the worst layers kept in float until it holds. A calibrated
+    quantization writes quantization.json and quantization.png (per layer: scale, zero
+    point, bits, SQNR, share of the MACs) beside the library."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -120,7 +166,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
                          check_numerics=check_numerics, timing=timing, log=log, source=source,
                          started=t0, threads=threads, backend=backend,
                          quantize=quantize, calib=calib, calib_method=calib_method,
-                         quantize_skip=quantize_skip, quantize_weights=quantize_weights)
+                         quantize_skip=quantize_skip, quantize_weights=quantize_weights,
+                         accuracy_budget=accuracy_budget)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
@@ -130,7 +177,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   started: float | None = None, threads: bool = True,
                   backend: str = "c", quantize: str | None = None, calib=None,
                   calib_method: str = "minmax", quantize_skip: Sequence[str] = (),
-                  quantize_weights: str = "auto") -> Artifact:
+                  quantize_weights: str = "auto", accuracy_budget: float = 0.0) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
     from ..passes import default_pipeline, parse_pipeline, run_pipeline
 
@@ -148,7 +195,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     steps = parse_pipeline(pipeline)
     if quantize is not None:
         steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,
-                               quantize_weights, log)
+                               quantize_weights, accuracy_budget, log)
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
     report = run_pipeline(graph, steps, verify_each=verify_each,
@@ -208,6 +255,9 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                      "codegen": round(t_codegen - t_passes, 4),
                      "build": round(t_build - t_codegen, 4), "total": round(t_build - t0, 4)},
     }
+    if "quantization" in graph.meta:
+        manifest["quantization"] = write_quantization_report(graph.meta["quantization"], out,
+                                                             log or sys.stderr)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     (out / "report.txt").write_text(_report(manifest, report, plan))
     return Artifact(out, name, manifest)

@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import EdgecError, PassError
 from ..ir import DType, Graph, Node, Value
 from ..ir.interpreter import interpret
-from .calibration import ACT_METHODS, Observer, activation_params, weight_params
+from .calibration import ACT_METHODS, Observer, activation_params, sqnr_db, weight_params
 from .manager import register_pass
 
 BITS = (8, 4, 3, 2)
@@ -94,6 +94,7 @@ class Quantize:
     samples: str = ""  # an .npz of calibration samples (or `feeds` from Python)
     percentile: float = 99.99
     weights: str = "auto"  # minmax or admm; auto: admm below 8 bits (or with calib=admm)
+    budget: float = 0.0  # dB: the least output SQNR; the worst layers stay float until it holds
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
     log: Any = field(default=None, compare=False, metadata={"option": False})
 
@@ -107,21 +108,73 @@ class Quantize:
         unknown = skip - {n.name for n in graph.nodes}
         if unknown:
             raise PassError(f"quantize: skip names no node: {', '.join(sorted(unknown))}")
-        targets = [n for n in graph.nodes if n.name not in skip and _quantizable(n)]
-        if not targets:
+        candidates = [n.name for n in graph.nodes if _quantizable(n)]
+        if not set(candidates) - skip:
             return False
         feeds = self._feeds(graph)
-        weights_method = self.weights if self.weights != "auto" else \
+        wmethod = self.weights if self.weights != "auto" else \
             "admm" if self.calib == "admm" or self.bits < 8 else "minmax"
+        if not feeds:
+            for n in [n for n in graph.nodes if n.name in candidates and n.name not in skip]:
+                if n.op != "Add":
+                    _quantize_weight(graph, n, self.bits, self.granularity, wmethod)
+            self._say(f"quantize: no calibration samples: data-free, weights only "
+                      f"({self.bits}-bit, {wmethod}); activations stay float")
+            return True
+        # ranges are observed once, on the float model, for every tensor any choice of skipped
+        # layers may quantize
+        all_points = _activation_points([n for n in graph.nodes if n.name in candidates])
+        observers = _calibrate(graph, feeds, all_points)
+        observed = {v.name: observers[id(v)] for v in all_points}
+        reference = _point_values(graph, feeds, {v.name for v in all_points} |
+                                  {v.name for v in graph.outputs})
+        while True:  # skip the worst layer until the output's SQNR meets the budget
+            trial = graph.copy()
+            layers = self._apply(trial, skip, observed, wmethod)
+            out_sqnr = _measure(trial, feeds, reference, layers)
+            if self.budget <= 0 or out_sqnr >= self.budget:
+                break
+            left = [x for x in layers if x["node"] not in skip]
+            if not left:
+                self._say(f"quantize: the output SQNR {out_sqnr:.1f} dB stays below the "
+                          f"budget of {self.budget} dB with every layer in float")
+                break
+            worst = min(left, key=lambda x: x["sqnr_db"])
+            self._say(f"quantize: output SQNR {out_sqnr:.1f} dB < {self.budget} dB: "
+                      f"{worst['node']} ({worst['sqnr_db']:.1f} dB) stays float")
+            skip.add(worst["node"])
+        measured = {x["node"]: x["sqnr_db"] for x in layers}  # on the trial, the same graph
+        layers = self._apply(graph, skip, observed, wmethod)
+        for x in layers:
+            x["sqnr_db"] = _finite(measured[x["node"]])
+        graph.meta["quantization"] = {
+            "bits": self.bits, "weights": wmethod, "granularity": self.granularity,
+            "calibration": "minmax" if self.calib == "admm" else self.calib,
+            "samples": len(feeds), "budget_db": self.budget or None,
+            "output_sqnr_db": _finite(out_sqnr), "kept_float": sorted(skip), "layers": layers}
+        done = [x for x in layers if not x["float"]]
+        self._say(f"quantize: {len(done)} ops to {self.bits}-bit weights ({wmethod}, per "
+                  f"{self.granularity}) and uint8 activations "
+                  f"({graph.meta['quantization']['calibration']}, {len(feeds)} samples); "
+                  f"output SQNR {out_sqnr:.1f} dB" + (f", {len(skip)} kept float" if skip
+                                                       else ""))
+        return True
+
+    def _apply(self, graph: Graph, skip: set[str], observed: dict[str, Observer],
+               wmethod: str) -> list[dict]:
+        """Quantize `graph` (a copy, or the graph itself) leaving `skip` in float; returns a
+        row per candidate layer (its parameters; SQNR filled in by _measure)."""
+        targets = [n for n in graph.nodes if n.name not in skip and _quantizable(n)]
+        rows = []
+        for n in graph.nodes:
+            if not _quantizable(n):
+                continue
+            rows.append({"node": n.name, "op": n.op, "float": n.name in skip,
+                         "macs": _macs(n), "output": _after_activation(n.output).name})
         for n in targets:
             if n.op != "Add":
-                _quantize_weight(graph, n, self.bits, self.granularity, weights_method)
-        if not feeds:
-            self._say(f"quantize: no calibration samples: data-free, weights only "
-                      f"({self.bits}-bit, {weights_method}); activations stay float")
-            return True
+                _quantize_weight(graph, n, self.bits, self.granularity, wmethod)
         points = _activation_points(targets)
-        observers = _calibrate(graph, feeds, points)
         method = "minmax" if self.calib == "admm" else self.calib
         params: dict[int, tuple[np.float32, np.uint8]] = {}
         for v in points:
@@ -131,14 +184,23 @@ class Quantize:
                 continue
             # the graph's outputs keep their whole range: clipping them is the user's call
             out = any(o is v for o in graph.outputs)
-            lo, hi = observers[id(v)].range("minmax" if out else method, self.percentile)
+            lo, hi = observed[v.name].range("minmax" if out else method, self.percentile)
             params[id(v)] = activation_params(lo, hi, self.symmetric)
+        dq_of = {}
         for v in points:
-            _insert_qdq(graph, v, *params[id(v)])
-        self._say(f"quantize: {len(targets)} ops to {self.bits}-bit weights ({weights_method}, "
-                  f"per {self.granularity}) and uint8 activations ({method}, {len(feeds)} "
-                  f"samples, {len(points)} tensors)")
-        return True
+            name = v.name
+            dq_of[name] = _insert_qdq(graph, v, *params[id(v)]).name
+            s, z = params[id(v)]
+            for r in rows:
+                if r["output"] == name:
+                    r |= {"scale": float(s), "zero_point": int(z), "dequantized": dq_of[name],
+                          "bits": self.bits if not r["float"] else 32}
+        for r in rows:
+            r.setdefault("bits", 32)
+        return rows
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.log if self.log is not None else sys.stderr)
 
     def _check(self) -> None:
         if self.bits not in BITS:
@@ -163,9 +225,6 @@ class Quantize:
         if self.feeds is not None:
             return sample_feeds(graph, dict(self.feeds))
         return []
-
-    def _say(self, text: str) -> None:
-        print(text, file=self.log if self.log is not None else sys.stderr)
 
 
 register_pass("quantize")(Quantize)
@@ -273,7 +332,7 @@ def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str, method:
     graph.set_input(n, 1, dq.output)
 
 
-def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> None:
+def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> Value:
     """v -> QuantizeLinear -> DequantizeLinear, read by every reader of v and, where v is a
     graph output, as the output (as onnxruntime's QDQ models end)."""
     users = list(v.uses)
@@ -292,3 +351,59 @@ def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> None
     if any(o is v for o in graph.outputs):  # the output keeps its name, read through Q/DQ
         graph.outputs = [dq.output if o is v else o for o in graph.outputs]
         dq.output.name, v.name = v.name, graph.fresh_name(v.name)
+    return dq.output
+
+
+# -- measuring -----------------------------------------------------------------------------------
+
+def _macs(n: Node) -> int:
+    """Multiply-accumulates of a Conv, Gemm or MatMul (0 for an Add)."""
+    if n.op == "Conv":
+        w = n.inputs[1].shape
+        return int(np.prod(n.output.shape)) * int(np.prod(w[1:]))
+    if n.op in ("Gemm", "MatMul"):
+        k = n.inputs[0].shape[-1] if n.op == "MatMul" or not n.attrs["transA"] else \
+            n.inputs[0].shape[0]
+        return int(np.prod(n.output.shape)) * int(k)
+    return 0
+
+
+def _point_values(graph: Graph, feeds: list[dict], names: set[str]) -> dict[str, list]:
+    """The values named `names` on each sample (graph inputs included)."""
+    out: dict[str, list] = {k: [] for k in names}
+    for feed in feeds:
+        for k, x in feed.items():
+            if k in out:
+                out[k].append(np.asarray(x))
+
+        def hook(node: Node, outs: list) -> None:
+            for v, o in zip(node.outputs, outs):
+                if v.name in out:
+                    out[v.name].append(o)
+
+        interpret(graph, feed, hook=hook)
+    return out
+
+
+def _measure(graph: Graph, feeds: list[dict], reference: dict[str, list],
+             layers: list[dict]) -> float:
+    """Fill each quantized layer's `sqnr_db` (its dequantized output against the float
+    model's, over the samples: the error of it and of every layer before it); returns the
+    least SQNR of the graph's outputs."""
+    names = {r["dequantized"] for r in layers if "dequantized" in r}
+    names |= {v.name for v in graph.outputs}
+    got = _point_values(graph, feeds, names)
+    for r in layers:
+        if "dequantized" in r:
+            ref = np.concatenate([a.ravel() for a in reference[r["output"]]])
+            q = np.concatenate([a.ravel() for a in got[r["dequantized"]]])
+            r["sqnr_db"] = sqnr_db(ref, q)
+        else:
+            r["sqnr_db"] = float("inf")
+    outs = [sqnr_db(np.concatenate([a.ravel() for a in reference[v.name]]),
+                    np.concatenate([a.ravel() for a in got[v.name]])) for v in graph.outputs]
+    return min(outs) if outs else float("inf")
+
+
+def _finite(x: float) -> float | None:
+    return None if not np.isfinite(x) else round(float(x), 2)

@@ -5,6 +5,7 @@ close to the float model), the data-free mode, skipped nodes, the CLI and its er
 from __future__ import annotations
 
 import io
+import json
 import math
 import sys
 from pathlib import Path
@@ -231,3 +232,26 @@ def test_cli_quantize_with_calibration_file(tmp_path, capsys):
     assert main(["compile", str(path), "-o", str(out), "--quantize", "int8", "--calib",
                  str(tmp_path / "bad.npz")]) == 1
     assert "cannot read calibration samples" in capsys.readouterr().err
+
+
+def test_accuracy_budget_keeps_the_worst_layers_float_and_reports(tmp_path):
+    m = mobile_net()
+    feeds = calib_feeds(m)
+    log = io.StringIO()
+    plain = edgec.compile(m, tmp_path / "plain", quantize="int4", calib=feeds, log=log)
+    base = plain.manifest["quantization"]["output_sqnr_db"]
+    rows = json.loads((tmp_path / "plain" / "quantization.json").read_text())["layers"]
+    assert [r["node"] for r in rows] and not plain.manifest["quantization"]["kept_float"]
+    worst = min(rows, key=lambda r: r["sqnr_db"])
+    assert all(r["bits"] == 4 and 0 < r["scale"] and 0 <= r["zero_point"] <= 255 for r in rows)
+    assert abs(sum(r["mac_share"] for r in rows) - 1) < 1e-3
+    # a budget just above what every layer quantized gives: the worst layer goes float first
+    log = io.StringIO()
+    art = edgec.compile(m, tmp_path / "budget", quantize="int4", calib=feeds,
+                        accuracy_budget=base + 0.3, log=log)
+    q = art.manifest["quantization"]
+    assert worst["node"] in q["kept_float"], log.getvalue()
+    assert f"{worst['node']} ({worst['sqnr_db']:.1f} dB) stays float" in log.getvalue()
+    assert q["output_sqnr_db"] is None or q["output_sqnr_db"] >= base + 0.3
+    png = (tmp_path / "budget" / "quantization.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
