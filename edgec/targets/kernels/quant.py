@@ -336,16 +336,21 @@ class _Requant8:
 
 
 def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None,
-                      b_v: Value, bz_v: Value | None, rq: _Requant8 | None = None) -> bool:
+                      b_v: Value, bz_v: Value | None, rq: _Requant8 | None = None,
+                      b_matrix: np.ndarray | None = None,
+                      bias: np.ndarray | None = None) -> bool:
     """y = A @ B with the int8 GEMM micro-kernel (`targets/microkernels_int8.py`) when the
     target has vectors and B is a constant int8 matrix [K, N] (zero point constant, per
     tensor or per column; A's per tensor): rows of A (its leading dims flattened) in blocks of
-    MR, split over threads, each against every packed panel of B. Returns False (nothing
-    emitted) for the other forms, which the scalar kernel handles."""
+    MR, split over threads, each against every packed panel of B. `b_matrix` gives B when
+    b_v holds it in another form (QGemm's transB); `bias` (int32 per column, A's zero point
+    then constant) is added to the sums, folded into the zero-point table. Returns False
+    (nothing emitted) for the other forms, which the scalar kernel handles."""
     lanes = kb.lanes(I32)
     if lanes == 1 or not b_v.is_const or b_v.dtype is not DType.I8 or len(b_v.shape) != 2:
         return False
-    k, n = b_v.shape
+    bmat = b_v.const if b_matrix is None else b_matrix
+    k, n = bmat.shape
     if len(a_v.shape) < 1 or a_v.shape[-1] != k or k == 0 or n == 0:
         return False
     if za_v is not None and za_v.type.numel != 1:
@@ -353,12 +358,14 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
     if bz_v is not None and not (bz_v.is_const and (bz_v.type.numel == 1 or
                                                     tuple(bz_v.shape) == (n,))):
         return False
+    if bias is not None and za_v is not None and not za_v.is_const:
+        return False
     rows = a_v.type.numel // k
     mr_max, nv = mk8.tile_shape(lanes)
     width = nv * lanes
     kb.strategy = "int8 GEMM"
     panels, groups, ktail = -(-n // width), k // 4, k % 4
-    b = b_v.const.astype(np.int32)
+    b = bmat.astype(np.int32)
     zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
         bz_v.const.astype(np.int32).reshape(-1), (n,))
 
@@ -370,12 +377,21 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
     zero_a = za_v is not None and not (za_v.is_const and not za_v.const.any())
     zero_b = bool(zb.any())
     mult_per_column = rq is not None and rq.table.size > 1
-    epi = mk8.Int8Epilogue(node.output.dtype, zero_a, zero_b, mult_per_column)
-    packed, tail = mk8.pack_b(b_v.const, lanes, nv)
+    # a bias rides on the zero-point table: za * cz + bias = 1 * (za * cz + bias)
+    folded = bias is not None
+    epi = mk8.Int8Epilogue(node.output.dtype, zero_a or folded, zero_b, mult_per_column)
+    packed, tail = mk8.pack_b(bmat, lanes, nv)
     a = kb.bind(a_v, "a")
     bp = constant_table(kb, packed, f"dot4x{lanes}v{nv}", b_v)
     bt = constant_table(kb, tail, f"dot4x{lanes}v{nv}t", b_v) if ktail else None
-    cz = column_table(k * zb - b.sum(0), f"cz{width}") if zero_a else None
+    if folded:
+        za_c = int(za_v.const.reshape(-1)[0]) if za_v is not None else 0
+        corr = za_c * (k * zb.astype(np.int64) - b.sum(0, dtype=np.int64)) + bias
+        if np.abs(corr).max(initial=0) >= 2**31:
+            return False
+        cz = column_table(corr.astype(np.int32), f"czb{width}")
+    else:
+        cz = column_table(k * zb - b.sum(0), f"cz{width}") if zero_a else None
     zbt = column_table(zb, f"zb{width}") if zero_b else None
     mult = column_table(rq.table.reshape(-1), f"mult{width}", np.float32) \
         if mult_per_column else None
@@ -384,8 +400,8 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
     with kb.loop(-(-rows // mr_max), "t", kind="parallel") as t:
         r0 = kb.local("r0", t * mr_max)
         # scalars read from buffers are loaded inside the parallel loop (its body is closed)
-        za = zero_point(kb, za_v, "a_zp") if zero_a else None
-        scalars = [za] if zero_a else []
+        za = const(1, I32) if folded else zero_point(kb, za_v, "a_zp") if zero_a else None
+        scalars = [za] if zero_a or folded else []
         if rq is not None:
             m = None if mult_per_column else const(float(rq.table.reshape(())), F32)
             zy = rq.zy()
@@ -491,6 +507,14 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
     mult = _multiplier(
         kb, table, (g.m, g.n),
         lambda bi, i, j: (sa * (cast(sb[j], F32) if per_col else sbs)) / sy, sb_v)
+    if (table is not None and not ta and b_v.is_const and a_v.type.rank == 2
+            and (c_v is None or (c_v.is_const and c_v.type.numel in (1, g.n)))):
+        bias = None if c_v is None else np.broadcast_to(
+            c_v.const.astype(np.int64).reshape(-1), (g.n,))
+        rq = _Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"))
+        if _vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq,
+                             b_matrix=b_v.const.T if tb else None, bias=bias):
+            return
     req = Requant.make(kb, node.output.dtype, zero_point(kb, zy_v, "y_zp"))
 
     def finish(bi, i, j, acc):
