@@ -97,6 +97,10 @@ def models(tmp_path_factory) -> dict[str, Path]:
                         quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                         reduce_range=reduce_range)
+    out["int8"] = d / "int8.onnx"  # int8 activations: blocked as uint8 + 128
+    quantize_static(str(d / "float.onnx"), str(out["int8"]), RandomImages(),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
     out["qoperator"] = d / "qoperator.onnx"  # QLinearConv and friends in the model itself
     quantize_static(str(d / "float.onnx"), str(out["qoperator"]), RandomImages(),
                     quant_format=QuantFormat.QOperator, per_channel=True,
@@ -177,9 +181,11 @@ BUILDS = [("x86-avx512", "c"), ("x86-avx512", "llvm"), ("x86-avx2", "c"), ("x86-
           ("armv7", "c")]
 
 
+@pytest.mark.parametrize("activations", ["uint8", "int8"])
 @pytest.mark.parametrize("target,backend", BUILDS, ids=[f"{t}-{b}" for t, b in BUILDS])
-def test_integer_kernels_bit_exact_on_every_target(models, target, backend, tmp_path):
-    path = models["full"]
+def test_integer_kernels_bit_exact_on_every_target(models, target, backend, activations,
+                                                   tmp_path):
+    path = models["full" if activations == "uint8" else "int8"]
     art = edgec.compile(path, tmp_path, name="qcnn", target=target, backend=backend)
     ops = {r["op"] for r in art.manifest["kernel_strategies"]}
     assert ("BlockedQLinearConv" in ops) == (target != "c-generic"), ops

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..ir import DType, Graph, Node, Value
 from ..ir.ops.fused import VECTOR_ACTIVATIONS
-from ..ir.ops.layout import to_blocked
+from ..ir.ops.layout import INT8, to_blocked
 from .manager import register_pass
 
 # elementwise ops that are applied to blocked tensors unchanged (their padding channels stay
@@ -40,11 +40,13 @@ class _Layout:
         self.converted: list[tuple[Node, Node]] = []  # (original, blocked replacement)
         self.narrow: dict[tuple[int, int], Value] = {}  # (id(plain value), block) -> blocked
         self.pads: dict[tuple[int, tuple], Value] = {}  # (id(blocked), pads) -> padded
+        self.zps: dict[tuple, Value] = {}  # zero points + 128 of int8 values
 
     def blocked(self, v: Value, before: Node) -> Value:
-        """The blocked form of `v`, reordering it in front of `before` if it has none."""
+        """The blocked form of `v`, reordering it in front of `before` if it has none (int8
+        values as uint8 + 128)."""
         if id(v) not in self.twin:
-            r = self.g.add_node("ReorderToBlocked", [v], {"block": self.b},
+            r = self.g.add_node("ReorderToBlocked", [v], {"block": self.b, "shift": _shift(v)},
                                 name=f"{v.name}_to_nchwc", before=before)
             self.twin[id(v)] = r.output
         return self.twin[id(v)]
@@ -127,7 +129,7 @@ class _Layout:
         """`v` reordered to a block of `block` < b channels (a stem's few input channels)."""
         key = (id(v), block)
         if key not in self.narrow:
-            r = self.g.add_node("ReorderToBlocked", [v], {"block": block},
+            r = self.g.add_node("ReorderToBlocked", [v], {"block": block, "shift": _shift(v)},
                                 name=f"{v.name}_to_nchwc{block}", before=before)
             self.narrow[key] = r.output
         return self.narrow[key]
@@ -145,14 +147,24 @@ class _Layout:
             self.pads[key] = p.output
         return self.pads[key]
 
+    def zero_point(self, of: Value, z: Value) -> Value:
+        """The zero point `z` of `of` as its blocked form reads it: + 128 for int8 values."""
+        if of.dtype is DType.U8:
+            return z
+        key = (id(z), "+128")
+        if key not in self.zps:
+            v = int(z.const.reshape(-1)[0]) + 128
+            self.zps[key] = self.g.const(np.asarray(v, np.uint8), f"{z.name}_u8")
+        return self.zps[key]
+
     def qconv(self, node: Node) -> bool:
-        """A QLinearConv on uint8 activations (dense or depthwise, 2-D, constant weights and
+        """A QLinearConv on 8-bit activations (dense or depthwise, 2-D, constant weights and
         quantization parameters, weights minus their zero point in int8) into
-        BlockedQLinearConv over a padded input."""
+        BlockedQLinearConv over a padded input; int8 activations run as uint8 + 128."""
         x, sx, zx, w, sw, zw, sy, zy, b = (node.input(i) for i in range(9))
-        if (x.type.rank != 4 or x.dtype is not DType.U8 or node.output.dtype is not DType.U8
+        if (x.type.rank != 4 or x.dtype not in INT8 or node.output.dtype not in INT8
                 or any(v is not None and not v.is_const for v in (sx, zx, w, sw, zw, sy, zy, b))
-                or zx is None or zy is None):
+                or zx is None or zy is None or zx.type.numel != 1 or zy.type.numel != 1):
             return False
         wc = w.const.astype(np.int32)
         if zw is not None:
@@ -170,10 +182,12 @@ class _Layout:
             xin = self.narrow_blocked(x, min(self.b, -(-c // 4) * 4), node)
         else:
             xin = self.blocked(x, node)
+        zx = self.zero_point(x, zx)
         xin = self.padded(xin, zx, list(node.attrs["pads"]), node)
         attrs = {k: node.attrs[k] for k in ("dilations", "group", "strides")}
         attrs |= {"pads": [0, 0, 0, 0], "channels": c, "block": self.b}
-        self.replace(node, "BlockedQLinearConv", [xin, sx, zx, w, sw, zw, sy, zy, b], attrs)
+        ins = [xin, sx, zx, w, sw, zw, sy, self.zero_point(node.output, zy), b]
+        self.replace(node, "BlockedQLinearConv", ins, attrs)
         return True
 
     def qadd(self, node: Node) -> bool:
@@ -181,12 +195,15 @@ class _Layout:
         constant scalar parameters: the same op on the blocked tensors."""
         a, b = node.inputs[0], node.inputs[3]
         params = [node.input(i) for i in (1, 2, 4, 5, 6, 7)]
-        if (a.shape != b.shape or a.type.rank != 4 or node.output.dtype is not DType.U8
+        if (a.shape != b.shape or a.type.rank != 4 or node.output.dtype not in INT8
+                or a.dtype not in INT8 or b.dtype not in INT8
                 or any(v is None or not v.is_const or v.type.numel != 1 for v in params)
                 or (id(a) not in self.twin and id(b) not in self.twin)):
             return False
         ins = list(node.inputs)
         ins[0], ins[3] = self.blocked(a, node), self.blocked(b, node)
+        ins[2], ins[5] = self.zero_point(a, ins[2]), self.zero_point(b, ins[5])
+        ins[7] = self.zero_point(node.output, ins[7])
         self.replace(node, "QLinearAdd", ins, {})
         return True
 
@@ -210,7 +227,8 @@ class _Layout:
                 outputs = [k for k, o in enumerate(self.g.outputs) if o is v]
                 if not plain_uses and not outputs:
                     continue
-                back = self.g.add_node("ReorderFromBlocked", [vb], {"channels": v.shape[1]},
+                back = self.g.add_node("ReorderFromBlocked", [vb],
+                                       {"channels": v.shape[1], "shift": -_shift(v)},
                                        name=f"{v.name}_from_nchwc", before=old).output
                 for n, i in plain_uses:
                     self.g.set_input(n, i, back)
@@ -226,6 +244,11 @@ class _Layout:
                     self.g.set_input(n, i, None)
             self.g.remove_node(old)
         return bool(self.converted)
+
+
+def _shift(v: Value) -> int:
+    """What the blocked form adds to `v`: 128 for int8 (run as uint8), else 0."""
+    return 128 if v.dtype is DType.I8 else 0
 
 
 @register_pass("layout-nchwc")

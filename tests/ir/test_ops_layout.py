@@ -127,3 +127,13 @@ def test_blocked_qlinear_conv_against_onnxruntime(c, m, k, s, group, xb):
     np.testing.assert_array_equal(get_op("ReorderFromBlocked").reference(got, channels=m), want)
     if m % b:  # the padding channels hold the output's zero point
         assert (got[:, -1, ..., m % b:] == 30).all()
+
+
+def test_int8_reorders_shift_to_uint8_and_back():
+    x = np.array([-128, -1, 0, 127, 5, -7], np.int8).reshape(1, 6, 1, 1)
+    xb = get_op("ReorderToBlocked").reference(x, block=4, shift=128)
+    assert xb.dtype == np.uint8
+    np.testing.assert_array_equal(xb.reshape(-1)[:6], [0, 127, 128, 255, 133, 121])
+    back = get_op("ReorderFromBlocked").reference(xb, channels=6, shift=-128)
+    assert back.dtype == np.int8
+    np.testing.assert_array_equal(back, x)

@@ -5,8 +5,9 @@ A blocked tensor of a 4-D NCHW tensor with C channels and block b has shape
 padding channels c >= C hold zeros (or values a zero weight multiplies). Vector code then
 reads b channels of one pixel as one register.
 
-    ReorderToBlocked(X){block}            NCHW -> NCHWc
-    ReorderFromBlocked(X){channels}       NCHWc -> NCHW (the first `channels`)
+    ReorderToBlocked(X){block, shift}     NCHW -> NCHWc (int8 + 128 as uint8 with shift 128)
+    ReorderFromBlocked(X){channels, shift}  NCHWc -> NCHW (the first `channels`; shift -128
+                                          takes uint8 back to int8)
     BlockedConv(X, W, B?, Z?){Conv attrs, activation, channels, block, blocked_input}
         = block(act(Conv(X', W) + B + Z')), X' = unblock(X) (or X itself, NCHW, when
           blocked_input = 0), Z' = unblock(Z); W stays [M, C/group, KH, KW]
@@ -67,22 +68,46 @@ def _check_blocked(opname: str, t: TensorType, channels: int) -> int:
     return block
 
 
-@op("ReorderToBlocked", attrs={"block": Attr.int()},
-    infer=lambda inputs, *, block: TensorType(blocked_shape(inputs[0].shape, block),
-                                              inputs[0].dtype))
-def reorder_to_blocked(x, *, block):
-    return to_blocked(x, block)
+# shift: int8 activations run blocked as uint8 x + 128 (their zero points + 128 too), the
+# form the u8 x s8 dot products take; ReorderToBlocked{shift=128} and
+# ReorderFromBlocked{shift=-128} convert at the borders
+SHIFTED = {(DType.I8, 128): DType.U8, (DType.U8, -128): DType.I8}
 
 
-def _infer_from_blocked(inputs, *, channels):
+def shifted_dtype(opname: str, dtype: DType, shift: int) -> DType:
+    if shift == 0:
+        return dtype
+    if (dtype, shift) not in SHIFTED:
+        raise ShapeError(f"{opname}: shift {shift} applies to int8 (128) or uint8 (-128) "
+                         f"values, not {dtype}")
+    return SHIFTED[dtype, shift]
+
+
+def _shift(x: np.ndarray, shift: int, dtype: DType) -> np.ndarray:
+    return x if shift == 0 else (x.astype(np.int32) + shift).astype(dtype.np)
+
+
+@op("ReorderToBlocked", attrs={"block": Attr.int(), "shift": Attr.int(0)},
+    infer=lambda inputs, *, block, shift: TensorType(
+        blocked_shape(inputs[0].shape, block),
+        shifted_dtype("ReorderToBlocked", inputs[0].dtype, shift)))
+def reorder_to_blocked(x, *, block, shift=0):
+    out = shifted_dtype("ReorderToBlocked", DType.from_numpy(x.dtype), shift)
+    return to_blocked(_shift(x, shift, out), block)
+
+
+def _infer_from_blocked(inputs, *, channels, shift):
     t = inputs[0].type
     _check_blocked("ReorderFromBlocked", t, channels)
-    return TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
+    return TensorType((t.shape[0], channels, *t.shape[2:-1]),
+                      shifted_dtype("ReorderFromBlocked", t.dtype, shift))
 
 
-@op("ReorderFromBlocked", attrs={"channels": Attr.int()}, infer=_infer_from_blocked)
-def reorder_from_blocked(x, *, channels):
-    return from_blocked(x, channels)
+@op("ReorderFromBlocked", attrs={"channels": Attr.int(), "shift": Attr.int(0)},
+    infer=_infer_from_blocked)
+def reorder_from_blocked(x, *, channels, shift=0):
+    out = shifted_dtype("ReorderFromBlocked", DType.from_numpy(x.dtype), shift)
+    return _shift(from_blocked(x, channels), shift, out)
 
 
 _FUSED_CONV = get_op("FusedConv")

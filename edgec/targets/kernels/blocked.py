@@ -46,11 +46,14 @@ def reorder_to_blocked(kb: NodeKernelBuilder, node: Node) -> None:
     y = kb.bind(node.output, "y")
     n, cb, *sp, b = y.shape
     c, plane = x.shape[1], int(np.prod(sp))
+    shift = node.attrs.get("shift", 0)
     with kb.loops([n, cb, plane, b], ["n", "cb", "p", "l"]) as (i, j, p, lane):
         ch = j * b + lane
         src = x[(i * c + minimum(ch, c - 1)) * plane + p]
+        if shift:  # int8 to uint8 + 128
+            src = cast(cast(src, DType.I32) + shift, y.dtype)
         kb.store(y, ((i * cb + j) * plane + p) * b + lane,
-                 select(ch < c, src, const(0.0, x.dtype)) if c % b else src)
+                 select(ch < c, src, const(0, y.dtype)) if c % b else src)
 
 
 @kernel("ReorderFromBlocked")
@@ -59,8 +62,12 @@ def reorder_from_blocked(kb: NodeKernelBuilder, node: Node) -> None:
     y = kb.bind(node.output, "y")
     n, cb, *sp, b = x.shape
     c, plane = y.shape[1], int(np.prod(sp))
+    shift = node.attrs.get("shift", 0)
     with kb.loops([n, c, plane], ["n", "c", "p"]) as (i, ch, p):
-        kb.store(y, (i * c + ch) * plane + p, x[((i * cb + ch // b) * plane + p) * b + ch % b])
+        v = x[((i * cb + ch // b) * plane + p) * b + ch % b]
+        if shift:  # uint8 + 128 back to int8
+            v = cast(cast(v, DType.I32) + shift, y.dtype)
+        kb.store(y, (i * c + ch) * plane + p, v)
 
 
 # -- convolution -----------------------------------------------------------------------------
