@@ -168,19 +168,19 @@ def qconv_tiles(lanes: int, registers: int) -> tuple[int, int]:
     return 2, 4 if lanes >= 8 else 3
 
 
-def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], mult, y, y_mb, zy,
+def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, y, y_mb, zy,
                       lanes: int, out: DType) -> None:
-    """y[j*y_mb + t*L] = sat(rint(acc[t][j] * mult[j]) + zy), L lanes each (the sums already
-    hold corr): the arithmetic of `ir/ops/quant.py` round_saturate (clamped in float,
-    rounded half to even)."""
+    """y[j*y_mb + t*L] = sat(rint((acc[t][j] + corr[j]) * mult[j]) + zy), L lanes each: the
+    arithmetic of `ir/ops/quant.py` round_saturate (clamped in float, rounded half to even)."""
     qmin, qmax = QUANT_RANGES[out]
     lo = kb.local("lo", broadcast(cast(const(qmin, I32) - zy, F32), lanes))
     hi = kb.local("hi", broadcast(cast(const(qmax, I32) - zy, F32), lanes))
     zv = kb.local("zv", broadcast(zy, lanes, I32))
     for j in range(len(acc[0])):
+        cv = kb.local(f"c{j}_", vload(corr, j * lanes, lanes))
         mv = kb.local(f"m{j}_", vload(mult, j * lanes, lanes))
         for t in range(len(acc)):
-            f = kb.local("f", cast(acc[t][j], F32) * mv)
+            f = kb.local("f", cast(acc[t][j] + cv, F32) * mv)
             f = kb.local("f", select(f > lo, f, lo))  # NaN goes to lo, as round_saturate
             q = kb.local("q", cast(call("round", select(f < hi, f, hi)), I32) + zv)
             kb.store(y, j * y_mb + t * lanes, q)
@@ -215,8 +215,9 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType)
     w_cb, w_kh, y_mb = kb.scalar("w_cb"), kb.scalar("w_kh"), kb.scalar("y_mb")
     zy = kb.scalar("zy", I32)
     w_kw = groups * mb * 4 * lanes
-    # the sums start from corr: the epilogue then has one add less
-    acc = [[kb.local(f"acc{t}_{j}_", vload(corr, j * lanes, lanes)) for j in range(mb)]
+    # the sums start from 0 and take corr in the epilogue: started from corr (24 copies of
+    # 2 values), gcc coalesced them badly and spilled the accumulators in the inner loop
+    acc = [[kb.local(f"acc{t}_{j}_", broadcast(const(0, I32), lanes)) for j in range(mb)]
            for t in range(r)]
     with kb.loop(ncb, "cb") as cb, kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
         xo = kb.local("xo", cb * x_cb + kh * x_kh + kw * x_kw)
@@ -230,7 +231,7 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType)
                 xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix + 4 * g, 4 * lanes, 4))
                 for j in range(mb):
                     kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[j]))
-    _requantize_store(kb, acc, mult, y, y_mb, zy, lanes, out)
+    _requantize_store(kb, acc, corr, mult, y, y_mb, zy, lanes, out)
     _CACHE[key] = kb.build()
     return _CACHE[key]
 
@@ -253,13 +254,13 @@ def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType) -> Kernel:
     nkh, nkw = kb.scalar("nkh"), kb.scalar("nkw")
     x_kh, x_kw, w_kh = kb.scalar("x_kh"), kb.scalar("x_kw"), kb.scalar("w_kh")
     zy = kb.scalar("zy", I32)
-    acc = [[kb.local(f"acc{t}_", vload(corr, 0, lanes))] for t in range(r)]
+    acc = [[kb.local(f"acc{t}_", broadcast(const(0, I32), lanes))] for t in range(r)]
     with kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
         xo = kb.local("xo", kh * x_kh + kw * x_kw)
         wv = kb.local("wv", vload(w, kh * w_kh + kw * lanes, lanes))
         for t in range(r):
             xv = cast(vload(x, xo + t * x_pix, lanes), I32)
             kb.assign(acc[t][0], acc[t][0] + mul16(xv, wv))  # bytes times int8 weights
-    _requantize_store(kb, acc, mult, y, 0, zy, lanes, out)
+    _requantize_store(kb, acc, corr, mult, y, 0, zy, lanes, out)
     _CACHE[key] = kb.build()
     return _CACHE[key]
