@@ -164,7 +164,7 @@ def main() -> None:
         print("| model | threads | edgec int8 ms (of floor) | onnxruntime int8 ms (of floor) | "
               "edgec / ort int8 | onnxruntime f32 ms | edgec int8 / ort f32 | compile s |")
         print("|---|---|---|---|---|---|---|---|")
-        for name in a.models.split(","):
+        for name in a.models.split(",") if a.models else []:
             bench(name, a, work, peak[0] if peak else None)
         for name in a.own.split(",") if a.own else []:
             bench_own(name, a, work, peak[0] if peak else None)
