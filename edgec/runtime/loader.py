@@ -76,6 +76,11 @@ class CompiledModel:
         self._status = status
         self._workspace = _aligned_empty(self.manifest["workspace_bytes"])
         self._set_threads = getattr(self._lib, f"{self.name}_set_num_threads", None)
+        dot = getattr(self._lib, f"{self.name}_dot_product_kernels", None) \
+            if self.manifest.get("dot_product_kernels") else None
+        # where the int8 kernels are chosen at run time: 1 when this CPU runs the dot-product
+        # versions (sdot, AVX-VNNI), 0 the base ISA's; None for a library without the choice
+        self.dot_product_kernels: int | None = int(dot()) if dot is not None else None
         # what run() needs per call, worked out once: a call costs microseconds, so that a
         # benchmark through the loader measures the library rather than the loader
         self._in_specs = [(i["name"], tuple(i["shape"]), _np_dtype(i["dtype"]))

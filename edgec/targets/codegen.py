@@ -7,11 +7,11 @@ API), `NAME_weights.S` with `NAME.weights.bin` (each weight a 64-byte aligned, r
 symbol filled by `.incbin`, so large models compile in seconds) and the runtime headers.
 
 Backends (`BACKENDS`, by name): "c" prints the kernels as C into `NAME.c`; on `arm64-dotprod`
-each micro-kernel with int8 dot products is built for plain NEON and for Armv8.2-A `sdot`,
-chosen at run time (`renderers/c.py` `Dispatch`), and the library exports
-`NAME_dot_product_kernels()`, which says which of the two it runs. "llvm" compiles the kernels
-with `renderers/llvm.py` into `NAME_kernels.o`; `NAME.c` keeps the entry points, the kernels'
-declarations and a trampoline into its pool.
+each micro-kernel with int8 dot products is built for plain NEON and for Armv8.2-A `sdot`, on
+`x86-avx2` for AVX2 and for AVX-VNNI, chosen at run time (`renderers/c.py` `Dispatch`), and
+the library exports `NAME_dot_product_kernels()`, which says which of the two it runs.
+"llvm" compiles the kernels with `renderers/llvm.py` into `NAME_kernels.o`; `NAME.c` keeps
+the entry points, the kernels' declarations and a trampoline into its pool.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from .program import (
     build_program,
 )
 from .renderers.c import CRenderer
-from .renderers.c_isas import DOTPROD, VECTOR_ISAS
+from .renderers.c_isas import AVXVNNI, DOTPROD, VECTOR_ISAS
 from .runtime_c import c_source
 from .target import Target
 
@@ -53,7 +53,7 @@ class Sources:
     kernels: list[str] = field(default_factory=list)  # the kernel functions NAME_run calls
     # per lowered node: its name, op, kernel and Strategy (lowering.py), in graph order
     strategies: list[dict] = field(default_factory=list)
-    dot_product_kernels: bool = False  # micro-kernels dispatched to sdot at run time
+    dot_product_kernels: bool = False  # micro-kernels dispatched to sdot/AVX-VNNI at run time
 
 
 class CBackend:
@@ -64,7 +64,10 @@ class CBackend:
     def __init__(self, target: Target, lib: str):
         self.target = target
         self.renderer = CRenderer(VECTOR_ISAS.get(target.isa))
-        self.dispatch = DOTPROD if "dotprod" in target.features else None
+        # int8 micro-kernels built twice, picked at run time: sdot on Armv8.2-A, AVX-VNNI on
+        # an AVX2 build's CPUs that have it
+        self.dispatch = DOTPROD if "dotprod" in target.features else \
+            AVXVNNI if target.isa == "avx2" else None
         self.prefix = ""  # kernels are static functions of NAME.c
 
     def glue(self, lib: str) -> list[str]:
@@ -349,8 +352,9 @@ def _header(graph: Graph, name: str, up: str, ws: int, source: str,
               "   variable EDGEC_NUM_THREADS, else 1); call it between runs, not during one. */",
               f"void {name}_set_num_threads(int n);", f"int {name}_get_num_threads(void);", ""]
     if dot_product_kernels:
-        lines += ["/* 1 when the int8 kernels run with the Armv8.2-A dot product (sdot: the CPU",
-                  "   has it), 0 when they run on plain NEON; the CPU is asked once. */",
+        lines += ["/* 1 when the int8 kernels run with the CPU's dot-product extension (Armv8.2-A",
+                  "   sdot, AVX-VNNI: the CPU has it), 0 when they run on the library's base ISA",
+                  "   (plain NEON, AVX2); the CPU is asked once. */",
                   f"int {name}_dot_product_kernels(void);", ""]
     for kind in ("input", "output"):
         lines += [f"/* {kind} i: name, dtype (EDGEC_DTYPE_*), rank, shape, size in bytes */",

@@ -35,6 +35,7 @@ _VECTOR_TYPES = frozenset({DType.F32, DType.I32, DType.U8, DType.I8})
 VECTOR_UNITS: dict[str, VectorUnit] = {u.name: u for u in (
     VectorUnit("avx512", 64, 32, _VECTOR_TYPES, "vpdpbusd"),
     VectorUnit("avx2", 32, 16, _VECTOR_TYPES, "vpmaddwd"),  # bytes widened to 16 bits
+    VectorUnit("avx2-vnni", 32, 16, _VECTOR_TYPES, "vpdpbusd"),  # AVX-VNNI, chosen at run time
     VectorUnit("neon", 16, 32, _VECTOR_TYPES, "smull+addp"),  # aarch64
     VectorUnit("neon-dotprod", 16, 32, _VECTOR_TYPES, "sdot"),  # Armv8.2-A, chosen at run time
     VectorUnit("neon-armv7", 16, 16, _VECTOR_TYPES, "smull+addp"),

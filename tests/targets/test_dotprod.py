@@ -122,13 +122,14 @@ def test_sdot_only_in_the_dot_product_versions(int8_libraries):
         assert read_manifest(out_dir)["dot_product_kernels"] is True
 
 
-@pytest.mark.parametrize("target", ["arm64", "x86-avx2"])
+@pytest.mark.parametrize("target", ["arm64", "x86-avx512"])
 def test_no_dispatch_elsewhere(target, tmp_path):
     name, m, feeds = int8_models(np.random.default_rng(8))[0]
     art = edgec.compile(m, tmp_path / "out", target=target, name=name)
     src = (art.out_dir / f"{name}.c").read_text() + (art.out_dir / f"{name}.h").read_text()
     assert "mk_gemm_" in src
     assert "dot_product_kernels" not in src and "edgec_has_dotprod" not in src
+    assert "edgec_has_avxvnni" not in src
     assert art.manifest["dot_product_kernels"] is False
     if target == "arm64":
         assert not functions_with(art.library, "sdot")

@@ -235,6 +235,13 @@ NEON_DOTPROD = replace(NEON, name="neon-dotprod", ops=NEON.ops | {
     ("dot4", DType.U8): "edgec_sdot_u8s8({c}, {a}, {b})"})
 DOTPROD = Dispatch(NEON_DOTPROD, "sdot", "neon", "EDGEC_DOTPROD", "edgec_has_dotprod()",
                    "edgec_dotprod.h")
+# AVX-VNNI: the 256-bit `vpdpbusd` of CPUs without AVX-512 (Alder Lake, Zen 5's AVX2 builds),
+# for the int8 kernels of an AVX2 library (int8 x int8 through edgec_avxvnni.h)
+AVX2_VNNI = replace(AVX2, name="avx2-vnni", ops=AVX2.ops | {
+    ("dot4", DType.U8): "_mm256_dpbusd_avx_epi32({c}, {a}, {b})",
+    ("dot4", DType.I8): "edgec_dpbssd_avx({c}, {a}, {b})"})
+AVXVNNI = Dispatch(AVX2_VNNI, "avxvnni", "avx2", "EDGEC_AVXVNNI", "edgec_has_avxvnni()",
+                   "edgec_avxvnni.h")
 # the ordered, quiet x86 comparison predicates of the vector selects (NaN compares false,
 # as C's scalar comparisons do, except !=)
 CMP_PREDICATES = {"lt": "_CMP_LT_OQ", "le": "_CMP_LE_OQ", "gt": "_CMP_GT_OQ",
