@@ -6,10 +6,11 @@ from .interpreter import interpret
 from .parser import parse
 from .printer import print_graph
 from .registry import Attr, OpDef, all_ops, get_op, has_op, op
-from .types import TensorType
+from .types import QuantParams, TensorType
 from .verifier import verify
 
 __all__ = [
-    "Attr", "DType", "Graph", "Node", "OpDef", "TensorType", "Value", "all_ops", "get_op",
+    "Attr", "DType", "Graph", "Node", "OpDef", "QuantParams", "TensorType", "Value", "all_ops",
+    "get_op",
     "has_op", "interpret", "op", "parse", "print_graph", "verify",
 ]

@@ -11,7 +11,7 @@ from ..errors import VerificationError
 from .dtypes import DType
 from .graph import Graph, Node, Value
 from .registry import get_op
-from .types import TensorType
+from .types import QuantParams, TensorType
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+|//[^\n]*)
@@ -97,7 +97,33 @@ class _Parser:
         while not self.t.accept("]"):
             dims.append(int(self.t.next()))
             self.t.accept(",")
-        return TensorType(tuple(dims), dt)
+        return TensorType(tuple(dims), dt, self.quant() if self.t.peek() == "quant" else None)
+
+    def quant(self) -> QuantParams:
+        """quant<[axis=A, ]scale=S|[S, ...], zp=Z|[Z, ...][, bits=B]>"""
+        t = self.t
+        t.expect("quant")
+        t.expect("<")
+        fields: dict[str, list] = {}
+        while not t.accept(">"):
+            key = t.next()
+            t.expect("=")
+            if t.accept("["):
+                vals = []
+                while not t.accept("]"):
+                    vals.append(_scalar(t.next()))
+                    t.accept(",")
+            else:
+                vals = [_scalar(t.next())]
+            fields[key] = vals
+            t.accept(",")
+        unknown = set(fields) - {"axis", "scale", "zp", "bits"}
+        if unknown or "scale" not in fields or "zp" not in fields:
+            raise ParseError(f"IR text: quant<...> takes scale, zp and optionally axis and bits, "
+                             f"not {sorted(fields)}")
+        axis = int(fields["axis"][0]) if "axis" in fields else None
+        bits = int(fields["bits"][0]) if "bits" in fields else 8
+        return QuantParams.of(fields["scale"], fields["zp"], axis, bits)
 
     def dense(self, ty: TensorType) -> np.ndarray:
         self.t.expect("dense")

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EdgecError, PassError
-from ..ir import DType, Graph, Node, Value
+from ..ir import DType, Graph, Node, QuantParams, Value
 from ..ir.interpreter import interpret
 from .calibration import ACT_METHODS, Observer, activation_params, sqnr_db, weight_params
 from .manager import register_pass
@@ -325,6 +325,8 @@ def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str, method:
     axis = _weight_axis(n) if granularity == "channel" else None
     codes, scales = weight_params(w.const, bits, axis, method)
     q = graph.const(codes, f"{w.name}_quantized")
+    # the codes' type says what they are: `bits`-bit integers held in int8, and their scales
+    q.type = q.type.with_quant(QuantParams.of(scales, None, axis, bits))
     s = graph.const(scales, f"{w.name}_scale")
     z = graph.const(np.zeros(scales.shape, np.int8), f"{w.name}_zero_point")
     dq = graph.add_node("DequantizeLinear", [q, s, z], {"axis": axis or 0},

@@ -109,3 +109,26 @@ def test_copy_is_independent():
     verify(c)
     verify(g)
     assert len(g.nodes) == 2 and len(c.nodes) == 1
+
+
+def test_quantization_parameters_print_parse_and_leave_equality_alone():
+    from edgec.ir import QuantParams, TensorType
+
+    src = """graph @q(%x: u8[1,2] quant<scale=0.5, zp=3>) {
+  %s = const f32[] dense<[0.5]>
+  %z = const u8[] dense<[3]>
+  %w = const i8[2,2] quant<axis=0, scale=[0.25, 0.125], zp=[0, 0], bits=4> dense<[1, -7, 7, 2]>
+  %ws = const f32[2] dense<[0.25, 0.125]>
+  %y = DequantizeLinear(%x, %s, %z) : f32[1,2]
+  %v = DequantizeLinear(%w, %ws) {axis = 0} : f32[2,2]
+  return %y, %v
+}"""
+    g = parse(src)
+    assert print_graph(g) == src
+    w = g.constants()[2]
+    assert w.type.quant == QuantParams((0.25, 0.125), (0, 0), 0, 4)
+    assert g.inputs[0].type.quant == QuantParams((0.5,), (3,), None, 8)
+    # the parameters describe a value; shape inference compares shape and dtype only
+    assert TensorType((1, 2), DType.U8) == g.inputs[0].type
+    with pytest.raises(Exception, match="quant<...> takes scale, zp"):
+        parse(src.replace("zp=3>", "offset=3>"))

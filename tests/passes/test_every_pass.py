@@ -114,7 +114,7 @@ GOLDEN = {
           %zw = const i8[] dense<[0]>
           %sy = const f32[] dense<[1.0]>
           %zy = const u8[] dense<[5]>
-          %y = QLinearConv(%x, %sx, %zx, %w, %sw, %zw, %sy, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : u8[1,2,3,3]
+          %y = QLinearConv(%x, %sx, %zx, %w, %sw, %zw, %sy, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : u8[1,2,3,3] quant<scale=1.0, zp=5>
           return %y
         }"""),
     "layout-nchwc": ("layout-nchwc{block=4}", """
@@ -132,7 +132,8 @@ GOLDEN = {
           %y = ReorderFromBlocked(%y_nchwc) {channels = 4} : f32[1,4,3,3] #"y_from_nchwc"
           return %y
         }"""),
-    # data-free (no samples): the weights only, per output channel, 127 * s = |w|
+    # data-free (no samples): the weights only, per output channel, 127 * s = |w|; the codes'
+    # type carries their scales (and bits, when not 8)
     "quantize": ("quantize", """
         graph @qz(%x: f32[1,1,2,2]) {
           %w = const f32[2,1,1,1] dense<[1.0, -0.5]>
@@ -140,7 +141,7 @@ GOLDEN = {
           return %y
         }""", """
         graph @qz(%x: f32[1,1,2,2]) {
-          %w_quantized = const i8[2,1,1,1] dense<[127, -127]>
+          %w_quantized = const i8[2,1,1,1] quant<axis=0, scale=[0.007874016, 0.003937008], zp=[0, 0]> dense<[127, -127]>
           %w_scale = const f32[2] dense<[0.007874016, 0.003937008]>
           %w_zero_point = const i8[2] dense<[0, 0]>
           %w_DequantizeLinear = DequantizeLinear(%w_quantized, %w_scale, %w_zero_point) {axis = 0} : f32[2,1,1,1]

@@ -176,8 +176,11 @@ def test_data_free_quantizes_the_weights_only_and_says_so():
     ops = g.op_counts()
     assert "QuantizeLinear" not in ops and ops["DequantizeLinear"] == ops["Conv"] + 1
     for n in g.nodes:
-        if n.op == "DequantizeLinear":
+        if n.op == "DequantizeLinear":  # 4-bit codes in int8, as their type says
             assert np.abs(n.inputs[0].const).max() <= 7
+            q = n.inputs[0].type.quant
+            assert q.bits == 4 and q.axis == 0 and len(q.scale) == n.inputs[0].shape[0]
+            np.testing.assert_array_equal(np.float32(q.scale), n.inputs[1].const)
 
 
 def test_skipped_node_stays_float():

@@ -25,12 +25,14 @@ Integer (uint8) blocked tensors, the layout of quantized convolutional regions:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...errors import ShapeError
 from ..dtypes import DType
 from ..registry import Attr, get_op, op
-from ..types import TensorType
+from ..types import QuantParams, TensorType
 from . import (
     fused,  # noqa: F401  (FusedConv must be registered first)
     quant,  # noqa: F401  (QLinearConv too)
@@ -87,10 +89,18 @@ def _shift(x: np.ndarray, shift: int, dtype: DType) -> np.ndarray:
     return x if shift == 0 else (x.astype(np.int32) + shift).astype(dtype.np)
 
 
+def shifted_quant(q: QuantParams | None, shift: int) -> QuantParams | None:
+    """The parameters of a value shifted by `shift` (its zero points move with it)."""
+    if q is None or shift == 0:
+        return q
+    return replace(q, zero_point=tuple(z + shift for z in q.zero_point))
+
+
 @op("ReorderToBlocked", attrs={"block": Attr.int(), "shift": Attr.int(0)},
     infer=lambda inputs, *, block, shift: TensorType(
         blocked_shape(inputs[0].shape, block),
-        shifted_dtype("ReorderToBlocked", inputs[0].dtype, shift)))
+        shifted_dtype("ReorderToBlocked", inputs[0].dtype, shift),
+        shifted_quant(inputs[0].type.quant, shift)))
 def reorder_to_blocked(x, *, block, shift=0):
     out = shifted_dtype("ReorderToBlocked", DType.from_numpy(x.dtype), shift)
     return to_blocked(_shift(x, shift, out), block)
@@ -100,7 +110,8 @@ def _infer_from_blocked(inputs, *, channels, shift):
     t = inputs[0].type
     _check_blocked("ReorderFromBlocked", t, channels)
     return TensorType((t.shape[0], channels, *t.shape[2:-1]),
-                      shifted_dtype("ReorderFromBlocked", t.dtype, shift))
+                      shifted_dtype("ReorderFromBlocked", t.dtype, shift),
+                      shifted_quant(t.quant, shift))
 
 
 @op("ReorderFromBlocked", attrs={"channels": Attr.int(), "shift": Attr.int(0)},
@@ -162,14 +173,16 @@ def _infer_blocked_pool(inputs, *, mode, kernel_shape, strides, pads, count_incl
         raise ShapeError(f"BlockedPool: mode {mode!r} must be 'max' or 'avg'")
     x = TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
     if not kernel_shape:
-        return TensorType((t.shape[0], t.shape[1], 1, 1, block), t.dtype)
+        return TensorType((t.shape[0], t.shape[1], 1, 1, block), t.dtype,
+                          t.quant if mode == "max" else None)
     if mode == "max":
         out = get_op("MaxPool").infer([_Typed(x)], storage_order=0,
                                       **_pool_attrs(kernel_shape, strides, pads))[0]
     else:
         out = get_op("AveragePool").infer([_Typed(x)], count_include_pad=count_include_pad,
                                           **_pool_attrs(kernel_shape, strides, pads))[0]
-    return TensorType(blocked_shape(out.shape, block), t.dtype)
+    return TensorType(blocked_shape(out.shape, block), t.dtype,
+                      t.quant if mode == "max" else None)
 
 
 @op("BlockedPool", infer=_infer_blocked_pool, attrs={
@@ -200,7 +213,8 @@ def _infer_blocked_pad(inputs, *, pads):
     if v.numel != 1 or v.dtype != t.dtype:
         raise ShapeError(f"BlockedPad: the value {v} must be one {t.dtype}")
     n, cb, h, w, b = t.shape
-    return TensorType((n, cb, h + pads[0] + pads[2], w + pads[1] + pads[3], b), t.dtype)
+    return TensorType((n, cb, h + pads[0] + pads[2], w + pads[1] + pads[3], b), t.dtype,
+                      t.quant)
 
 
 @op("BlockedPad", inputs=(2, 2), attrs={"pads": Attr.ints()}, infer=_infer_blocked_pad)
@@ -219,7 +233,7 @@ def _infer_blocked_qconv(inputs, *, channels, block, **attrs):
     _check_blocked("BlockedQLinearConv", t, channels)
     x = TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
     out = _QLINEAR_CONV.infer([_Typed(x), *inputs[1:]], **attrs)
-    return TensorType(blocked_shape(out.shape, block), out.dtype)
+    return TensorType(blocked_shape(out.shape, block), out.dtype, out.quant)
 
 
 @op("BlockedQLinearConv", inputs=(8, 9), attrs=_QCONV_ATTRS, infer=_infer_blocked_qconv)

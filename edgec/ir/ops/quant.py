@@ -21,7 +21,7 @@ from ...errors import ShapeError
 from .. import onnx_dtypes
 from ..dtypes import DType
 from ..registry import Attr, broadcast_shapes, op
-from ..types import TensorType
+from ..types import QuantParams, TensorType
 from .nn import _check_spatial, _window_out, conv_nd, gemm_dims, matmul_shape
 
 F32 = np.float32
@@ -153,6 +153,16 @@ def _quantize_dtype(opname: str, z: DType | None, output_dtype: int) -> DType:
     return out
 
 
+def typed_quant(scale, zero_point, axis: int | None = None) -> QuantParams | None:
+    """The QuantParams of a value quantized with these scale and zero-point inputs (Values),
+    when they are constants (None otherwise: the parameters are known only at run time)."""
+    if scale is None or getattr(scale, "const", None) is None:
+        return None
+    if zero_point is not None and getattr(zero_point, "const", None) is None:
+        return None
+    return QuantParams.of(scale.const, None if zero_point is None else zero_point.const, axis)
+
+
 def _infer_quantize(inputs, *, axis, block_size, output_dtype, saturate):
     x, s, z = inputs[0].type, inputs[1].type, _opt(inputs, 2)
     z = z.type if z is not None else None
@@ -162,7 +172,9 @@ def _infer_quantize(inputs, *, axis, block_size, output_dtype, saturate):
     out = _quantize_dtype("QuantizeLinear", z and z.dtype, output_dtype)
     quant_layout("QuantizeLinear", x, s, axis, block_size)
     _check_zero_point("QuantizeLinear", "y_zero_point", z, s)
-    return TensorType(x.shape, out)
+    q = typed_quant(inputs[1], _opt(inputs, 2), axis % max(x.rank, 1)) if not block_size \
+        else None
+    return TensorType(x.shape, out, q)
 
 
 @op("QuantizeLinear", inputs=(2, 3), infer=_infer_quantize, attrs={
@@ -319,7 +331,8 @@ def _infer_qlinear_matmul(inputs):
     out = _qlinear_out_dtype(zy, a)
     if out not in (DType.U8, DType.I8):
         _fail("QLinearMatMul", f"y_zero_point {zy} must be uint8 or int8")
-    return TensorType(matmul_shape(a.shape, b.shape), out)
+    return TensorType(matmul_shape(a.shape, b.shape), out,
+                      typed_quant(inputs[6], _opt(inputs, 7)))
 
 
 def _check_per_tensor(opname: str, params) -> None:
@@ -375,7 +388,7 @@ def _infer_qgemm(inputs, *, alpha, transA, transB):
     out = _qlinear_out_dtype(zy, a)
     if out not in (DType.U8, DType.I8):
         _fail("QGemm", f"y_zero_point {zy} must be uint8 or int8")
-    return TensorType((m, n), out)
+    return TensorType((m, n), out, typed_quant(_opt(inputs, 7), _opt(inputs, 8)))
 
 
 @op("QGemm", inputs=(8, 9), infer=_infer_qgemm, attrs={
@@ -473,7 +486,8 @@ def _infer_qlinear_conv(inputs, **attrs):
     out = _qlinear_out_dtype(zy, x)
     if out not in (DType.U8, DType.I8):
         _fail("QLinearConv", f"y_zero_point {zy} must be uint8 or int8")
-    return TensorType(_conv_shape("QLinearConv", x, w, **attrs), out)
+    return TensorType(_conv_shape("QLinearConv", x, w, **attrs), out,
+                      typed_quant(inputs[6], inputs[7]))
 
 
 @op("QLinearConv", inputs=(8, 9), attrs=_CONV_ATTRS, infer=_infer_qlinear_conv)
@@ -504,7 +518,8 @@ def _infer_qlinear_add(inputs):
     out = _qlinear_out_dtype(zc, a)
     if out not in (DType.U8, DType.I8):
         _fail("QLinearAdd", f"C_zero_point {zc} must be uint8 or int8")
-    return TensorType(broadcast_shapes(a.shape, b.shape), out)
+    return TensorType(broadcast_shapes(a.shape, b.shape), out,
+                      typed_quant(inputs[6], _opt(inputs, 7)))
 
 
 def add_ratios(sa, sb, sc) -> tuple[np.float32, np.float32]:
