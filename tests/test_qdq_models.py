@@ -323,3 +323,39 @@ def test_pattern_refuses_runtime_scales_and_says_why():
     reasons = {f.pattern: f.reason for f in res.failures}
     assert "the scale of dqx" in reasons["qlinear-conv"], reasons
     assert "not a constant" in reasons["qlinear-conv"]
+
+
+CONCAT_RESIZE = """
+graph @cr(%a: u8[1,2,3,3], %b: u8[1,3,3,3]) {
+  %s = const f32[] dense<[0.5]>
+  %z = const u8[] dense<[7]>
+  %scales = const f32[4] dense<[1.0, 1.0, 2.0, 2.0]>
+  %af = DequantizeLinear(%a, %s, %z) : f32[1,2,3,3]
+  %bf = DequantizeLinear(%b, %s, %z) : f32[1,3,3,3]
+  %c = Concat(%af, %bf) {axis = 1} : f32[1,5,3,3]
+  %cq = QuantizeLinear(%c, %s, %z) : u8[1,5,3,3]
+  %cf = DequantizeLinear(%cq, %s, %z) : f32[1,5,3,3]
+  %r = Resize(%cf, none, %scales) {mode = "nearest"} : f32[1,5,6,6]
+  %y = QuantizeLinear(%r, %s, %z) : u8[1,5,6,6]
+  return %y
+}"""
+
+
+def test_concat_and_nearest_resize_run_on_the_integers(tmp_path):
+    """Q(Concat(DQ(a), DQ(b))) and Q(Resize_nearest(DQ(x))) with one scale and zero point
+    are the ops on the integers; compiled, bit-exact with the QDQ graph."""
+    g = parse(CONCAT_RESIZE)
+    want_graph = parse(CONCAT_RESIZE)
+    run_pipeline(g, "fuse-qdq,dce")
+    ops = g.op_counts()
+    assert ops == {"Concat": 1, "Resize": 1}, ops
+    assert [n.inputs[0].dtype for n in g.nodes] == [DType.U8, DType.U8]
+    rng = np.random.default_rng(3)
+    feeds = {"a": rng.integers(0, 256, (1, 2, 3, 3)).astype(np.uint8),
+             "b": rng.integers(0, 256, (1, 3, 3, 3)).astype(np.uint8)}
+    want = interpret(want_graph, feeds)["y"]
+    np.testing.assert_array_equal(interpret(g, feeds)["y"], want)
+    from edgec.compiler.driver import compile_graph
+
+    compile_graph(parse(CONCAT_RESIZE), tmp_path, name="cr")
+    np.testing.assert_array_equal(load(tmp_path).run(feeds)["y"], want)

@@ -5,7 +5,8 @@ QDQ model (as `onnxruntime.quantization.quantize_static` writes them) becomes an
     Q(MatMul(DQ(a), DQ(b)))       ->  QLinearMatMul(a, sa, za, b, sb, zb, sy, zy)
     Q(Gemm(DQ(a), DQ(b), DQ(c)))  ->  QGemm(a, sa, za, b, sb, zb, c, sy, zy)
     Q(Add(DQ(a), DQ(b)))          ->  QLinearAdd(a, sa, za, b, sb, zb, sy, zy)
-    Q(op(DQ(x))), same (s, z)     ->  op(x)   for MaxPool and data movement
+    Q(op(DQ(x))), same (s, z)     ->  op(x)   for MaxPool, data movement, nearest Resize and
+                                            Concat (every input with Q's parameters)
 
 With real = s (q - z), the float op's result is s_x s_w sum (x - zx)(w - zw) + b, so its
 quantization is sat(rint(acc (sx sw / sy)) + zy) with acc the exact int32 sum plus
@@ -43,7 +44,8 @@ from .rewrite import (
 INT8 = (DType.U8, DType.I8)
 # Ops whose result on integers is the quantization of their result on the dequantized values,
 # when input and output share scale and zero point.
-TRANSPARENT = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
+TRANSPARENT = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Resize",
+               "Concat")
 
 
 @dataclass
@@ -305,18 +307,24 @@ def _match_transparent(q_node: Node):
     v = q_node.inputs[0]
     node = producer(v, *TRANSPARENT)
     sole_user(v)
-    x = dequantized(node.inputs[0], graph, f"the input of {node.name}")
     out = quantized_output(q_node, graph)
-    require(x.same_params(out), f"{q_node.name} does not undo the DequantizeLinear of "
-                                f"{node.name} (other scale, zero point or type)")
+    if node.op == "Resize":  # picking input elements, not interpolating between them
+        require(node.attrs["mode"] == "nearest", f"{node.name} interpolates ({node.attrs['mode']})")
+    # a Concat's every input, another op's first (the rest are shapes, scales, axes)
+    data = node.inputs if node.op == "Concat" else node.inputs[:1]
+    xs = [dequantized(d, graph, f"an input of {node.name}") for d in data]
+    for x in xs:
+        require(x.same_params(out), f"{q_node.name} does not undo the DequantizeLinear of "
+                                    f"{node.name}'s input (other scale, zero point or type)")
     if node.op == "MaxPool":
         require(len(node.outputs) == 1 or not node.outputs[1].uses, "MaxPool's indices are used")
-    return node, x
+    return node, xs
 
 
 def _fuse_transparent(graph: Graph, q_node: Node, match) -> None:
-    node, x = match
-    new = graph.add_node(node.op, [x.q, *node.inputs[1:]], dict(node.attrs), name=node.name,
+    node, xs = match
+    ins = [x.q for x in xs] if node.op == "Concat" else [xs[0].q, *node.inputs[1:]]
+    new = graph.add_node(node.op, ins, dict(node.attrs), name=node.name,
                          num_outputs=1, before=q_node)
     _replace(graph, q_node, new.output, node, new)
 
