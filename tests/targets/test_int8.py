@@ -407,3 +407,22 @@ def test_avx512_vnni_models(backend, tmp_path):
             want = onnxruntime_run(m, feeds)
         got = edgec.load(art.out_dir).run(feeds)["y"]
         np.testing.assert_array_equal(got, want, err_msg=f"{name} on x86-avx512 {backend}")
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512"])
+def test_b_larger_than_l2_is_swept_in_chunks_exactly(target, tmp_path):
+    # B of 301 x 1000 (packed: 301 KB of panels) passes half the target's 512 KB L2: the
+    # kernel sweeps it in chunks of panels, one parallel loop each; a zero point on B and a
+    # K % 4 tail ride along
+    rng = np.random.default_rng(12)
+    b = rng.integers(-128, 128, (301, 1000)).astype(np.int8)
+    m = matmul_integer_model((13, 301), b, T.UINT8, 3, -2)
+    art = edgec.compile(m, tmp_path, target=target, name="big")
+    src = (art.out_dir / "big.c").read_text()
+    assert src.count("edgec_parallel_for(") >= 2, "one parallel loop per chunk of panels"
+    a = rng.integers(0, 256, (13, 301)).astype(np.uint8)
+    want = ((a.astype(np.int64) - 3) @ (b.astype(np.int64) + 2)).astype(np.int32)
+    if runs_here(target):
+        lib = edgec.load(art.out_dir)
+        lib.set_num_threads(2)
+        np.testing.assert_array_equal(lib.run({"a": a})["y"], want)

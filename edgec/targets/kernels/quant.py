@@ -397,6 +397,25 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
         if mult_per_column else None
     y = kb.bind(node.output, "y")
     full, rest = rows // mr_max, rows % mr_max
+    # B larger than half the L2 is swept in chunks of panels that fit: every row block then
+    # reads the chunk from L2 instead of the whole B from memory (2000^3: 47 -> see
+    # BENCHMARKS.md); a chunk is a parallel loop of its own (the thread pool's loops are the
+    # kernel's top-level ones)
+    half_l2 = kb.target.caches.l2 // 2
+    per_chunk = panels if k * width * panels <= half_l2 else max(1, half_l2 // (k * width))
+    for p0 in range(0, panels, per_chunk):
+        chunk = min(per_chunk, panels - p0)
+        _int8_gemm_rows(kb, a, bp, bt, cz, zbt, mult, y, rows, mr_max, full, rest, p0, chunk,
+                        k, n, width, groups, ktail, lanes, nv, a_v, za_v, zero_a, zero_b,
+                        folded, mult_per_column, rq, epi)
+    return True
+
+
+def _int8_gemm_rows(kb, a, bp, bt, cz, zbt, mult, y, rows, mr_max, full, rest, p0, chunk,
+                    k, n, width, groups, ktail, lanes, nv, a_v, za_v, zero_a, zero_b, folded,
+                    mult_per_column, rq, epi) -> None:
+    """One parallel loop of `_vector_int8_gemm`: every block of MR rows against panels
+    p0 .. p0 + chunk of B."""
     with kb.loop(-(-rows // mr_max), "t", kind="parallel") as t:
         r0 = kb.local("r0", t * mr_max)
         # scalars read from buffers are loaded inside the parallel loop (its body is closed)
@@ -421,7 +440,8 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
                             kb.assign(rs, rs + cast(a[(r0 + i) * k + kk], I32))
                         sums.append(rs)
                 fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi)
-                with kb.loop(panels, "p") as p:
+                with kb.loop(chunk, "p") as pp:
+                    p = pp + p0
                     args = [(a, r0 * k), (bp, p * (groups * 4 * width))]
                     args += [(bt, p * (ktail * width))] if bt is not None else []
                     args += [(cz, p * width)] if cz is not None else []
@@ -430,7 +450,6 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
                     args += [(y, r0 * n + p * width), groups, k, n,
                              minimum(const(n) - p * width, const(width))]
                     kb.call(fn, *args, *scalars, *sums, *tail_scalars)
-    return True
 
 
 @kernel("MatMulInteger")
