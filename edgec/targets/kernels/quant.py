@@ -398,58 +398,52 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
     y = kb.bind(node.output, "y")
     full, rest = rows // mr_max, rows % mr_max
     # B larger than half the L2 is swept in chunks of panels that fit: every row block then
-    # reads the chunk from L2 instead of the whole B from memory (2000^3: 47 -> see
-    # BENCHMARKS.md); a chunk is a parallel loop of its own (the thread pool's loops are the
-    # kernel's top-level ones)
+    # reads the chunk from L2 instead of the whole B from memory (2000^3: 47.7 -> 31.3 ms
+    # on the AVX-512 host); a chunk is a parallel loop of its own (the thread pool runs the
+    # kernel's top-level loops)
     half_l2 = kb.target.caches.l2 // 2
     per_chunk = panels if k * width * panels <= half_l2 else max(1, half_l2 // (k * width))
+
+    def rows_against(p0: int, chunk: int) -> None:
+        """A parallel loop: every block of MR rows against panels p0 .. p0 + chunk of B."""
+        with kb.loop(-(-rows // mr_max), "t", kind="parallel") as t:
+            r0 = kb.local("r0", t * mr_max)
+            # scalars read from buffers are loaded inside the parallel loop (its body is closed)
+            za = const(1, I32) if folded else zero_point(kb, za_v, "a_zp") if zero_a else None
+            scalars = [za] if zero_a or folded else []
+            if rq is not None:
+                m = None if mult_per_column else const(float(rq.table.reshape(())), F32)
+                zy = rq.zy()
+                tail_scalars = ([m] if m is not None else []) + [zy if zy is not None
+                                                                else const(0, I32)]
+            else:
+                tail_scalars = []
+            variants = [(mr_max, t < full)] if full else []
+            variants += [(rest, t >= full)] if rest else []
+            for mr, cond in variants:
+                with kb.if_(cond if len(variants) > 1 else const(True)):
+                    sums = []
+                    if zero_b:  # row sums of A, for the zero point of B
+                        for i in range(mr):
+                            rs = kb.local(f"rs{i}_", const(0, I32))
+                            with kb.loop(k, "kk") as kk:
+                                kb.assign(rs, rs + cast(a[(r0 + i) * k + kk], I32))
+                            sums.append(rs)
+                    fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi)
+                    with kb.loop(chunk, "p") as pp:
+                        p = pp + p0
+                        args = [(a, r0 * k), (bp, p * (groups * 4 * width))]
+                        args += [(bt, p * (ktail * width))] if bt is not None else []
+                        args += [(cz, p * width)] if cz is not None else []
+                        args += [(zbt, p * width)] if zbt is not None else []
+                        args += [(mult, p * width)] if mult is not None else []
+                        args += [(y, r0 * n + p * width), groups, k, n,
+                                 minimum(const(n) - p * width, const(width))]
+                        kb.call(fn, *args, *scalars, *sums, *tail_scalars)
+
     for p0 in range(0, panels, per_chunk):
-        chunk = min(per_chunk, panels - p0)
-        _int8_gemm_rows(kb, a, bp, bt, cz, zbt, mult, y, rows, mr_max, full, rest, p0, chunk,
-                        k, n, width, groups, ktail, lanes, nv, a_v, za_v, zero_a, zero_b,
-                        folded, mult_per_column, rq, epi)
+        rows_against(p0, min(per_chunk, panels - p0))
     return True
-
-
-def _int8_gemm_rows(kb, a, bp, bt, cz, zbt, mult, y, rows, mr_max, full, rest, p0, chunk,
-                    k, n, width, groups, ktail, lanes, nv, a_v, za_v, zero_a, zero_b, folded,
-                    mult_per_column, rq, epi) -> None:
-    """One parallel loop of `_vector_int8_gemm`: every block of MR rows against panels
-    p0 .. p0 + chunk of B."""
-    with kb.loop(-(-rows // mr_max), "t", kind="parallel") as t:
-        r0 = kb.local("r0", t * mr_max)
-        # scalars read from buffers are loaded inside the parallel loop (its body is closed)
-        za = const(1, I32) if folded else zero_point(kb, za_v, "a_zp") if zero_a else None
-        scalars = [za] if zero_a or folded else []
-        if rq is not None:
-            m = None if mult_per_column else const(float(rq.table.reshape(())), F32)
-            zy = rq.zy()
-            tail_scalars = ([m] if m is not None else []) + [zy if zy is not None
-                                                            else const(0, I32)]
-        else:
-            tail_scalars = []
-        variants = [(mr_max, t < full)] if full else []
-        variants += [(rest, t >= full)] if rest else []
-        for mr, cond in variants:
-            with kb.if_(cond if len(variants) > 1 else const(True)):
-                sums = []
-                if zero_b:  # row sums of A, for the zero point of B
-                    for i in range(mr):
-                        rs = kb.local(f"rs{i}_", const(0, I32))
-                        with kb.loop(k, "kk") as kk:
-                            kb.assign(rs, rs + cast(a[(r0 + i) * k + kk], I32))
-                        sums.append(rs)
-                fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi)
-                with kb.loop(chunk, "p") as pp:
-                    p = pp + p0
-                    args = [(a, r0 * k), (bp, p * (groups * 4 * width))]
-                    args += [(bt, p * (ktail * width))] if bt is not None else []
-                    args += [(cz, p * width)] if cz is not None else []
-                    args += [(zbt, p * width)] if zbt is not None else []
-                    args += [(mult, p * width)] if mult is not None else []
-                    args += [(y, r0 * n + p * width), groups, k, n,
-                             minimum(const(n) - p * width, const(width))]
-                    kb.call(fn, *args, *scalars, *sums, *tail_scalars)
 
 
 @kernel("MatMulInteger")
