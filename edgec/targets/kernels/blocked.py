@@ -47,11 +47,20 @@ def reorder_to_blocked(kb: NodeKernelBuilder, node: Node) -> None:
     n, cb, *sp, b = y.shape
     c, plane = x.shape[1], int(np.prod(sp))
     shift = node.attrs.get("shift", 0)
+
+    def value(index):
+        src = x[index]
+        return cast(cast(src, DType.I32) + shift, y.dtype) if shift else src  # int8 + 128
+
+    if cb == 1 and b <= 16:  # one block (a stem's few channels): the lanes written out
+        with kb.loops([n, plane], ["n", "p"]) as (i, p):
+            for lane in range(b):
+                kb.store(y, (i * plane + p) * b + lane,
+                         value((i * c + lane) * plane + p) if lane < c else const(0, y.dtype))
+        return
     with kb.loops([n, cb, plane, b], ["n", "cb", "p", "l"]) as (i, j, p, lane):
         ch = j * b + lane
-        src = x[(i * c + minimum(ch, c - 1)) * plane + p]
-        if shift:  # int8 to uint8 + 128
-            src = cast(cast(src, DType.I32) + shift, y.dtype)
+        src = value((i * c + minimum(ch, c - 1)) * plane + p)
         kb.store(y, ((i * cb + j) * plane + p) * b + lane,
                  select(ch < c, src, const(0, y.dtype)) if c % b else src)
 
