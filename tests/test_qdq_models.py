@@ -162,8 +162,12 @@ def test_compiled_qdq_model_matches_onnxruntime(models, tmp_path):
     model as onnxruntime runs it in float."""
     path = models["full"]
     edgec.compile(path, tmp_path, name="qcnn")
-    lib = load(tmp_path)
-    graph = fused(path)
+    check_runs(load(tmp_path), fused(path), path)
+
+
+def check_runs(lib, graph: Graph, path: Path) -> None:
+    """The library bit-exact with the interpreter on `graph`, within a step of the QDQ model
+    as onnxruntime runs it in float."""
     want = onnxruntime_runs(path, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
     for x, w in zip(inputs(), want, strict=True):
         got = lib.run({"x": x})
@@ -208,16 +212,9 @@ def test_qoperator_model_takes_the_blocked_integer_kernels(models, tmp_path):
     art = edgec.compile(path, tmp_path, name="qop", target="x86-avx2")
     ops = {r["op"] for r in art.manifest["kernel_strategies"]}
     assert "BlockedQLinearConv" in ops and "QLinearConv" not in ops, ops
-    lib = load(tmp_path)
-    want = onnxruntime_runs(path, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
     graph = import_onnx(path)
     run_pipeline(graph, DEFAULT_PIPELINE)
-    for x, w in zip(inputs(), want, strict=True):
-        got = lib.run({"x": x})
-        ref = interpret(graph, {"x": x})
-        for name in ("logits", "embed"):
-            np.testing.assert_array_equal(got[name], ref[name])
-        assert_within_one_step([got["logits"], got["embed"]], w, output_scales(path))
+    check_runs(load(tmp_path), graph, path)
 
 
 def test_reduced_range_model_matches_onnxruntime_integer_kernels(models, tmp_path):

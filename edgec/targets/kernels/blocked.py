@@ -166,7 +166,7 @@ def _pack_dense(w: np.ndarray, lanes: int, mb: int, blocked_input: bool) -> np.n
     return np.ascontiguousarray(np.concatenate(parts))
 
 
-def _pack_depthwise(w: np.ndarray, lanes: int) -> np.ndarray:
+def pack_depthwise(w: np.ndarray, lanes: int) -> np.ndarray:
     """W [C, 1, KH, KW] as [cb][kh][kw][lane], zero past C."""
     c, _, kh, kw = w.shape
     cb = -(-c // lanes)
@@ -343,7 +343,7 @@ def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
     cblocks = -(-g.c // lanes)
     x = kb.bind(node.inputs[0], "x")
     w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}dw",
-                         lambda a: _pack_depthwise(a, lanes))
+                         lambda a: pack_depthwise(a, lanes))
     b = _bias(kb, node, lanes)
     z = kb.bind(node.input(3), "z") if node.input(3) is not None else None
     y = kb.bind(node.output, "y")

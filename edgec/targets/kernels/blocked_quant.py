@@ -22,6 +22,7 @@ from ...ir.ops.quant import requantize_multiplier
 from .. import microkernels_int8 as mk
 from ..kernel_ir import const
 from ..lowering import NodeKernelBuilder, kernel
+from .blocked import pack_depthwise
 from .quant import constant_table
 
 I32, F32 = DType.I32, DType.F32
@@ -138,7 +139,8 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     if node.attrs["group"] > 1:
         kb.strategy = "blocked int8 depthwise conv"
         r_max = 8
-        w = constant_table(kb, _pack_depthwise(wc, lanes), f"qdw{lanes}", node.inputs[3])
+        # as the float depthwise weights, in int32: [cb][kh][kw][lane]
+        w = constant_table(kb, pack_depthwise(wc, lanes), f"qdw{lanes}", node.inputs[3])
         with kb.loop(g.n * g.mblocks * g.oh, "t", kind="parallel") as t:
             oh = kb.local("oh", t % g.oh)
             nc = kb.local("nc", t // g.oh)  # image * blocks + block
@@ -190,13 +192,3 @@ def _row_tiles(ow: int, r_max: int) -> list[tuple[int, int]]:
     base, extra = divmod(ow, n)
     sizes = [base + 1] * extra + [base] * (n - extra)
     return [(sum(sizes[:k]), r) for k, r in enumerate(sizes)]
-
-
-def _pack_depthwise(wc: np.ndarray, lanes: int) -> np.ndarray:
-    """W - zw [C, 1, KH, KW] as int32 [cb][kh][kw][lane], zero past C."""
-    c, _, kh, kw = wc.shape
-    cb = -(-c // lanes)
-    wp = np.zeros((cb * lanes, kh, kw), np.int32)
-    wp[:c] = wc[:, 0]
-    return np.ascontiguousarray(wp.reshape(cb, lanes, kh, kw).transpose(0, 2, 3, 1).reshape(-1))
-
