@@ -19,6 +19,13 @@ samples the pass quantizes the weights only (data-free) and says so: the model t
 in float with weights of `bits` precision, which shows the accuracy low-bit weights cost.
 Nodes named in `skip` keep float. A graph that already has QuantizeLinear or
 DequantizeLinear ops is left as it is.
+
+With samples, the quantized graph is run on them too: each layer's output against the float
+model's (its SQNR: the error of that layer and of all before it) and the graph outputs'
+SQNR, recorded in graph.meta["quantization"] (the driver writes it as quantization.json and
+.png). With a `budget` (dB), the layer of worst SQNR is kept in float and the graph
+quantized again until the outputs' SQNR meets it. The float values of the observed tensors
+are held over all samples for this: memory grows with samples x activations.
 """
 
 from __future__ import annotations
