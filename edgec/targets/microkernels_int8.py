@@ -162,7 +162,7 @@ def qconv_tiles(lanes: int, registers: int) -> tuple[int, int]:
     weight vectors and one broadcast (AVX2's and NEON's exact dot4 widen into temporaries:
     4 registers more)."""
     if lanes >= 16:
-        return 2, 12
+        return 2, 14
     if registers >= 32:
         return 4, 4
     return 2, 4 if lanes >= 8 else 3

@@ -158,7 +158,10 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     # short rows (14 and 7 pixels: tiles of 7) leave accumulators free: more output blocks
     # per tile keep as many sums in flight (3 x 7 = 21 on AVX-512 instead of 2 x 7 = 14)
     r = max(t for _, t in _row_tiles(g.ow, r_max))
-    mb_max = min(max(mb_max, min(mb_max * r_max // r, 4)), g.mblocks)
+    if r < r_max:  # as many blocks as the registers hold: MB*R sums, MB weights, a broadcast
+        spare = kb.target.registers - 1 - (4 if lanes < 16 else 0)  # (widening dot4 temps)
+        mb_max = max(mb_max, min(4, spare // (r + 1), mb_max * r_max // r))
+    mb_max = min(mb_max, g.mblocks)
     groups = g.xb // 4
     w = constant_table(kb, pack_qconv_weights(wc, lanes, g.xb, mb_max),
                        f"q{lanes}m{mb_max}x{g.xb}", node.inputs[3])
