@@ -25,6 +25,7 @@ import numpy as np
 from ..ir import DType, Graph, Node, Value
 from ..ir.ops.fused import VECTOR_ACTIVATIONS
 from ..ir.ops.layout import INT8, to_blocked
+from ..ir.ops.quant import centred_conv_weights
 from .manager import register_pass
 
 # elementwise ops that are applied to blocked tensors unchanged (their padding channels stay
@@ -124,7 +125,7 @@ class _Layout:
         self.replace(node, node.op, ins, dict(node.attrs))
         return True
 
-    # -- integer ops (uint8 activations) ---------------------------------------------------
+    # -- integer ops (8-bit activations) ----------------------------------------------------
     def narrow_blocked(self, v: Value, block: int, before: Node) -> Value:
         """`v` reordered to a block of `block` < b channels (a stem's few input channels)."""
         key = (id(v), block)
@@ -135,9 +136,9 @@ class _Layout:
         return self.narrow[key]
 
     def padded(self, x: Value, zx: Value, pads: list[int], before: Node) -> Value:
-        """`x` (blocked) with its planes padded by the zero point zx: [top, left, bottom,
-        right] from ONNX's [top, left, bottom, right] begin/end order."""
-        spec = [pads[0], pads[1], pads[2], pads[3]]
+        """`x` (blocked) with its planes padded by the zero point zx; `pads` in ONNX's order,
+        [top, left, bottom, right]."""
+        spec = list(pads[:4])
         if not any(spec):
             return x
         key = (id(x), tuple(spec))
@@ -166,10 +167,7 @@ class _Layout:
                 or any(v is not None and not v.is_const for v in (sx, zx, w, sw, zw, sy, zy, b))
                 or zx is None or zy is None or zx.type.numel != 1 or zy.type.numel != 1):
             return False
-        wc = w.const.astype(np.int32)
-        if zw is not None:
-            z = zw.const.astype(np.int32).reshape(-1)
-            wc = wc - (z.reshape(-1, 1, 1, 1) if z.size > 1 else z[0])
+        wc = centred_conv_weights(w.const, None if zw is None else zw.const)
         if wc.min(initial=0) < -128 or wc.max(initial=0) > 127:
             return False
         c, m, group = x.shape[1], w.shape[0], node.attrs["group"]
@@ -191,7 +189,7 @@ class _Layout:
         return True
 
     def qadd(self, node: Node) -> bool:
-        """A QLinearAdd of two uint8 tensors of one shape, at least one of them blocked, with
+        """A QLinearAdd of two 8-bit tensors of one shape, at least one of them blocked, with
         constant scalar parameters: the same op on the blocked tensors."""
         a, b = node.inputs[0], node.inputs[3]
         params = [node.input(i) for i in (1, 2, 4, 5, 6, 7)]

@@ -457,9 +457,13 @@ def _infer_conv_integer(inputs, **attrs):
     return TensorType(_conv_shape("ConvInteger", x, w, **attrs), DType.I32)
 
 
-def _weight_zero_point(wz: np.ndarray | None, nsp: int) -> np.ndarray:
-    z = _zero_or(wz)
-    return z.reshape((-1,) + (1,) * (nsp + 1)) if z.size > 1 else z.reshape(())
+def centred_conv_weights(w: np.ndarray, w_zero_point: np.ndarray | None) -> np.ndarray:
+    """W - zw in int32 for a convolution weight [M, C/group, k...], zw per tensor or per
+    output channel (the kernels store weights this way; the layout pass checks they fit
+    int8)."""
+    z = _zero_or(w_zero_point)
+    z = z.reshape((-1,) + (1,) * (w.ndim - 1)) if z.size > 1 else z.reshape(())
+    return _i32(w) - z
 
 
 @op("ConvInteger", inputs=(2, 4), attrs=_CONV_ATTRS, infer=_infer_conv_integer)
@@ -468,7 +472,7 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, dilations, group
     """conv(x - x_zero_point, w - w_zero_point) in int32 (padding holds x_zero_point);
     w_zero_point per tensor or per output channel."""
     xc = _i32(x) - _zero_or(x_zero_point).reshape(())
-    wc = _i32(w) - _weight_zero_point(w_zero_point, x.ndim - 2)
+    wc = centred_conv_weights(w, w_zero_point)
     return conv_nd(xc, wc, None, dilations=dilations, group=group, pads=pads, strides=strides)
 
 
@@ -497,7 +501,7 @@ def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_
     point per tensor or per output channel."""
     nsp = x.ndim - 2
     xc = _i32(x) - _zero_or(x_zero_point).reshape(())
-    wc = _i32(w) - _weight_zero_point(w_zero_point, nsp)
+    wc = centred_conv_weights(w, w_zero_point)
     acc = conv_nd(xc, wc, None if b is None else _i32(b), dilations=dilations, group=group,
                   pads=pads, strides=strides)
     mult = requantize_multiplier(x_scale.reshape(()), w_scale.reshape(-1), y_scale.reshape(()))

@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node
-from ...ir.ops.quant import requantize_multiplier
+from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from .. import microkernels_int8 as mk
 from ..kernel_ir import const
 from ..lowering import NodeKernelBuilder, kernel
@@ -65,16 +65,6 @@ class _QGeo:
         self.sh, self.sw = node.attrs["strides"]
         self.dh, self.dw = node.attrs["dilations"]
         self.c = node.attrs["channels"]
-
-
-def _centred_weights(node: Node) -> np.ndarray:
-    """W - zw as int32 [M, C/group, KH, KW]."""
-    w = node.inputs[3].const.astype(np.int32)
-    zw = node.inputs[5]
-    if zw is not None:
-        z = zw.const.astype(np.int32).reshape(-1)
-        w = w - (z.reshape(-1, 1, 1, 1) if z.size > 1 else z[0])
-    return w
 
 
 def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int):
@@ -125,7 +115,8 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                          f"{kb.lanes(I32)}) and a padded input (pads 0); run the "
                          "layout-nchwc pass with the target's block")
     g = _QGeo(node)
-    wc = _centred_weights(node)
+    wc = centred_conv_weights(node.inputs[3].const,
+                              None if node.inputs[5] is None else node.inputs[5].const)
     if wc.min(initial=0) < -128 or wc.max(initial=0) > 127:
         raise EdgecError(f"node {node.name}: weights minus their zero point leave int8")
     corr, mult = _tables(kb, node, wc, lanes)

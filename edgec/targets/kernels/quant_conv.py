@@ -18,9 +18,7 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
-from ...ir.ops.quant import (
-    requantize_multiplier,
-)
+from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from ..kernel_ir import Buffer, Expr, cast, const
 from ..lowering import NodeKernelBuilder, kernel
 from .common import named, offset, row_major_strides
@@ -76,10 +74,7 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     y = kb.bind(node.output, "y")
     wz_buf = wz_lit = None
     if w_v.is_const and (wz_v is None or wz_v.is_const):
-        wc = w_v.const.astype(np.int32)
-        if wz_v is not None:
-            z = wz_v.const.astype(np.int32).reshape(-1)
-            wc = wc - (z.reshape((-1,) + (1,) * (wc.ndim - 1)) if z.size > 1 else z[0])
+        wc = centred_conv_weights(w_v.const, None if wz_v is None else wz_v.const)
         tile = _conv_tile(geo.mg)
         if tile > 1 and geo.cg * math.prod(geo.ksz) > TILE_TERMS:
             w = constant_table(kb, narrow(pack_int_conv_weights(wc, geo.group, tile)),
