@@ -17,7 +17,10 @@ the int8 floor: 2 x MACs of the convolutions and GEMMs / the one-core `vpdpbusd`
         [--threads 1,2] [--pairs 30] [--target x86]
 
 The --own models are quantized by edgec itself (`--quantize int8`, min-max on 8 seeded
-inputs) and timed against onnxruntime float32 on the float model.
+inputs) and timed against onnxruntime float32 on the float model. --four-bit models are
+quantized by edgec at int8 and at int4 (the same calibration; 4-bit weights, stored two to a
+byte by the pack-weights pass) and the two libraries timed against each other, with the
+bytes of their weights.
 """
 
 from __future__ import annotations
@@ -145,6 +148,40 @@ def bench_own(name: str, a: argparse.Namespace, work: Path, peak: float | None) 
               f"{s32['b_ms']:.3f} | {s32['ratio']:.2f} | rel. error {err:.3f} |", flush=True)
 
 
+def own_library(name: str, folder: Path, target: str, bits: str):
+    """`name` quantized by edgec at `bits` ("int8", "int4"), min-max calibrated on 8 seeded
+    inputs: (library, feeds, float model path, manifest)."""
+    model = zoo.MODELS[name]()
+    plain = zoo.save(model, folder / "float.onnx")
+    (iname, x), = random_feeds(model).items()
+    # not random_feeds' seed 0: the zoo draws its weights from that stream, and an input
+    # equal to a weight row is far outside what any calibration sees
+    rng = np.random.default_rng(2)
+    calib = {iname: rng.standard_normal((8, *x.shape[1:])).astype(np.float32)}
+    feeds = {iname: rng.standard_normal(x.shape).astype(np.float32)}
+    art = edgec.compile(plain, folder / bits, target=target, name=name, quantize=bits,
+                        calib=calib, quantize_weights="minmax",
+                        log=open(os.devnull, "w"))  # noqa: SIM115
+    return edgec.load(folder / bits), feeds, plain, art.manifest
+
+
+def bench_four_bit(name: str, a: argparse.Namespace, work: Path) -> None:
+    """edgec's int4 build of `name` against its int8 build, interleaved."""
+    folder = work / f"{name}_bits"
+    (l8, feeds, _, m8), (l4, _, _, m4) = (own_library(name, folder, a.target, b)
+                                          for b in ("int8", "int4"))
+    strategies = [s["strategy"] for s in m4["kernel_strategies"]]
+    packed = sum("two to a byte" in s for s in strategies)
+    for threads in a.threads:
+        set_threads(l8, threads), set_threads(l4, threads)
+        for _ in range(3):
+            l8.run(feeds), l4.run(feeds)
+        s = summary(*interleave(lambda: l4.run(feeds), lambda: l8.run(feeds), a.pairs))
+        print(f"| {name} | {threads} | {s['b_ms']:.3f} | {s['a_ms']:.3f} | {s['ratio']:.2f} | "
+              f"{m8['weights_bytes'] / 1e6:.2f} | {m4['weights_bytes'] / 1e6:.2f} | "
+              f"{packed} of {len(strategies)} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="resnet18,mobilenet_v2")
@@ -153,6 +190,8 @@ def main() -> None:
     ap.add_argument("--target", default="x86")
     ap.add_argument("--own", default="resnet18,mlp",
                     help="models edgec quantizes itself, timed against onnxruntime float32")
+    ap.add_argument("--four-bit", default="resnet18",
+                    help="models whose int4 build edgec times against its int8 build")
     a = ap.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     with tempfile.TemporaryDirectory(prefix="edgec-bench-quant-") as d:
@@ -168,6 +207,12 @@ def main() -> None:
             bench(name, a, work, peak[0] if peak else None)
         for name in a.own.split(",") if a.own else []:
             bench_own(name, a, work, peak[0] if peak else None)
+        if a.four_bit:
+            print("\n| model | threads | edgec int8 ms | edgec int4 ms | int4 / int8 | "
+                  "int8 weights MB | int4 weights MB | kernels with packed weights |")
+            print("|---|---|---|---|---|---|---|---|")
+        for name in a.four_bit.split(",") if a.four_bit else []:
+            bench_four_bit(name, a, work)
 
 
 if __name__ == "__main__":

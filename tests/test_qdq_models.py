@@ -86,8 +86,9 @@ class RandomImages(CalibrationDataReader):
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, Path]:
-    """{"full": 8-bit weights, "reduced": 7-bit weights (reduce_range)} QDQ model paths, and
-    "qoperator": the same quantization in onnxruntime's QOperator format."""
+    """{"full": 8-bit weights, "reduced": 7-bit weights (reduce_range)} QDQ model paths,
+    "qoperator": the same quantization in onnxruntime's QOperator format, and "int4w": the full
+    model with its weight codes rounded to 4 bits (int8 codes in [-8, 7], scales x 16)."""
     d = tmp_path_factory.mktemp("qdq")
     onnx.save(cnn(), d / "float.onnx")
     out = {}
@@ -97,6 +98,8 @@ def models(tmp_path_factory) -> dict[str, Path]:
                         quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                         reduce_range=reduce_range)
+    out["int4w"] = d / "int4w.onnx"
+    onnx.save(four_bit_weights(onnx.load(out["full"])), out["int4w"])
     out["int8"] = d / "int8.onnx"  # int8 activations: blocked as uint8 + 128
     quantize_static(str(d / "float.onnx"), str(out["int8"]), RandomImages(),
                     quant_format=QuantFormat.QDQ, per_channel=True,
@@ -106,6 +109,23 @@ def models(tmp_path_factory) -> dict[str, Path]:
                     quant_format=QuantFormat.QOperator, per_channel=True,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     return out
+
+
+def four_bit_weights(m: onnx.ModelProto) -> onnx.ModelProto:
+    """`m` with each int8 weight of a DequantizeLinear rounded to 4 bits: codes / 16 in
+    [-8, 7], the scale times 16 (the int4 weights the pack-weights pass stores two to a
+    byte)."""
+    inits = {t.name: t for t in m.graph.initializer}
+    for n in m.graph.node:
+        w = inits.get(n.input[0]) if n.op_type == "DequantizeLinear" else None
+        if w is None or w.data_type != TensorProto.INT8:
+            continue
+        codes = numpy_helper.to_array(w).astype(np.float32)
+        w.CopyFrom(numpy_helper.from_array(
+            np.clip(np.round(codes / 16), -8, 7).astype(np.int8), w.name))
+        s = inits[n.input[1]]
+        s.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(s) * np.float32(16), s.name))
+    return m
 
 
 def inputs(n: int = 6, seed: int = 7) -> list[np.ndarray]:
@@ -185,15 +205,20 @@ BUILDS = [("x86-avx512", "c"), ("x86-avx512", "llvm"), ("x86-avx2", "c"), ("x86-
           ("armv7", "c")]
 
 
-@pytest.mark.parametrize("activations", ["uint8", "int8"])
+@pytest.mark.parametrize("activations", ["uint8", "int8", "int4w"])
 @pytest.mark.parametrize("target,backend", BUILDS, ids=[f"{t}-{b}" for t, b in BUILDS])
 def test_integer_kernels_bit_exact_on_every_target(models, target, backend, activations,
                                                    tmp_path):
-    path = models["full" if activations == "uint8" else "int8"]
+    """uint8 and int8 activations; int4w: uint8 activations and 4-bit weights, which the
+    dense tiles read two to a byte."""
+    path = models["full" if activations == "uint8" else activations]
     art = edgec.compile(path, tmp_path, name="qcnn", target=target, backend=backend)
     ops = {r["op"] for r in art.manifest["kernel_strategies"]}
     assert ("BlockedQLinearConv" in ops) == (target != "c-generic"), ops
     assert "QLinearConv" not in ops or target == "c-generic", ops
+    dense = [r["strategy"] for r in art.manifest["kernel_strategies"]
+             if r["op"] == "BlockedQLinearConv" and "depthwise" not in r["strategy"]]
+    assert all(("two to a byte" in s) == (activations == "int4w") for s in dense), dense
     if not runs_here(target):
         return  # compiled (warnings are errors); run where the CPU has it
     lib = load(tmp_path)

@@ -191,7 +191,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                                  ", ".join(f"{o} (x{counts[o]})" for o in missing))
     if quantize is not None and pipeline is not None:
         raise EdgecError("give quantize= or a pipeline with a quantize{...} pass, not both")
-    pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32)))
+    pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32),
+                                                                       tgt.registers))
     steps = parse_pipeline(pipeline)
     if quantize is not None:
         steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,

@@ -16,6 +16,7 @@ from . import (
     fuse,
     fuse_qdq,
     layout,
+    pack_weights,
     plan_memory,
     quantize,
     remove_identity,
@@ -57,20 +58,25 @@ DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-cons
                     "fuse,dce,plan-memory")
 
 
-def default_pipeline(vector_lanes: int = 1) -> str:
-    """The standard pipeline for a target whose float vectors have `vector_lanes` lanes:
-    with vectors, convolutional regions run in blocked NCHWc layout of that many channels."""
+def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
+    """The standard pipeline for a target whose float vectors have `vector_lanes` lanes in
+    `registers` registers: with vectors, convolutional regions run in blocked NCHWc layout of
+    that many channels, and the weights of blocked integer convolutions are packed for tiles
+    sized to the registers."""
     if vector_lanes < 2:
         return DEFAULT_PIPELINE
-    return DEFAULT_PIPELINE.replace(",plan-memory",
-                                    f",layout-nchwc{{block={vector_lanes}}},dce,plan-memory")
+    return DEFAULT_PIPELINE.replace(
+        ",plan-memory", f",layout-nchwc{{block={vector_lanes}}},pack-weights{{registers="
+                        f"{registers}}},dce,plan-memory")
+
 
 __all__ = [
     "DEFAULT_PIPELINE", "default_pipeline", "MatchFailure", "canonicalize", "MemoryPlan",
     "NoMatch", "Pass", "PassInfo",
     "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
     "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
-    "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "layout", "make_pass", "parse_pipeline",
+    "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "layout", "make_pass",
+    "pack_weights", "parse_pipeline",
     "pass_spec", "pattern", "plan_memory", "producer", "quantize", "register_pass",
     "registered_passes",
     "remove_identity", "replace_value", "require", "run_pipeline", "sample_inputs",

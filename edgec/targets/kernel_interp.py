@@ -291,6 +291,17 @@ def _dot4(e: Expr, acc: Eval, a: Eval, b: Eval) -> Eval:
     return dot4
 
 
+def _nibble(e: Expr, a: Eval) -> Eval:
+    k = e.args[1].value
+
+    def nibble(env):
+        u = np.asarray(a(env), np.int8).view(np.uint8)
+        r = (u << np.uint8(4)) if k == 0 else (u & np.uint8(0xF0))
+        return _value(r.astype(np.uint8).view(np.int8), DType.I8, e.lanes)
+
+    return nibble
+
+
 def _mul16(e: Expr, a: Eval, b: Eval) -> Eval:
     def mul16(env):
         x, y = np.asarray(a(env), np.int64), np.asarray(b(env), np.int64)
@@ -358,6 +369,8 @@ def compile_expr(e: Expr) -> Eval:
         return _dot4(e, *(compile_expr(a) for a in e.args))
     if op == "mul16":
         return _mul16(e, *(compile_expr(a) for a in e.args))
+    if op == "nibble":
+        return _nibble(e, compile_expr(e.args[0]))
     if op == "fma":
         return _fma(e, *(compile_expr(a) for a in e.args))
     if op == "hreduce":

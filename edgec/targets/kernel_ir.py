@@ -365,6 +365,17 @@ def mul16(a: Expr, b: Expr) -> Expr:
     return Expr("mul16", DType.I32, (a, b), a.lanes)
 
 
+def nibble(v: Expr, k: int) -> Expr:
+    """The 4-bit field k (0: bits 0-3, 1: bits 4-7) of each byte of the int8 vector v, as a
+    signed 4-bit value times 16, an int8: k = 0 is v << 4 and k = 1 is v & 0xF0, byte by byte.
+    Two int4 weights packed in a byte come out in the range dot4 takes, scaled by 16 (the
+    requantization divides it out exactly); one shift and one AND on every ISA."""
+    if v.dtype is not DType.I8 or k not in (0, 1):
+        raise TypeError(f"kernel IR: nibble {k} of {v.lanes}-lane {v.dtype}; it takes int8 "
+                        "vectors and field 0 or 1")
+    return Expr("nibble", DType.I8, (v, const(k, DType.I32)), v.lanes)
+
+
 def fma(a, b, c) -> Expr:
     """a * b + c rounded once (a fused multiply-add), lane by lane."""
     like = next(x.dtype for x in (a, b, c) if isinstance(x, Expr))

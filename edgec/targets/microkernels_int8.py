@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.dtypes import DType
+from ..ir.encodings import QConvWeights
 from ..ir.ops.quant import QUANT_RANGES
 from .kernel_ir import (
     INDEX,
@@ -34,6 +35,7 @@ from .kernel_ir import (
     const,
     dot4,
     mul16,
+    nibble,
     select,
     vbroadcast,
     vload,
@@ -157,17 +159,6 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
 
 # -- blocked int8 convolution tiles ---------------------------------------------------------------
 
-def qconv_tiles(lanes: int, registers: int) -> tuple[int, int]:
-    """(MB, R): output blocks and pixels of the int8 convolution tile: MB*R accumulators, MB
-    weight vectors and one broadcast (AVX2's and NEON's exact dot4 widen into temporaries:
-    4 registers more)."""
-    if lanes >= 16:
-        return 2, 14
-    if registers >= 32:
-        return 4, 4
-    return 2, 4 if lanes >= 8 else 3
-
-
 def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, y, y_mb, zy,
                       lanes: int, out: DType) -> None:
     """y[j*y_mb + t*L] = sat(rint((acc[t][j] + corr[j]) * mult[j]) + zy), L lanes each: the
@@ -186,27 +177,34 @@ def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, y, y
             kb.store(y, j * y_mb + t * lanes, q)
 
 
-def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType) -> Kernel:
+def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
+               nibbles: bool = False) -> Kernel:
     """MB output blocks of L channels x R output pixels of one row of a blocked uint8
     convolution whose input is already padded (every tap is inside): for each input block cb,
     tap (kh, kw) and group g of 4 input channels of the block, MB weight vectors (4 bytes per
     output channel: [g][j][lane][4]) are loaded once and the 4 input bytes of each pixel
     broadcast once, acc[t][j] = dot4(acc[t][j], x[pixel t, 4g:4g+4], w[.., g, j]). The sum
     is the exact int32 sum of x * (w - zw); `corr` (the bias minus zx times the weights' sum
-    per output channel) centres it on x - zx, then it is requantized.
+    per output channel) centres it on x - zx, then it is requantized. With `nibbles` the
+    weight vectors come two to a load (encoding "dot4 ... nib", ir/encodings.py) as 16 * w:
+    corr and mult are then scaled by 16 and 1/16.
 
     Parameters: x (the tile's first pixel at its first tap), w (the group's packed weights at
     the first input block), corr and mult (per output channel of the tile's blocks), y; then
     ncb (input blocks), nkh, nkw, x_cb, x_kh, x_kw (input strides), w_cb, w_kh (weight
-    strides; w_kw = groups * MB * 4L), y_mb (output stride between blocks), zy."""
-    key = ("qconv", lanes, mb, r, x_pix, groups, out)
+    strides in bytes; w_kw is the encoding's bytes per tap), y_mb (output stride between
+    blocks), zy."""
+    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles)
     if key in _CACHE:
         return _CACHE[key]
+    enc = QConvWeights("dot4", lanes, 4 * groups, mb, nibbles)
     # opaque: gcc specialised on the call sites' constant taps unrolls the tap loops and
     # spills the accumulators (ResNet-18's 3x3 convolutions ran 1.5x slower)
-    kb = KernelBuilder(f"mk_qconv_u8x{lanes}_m{mb}_r{r}_p{x_pix}_g{groups}_{out.name.lower()}",
-                       f"int8 conv tile: {mb} blocks of {lanes} output channels x {r} pixels",
-                       opaque=True)
+    kind = "i4" if nibbles else "u8"
+    kb = KernelBuilder(f"mk_qconv_{kind}x{lanes}_m{mb}_r{r}_p{x_pix}_g{groups}_"
+                       f"{out.name.lower()}",
+                       f"int8 conv tile: {mb} blocks of {lanes} output channels x {r} pixels"
+                       + (", int4 weights two to a byte" if nibbles else ""), opaque=True)
     x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
     corr, mult = kb.pointer("corr", I32), kb.pointer("mult", F32)
     y = kb.pointer("y", out, "out")
@@ -214,23 +212,35 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType)
     x_cb, x_kh, x_kw = kb.scalar("x_cb"), kb.scalar("x_kh"), kb.scalar("x_kw")
     w_cb, w_kh, y_mb = kb.scalar("w_cb"), kb.scalar("w_kh"), kb.scalar("y_mb")
     zy = kb.scalar("zy", I32)
-    w_kw = groups * mb * 4 * lanes
+    vec = 4 * lanes
+    chunk = enc.chunk(groups, mb)  # groups of 4 input channels per loop iteration
+    per = -(-chunk * mb // 2) if nibbles else chunk * mb  # weight loads per iteration
     # the sums start from 0 and take corr in the epilogue: started from corr (24 copies of
     # 2 values), gcc coalesced them badly and spilled the accumulators in the inner loop
     acc = [[kb.local(f"acc{t}_{j}_", broadcast(const(0, I32), lanes)) for j in range(mb)]
            for t in range(r)]
     with kb.loop(ncb, "cb") as cb, kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
         xo = kb.local("xo", cb * x_cb + kh * x_kh + kw * x_kw)
-        wo = kb.local("wo", cb * w_cb + kh * w_kh + kw * w_kw)
+        wo = kb.local("wo", cb * w_cb + kh * w_kh + kw * enc.kw_bytes(mb))
         # the groups in a loop, not written out: four copies of the body would have gcc
         # hoist their loads and spill accumulators
-        with kb.loop(groups, "g") as g:
-            wv = [kb.local(f"w{j}_", vload(w, wo + (g * mb + j) * 4 * lanes, 4 * lanes))
-                  for j in range(mb)]
-            for t in range(r):
-                xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix + 4 * g, 4 * lanes, 4))
-                for j in range(mb):
-                    kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[j]))
+        with kb.loop(groups // chunk, "g") as g:
+            if nibbles:
+                wv = []
+                for p in range(per):
+                    pv = kb.local(f"p{p}_", vload(w, wo + (g * per + p) * vec, vec))
+                    wv.append(kb.local(f"w{2 * p}_", nibble(pv, 0)))
+                    if 2 * p + 1 < chunk * mb:
+                        wv.append(kb.local(f"w{2 * p + 1}_", nibble(pv, 1)))
+            else:
+                wv = [kb.local(f"w{j}_", vload(w, wo + (g * per + j) * vec, vec))
+                      for j in range(per)]
+            for c in range(chunk):
+                for t in range(r):
+                    xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix + 4 * (g * chunk + c),
+                                                       vec, 4))
+                    for j in range(mb):
+                        kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[c * mb + j]))
     _requantize_store(kb, acc, corr, mult, y, y_mb, zy, lanes, out)
     _CACHE[key] = kb.build()
     return _CACHE[key]
@@ -238,8 +248,9 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType)
 
 def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType) -> Kernel:
     """R output pixels of one block of a blocked uint8 depthwise convolution over a padded
-    input: the L channels are the lanes, acc[t] += widen(x[pixel t, tap]) * w[tap] in int32
-    (weights w - zw as int32, [kh][kw][lane]), then centred and requantized as `qconv_tile`.
+    input: the L channels are the lanes, acc[t] += widen(x[pixel t, tap]) * widen(w[tap]) in
+    int32 (weights w - zw as int8, [kh][kw][lane]: encoding "dw"), then centred and
+    requantized as `qconv_tile`.
 
     Parameters: x, w, corr, mult, y; nkh, nkw, x_kh, x_kw, w_kh (= nkw * L for the full
     kernel), zy."""
@@ -248,7 +259,7 @@ def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType) -> Kernel:
         return _CACHE[key]
     kb = KernelBuilder(f"mk_qdw_u8x{lanes}_r{r}_p{x_pix}_{out.name.lower()}",
                        f"int8 depthwise tile: {lanes} channels x {r} pixels")
-    x, w = kb.pointer("x", DType.U8), kb.pointer("w", I32)
+    x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
     corr, mult = kb.pointer("corr", I32), kb.pointer("mult", F32)
     y = kb.pointer("y", out, "out")
     nkh, nkw = kb.scalar("nkh"), kb.scalar("nkw")
@@ -257,7 +268,7 @@ def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType) -> Kernel:
     acc = [[kb.local(f"acc{t}_", broadcast(const(0, I32), lanes))] for t in range(r)]
     with kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
         xo = kb.local("xo", kh * x_kh + kw * x_kw)
-        wv = kb.local("wv", vload(w, kh * w_kh + kw * lanes, lanes))
+        wv = kb.local("wv", cast(vload(w, kh * w_kh + kw * lanes, lanes), I32))
         for t in range(r):
             xv = cast(vload(x, xo + t * x_pix, lanes), I32)
             kb.assign(acc[t][0], acc[t][0] + mul16(xv, wv))  # bytes times int8 weights

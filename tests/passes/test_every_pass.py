@@ -132,6 +132,30 @@ GOLDEN = {
           %y = ReorderFromBlocked(%y_nchwc) {channels = 4} : f32[1,4,3,3] #"y_from_nchwc"
           return %y
         }"""),
+    # centred weights (w - zw, all in [-8, 7]) two to a byte in the tile's order: the low
+    # nibbles hold the one output block's vector, the high ones the zero padding
+    "pack-weights": ("pack-weights{registers=16},dce", """
+        graph @pw(%x: u8[1,1,2,2,4]) {
+          %sx = const f32[] dense<[0.5]>
+          %zx = const u8[] dense<[10]>
+          %w = const i8[4,4,1,1] dense<[1, -2, 3, 4, 0, 7, -7, 2, 1, 1, 1, 1, -3, 0, 5, 6]>
+          %sw = const f32[] dense<[0.25]>
+          %zw = const i8[] dense<[1]>
+          %sy = const f32[] dense<[1.0]>
+          %zy = const u8[] dense<[5]>
+          %y = BlockedQLinearConv(%x, %sx, %zx, %w, %sw, %zw, %sy, %zy, none) {dilations = [1, 1], group = 1, pads = [0, 0, 0, 0], strides = [1, 1], channels = 4, block = 4} : u8[1,1,2,2,4]
+          return %y
+        }""", """
+        graph @pw(%x: u8[1,1,2,2,4]) {
+          %sx = const f32[] dense<[0.5]>
+          %zx = const u8[] dense<[10]>
+          %w_packed = const i8[16] dense<[0, 13, 2, 3, 15, 6, 8, 1, 0, 0, 0, 0, 12, 15, 4, 5]>
+          %sw = const f32[] dense<[0.25]>
+          %sy = const f32[] dense<[1.0]>
+          %zy = const u8[] dense<[5]>
+          %y = BlockedQLinearConv(%x, %sx, %zx, %w_packed, %sw, none, %sy, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 4, block = 4, wenc = "dot4 l4 x4 m1 nib", wshape = [4, 4, 1, 1]} : u8[1,1,2,2,4]
+          return %y
+        }"""),
     # data-free (no samples): the weights only, per output channel, 127 * s = |w|; the codes'
     # type carries their scales (and bits, when not 8)
     "quantize": ("quantize", """

@@ -18,9 +18,11 @@ Integer (uint8) blocked tensors, the layout of quantized convolutional regions:
 
     BlockedPad(X, V){pads}                X's planes padded with the scalar V ([top, left,
                                           bottom, right]), the zero point a conv pads with
-    BlockedQLinearConv(X, sx, zx, W, sw, zw, sy, zy, B?){Conv attrs, channels, block}
-        = block(QLinearConv(unblock(X), ...)), padding channels holding zy; X's block (its
-          last dim) may differ from the output's: 4 for a stem of 3 channels
+    BlockedQLinearConv(X, sx, zx, W, sw, zw, sy, zy, B?){Conv attrs, channels, block, wenc,
+        wshape} = block(QLinearConv(unblock(X), ...)), padding channels holding zy; X's block
+          (its last dim) may differ from the output's: 4 for a stem of 3 channels. With `wenc`
+          (set by the pack-weights pass) W is the centred weight of shape `wshape` stored as
+          the kernel reads it (ir/encodings.py) and zw is absent
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from ...errors import ShapeError
 from ..dtypes import DType
+from ..encodings import QConvWeights, decode_qconv, encoded_size
 from ..registry import Attr, get_op, op
 from ..types import QuantParams, TensorType
 from . import (
@@ -225,19 +228,40 @@ def blocked_pad(x, v, *, pads):
 
 _QLINEAR_CONV = get_op("QLinearConv")
 _QCONV_ATTRS = {k: a for k, a in _QLINEAR_CONV.attrs.items()}
-_QCONV_ATTRS |= {"channels": Attr.int(), "block": Attr.int()}
+_QCONV_ATTRS |= {"channels": Attr.int(), "block": Attr.int(), "wenc": Attr.str(""),
+                 "wshape": Attr.ints([])}
 
 
-def _infer_blocked_qconv(inputs, *, channels, block, **attrs):
+def _weights_type(w, zw, wenc: str, wshape) -> _Typed:
+    """The logical weight [M, C/group, KH, KW] of a BlockedQLinearConv whose `w` is encoded
+    (`wenc`, ir/encodings.py): 1-D int8 of the encoding's size, centred (no zero point)."""
+    enc = QConvWeights.parse(wenc)
+    if len(wshape) != 4 or w.type.rank != 1 or w.dtype is not DType.I8 or zw is not None:
+        raise ShapeError(f"BlockedQLinearConv: weights encoded as '{wenc}' must be 1-D int8 "
+                         f"with wshape [M, C/group, KH, KW] and no zero point, not {w.type} "
+                         f"with wshape {list(wshape)}")
+    if w.type.numel != encoded_size(enc, wshape):
+        raise ShapeError(f"BlockedQLinearConv: weights encoded as '{wenc}' for {list(wshape)} "
+                         f"take {encoded_size(enc, wshape)} bytes, not {w.type.numel}")
+    return _Typed(TensorType(tuple(wshape), DType.I8))
+
+
+def _infer_blocked_qconv(inputs, *, channels, block, wenc, wshape, **attrs):
     t = inputs[0].type
     _check_blocked("BlockedQLinearConv", t, channels)
     x = TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
-    out = _QLINEAR_CONV.infer([_Typed(x), *inputs[1:]], **attrs)
+    ins = [_Typed(x), *inputs[1:]]
+    if wenc:
+        ins[3] = _weights_type(inputs[3], inputs[5], wenc, wshape)
+    out = _QLINEAR_CONV.infer(ins, **attrs)
     return TensorType(blocked_shape(out.shape, block), out.dtype, out.quant)
 
 
 @op("BlockedQLinearConv", inputs=(8, 9), attrs=_QCONV_ATTRS, infer=_infer_blocked_qconv)
-def blocked_qlinear_conv(x, sx, zx, w, sw, zw, sy, zy, b=None, *, channels, block, **attrs):
+def blocked_qlinear_conv(x, sx, zx, w, sw, zw, sy, zy, b=None, *, channels, block, wenc="",
+                         wshape=(), **attrs):
+    if wenc:  # centred weights, stored as the kernel reads them
+        w = decode_qconv(w, QConvWeights.parse(wenc), wshape).astype(np.int8)
     y = _QLINEAR_CONV.reference(from_blocked(x, channels), sx, zx, w, sw, zw, sy, zy, b,
                                 **attrs)
     return to_blocked(y, block, 0 if zy is None else zy.reshape(()))

@@ -144,6 +144,9 @@ class CRenderer:
         op = "mul16" if ("mul16", DType.I32) in self.isa.ops else "mul"
         return self.vop(op, DType.I32, a=self.expr(x), b=self.expr(y))
 
+    def _v_nibble(self, e: Expr, x: Expr, k: Expr) -> str:
+        return self.vop("nibble_hi" if k.value else "nibble_lo", DType.I8, a=self.expr(x))
+
     def _v_dot4(self, e: Expr, acc: Expr, x: Expr, y: Expr) -> str:
         return self.vop("dot4", x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
 
@@ -182,7 +185,8 @@ class CRenderer:
     # vector kernel-IR ops -> the method printing them with the ISA's intrinsics
     vector_expressions = {"var": "_v_var", "vload": "_v_load", "broadcast": "_v_broadcast",
                           "vbroadcast": "_v_broadcast_group", "dot4": "_v_dot4",
-                          "mul16": "_v_mul16", "cast": "_v_cast", "call": "_v_math",
+                          "mul16": "_v_mul16", "nibble": "_v_nibble", "cast": "_v_cast",
+                          "call": "_v_math",
                           "neg": "_v_neg",
                           "fma": "_v_fma", "add": "_v_binary", "sub": "_v_binary",
                           "mul": "_v_binary", "div": "_v_binary", "max": "_v_binary",
@@ -197,6 +201,10 @@ class CRenderer:
             p = p if e.args[1].is_const else f"({p})"
             return " | ".join(f"(uint32_t)(uint8_t){p}[{k}]" + (f" << {8 * k}" if k else "")
                               for k in range(4))
+        if e.op == "nibble":  # the four bytes' fields at once, as the vector ISAs do
+            w = self.expr(e.args[0], 11)
+            return f"({w} << 4 & 0xf0f0f0f0u)" if e.args[1].value == 0 else \
+                f"({w} & 0xf0f0f0f0u)"
         raise ValueError(f"C renderer: no scalar form of a 4-lane {e.dtype} {e.op}")
 
     def _byte(self, e: Expr, k: int) -> str:

@@ -81,6 +81,11 @@ def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
         ext = "epu8" if t is DType.U8 else "epi8"
         load = "_mm_loadl_epi64" if pre == "_mm256" else "_mm_loadu_si128"  # 8 or 16 bytes
         ops[("load_widen", t)] = f"{pre}_cvt{ext}_epi32({load}((const __m128i *)({{p}})))"
+    # kernel-IR nibble: x86 has no byte shift; a 16-bit shift moves each byte's low nibble up,
+    # the mask drops what crossed over from the byte below
+    mask = f"{pre}_set1_epi8((char)0xF0)"
+    ops[("nibble_lo", DType.I8)] = f"{pre}_and_{si}({pre}_slli_epi16({{a}}, 4), {mask})"
+    ops[("nibble_hi", DType.I8)] = f"{pre}_and_{si}({{a}}, {mask})"
     # int32 <-> float32 conversions (C's: to nearest, truncating back) and round half even
     ops[("to_f32", DType.I32)] = f"{pre}_cvtepi32_ps({{a}})"
     ops[("to_i32", DType.F32)] = f"{pre}_cvttps_epi32({{a}})"
@@ -163,6 +168,8 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
                 ("dot4", dt): f"edgec_dot4_{t}s8({{c}}, {{a}}, {{b}})",
                 ("store_narrow_n", dt): f"edgec_vst1q_s32_narrow_{t}({{p}}, {{v}}, {{n}})",
                 ("load_widen", dt): f"edgec_vld4_{t}_s32({{p}})"}
+    ops |= {("nibble_lo", DType.I8): "vshlq_n_s8({a}, 4)",
+            ("nibble_hi", DType.I8): "vandq_s8({a}, vdupq_n_s8((int8_t)0xF0))"}
     ops |= {("to_f32", DType.I32): "vcvtq_f32_s32({a})",
             ("to_i32", DType.F32): "vcvtq_s32_f32({a})"}  # truncating, as C's conversion
     ops |= {("max", DType.I32): "vmaxq_s32({a}, {b})", ("min", DType.I32): "vminq_s32({a}, {b})",

@@ -151,6 +151,10 @@ class _FunctionBuilder:
             return self.dot4(e)
         if op == "mul16":  # the product, exact in 32 bits; LLVM picks the instruction
             return b.mul(self.expr(a[0]), self.expr(a[1]))
+        if op == "nibble":  # v << 4 or v & 0xF0, byte by byte
+            v = self.expr(a[0])
+            f = b.shl if a[1].value == 0 else b.and_
+            return f(v, self.splat(ir.Constant(I8, 4 if a[1].value == 0 else -16), e.lanes))
         if op == "fma":
             args = [self.expr(x) for x in a]
             return b.call(self.r.intrinsic("fma", args[0].type), args)

@@ -1,0 +1,212 @@
+"""Weight encodings: the stored form of a constant weight that a kernel reads as it is.
+
+The `pack-weights` pass replaces the weight of a blocked integer convolution by a 1-D int8
+constant in the order its tile reads it and names the encoding in the node's `wenc`
+attribute (the logical shape in `wshape`), so the text IR shows what the artifact stores and
+the interpreter decodes it back (`decode_qconv`) to run the op's definition. The weights are
+centred (W - zw: the op's zero point input is then absent).
+
+- `dot4 l16 x16 m2`: the dense convolution tile of `microkernels_int8.qconv_tile`, for
+  output blocks of L lanes and input blocks of X channels, in groups of M output blocks (the
+  last group may hold fewer): per group [input block][kh][kw][g][j][lane][4], input channel
+  X*cb + 4g + q at q, zero past the channels;
+- `... nib`: the same int8 vectors two to a byte, for weights in [-8, 7]: per (input block,
+  kh, kw) the group's vectors are taken C at a time (C groups of 4 input channels, 1, or 2
+  when M is odd), their sequence [g][j] padded to an even count, and vector 2p goes to the
+  low nibbles of packed vector p, vector 2p+1 to the high ones. The tile unpacks a byte with
+  kernel-IR `nibble` into 16 * w (the requantization divides by 16 exactly);
+- `dw l16`: a depthwise weight [C, 1, KH, KW] as [cb][kh][kw][lane], zero past C.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EdgecError
+
+
+@dataclass(frozen=True)
+class QConvWeights:
+    """The encoding of a BlockedQLinearConv's weights (see the module doc)."""
+
+    kind: str  # "dot4" or "dw"
+    lanes: int
+    xb: int = 0  # input block (dot4)
+    mb: int = 0  # output blocks per group (dot4)
+    nibbles: bool = False
+
+    def __str__(self) -> str:
+        if self.kind == "dw":
+            return f"dw l{self.lanes}"
+        return f"dot4 l{self.lanes} x{self.xb} m{self.mb}" + (" nib" if self.nibbles else "")
+
+    @staticmethod
+    def parse(text: str) -> QConvWeights:
+        words = text.split()
+        try:
+            if words[0] == "dw" and len(words) == 2:
+                return QConvWeights("dw", _num(words[1], "l"))
+            if words[0] == "dot4" and len(words) in (4, 5) and words[4:] in ([], ["nib"]):
+                return QConvWeights("dot4", _num(words[1], "l"), _num(words[2], "x"),
+                                    _num(words[3], "m"), len(words) == 5)
+        except (IndexError, ValueError):
+            pass
+        raise EdgecError(f"weight encoding {text!r} is not one of 'dot4 lL xX mM [nib]' or "
+                         "'dw lL'")
+
+    def chunk(self, groups: int, mb: int) -> int:
+        """Groups of 4 input channels packed together for M output blocks: 2 when two
+        halves of M vectors each make whole bytes only together."""
+        return 2 if self.nibbles and mb % 2 and groups % 2 == 0 else 1
+
+    def kw_bytes(self, mb: int) -> int:
+        """Bytes per (input block, kh, kw) of a group of `mb` output blocks."""
+        groups, vec = self.xb // 4, 4 * self.lanes
+        if not self.nibbles:
+            return groups * mb * vec
+        c = self.chunk(groups, mb)
+        return groups // c * -(-c * mb // 2) * vec
+
+
+def _num(word: str, prefix: str) -> int:
+    if not word.startswith(prefix) or int(word[len(prefix):]) <= 0:
+        raise ValueError(word)
+    return int(word[len(prefix):])
+
+
+def fits_nibbles(wc: np.ndarray) -> bool:
+    return bool(wc.size) and int(wc.min()) >= -8 and int(wc.max()) <= 7
+
+
+def encode_qconv(wc: np.ndarray, enc: QConvWeights) -> np.ndarray:
+    """Centred weights [M, C/group, KH, KW] (int8 range) in encoding `enc`, as 1-D int8."""
+    m, c, kh, kw = wc.shape
+    lanes = enc.lanes
+    mblocks = -(-m // lanes)
+    if enc.kind == "dw":
+        wp = np.zeros((mblocks * lanes, kh, kw), np.int8)
+        wp[:m] = wc[:, 0]
+        return np.ascontiguousarray(wp.reshape(mblocks, lanes, kh, kw)
+                                    .transpose(0, 2, 3, 1).reshape(-1))
+    xb, groups = enc.xb, enc.xb // 4
+    cbin = -(-c // xb)
+    wp = np.zeros((mblocks * lanes, cbin * xb, kh, kw), np.int8)
+    wp[:m, :c] = wc
+    parts = []
+    for g0 in range(0, mblocks, enc.mb):
+        mb = min(mblocks, g0 + enc.mb) - g0
+        blk = wp[g0 * lanes:(g0 + mb) * lanes].reshape(mb, lanes, cbin, groups, 4, kh, kw)
+        # (j, lane, cb, g, q, kh, kw) -> (cb, kh, kw, g, j, lane, q): vectors of 4L bytes
+        vecs = blk.transpose(2, 5, 6, 3, 0, 1, 4).reshape(cbin, kh, kw, groups * mb, -1)
+        if enc.nibbles:
+            vecs = _pack_nibbles(vecs, groups, mb, enc.chunk(groups, mb))
+        parts.append(vecs.reshape(-1))
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+def _pack_nibbles(vecs: np.ndarray, groups: int, mb: int, c: int) -> np.ndarray:
+    """[..., groups * mb, 4L] int8 in [-8, 7] -> [..., packed vectors, 4L], chunk by chunk."""
+    out = []
+    for k in range(groups // c):
+        seq = vecs[..., k * c * mb:(k + 1) * c * mb, :]
+        if seq.shape[-2] % 2:
+            seq = np.concatenate([seq, np.zeros_like(seq[..., :1, :])], axis=-2)
+        lo = seq[..., 0::2, :].astype(np.uint8) & 0x0F
+        hi = seq[..., 1::2, :].astype(np.uint8) << 4
+        out.append((lo | hi).view(np.int8))
+    return np.concatenate(out, axis=-2)
+
+
+def decode_qconv(data: np.ndarray, enc: QConvWeights, shape) -> np.ndarray:
+    """The centred weights [M, C/group, KH, KW] (int32) that `encode_qconv` stored."""
+    m, c, kh, kw = (int(d) for d in shape)
+    lanes = enc.lanes
+    mblocks = -(-m // lanes)
+    data = np.asarray(data, np.int8).reshape(-1)
+    if data.size != encoded_size(enc, shape):
+        raise EdgecError(f"weights encoded as '{enc}' for {list(shape)} take "
+                         f"{encoded_size(enc, shape)} bytes, not {data.size}")
+    if enc.kind == "dw":
+        w = data.reshape(mblocks, kh, kw, lanes).transpose(0, 3, 1, 2).reshape(-1, kh, kw)
+        return w[:m, None].astype(np.int32)
+    xb, groups = enc.xb, enc.xb // 4
+    cbin = -(-c // xb)
+    blocks, at = [], 0
+    for g0 in range(0, mblocks, enc.mb):
+        mb = min(mblocks, g0 + enc.mb) - g0
+        size = cbin * kh * kw * enc.kw_bytes(mb)
+        vecs = data[at:at + size].reshape(cbin, kh, kw, -1, 4 * lanes)
+        at += size
+        if enc.nibbles:
+            vecs = _unpack_nibbles(vecs, groups, mb, enc.chunk(groups, mb))
+        blk = vecs.reshape(cbin, kh, kw, groups, mb, lanes, 4).transpose(4, 5, 0, 3, 6, 1, 2)
+        blocks.append(blk.reshape(mb * lanes, cbin * xb, kh, kw))
+    return np.concatenate(blocks)[:m, :c].astype(np.int32)
+
+
+def _unpack_nibbles(vecs: np.ndarray, groups: int, mb: int, c: int) -> np.ndarray:
+    per = -(-c * mb // 2)
+    out = []
+    for k in range(groups // c):
+        p = vecs[..., k * per:(k + 1) * per, :].view(np.uint8)
+        lo = ((p << 4).view(np.int8) >> 4)
+        hi = (p.view(np.int8) >> 4)
+        seq = np.stack([lo, hi], axis=-2).reshape(*p.shape[:-2], 2 * per, p.shape[-1])
+        out.append(seq[..., :c * mb, :])
+    return np.concatenate(out, axis=-2)
+
+
+def encoded_size(enc: QConvWeights, shape) -> int:
+    m, c, kh, kw = (int(d) for d in shape)
+    mblocks = -(-m // enc.lanes)
+    if enc.kind == "dw":
+        return mblocks * kh * kw * enc.lanes
+    cbin = -(-c // enc.xb)
+    full, rest = divmod(mblocks, enc.mb)
+    return cbin * kh * kw * (full * enc.kw_bytes(enc.mb) + (enc.kw_bytes(rest) if rest else 0))
+
+
+# -- the tile a blocked int8 convolution gets (the encoding's M follows it) ---------------------
+
+def qconv_tiles(lanes: int, registers: int) -> tuple[int, int]:
+    """(MB, R): output blocks and pixels of the int8 convolution tile: MB*R accumulators, MB
+    weight vectors and one broadcast (AVX2's and NEON's exact dot4 widen into temporaries:
+    4 registers more)."""
+    if lanes >= 16:
+        return 2, 14
+    if registers >= 32:
+        return 4, 4
+    return 2, 4 if lanes >= 8 else 3
+
+
+def row_tiles(ow: int, r_max: int) -> list[tuple[int, int]]:
+    """(first pixel, pixels) of the tiles along a row: as few as R allows, of even sizes (a
+    row of 14 is two tiles of 7, not 12 and a 2-pixel tile that wastes the registers)."""
+    n = -(-ow // r_max)
+    base, extra = divmod(ow, n)
+    sizes = [base + 1] * extra + [base] * (n - extra)
+    return [(sum(sizes[:k]), r) for k, r in enumerate(sizes)]
+
+
+def qconv_blocks(lanes: int, registers: int, ow: int, mblocks: int) -> tuple[int, int]:
+    """(MB, R max) of the dense int8 convolution tile for output rows of `ow` pixels."""
+    mb_max, r_max = qconv_tiles(lanes, registers)
+    # short rows (14 and 7 pixels: tiles of 7) leave accumulators free: more output blocks
+    # per tile keep as many sums in flight (3 x 7 = 21 on AVX-512 instead of 2 x 7 = 14)
+    r = max(t for _, t in row_tiles(ow, r_max))
+    if r < r_max:  # as many blocks as the registers hold: MB*R sums, MB weights, a broadcast
+        spare = registers - 1 - (4 if lanes < 16 else 0)  # (widening dot4 temps)
+        mb_max = max(mb_max, min(4, spare // (r + 1), mb_max * r_max // r))
+    return min(mb_max, mblocks), r_max
+
+
+def qconv_encoding(lanes: int, depthwise: bool, xb: int, mblocks: int, ow: int,
+                   wc: np.ndarray, registers: int) -> QConvWeights:
+    """The encoding a blocked int8 convolution's kernel reads: output blocks of `lanes`,
+    input blocks of `xb`, `mblocks` output blocks, rows of `ow`, centred weights `wc`."""
+    if depthwise:
+        return QConvWeights("dw", lanes)
+    mb, _ = qconv_blocks(lanes, registers, ow, mblocks)
+    return QConvWeights("dot4", lanes, xb, mb, fits_nibbles(wc))
