@@ -42,7 +42,7 @@ LEFT_OUT_DTYPES = {
     onnx.TensorProto.COMPLEX64: "complex64", onnx.TensorProto.COMPLEX128: "complex128",
 }
 for _name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT8E8M0",
-              "INT4", "UINT4", "INT2", "UINT2", "FLOAT4E2M1"):
+              "FLOAT4E2M1"):
     if hasattr(onnx.TensorProto, _name):
         LEFT_OUT_DTYPES[getattr(onnx.TensorProto, _name)] = _name.lower()
 RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
@@ -171,8 +171,17 @@ def left_out_category(test: str, model: onnx.ModelProto) -> str:
 
 
 def load_tensors(folder: Path, prefix: str, count: int) -> list[np.ndarray]:
-    return [numpy_helper.to_array(onnx.load_tensor(str(folder / f"{prefix}_{i}.pb")))
+    return [_storage(numpy_helper.to_array(onnx.load_tensor(str(folder / f"{prefix}_{i}.pb"))))
             for i in range(count)]
+
+
+def _storage(a: np.ndarray) -> np.ndarray:
+    """ml_dtypes' sub-byte ints (int4, uint2, ...) as the int8/uint8 bytes edgec holds them in."""
+    if a.dtype.name in ("int4", "int2"):
+        return a.astype(np.int8)
+    if a.dtype.name in ("uint4", "uint2"):
+        return a.astype(np.uint8)
+    return a
 
 
 def _inputs_of(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -124,7 +124,7 @@ def report(results: Sequence[Result], platform: Platform = DEFAULT_PLATFORM) -> 
         "sequences/optionals": "sequence and optional values: edgec compiles tensors only",
         "string": "string tensors and string ops",
         "random": "random generators: outputs cannot match the test's draws",
-        "narrow or complex dtypes": "float8, float4, int4/uint4, int2/uint2, bfloat16 and "
+        "narrow or complex dtypes": "float8, float4, bfloat16 and "
                                     "complex element types",
         "follows onnxruntime": "expected outputs that onnxruntime 1.31 does not reproduce "
                                "either; edgec gives onnxruntime's result (MaxUnpool with "

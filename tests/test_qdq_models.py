@@ -230,6 +230,26 @@ def test_integer_kernels_bit_exact_on_every_target(models, target, backend, acti
             np.testing.assert_array_equal(got[name], ref[name], err_msg=f"{name} on {target}")
 
 
+def test_onnxruntime_int4_weights_import_and_run_packed(tmp_path):
+    """A QDQ model with ONNX INT4 weights (quantize_static's QInt4, opset 21): the int4
+    initializers import, fuse-qdq widens them to int8 codes of 4 bits, and the dense
+    convolutions read them two to a byte; bit-exact with the interpreter, within a step of
+    onnxruntime."""
+    m = onnx.version_converter.convert_version(cnn(), 21)
+    m.ir_version = 10
+    onnx.save(m, tmp_path / "float.onnx")
+    path = tmp_path / "int4.onnx"
+    quantize_static(str(tmp_path / "float.onnx"), str(path), RandomImages(),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt4)
+    assert TensorProto.INT4 in {t.data_type for t in onnx.load(path).graph.initializer}
+    art = edgec.compile(path, tmp_path / "lib", name="q4")
+    dense = [r["strategy"] for r in art.manifest["kernel_strategies"]
+             if r["op"] == "BlockedQLinearConv" and "depthwise" not in r["strategy"]]
+    assert len(dense) == 3 and all("two to a byte" in s for s in dense), dense
+    check_runs(load(tmp_path / "lib"), fused(path), path)
+
+
 def test_qoperator_model_takes_the_blocked_integer_kernels(models, tmp_path):
     """A QOperator model (QLinearConv in the file) lands on the same fast path as QDQ, within
     a step of onnxruntime running it."""

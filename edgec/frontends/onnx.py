@@ -231,9 +231,9 @@ def tensor_to_array(t: onnx.TensorProto | onnx.SparseTensorProto, what: str) -> 
         flat = idx if idx.ndim == 1 else np.ravel_multi_index(tuple(idx.T), dims)
         dense[flat] = values
         return dense.reshape(dims)
-    _np_dtype(t.data_type, what)
-    try:
-        return numpy_helper.to_array(t)
+    dtype = _np_dtype(t.data_type, what)
+    try:  # sub-byte ints come as ml_dtypes' int4 etc.: edgec holds them one to a byte
+        return numpy_helper.to_array(t).astype(dtype.np, copy=False)
     except Exception as e:
         raise FrontendError(f"{what}: cannot read its data: {e}") from e
 

@@ -11,6 +11,7 @@ from .dtypes import DType
 TO_ONNX: dict[DType, int] = {
     DType.F32: 1, DType.U8: 2, DType.I8: 3, DType.U16: 4, DType.I16: 5, DType.I32: 6,
     DType.I64: 7, DType.BOOL: 9, DType.F16: 10, DType.F64: 11, DType.U32: 12, DType.U64: 13,
+    DType.U4: 21, DType.I4: 22, DType.U2: 25, DType.I2: 26,
 }
 FROM_ONNX: dict[int, DType] = {code: dt for dt, code in TO_ONNX.items()}
 
@@ -18,7 +19,7 @@ FROM_ONNX: dict[int, DType] = {code: dt for dt, code in TO_ONNX.items()}
 _UNSUPPORTED = {
     0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16",
     17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ",
-    21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1",
+    23: "FLOAT4E2M1", 24: "FLOAT8E8M0",
 }
 
 

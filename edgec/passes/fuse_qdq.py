@@ -28,8 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import DType, Graph, Node, Value
+from ..ir.dtypes import SUB_BYTE
 from ..ir.interpreter import run_node
 from ..ir.ops.quant import QUANT_RANGES
+from ..ir.types import QuantParams
 from .manager import register_pass
 from .rewrite import (
     PatternPass,
@@ -85,8 +87,21 @@ def dequantized(value: Value | None, graph: Graph, what: str) -> Quant:
     require(value is not None, f"{what} is omitted")
     dq = producer(value, "DequantizeLinear")
     q = dq.inputs[0]
+    if q.dtype in SUB_BYTE and q.is_const:
+        return _widened(q, dq, graph)
     require(q.dtype in INT8, f"{what} dequantizes {q.dtype}, not int8/uint8")
     return Quant(q, *_params(dq, q.dtype, graph))
+
+
+def _widened(q: Value, dq: Node, graph: Graph) -> Quant:
+    """Constant sub-byte codes (int4 weights) as the int8/uint8 bytes that hold them, their
+    type noting the bits (quant<..., bits=4>): the integer ops take 8-bit operands, and the
+    pack-weights pass stores such weights two to a byte again."""
+    s, z, axis = _params(dq, q.dtype, graph)
+    base = q.dtype.storage
+    codes = graph.const(q.const.astype(base.np), f"{q.name}_{base}")
+    codes.type = codes.type.with_quant(QuantParams.of(s.const, z.const, axis, q.dtype.bits))
+    return Quant(codes, s, graph.const(z.const.astype(base.np), f"{z.name}_{base}"), axis)
 
 
 def quantized_output(q_node: Node, graph: Graph) -> Quant:

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.dtypes import DType, int_range_as_float
+from ..ir.dtypes import SUB_BYTE, DType, int_range_as_float
 
 INDEX = DType.INDEX
 LOOP_KINDS = ("serial", "unroll", "parallel", "grid", "block", "pipeline")
@@ -288,6 +288,12 @@ def convert(x: Expr, dtype: DType) -> Expr:
     """`x` as `dtype` by edgec's value conversion (`ir.dtypes.convert`, which says why): a float
     outside an integer type's range saturates to it and NaN gives 0, where `cast`, as C's
     conversion, assumes the value fits."""
+    if dtype in SUB_BYTE:  # via int32, the low bits kept (two's complement)
+        v = binary("bitand", convert(x, DType.I32), const((1 << dtype.bits) - 1, DType.I32))
+        if dtype.is_signed:
+            sign = const(1 << (dtype.bits - 1), DType.I32)
+            v = binary("bitxor", v, sign) - sign
+        return cast(v, dtype)
     if not (x.dtype.is_float and dtype.is_int):
         return cast(x, dtype)
     x = cast(x, DType.F32) if x.dtype is DType.F16 else x

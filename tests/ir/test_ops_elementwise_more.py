@@ -283,3 +283,15 @@ def test_bit_cast_needs_equal_widths():
     a = g.add_input("a", TensorType((2,), DType.F32))
     with pytest.raises(ShapeError, match="same width"):
         g.add_node("BitCast", [a], {"to": 7})
+
+
+def test_sub_byte_ints_hold_one_value_per_byte():
+    from edgec.ir.dtypes import DType, convert, int_range
+
+    assert (DType.I4.bits, DType.I4.np, DType.I4.storage) == (4, np.int8, DType.I8)
+    assert DType.from_numpy(np.uint8) is DType.U8 and int_range(DType.U2) == (0, 3)
+    assert to_onnx(DType.I4) == 22  # TensorProto.INT4
+    # ONNX's Cast: to int32, then the low bits (two's complement)
+    np.testing.assert_array_equal(convert(np.array([-9.0, 7.9, -3.5]), DType.I4), [7, 7, -3])
+    np.testing.assert_array_equal(convert(np.array([-3.0, 5.0]), DType.U2), [1, 1])
+    np.testing.assert_array_equal(convert(np.array([200], np.int32), DType.I3), [0])

@@ -31,6 +31,7 @@ from edgec.targets.kernel_ir import (
     broadcast,
     const,
     dot4,
+    nibble,
     vbroadcast,
     vload,
 )
@@ -122,6 +123,42 @@ def test_dot4_matches_numpy(build_name, tmp_path):
         function(lib, lanewise(lanes, t))(x, w, c, z, n)
         prod = (x.astype(np.int64) * w.astype(np.int64)).reshape(-1, 4).sum(1)
         np.testing.assert_array_equal(z, c + prod)
+
+
+def unpacked_dot(lanes: int) -> Kernel:
+    """z[2v + k][i] = sum_q x[4i+q] * nibble k of p[v][4i+q]: two weight vectors from one
+    load of packed bytes, as the int4 convolution tile reads them."""
+    kb = KernelBuilder(f"unpacked_dot_x{lanes}")
+    x, p = kb.pointer("x", U8), kb.pointer("p", I8)
+    z = kb.pointer("z", I32, "out")
+    n = kb.scalar("n")
+    with kb.loop(n, "v") as v:
+        pv = kb.local("pv", vload(p, v * (4 * lanes), 4 * lanes))
+        xv = vload(x, v * (4 * lanes), 4 * lanes)
+        for k in (0, 1):
+            kb.store(z, (2 * v + k) * lanes, dot4(const(0, I32), xv, nibble(pv, k)))
+    return kb.build()
+
+
+@pytest.mark.parametrize("build_name", sorted(BUILDS))
+def test_nibble_unpacks_int4_pairs_times_16(build_name, tmp_path):
+    """Every signed 4-bit pair, against bytes up to 255: exact 16 * w products in dot4."""
+    isa, flags = BUILDS[build_name]
+    lanes = lanes_of(isa)
+    lib = build(tmp_path, [unpacked_dot(lanes)], isa, flags, build_name)
+    rng = np.random.default_rng(3)
+    n = 64 // lanes + 1
+    lo = rng.integers(-8, 8, 4 * lanes * n)
+    hi = rng.integers(-8, 8, 4 * lanes * n)
+    lo[:2], hi[:2] = [-8, 7], [7, -8]  # the extremes
+    packed = ((lo & 15) | ((hi & 15) << 4)).astype(np.uint8).view(np.int8)
+    x = rng.integers(0, 256, 4 * lanes * n).astype(np.uint8)
+    x[:2] = 255
+    z = np.zeros(2 * lanes * n, np.int32)
+    function(lib, unpacked_dot(lanes))(x, packed, z, n)
+    for k, w in enumerate((lo, hi)):
+        want = (x.astype(np.int64) * 16 * w).reshape(n, lanes, 4).sum(-1)
+        np.testing.assert_array_equal(z.reshape(n, 2, lanes)[:, k], want, err_msg=f"nibble {k}")
 
 
 def test_dot4_scalar_form_reads_bytes():

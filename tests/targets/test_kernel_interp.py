@@ -160,6 +160,23 @@ def test_dot4_is_exact():
     assert (y_ == 5 + 4 * 255 * -128).all()
 
 
+def test_nibble_fields_times_16():
+    # byte 0x8F: low field -1, high field -8; 0x70: low 0, high 7
+    kb = KernelBuilder("nib")
+    p, x = kb.input("p", I8, (8,)), kb.input("x", U8, (8,))
+    y = kb.output("y", I32, (4,))
+    from edgec.targets.kernel_ir import dot4, nibble
+    pv = vload(p, 0, 8)
+    for k in (0, 1):
+        kb.store(y, 2 * k, dot4(const(0, I32), vload(x, 0, 8), nibble(pv, k)))
+    pb = np.array([0x8F, 0x70, 0, 0, 0x8F, 0x70, 0x8F, 0x70], np.uint8).view(np.int8)
+    xb = np.array([1, 2, 0, 0, 255, 255, 1, 1], np.uint8)
+    y_ = np.zeros(4, np.int32)
+    run_kernel(kb.build(), pb, xb, y_)
+    assert list(y_) == [16 * -1, 255 * 16 * -1 + 1 * 16 * -1,  # low fields: -1, 0
+                        16 * (-8 + 2 * 7), 255 * 16 * (-8 + 7) + 16 * (-8 + 7)]
+
+
 # -- undefined behaviour is refused ------------------------------------------------------------
 
 def test_access_past_a_buffer_is_an_error():

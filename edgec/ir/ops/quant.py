@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import ShapeError
 from .. import onnx_dtypes
-from ..dtypes import DType
+from ..dtypes import SUB_BYTE, DType, int_range
 from ..registry import Attr, broadcast_shapes, op
 from ..types import QuantParams, TensorType
 from .nn import _check_spatial, _window_out, conv_nd, gemm_dims, matmul_shape
@@ -31,7 +31,7 @@ F32 = np.float32
 QUANT_RANGES: dict[DType, tuple[int, int]] = {
     DType.U8: (0, 255), DType.I8: (-128, 127), DType.U16: (0, 65535),
     DType.I16: (-32768, 32767),
-}
+} | {t: int_range(t) for t in SUB_BYTE}  # int4 and below, one value per byte
 DEQUANT_TYPES = (*QUANT_RANGES, DType.I32)
 SCALE_TYPES = (DType.F32, DType.F16)
 

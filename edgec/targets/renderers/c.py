@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...ir.dtypes import DType
+from ...ir.dtypes import SUB_BYTE, DType
 from ..kernel_ir import (
     Alloc,
     Assign,
@@ -47,7 +47,7 @@ C_TYPES = {
     DType.I8: "int8_t", DType.I16: "int16_t", DType.I32: "int32_t", DType.I64: "int64_t",
     DType.U8: "uint8_t", DType.U16: "uint16_t", DType.U32: "uint32_t", DType.U64: "uint64_t",
     DType.BOOL: "bool", DType.INDEX: "ptrdiff_t",
-}
+} | {t: "int8_t" if t.is_signed else "uint8_t" for t in SUB_BYTE}  # one value per byte
 
 # (C spelling, precedence): higher binds tighter.
 INFIX = {

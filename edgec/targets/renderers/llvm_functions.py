@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import llvmlite.ir as ir
 import numpy as np
 
-from ...ir.dtypes import DType
+from ...ir.dtypes import SUB_BYTE, DType
 from .. import mathlib
 from ..kernel_ir import (
     Alloc,
@@ -43,10 +43,10 @@ SCALAR_TYPES: dict[DType, ir.Type] = {
     DType.I8: I8, DType.I16: ir.IntType(16), DType.I32: I32, DType.I64: I64,
     DType.U8: I8, DType.U16: ir.IntType(16), DType.U32: I32, DType.U64: I64,
     DType.BOOL: I1, DType.INDEX: I64,
-}
-UNSIGNED = (DType.U8, DType.U16, DType.U32, DType.U64, DType.BOOL)
+} | {t: I8 for t in SUB_BYTE}  # one value per byte
+UNSIGNED = (DType.U8, DType.U16, DType.U32, DType.U64, DType.BOOL, DType.U4, DType.U3, DType.U2)
 BITS = {DType.I8: 8, DType.I16: 16, DType.I32: 32, DType.I64: 64, DType.U8: 8, DType.U16: 16,
-        DType.U32: 32, DType.U64: 64, DType.BOOL: 1, DType.INDEX: 64}
+        DType.U32: 32, DType.U64: 64, DType.BOOL: 1, DType.INDEX: 64} | {t: 8 for t in SUB_BYTE}
 
 FLOAT_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod": "frem"}
 INT_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "bitand": "and_", "bitor": "or_",
