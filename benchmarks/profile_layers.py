@@ -30,41 +30,7 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models import random_feeds, set_threads  # noqa: E402
 
-CALL = re.compile(r"^(\s+)(k\d+_(\w+))\((.*)\);$")
-TIMER = """
-#include <time.h>
-double edgec_profile_ns[{n}];
-static double edgec_profile_now(void)
-{{
-    struct timespec t;
-    clock_gettime({clock}, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}}
-"""
-
-
-def instrument(out_dir: Path, threads: int) -> list[str]:
-    """Wrap each kernel call of NAME_run in out_dir's NAME.c in a timer; the kernels' names."""
-    manifest = json.loads((out_dir / "manifest.json").read_text())
-    src = out_dir / f"{manifest['name']}.c"
-    lines = src.read_text().splitlines()
-    start = next(i for i, s in enumerate(lines) if s.startswith(f"int {manifest['name']}_run("))
-    kernels: list[str] = []
-    for i in range(start, len(lines)):
-        if lines[i] == "}":
-            break
-        m = CALL.match(lines[i])
-        if m:
-            k = len(kernels)
-            kernels.append(m.group(2))
-            lines[i] = (f"{m.group(1)}{{ double t_ = edgec_profile_now(); "
-                        f"{m.group(2)}({m.group(4)}); "
-                        f"edgec_profile_ns[{k}] += edgec_profile_now() - t_; }}")
-    clock = "CLOCK_THREAD_CPUTIME_ID" if threads == 1 else "CLOCK_MONOTONIC"
-    lines.insert(start, TIMER.format(n=max(len(kernels), 1), clock=clock))
-    src.write_text("\n".join(lines) + "\n")
-    return kernels
-
+from edgec.compiler.profile import instrument, node_key  # noqa: E402
 
 ANCHORS = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool")
 
@@ -81,12 +47,6 @@ def ort_node_names(model: onnx.ModelProto) -> dict[str, str]:
             n = producer[n.input[0]]
         names[tensor] = n.name if n.op_type in ANCHORS else producer[tensor].name
     return names
-
-
-def node_key(name: str) -> str:
-    """A node name reduced to what both sides keep: '/layer1/layer1.0/conv1/Conv' and the
-    kernel 'k2_layer1_layer1_0_conv1_Conv_nchwc' both give 'layer1_layer1_0_conv1_conv'."""
-    return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
 
 
 def main() -> None:

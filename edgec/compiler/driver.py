@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import numpy as np
+
 from .. import __version__
 from ..errors import EdgecError, UnsupportedOpError
 from ..ir.dtypes import DType
@@ -77,13 +79,47 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
 QUANTIZE_BITS = {"int8": 8, "int4": 4, "int3": 3, "int2": 2}
 
 
+def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target) -> None:
+    """Each layer's share of the measured latency (`latency_share`; `other_latency_share` for
+    the kernels of no layer: layout changes, padding, the edges' quantize), timing every
+    kernel of the built library on up to 4 calibration samples (compiler/profile.py). Where
+    the host cannot run the library (a cross target, a missing ISA) or there are no samples,
+    `latency_share` is None and `latency_note` says why."""
+    from ..passes.quantize import load_samples
+    from ..targets.target import missing_host_flags
+    from .profile import kernel_times, layer_shares
+
+    why = ("no calibration samples" if calib is None else
+           f"the host cannot run {target.name} code" if missing_host_flags(target)
+           or target.emulator else "")
+    if not why:
+        samples = load_samples(calib) if isinstance(calib, str | Path) else calib
+        try:
+            batch = {v.name: v.shape[0] if v.shape else 1 for v in graph.inputs}
+            n = min(4, min(len(samples[k]) // max(batch[k], 1) for k in batch))
+            feeds = [{k: np.ascontiguousarray(samples[k][i * batch[k]:(i + 1) * batch[k]],
+                                              dtype=v.dtype.np)
+                      for k, v in ((v.name, v) for v in graph.inputs)} for i in range(n)]
+            names = {x["node"]: [x["node"], x["output"], f"{x['output']}_QuantizeLinear"]
+                     for x in q["layers"]}
+            shares, other = layer_shares(kernel_times(out, feeds), names)
+        except (EdgecError, KeyError, OSError) as e:
+            why = f"timing failed: {e}"
+    for x in q["layers"]:
+        x["latency_share"] = None if why else round(shares[x["node"]], 4)
+    q["other_latency_share"] = None if why else round(other, 4)
+    if why:
+        q["latency_note"] = f"latency share not measured: {why}"
+
+
 def write_quantization_report(q: dict, out: Path, log: IO[str]) -> dict:
     """quantization.json (the quantize pass's per-layer record) and quantization.png (per
-    layer: SQNR against float and share of the MACs, float layers marked) in `out`; returns
-    the manifest's summary."""
+    layer: SQNR against float and share of the measured latency, or of the MACs where it was
+    not measured; float layers marked) in `out`; returns the manifest's summary."""
     total = sum(x["macs"] for x in q["layers"]) or 1
     for x in q["layers"]:
         x["mac_share"] = round(x["macs"] / total, 4)
+    measured = all(x.get("latency_share") is not None for x in q["layers"])
     (out / "quantization.json").write_text(json.dumps(q, indent=2) + "\n")
     summary = {"report": "quantization.json", "bits": q["bits"],
                "output_sqnr_db": q["output_sqnr_db"], "kept_float": q["kept_float"]}
@@ -109,8 +145,9 @@ def write_quantization_report(q: dict, out: Path, log: IO[str]) -> dict:
                   + "; grey: kept float", fontsize=9)
     if q.get("budget_db"):
         top.axhline(q["budget_db"], color="tab:red", lw=1, ls="--")
-    bottom.bar(xs, [100 * x["mac_share"] for x in rows], color=colors)
-    bottom.set_ylabel("share of MACs (%)")
+    share = "latency_share" if measured else "mac_share"
+    bottom.bar(xs, [100 * x[share] for x in rows], color=colors)
+    bottom.set_ylabel("share of latency (%)" if measured else "share of MACs (%)")
     bottom.set_xticks(list(xs), [x["node"] for x in rows], rotation=90, fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "quantization.png", dpi=100, metadata={"Software": None})
@@ -156,7 +193,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     below 8 bits); `accuracy_budget` (dB): the least SQNR of the outputs against the float
     model on the samples, the worst layers kept in float until it holds. A calibrated
     quantization writes quantization.json and quantization.png (per layer: scale, zero
-    point, bits, SQNR, share of the MACs) beside the library."""
+    point, bits, SQNR, share of the MACs and of the latency measured on the samples where
+    the host runs the target) beside the library."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -257,6 +295,9 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                      "build": round(t_build - t_codegen, 4), "total": round(t_build - t0, 4)},
     }
     if "quantization" in graph.meta:
+        # the timed copy of the library is loaded through its manifest
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        measure_layer_latency(graph.meta["quantization"], out, calib, graph, tgt)
         manifest["quantization"] = write_quantization_report(graph.meta["quantization"], out,
                                                              log or sys.stderr)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -248,6 +248,11 @@ def test_accuracy_budget_keeps_the_worst_layers_float_and_reports(tmp_path):
     worst = min(rows, key=lambda r: r["sqnr_db"])
     assert all(r["bits"] == 4 and 0 < r["scale"] and 0 <= r["zero_point"] <= 255 for r in rows)
     assert abs(sum(r["mac_share"] for r in rows) - 1) < 1e-3
+    # the latency measured on the samples (the host runs its own target): every layer's
+    # kernels took some of it, and with the rest (layout changes, the edges) it adds up
+    q = json.loads((tmp_path / "plain" / "quantization.json").read_text())
+    assert all(r["latency_share"] > 0 for r in rows), rows
+    assert abs(sum(r["latency_share"] for r in rows) + q["other_latency_share"] - 1) < 1e-3
     # a budget just above what every layer quantized gives: the worst layer goes float first
     log = io.StringIO()
     art = edgec.compile(m, tmp_path / "budget", quantize="int4", calib=feeds,

@@ -1,0 +1,105 @@
+"""Measured time per kernel of a compiled artifact: a copy of its C with each kernel call of
+NAME_run wrapped in a clock read, built and run through the loader.
+
+The clock is `CLOCK_THREAD_CPUTIME_ID` at one thread (time lost to other processes does not
+count) and `CLOCK_MONOTONIC` with more (the caller's CPU time would miss the pool's work).
+Used by the quantization report (each layer's share of the measured latency) and by
+benchmarks/profile_layers.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+CALL = re.compile(r"^(\s+)(k\d+_(\w+))\((.*)\);$")
+TIMER = """
+#include <time.h>
+double edgec_profile_ns[{n}];
+static double edgec_profile_now(void)
+{{
+    struct timespec t;
+    clock_gettime({clock}, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}}
+"""
+
+
+def instrument(out_dir: Path, threads: int) -> list[str]:
+    """Wrap each kernel call of NAME_run in out_dir's NAME.c in a timer; the kernels' names
+    (k<index>_<node name>), in the order of edgec_profile_ns."""
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    src = out_dir / f"{manifest['name']}.c"
+    lines = src.read_text().splitlines()
+    start = next(i for i, s in enumerate(lines) if s.startswith(f"int {manifest['name']}_run("))
+    kernels: list[str] = []
+    for i in range(start, len(lines)):
+        if lines[i] == "}":
+            break
+        m = CALL.match(lines[i])
+        if m:
+            k = len(kernels)
+            kernels.append(m.group(2))
+            lines[i] = (f"{m.group(1)}{{ double t_ = edgec_profile_now(); "
+                        f"{m.group(2)}({m.group(4)}); "
+                        f"edgec_profile_ns[{k}] += edgec_profile_now() - t_; }}")
+    clock = "CLOCK_THREAD_CPUTIME_ID" if threads == 1 else "CLOCK_MONOTONIC"
+    lines.insert(start, TIMER.format(n=max(len(kernels), 1), clock=clock))
+    src.write_text("\n".join(lines) + "\n")
+    return kernels
+
+
+def kernel_times(out_dir: Path, feeds: list[dict[str, np.ndarray]], runs: int = 3,
+                 threads: int = 1) -> dict[str, float]:
+    """Nanoseconds per run of each kernel of the artifact in `out_dir` (the host must run its
+    target), over `runs` passes through `feeds` after one warm-up pass."""
+    from ..runtime.loader import load
+
+    with tempfile.TemporaryDirectory(prefix="edgec-profile-") as d:
+        timed = Path(d) / "timed"
+        shutil.copytree(out_dir, timed)
+        kernels = instrument(timed, threads)
+        model = load(timed)
+        if hasattr(model, "set_num_threads"):
+            model.set_num_threads(threads)
+        counters = (ctypes.c_double * max(len(kernels), 1)).in_dll(model._lib,
+                                                                   "edgec_profile_ns")
+        for f in feeds:
+            model.run(f)
+        ctypes.memset(counters, 0, ctypes.sizeof(counters))
+        for _ in range(runs):
+            for f in feeds:
+                model.run(f)
+        n = runs * len(feeds)
+        return {k: counters[i] / n for i, k in enumerate(kernels)}
+
+
+def node_key(name: str) -> str:
+    """A node name as C names it, lower case: '/layer1/conv1/Conv' and the kernel
+    'k2_layer1_conv1_Conv_nchwc' both give 'layer1_conv1_conv'."""
+    return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
+
+
+def layer_shares(times: dict[str, float],
+                 layers: dict[str, list[str]]) -> tuple[dict[str, float], float]:
+    """Each layer's share of the total kernel time and the share of the kernels that belong
+    to none (layout changes, padding, quantize at the edges). `layers` gives each layer the
+    node names its kernels may carry (a fused integer op is named after the output it
+    quantizes: '<output>_QuantizeLinear'); a blocked form adds '_nchwc'."""
+    total = sum(times.values()) or 1.0
+    owner = {node_key(n): layer for layer, names in layers.items() for n in names}
+    shares = dict.fromkeys(layers, 0.0)
+    other = 0.0
+    for kernel, ns in times.items():
+        node = re.sub(r"_nchwc$", "", node_key(re.sub(r"^k\d+_", "", kernel)))
+        if node in owner:
+            shares[owner[node]] += ns / total
+        else:
+            other += ns / total
+    return shares, other
