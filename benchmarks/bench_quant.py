@@ -120,18 +120,7 @@ def bench(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> l
 def bench_own(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> None:
     """`name` quantized by edgec itself (--quantize int8, min-max calibration on 8 seeded
     inputs) against onnxruntime's float32 run of the float model."""
-    folder = work / f"{name}_own"
-    model = zoo.MODELS[name]()
-    plain = zoo.save(model, folder / "float.onnx")
-    (iname, x), = random_feeds(model).items()
-    # not random_feeds' seed 0: the zoo draws its weights from that stream, and an input
-    # equal to a weight row is far outside what any calibration sees
-    rng = np.random.default_rng(2)
-    calib = {iname: rng.standard_normal((8, *x.shape[1:])).astype(np.float32)}
-    feeds = {iname: rng.standard_normal(x.shape).astype(np.float32)}
-    edgec.compile(plain, folder / "edgec", target=a.target, name=name, quantize="int8",
-                  calib=calib, log=open(os.devnull, "w"))  # noqa: SIM115
-    ours = edgec.load(folder / "edgec")
+    ours, feeds, plain, _ = own_library(name, work / f"{name}_own", a.target, "int8")
     flops = count_flops(plain)
     for threads in a.threads:
         set_threads(ours, threads)
