@@ -258,11 +258,13 @@ MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "mlp": mlp, "tiny_
 
 
 def quantize_qdq(model: onnx.ModelProto, folder: str | Path, samples: int = 4,
-                 seed: int = 1) -> Path:
+                 seed: int = 1, feeds: Sequence[dict[str, np.ndarray]] | None = None) -> Path:
     """`model` quantized as onnxruntime users do it: `quant_pre_process` (batch-norm folded
     into the convolutions), then `quantize_static` to the QDQ format with per-channel int8
-    weights and uint8 activations, calibrated (min-max) on `samples` seeded normal inputs.
-    Needs onnxruntime; returns the path of the QDQ model written in `folder`."""
+    weights and uint8 activations, calibrated (min-max) on `feeds` ({input name: array} per
+    sample), by default `samples` seeded normal inputs. A model below opset 13 is converted to
+    13 first (per-channel DequantizeLinear needs its axis). Needs onnxruntime; returns the path
+    of the QDQ model written in `folder`."""
     import logging
 
     from onnxruntime.quantization import (
@@ -274,12 +276,18 @@ def quantize_qdq(model: onnx.ModelProto, folder: str | Path, samples: int = 4,
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     folder = Path(folder)
+    if next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13) < 13:
+        from onnx import version_converter
+
+        model = version_converter.convert_version(model, 13)
     plain, pre, qdq = (save(model, folder / "float.onnx"), folder / "pre.onnx",
                        folder / "qdq.onnx")
-    inp = model.graph.input[0]
-    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
-    rng = np.random.default_rng(seed)
-    feeds = [{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(samples)]
+    if feeds is None:
+        inp = model.graph.input[0]
+        shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+        rng = np.random.default_rng(seed)
+        feeds = [{inp.name: rng.standard_normal(shape).astype(np.float32)}
+                 for _ in range(samples)]
 
     class Reader(CalibrationDataReader):
         def __init__(self):
