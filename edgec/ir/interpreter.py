@@ -11,7 +11,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ..errors import EdgecError, ShapeError
+from .dtypes import SUB_BYTE
 from .graph import Graph, Node
+from .onnx_dtypes import to_onnx
 from .registry import get_op
 
 
@@ -32,8 +34,13 @@ def check_feeds(graph: Graph, feeds: Mapping[str, np.ndarray]) -> None:
 
 
 def run_node(node: Node, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+    attrs = node.attrs
+    if node.op == "QuantizeLinear" and node.output.dtype in SUB_BYTE:
+        # its reference takes the output type from the zero point's array, which holds an
+        # int2 in an int8: the node's type says which range to saturate to
+        attrs = attrs | {"output_dtype": to_onnx(node.output.dtype)}
     try:
-        outs = get_op(node.op).run(inputs, node.attrs)
+        outs = get_op(node.op).run(inputs, attrs)
     except EdgecError:
         raise
     except Exception as e:
