@@ -32,9 +32,10 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantTy
 import edgec
 from edgec.frontends.onnx import import_onnx
 from edgec.ir import DType, Graph, TensorType, interpret, parse, print_graph, verify
-from edgec.passes import DEFAULT_PIPELINE, apply_patterns, run_pipeline
+from edgec.passes import DEFAULT_PIPELINE, apply_patterns, default_pipeline, run_pipeline
 from edgec.passes.fuse_qdq import FUSE_QDQ_PATTERNS
 from edgec.runtime.loader import load
+from edgec.targets.target import get_target
 
 SHAPE = (1, 3, 16, 16)
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Relu"}
@@ -161,6 +162,16 @@ def fused(path: Path) -> Graph:
     return g
 
 
+def compiled(path: Path, target: str = "x86") -> Graph:
+    """The graph as edgec compiles it for `target`: its default pipeline (blocked layout,
+    packed weights, fixed-point requantization), the reference the library is bit-exact with."""
+    t = get_target(target)
+    g = import_onnx(path)
+    run_pipeline(g, default_pipeline(t.lanes(DType.F32), t.registers).replace(",plan-memory", ""),
+                 verify_each=True)
+    return g
+
+
 def test_fuse_qdq_leaves_integer_ops(models):
     g = fused(models["full"])
     counts = g.op_counts()
@@ -182,7 +193,7 @@ def test_compiled_qdq_model_matches_onnxruntime(models, tmp_path):
     model as onnxruntime runs it in float."""
     path = models["full"]
     edgec.compile(path, tmp_path, name="qcnn")
-    check_runs(load(tmp_path), fused(path), path)
+    check_runs(load(tmp_path), compiled(path), path)
 
 
 def check_runs(lib, graph: Graph, path: Path) -> None:
@@ -222,7 +233,7 @@ def test_integer_kernels_bit_exact_on_every_target(models, target, backend, acti
     if not runs_here(target):
         return  # compiled (warnings are errors); run where the CPU has it
     lib = load(tmp_path)
-    graph = fused(path)
+    graph = compiled(path, target)
     for x in inputs(3):
         got = lib.run({"x": x})
         ref = interpret(graph, {"x": x})
@@ -247,7 +258,7 @@ def test_onnxruntime_int4_weights_import_and_run_packed(tmp_path):
     dense = [r["strategy"] for r in art.manifest["kernel_strategies"]
              if r["op"] == "BlockedQLinearConv" and "depthwise" not in r["strategy"]]
     assert len(dense) == 3 and all("two to a byte" in s for s in dense), dense
-    check_runs(load(tmp_path / "lib"), fused(path), path)
+    check_runs(load(tmp_path / "lib"), compiled(path), path)
 
 
 def test_qoperator_model_takes_the_blocked_integer_kernels(models, tmp_path):
@@ -257,9 +268,7 @@ def test_qoperator_model_takes_the_blocked_integer_kernels(models, tmp_path):
     art = edgec.compile(path, tmp_path, name="qop", target="x86-avx2")
     ops = {r["op"] for r in art.manifest["kernel_strategies"]}
     assert "BlockedQLinearConv" in ops and "QLinearConv" not in ops, ops
-    graph = import_onnx(path)
-    run_pipeline(graph, DEFAULT_PIPELINE)
-    check_runs(load(tmp_path), graph, path)
+    check_runs(load(tmp_path), compiled(path, "x86-avx2"), path)
 
 
 def test_reduced_range_model_matches_onnxruntime_integer_kernels(models, tmp_path):

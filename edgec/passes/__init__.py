@@ -11,6 +11,7 @@ A pass is registered by name with `@register_pass`; see `manager` for the pass c
 from . import (
     canonicalize,
     dce,
+    fixed_point,
     fold_batchnorm,
     fold_constants,
     fuse,
@@ -62,12 +63,12 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
     """The standard pipeline for a target whose float vectors have `vector_lanes` lanes in
     `registers` registers: with vectors, convolutional regions run in blocked NCHWc layout of
     that many channels, and the weights of blocked integer convolutions are packed for tiles
-    sized to the registers."""
+    sized to the registers and requantized in fixed point."""
     if vector_lanes < 2:
         return DEFAULT_PIPELINE
     return DEFAULT_PIPELINE.replace(
         ",plan-memory", f",layout-nchwc{{block={vector_lanes}}},pack-weights{{registers="
-                        f"{registers}}},dce,plan-memory")
+                        f"{registers}}},fixed-point,dce,plan-memory")
 
 
 __all__ = [
@@ -75,7 +76,7 @@ __all__ = [
     "NoMatch", "Pass", "PassInfo",
     "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
     "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
-    "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "layout", "make_pass",
+    "fixed_point", "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "layout", "make_pass",
     "pack_weights", "parse_pipeline",
     "pass_spec", "pattern", "plan_memory", "producer", "quantize", "register_pass",
     "registered_passes",

@@ -313,6 +313,17 @@ def _mul16(e: Expr, a: Eval, b: Eval) -> Eval:
     return mul16
 
 
+def _mulshift(e: Expr, a: Eval, m: Eval, s: Eval) -> Eval:
+    def mulshift(env):
+        n = int(s(env))
+        if not 33 <= n <= 62:
+            raise KernelError(f"mulshift by 2^{n}; the shift must be in [33, 62]")
+        p = np.asarray(a(env), np.int64) * np.asarray(m(env), np.int64) + (1 << (n - 1))
+        return _value((p >> n).astype(np.int32), DType.I32, e.lanes)
+
+    return mulshift
+
+
 def _fma(e: Expr, a: Eval, b: Eval, c: Eval) -> Eval:
     def fma(env):
         r = np.asarray(a(env), np.float64) * np.asarray(b(env), np.float64) + \
@@ -371,6 +382,8 @@ def compile_expr(e: Expr) -> Eval:
         return _mul16(e, *(compile_expr(a) for a in e.args))
     if op == "nibble":
         return _nibble(e, compile_expr(e.args[0]))
+    if op == "mulshift":
+        return _mulshift(e, *(compile_expr(a) for a in e.args))
     if op == "fma":
         return _fma(e, *(compile_expr(a) for a in e.args))
     if op == "hreduce":

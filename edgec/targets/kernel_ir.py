@@ -382,6 +382,26 @@ def nibble(v: Expr, k: int) -> Expr:
     return Expr("nibble", DType.I8, (v, const(k, DType.I32)), v.lanes)
 
 
+def mulshift(v: Expr, m, s) -> Expr:
+    """round(v * m / 2^s) on int32 lanes, from the exact 64-bit product, rounded half toward
+    +infinity: floor((v * m + 2^(s-1)) / 2^s). `s` is a scalar int32 in [33, 62] (a kernel
+    parameter or a constant); the result is exact in int32 for any int32 v and m (|v * m| <
+    2^62). This is fixed-point requantization: m / 2^s stands for the real multiplier. Every
+    ISA takes the high word h of the 64-bit product and computes floor((h + 2^(s-33)) /
+    2^(s-32)) in 32 bits (floor((h * 2^32 + l) / 2^k) = floor(h / 2^(k-32)) for 0 <= l < 2^32,
+    and the rounding term 2^(s-1) has no bits in the low word): x86 vpmuldq on even and odd
+    lanes, NEON vmull_s32 and vaddhn_s64."""
+    m, s = _lift(m, DType.I32), _lift(s, DType.I32)
+    m = broadcast(m, v.lanes) if m.lanes == 1 else m
+    if v.dtype is not DType.I32 or m.dtype is not DType.I32 or m.lanes != v.lanes or \
+            s.dtype is not DType.I32 or s.lanes != 1:
+        raise TypeError(f"kernel IR: mulshift of {v.lanes}-lane {v.dtype} by {m.lanes}-lane "
+                        f"{m.dtype} >> {s.dtype}; it takes int32 lanes and a scalar int32 shift")
+    if s.is_const and not 33 <= s.value <= 62:
+        raise TypeError(f"kernel IR: mulshift by 2^{s.value}; the shift must be in [33, 62]")
+    return Expr("mulshift", DType.I32, (v, m, s), v.lanes)
+
+
 def fma(a, b, c) -> Expr:
     """a * b + c rounded once (a fused multiply-add), lane by lane."""
     like = next(x.dtype for x in (a, b, c) if isinstance(x, Expr))

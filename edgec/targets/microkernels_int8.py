@@ -34,7 +34,10 @@ from .kernel_ir import (
     cast,
     const,
     dot4,
+    maximum,
+    minimum,
     mul16,
+    mulshift,
     nibble,
     select,
     vbroadcast,
@@ -159,26 +162,36 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
 
 # -- blocked int8 convolution tiles ---------------------------------------------------------------
 
-def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, y, y_mb, zy,
-                      lanes: int, out: DType) -> None:
-    """y[j*y_mb + t*L] = sat(rint((acc[t][j] + corr[j]) * mult[j]) + zy), L lanes each: the
-    arithmetic of `ir/ops/quant.py` round_saturate (clamped in float, rounded half to even)."""
+def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shift, y, y_mb,
+                      zy, lanes: int, out: DType) -> None:
+    """y[j*y_mb + t*L] = requantized acc[t][j] + corr[j], L lanes each. Fixed-point (`shift` a
+    scalar): sat(mulshift(v, mult[j], shift) + zy) with int32 multipliers, rounded half up
+    (kernel_ir.mulshift). Float (`shift` None): sat(rint(v * mult[j]) + zy), the arithmetic of
+    `ir/ops/quant.py` round_saturate (clamped in float, rounded half to even)."""
     qmin, qmax = QUANT_RANGES[out]
-    lo = kb.local("lo", broadcast(cast(const(qmin, I32) - zy, F32), lanes))
-    hi = kb.local("hi", broadcast(cast(const(qmax, I32) - zy, F32), lanes))
     zv = kb.local("zv", broadcast(zy, lanes, I32))
+    if shift is None:
+        lo = kb.local("lo", broadcast(cast(const(qmin, I32) - zy, F32), lanes))
+        hi = kb.local("hi", broadcast(cast(const(qmax, I32) - zy, F32), lanes))
+    else:
+        lo = kb.local("lo", broadcast(const(qmin, I32), lanes))
+        hi = kb.local("hi", broadcast(const(qmax, I32), lanes))
     for j in range(len(acc[0])):
         cv = kb.local(f"c{j}_", vload(corr, j * lanes, lanes))
         mv = kb.local(f"m{j}_", vload(mult, j * lanes, lanes))
         for t in range(len(acc)):
-            f = kb.local("f", cast(acc[t][j] + cv, F32) * mv)
-            f = kb.local("f", select(f > lo, f, lo))  # NaN goes to lo, as round_saturate
-            q = kb.local("q", cast(call("round", select(f < hi, f, hi)), I32) + zv)
+            if shift is None:
+                f = kb.local("f", cast(acc[t][j] + cv, F32) * mv)
+                f = kb.local("f", select(f > lo, f, lo))  # NaN goes to lo, as round_saturate
+                q = kb.local("q", cast(call("round", select(f < hi, f, hi)), I32) + zv)
+            else:
+                q = kb.local("q", mulshift(acc[t][j] + cv, mv, shift) + zv)
+                q = kb.local("q", maximum(minimum(q, hi), lo))
             kb.store(y, j * y_mb + t * lanes, q)
 
 
 def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
-               nibbles: bool = False) -> Kernel:
+               nibbles: bool = False, fixed: bool = False) -> Kernel:
     """MB output blocks of L channels x R output pixels of one row of a blocked uint8
     convolution whose input is already padded (every tap is inside): for each input block cb,
     tap (kh, kw) and group g of 4 input channels of the block, MB weight vectors (4 bytes per
@@ -187,14 +200,15 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     is the exact int32 sum of x * (w - zw); `corr` (the bias minus zx times the weights' sum
     per output channel) centres it on x - zx, then it is requantized. With `nibbles` the
     weight vectors come two to a load (encoding "dot4 ... nib", ir/encodings.py) as 16 * w:
-    corr and mult are then scaled by 16 and 1/16.
+    corr and mult are then scaled by 16 and 1/16 (with `fixed`, the shift grows by 4).
 
     Parameters: x (the tile's first pixel at its first tap), w (the group's packed weights at
-    the first input block), corr and mult (per output channel of the tile's blocks), y; then
-    ncb (input blocks), nkh, nkw, x_cb, x_kh, x_kw (input strides), w_cb, w_kh (weight
-    strides in bytes; w_kw is the encoding's bytes per tap), y_mb (output stride between
-    blocks), zy."""
-    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles)
+    the first input block), corr and mult (per output channel of the tile's blocks: float32,
+    or int32 fixed-point multipliers with `fixed`), y; then ncb (input blocks), nkh, nkw,
+    x_cb, x_kh, x_kw (input strides), w_cb, w_kh (weight strides in bytes; w_kw is the
+    encoding's bytes per tap), y_mb (output stride between blocks), zy (and the shift with
+    `fixed`)."""
+    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed)
     if key in _CACHE:
         return _CACHE[key]
     enc = QConvWeights("dot4", lanes, 4 * groups, mb, nibbles)
@@ -202,16 +216,18 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     # spills the accumulators (ResNet-18's 3x3 convolutions ran 1.5x slower)
     kind = "i4" if nibbles else "u8"
     kb = KernelBuilder(f"mk_qconv_{kind}x{lanes}_m{mb}_r{r}_p{x_pix}_g{groups}_"
-                       f"{out.name.lower()}",
+                       f"{out.name.lower()}{'_fx' if fixed else ''}",
                        f"int8 conv tile: {mb} blocks of {lanes} output channels x {r} pixels"
-                       + (", int4 weights two to a byte" if nibbles else ""), opaque=True)
+                       + (", int4 weights two to a byte" if nibbles else "")
+                       + (", fixed-point requantization" if fixed else ""))
     x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
-    corr, mult = kb.pointer("corr", I32), kb.pointer("mult", F32)
+    corr, mult = kb.pointer("corr", I32), kb.pointer("mult", I32 if fixed else F32)
     y = kb.pointer("y", out, "out")
     ncb, nkh, nkw = kb.scalar("ncb"), kb.scalar("nkh"), kb.scalar("nkw")
     x_cb, x_kh, x_kw = kb.scalar("x_cb"), kb.scalar("x_kh"), kb.scalar("x_kw")
     w_cb, w_kh, y_mb = kb.scalar("w_cb"), kb.scalar("w_kh"), kb.scalar("y_mb")
     zy = kb.scalar("zy", I32)
+    shift = kb.scalar("shift", I32) if fixed else None
     vec = 4 * lanes
     chunk = enc.chunk(groups, mb)  # groups of 4 input channels per loop iteration
     per = -(-chunk * mb // 2) if nibbles else chunk * mb  # weight loads per iteration
@@ -241,30 +257,33 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                                                        vec, 4))
                     for j in range(mb):
                         kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[c * mb + j]))
-    _requantize_store(kb, acc, corr, mult, y, y_mb, zy, lanes, out)
+    _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out)
     _CACHE[key] = kb.build()
     return _CACHE[key]
 
 
-def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType) -> Kernel:
+def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = False) -> Kernel:
     """R output pixels of one block of a blocked uint8 depthwise convolution over a padded
     input: the L channels are the lanes, acc[t] += widen(x[pixel t, tap]) * widen(w[tap]) in
     int32 (weights w - zw as int8, [kh][kw][lane]: encoding "dw"), then centred and
     requantized as `qconv_tile`.
 
     Parameters: x, w, corr, mult, y; nkh, nkw, x_kh, x_kw, w_kh (= nkw * L for the full
-    kernel), zy."""
-    key = ("qdw", lanes, r, x_pix, out)
+    kernel), zy (and the shift with `fixed`)."""
+    key = ("qdw", lanes, r, x_pix, out, fixed)
     if key in _CACHE:
         return _CACHE[key]
-    kb = KernelBuilder(f"mk_qdw_u8x{lanes}_r{r}_p{x_pix}_{out.name.lower()}",
-                       f"int8 depthwise tile: {lanes} channels x {r} pixels")
+    kb = KernelBuilder(f"mk_qdw_u8x{lanes}_r{r}_p{x_pix}_{out.name.lower()}"
+                       f"{'_fx' if fixed else ''}",
+                       f"int8 depthwise tile: {lanes} channels x {r} pixels"
+                       + (", fixed-point requantization" if fixed else ""))
     x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
-    corr, mult = kb.pointer("corr", I32), kb.pointer("mult", F32)
+    corr, mult = kb.pointer("corr", I32), kb.pointer("mult", I32 if fixed else F32)
     y = kb.pointer("y", out, "out")
     nkh, nkw = kb.scalar("nkh"), kb.scalar("nkw")
     x_kh, x_kw, w_kh = kb.scalar("x_kh"), kb.scalar("x_kw"), kb.scalar("w_kh")
     zy = kb.scalar("zy", I32)
+    shift = kb.scalar("shift", I32) if fixed else None
     acc = [[kb.local(f"acc{t}_", broadcast(const(0, I32), lanes))] for t in range(r)]
     with kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
         xo = kb.local("xo", kh * x_kh + kw * x_kw)
@@ -272,6 +291,6 @@ def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType) -> Kernel:
         for t in range(r):
             xv = cast(vload(x, xo + t * x_pix, lanes), I32)
             kb.assign(acc[t][0], acc[t][0] + mul16(xv, wv))  # bytes times int8 weights
-    _requantize_store(kb, acc, corr, mult, y, 0, zy, lanes, out)
+    _requantize_store(kb, acc, corr, mult, shift, y, 0, zy, lanes, out)
     _CACHE[key] = kb.build()
     return _CACHE[key]

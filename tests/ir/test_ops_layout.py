@@ -129,6 +129,27 @@ def test_blocked_qlinear_conv_against_onnxruntime(c, m, k, s, group, xb):
         assert (got[:, -1, ..., m % b:] == 30).all()
 
 
+def test_fixed_point_requantization_by_hand():
+    """Four pixels of one channel, acc = (x - 10) * 1 = 6, -6, 84, -10 and M = float32(1/12)
+    = 11184811 * 2^-27, held as q = 1431655808 with shift 34. Exactly, acc * M = 0.50000002,
+    -0.50000002, 7.0000003 and -0.83: nearest 1, -1, 7, -1 (y = zy + that = 6, 4, 12, 4).
+    float32 rounds +-6 M onto the tie +-0.5, which goes to even: 0 twice (y = 5, 5)."""
+    x = np.array([16, 4, 94, 0], np.uint8).reshape(1, 1, 1, 4)  # W as the pixel axis
+    w = np.array([1], np.int8).reshape(1, 1, 1, 1)
+    args = (np.float32(0.5), np.uint8(10), w, np.float32(1 / 6), None, np.float32(1.0),
+            np.uint8(5), None)
+    attrs = {"strides": [1, 1], "pads": [0, 0, 0, 0], "group": 1, "dilations": [1, 1],
+             "channels": 1, "block": 4}
+    xb = get_op("ReorderToBlocked").reference(x, block=4)
+    m = np.float32(0.5) * np.float32(1 / 6) / np.float32(1.0)
+    assert m == np.float32(1 / 12) and int(m * 2.0**34) == 1431655808
+    fixed = get_op("BlockedQLinearConv").reference(xb, *args, rq_mult=[1431655808], rq_shift=34,
+                                                  **attrs)
+    flt = get_op("BlockedQLinearConv").reference(xb, *args, **attrs)
+    assert list(fixed.reshape(-1, 4)[:, 0]) == [6, 4, 12, 4]
+    assert list(flt.reshape(-1, 4)[:, 0]) == [5, 5, 12, 4]
+
+
 def test_int8_reorders_shift_to_uint8_and_back():
     x = np.array([-128, -1, 0, 127, 5, -7], np.int8).reshape(1, 6, 1, 1)
     xb = get_op("ReorderToBlocked").reference(x, block=4, shift=128)

@@ -290,3 +290,32 @@ def test_shape_errors_name_the_problem():
         conv_attrs(2))
     assert "uint8 or int8" in _graph_error(
         "MatMulInteger", [np.zeros((2, 3), F32), np.zeros((3, 2), np.int8)])
+
+
+def test_fixed_point_multipliers():
+    from edgec.ir.ops.quant import fixed_point_multipliers
+    # 0.1875 = 3 * 2^-4: s = 33 puts it at 1.5 * 2^30; the smaller channel is exact too
+    q, s = fixed_point_multipliers(np.array([0.1875, 0.1875 / 1024], np.float32))
+    assert s == 33 and list(q) == [3 * 2**29, 3 * 2**19]
+    # a float32 mantissa is kept whole: q / 2^s is the multiplier itself
+    m = np.float32(0.0123)
+    q, s = fixed_point_multipliers(np.array([m]))
+    assert 2**30 <= q[0] < 2**31 and q[0] / 2.0**s == float(m)
+    for bad in ([0.25], [1.5], [np.inf], [-0.1], [0.0], [1e-12],  # s would be under 33 or > 58
+                [0.3, 0.3 / 2**17]):  # channels 2^17 apart: the small one under 15 bits
+        assert fixed_point_multipliers(np.array(bad, np.float32)) is None, bad
+
+
+def test_blocked_qlinear_conv_refuses_bad_fixed_point_attributes():
+    from edgec.ir import parse, verify
+    text = """
+        graph @g(%x: u8[1,1,1,1,4]) {
+          %s = const f32[] dense<[0.01]>
+          %z = const u8[] dense<[0]>
+          %w = const i8[1,1,1,1] dense<[1]>
+          %y = BlockedQLinearConv(%x, %s, %z, %w, %s, none, %s, %z, none) {ATTRS} : u8[1,1,1,1,4]
+          return %y
+        }""".replace("ATTRS", "dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], "
+                              "channels = 1, block = 4, rq_mult = [5, 6], rq_shift = 20")
+    with pytest.raises(ShapeError, match=r"rq_shift in \[33, 58\] and rq_mult one or 1 "):
+        verify(parse(text))

@@ -26,9 +26,10 @@ def feeds_for(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
-def assert_same_numerics(before: Graph, after: Graph, tol: float = 1e-5, seeds=(0, 1)) -> None:
-    """Both graphs give the same outputs (same names, dtypes, shapes; values within `tol`
-    relative to the largest magnitude) on random inputs."""
+def assert_same_numerics(before: Graph, after: Graph, tol: float = 1e-5, seeds=(0, 1),
+                         steps: int = 0) -> None:
+    """Both graphs give the same outputs (same names, dtypes, shapes; float values within `tol`
+    relative to the largest magnitude, integers within `steps`) on random inputs."""
     assert [v.name for v in after.outputs] == [v.name for v in before.outputs]
     for seed in seeds:
         feeds = feeds_for(before, seed)
@@ -40,18 +41,22 @@ def assert_same_numerics(before: Graph, after: Graph, tol: float = 1e-5, seeds=(
                 scale = max(float(np.abs(w).max()), 1e-30)
                 err = float(np.abs(g.astype(np.float64) - w).max()) / scale
                 assert err <= tol, f"output {name}: relative error {err:.3g}"
+            elif steps:
+                diff = np.abs(g.astype(np.int64) - w.astype(np.int64))
+                assert diff.max(initial=0) <= steps, f"output {name}: {diff.max()} steps apart"
             else:
                 np.testing.assert_array_equal(g, w)
 
 
 def check_pass(src: str, pipeline: str, expected: str | None = None,
-               tol: float = 1e-5) -> Graph:
+               tol: float = 1e-5, steps: int = 0) -> Graph:
     """Run `pipeline` (verifying after every pass) on the IR `src`; compare the printed
-    result with `expected` and the numerics with the untouched graph."""
+    result with `expected` and the numerics with the untouched graph (integer outputs within
+    `steps`)."""
     before = ir(src)
     after = ir(src)
     run_pipeline(after, pipeline, verify_each=True)
     if expected is not None:
         assert print_graph(after) == textwrap.dedent(expected).strip(), print_graph(after)
-    assert_same_numerics(before, after, tol)
+    assert_same_numerics(before, after, tol, steps=steps)
     return after

@@ -156,6 +156,37 @@ GOLDEN = {
           %y = BlockedQLinearConv(%x, %sx, %zx, %w_packed, %sw, none, %sy, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 4, block = 4, wenc = "dot4 l4 x4 m1 nib", wshape = [4, 4, 1, 1]} : u8[1,1,2,2,4]
           return %y
         }"""),
+    # M = 0.5 * [0.25, 0.125] / 1.5 = float32 1/12 = 11184811 * 2^-27 and 1/24 (half of it):
+    # s = 34 puts the largest in [2^30, 2^31), q = 11184811 * 2^7 = 1431655808 and 715827904.
+    # The second conv's M = 1 cannot be held with s >= 32: it keeps float requantization (it
+    # copies its input: the outputs differ by a step where float32 rounds acc * M onto a tie)
+    "fixed-point": ("fixed-point", """
+        graph @fx(%x: u8[1,1,2,2,4]) {
+          %sx = const f32[] dense<[0.5]>
+          %zx = const u8[] dense<[10]>
+          %w = const i8[2,2,1,1] dense<[1, -2, 3, 4]>
+          %sw = const f32[2] dense<[0.25, 0.125]>
+          %sy = const f32[] dense<[1.5]>
+          %zy = const u8[] dense<[5]>
+          %one = const f32[] dense<[1.0]>
+          %eye = const i8[2,2,1,1] dense<[1, 0, 0, 1]>
+          %y = BlockedQLinearConv(%x, %sx, %zx, %w, %sw, none, %sy, %zy, none) {dilations = [1, 1], group = 1, pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4} : u8[1,1,2,2,4]
+          %z = BlockedQLinearConv(%y, %one, %zy, %eye, %one, none, %one, %zy, none) {dilations = [1, 1], group = 1, pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4} : u8[1,1,2,2,4]
+          return %z
+        }""", """
+        graph @fx(%x: u8[1,1,2,2,4]) {
+          %sx = const f32[] dense<[0.5]>
+          %zx = const u8[] dense<[10]>
+          %w = const i8[2,2,1,1] dense<[1, -2, 3, 4]>
+          %sw = const f32[2] dense<[0.25, 0.125]>
+          %sy = const f32[] dense<[1.5]>
+          %zy = const u8[] dense<[5]>
+          %one = const f32[] dense<[1.0]>
+          %eye = const i8[2,2,1,1] dense<[1, 0, 0, 1]>
+          %y = BlockedQLinearConv(%x, %sx, %zx, %w, %sw, none, %sy, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4, rq_mult = [1431655808, 715827904], rq_shift = 34} : u8[1,1,2,2,4]
+          %z = BlockedQLinearConv(%y, %one, %zy, %eye, %one, none, %one, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4} : u8[1,1,2,2,4]
+          return %z
+        }"""),
     # data-free (no samples): the weights only, per output channel, 127 * s = |w|; the codes'
     # type carries their scales (and bits, when not 8)
     "quantize": ("quantize", """
@@ -173,6 +204,10 @@ GOLDEN = {
           return %y
         }"""),
 }
+
+# passes whose integer results may move by a step: fixed-point rounds the exact product where
+# float32 rounded it first
+STEPS = {"fixed-point": 1}
 
 # plan-memory changes no node: its text out is the plan (offsets, liveness, the view)
 PLAN_SRC = """
@@ -198,7 +233,7 @@ PLAN_TEXT = """
 @pytest.mark.parametrize("name", list(GOLDEN))
 def test_text_in_text_out(name):
     pipeline, src, expected = GOLDEN[name]
-    check_pass(src, pipeline, expected)
+    check_pass(src, pipeline, expected, steps=STEPS.get(name, 0))
 
 
 def test_plan_memory_text_out():

@@ -29,6 +29,7 @@ import onnx.numpy_helper
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, random_feeds, small_resnet
 from harness import conformance_module, conformance_results, rel_error
+from test_int8 import check_mulshift, mulshift_kernel
 from test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
     SENTINEL,
     axpy_driver,
@@ -183,7 +184,7 @@ def built(request, tmp_path_factory):
     ks = {"lanewise": lanewise_kernel(L, 3 * L + 5), "rowreduce": reduce_kernel(L, 4, 2 * L + 3),
           "axpy_rows": axpy_driver(L, 3, 2 * L + 7), "spmv": spmv_kernel(L, 6, 9, 14),
           "intvec": int_kernel(L, 4 * L), "gemm_drive": gemm_driver(L),
-          "par_rows": parallel_kernel(L, 13, 3 * L)}
+          "par_rows": parallel_kernel(L, 13, 3 * L), "mulshift": mulshift_kernel(L)}
     exe = build_program(tmp_path_factory.mktemp(request.param), list(ks.values()), target)
     fns = {name: emulated_function(exe, target, k) for name, k in ks.items()}
     fns["par_rows_3_threads"] = emulated_function(exe, target, ks["par_rows"], threads=3)
@@ -200,6 +201,11 @@ def test_neon_source_uses_its_intrinsics(isa):
     # Armv7 NEON has no division and no across-vector reductions: helpers stand in for them
     assert bool(re.search(r"[^_]vdivq_f32\(", src)) == (isa == "neon")
     assert bool(re.search(r"[^_]vaddvq_f32\(", src)) == (isa == "neon")
+
+
+def test_mulshift_rounds_the_exact_product(built):
+    L, _, fns = built
+    check_mulshift(fns["mulshift"], L)
 
 
 def test_gemm_tile_with_remainder_columns(built):

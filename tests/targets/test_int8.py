@@ -9,8 +9,10 @@ saturating shortcut would get wrong.
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
+from fractions import Fraction
 
 import numpy as np
 import onnx
@@ -31,6 +33,7 @@ from edgec.targets.kernel_ir import (
     broadcast,
     const,
     dot4,
+    mulshift,
     nibble,
     vbroadcast,
     vload,
@@ -159,6 +162,50 @@ def test_nibble_unpacks_int4_pairs_times_16(build_name, tmp_path):
     for k, w in enumerate((lo, hi)):
         want = (x.astype(np.int64) * 16 * w).reshape(n, lanes, 4).sum(-1)
         np.testing.assert_array_equal(z.reshape(n, 2, lanes)[:, k], want, err_msg=f"nibble {k}")
+
+
+# -- fixed-point requantization -------------------------------------------------------------
+
+def mulshift_kernel(lanes: int) -> Kernel:
+    """z[i] = mulshift(v[i], m[i], s) over n vectors, s a run-time scalar."""
+    kb = KernelBuilder(f"mulshift_x{lanes}")
+    v, m = kb.pointer("v", I32), kb.pointer("m", I32)
+    z = kb.pointer("z", I32, "out")
+    n, sh = kb.scalar("n"), kb.scalar("s", I32)
+    with kb.loop(n, "i") as i:
+        kb.store(z, i * lanes, mulshift(vload(v, i * lanes, lanes), vload(m, i * lanes, lanes),
+                                        sh))
+    return kb.build()
+
+
+def check_mulshift(fn, lanes: int) -> None:
+    """fn (mulshift_kernel's function) against exact rational rounding, half toward +inf,
+    on extremes (int32 limits, exact ties of both signs) and random operands, shifts from 33
+    to 62."""
+    rng = np.random.default_rng(5)
+    top, bottom = 2**31 - 1, -2**31
+    v0 = [top, bottom, bottom, top, 5, -5, 3, -3, 1, -1, 0, 7]
+    m0 = [top, top, bottom + 1, 1, 2**31 - 1, 2**31 - 1, 2**30, 2**30, 2**31 - 1, 1, top, 0]
+    for s in (33, 34, 40, 47, 58, 62):
+        n = -(-64 // lanes)
+        v = rng.integers(bottom, top, n * lanes, endpoint=True).astype(np.int32)
+        m = rng.integers(0, 2**31, n * lanes).astype(np.int32)
+        v[:len(v0)], m[:len(m0)] = v0, m0
+        if s == 33:  # ties: v * m = (2k + 1) * 2^32
+            m[12:16], v[12:16] = 2**31 - 2**30, [2**2, -2**2, 3 * 2**2, -3 * 2**2]
+        z = np.zeros(n * lanes, np.int32)
+        fn(v, m, z, n, s)
+        want = [math.floor(Fraction(int(a) * int(b), 2**s) + Fraction(1, 2))
+                for a, b in zip(v, m, strict=True)]
+        np.testing.assert_array_equal(z, np.array(want, np.int64), err_msg=f"shift {s}")
+
+
+@pytest.mark.parametrize("build_name", sorted(BUILDS))
+def test_mulshift_rounds_the_exact_product(build_name, tmp_path):
+    isa, flags = BUILDS[build_name]
+    lanes = lanes_of(isa)
+    lib = build(tmp_path, [mulshift_kernel(lanes)], isa, flags, build_name)
+    check_mulshift(function(lib, mulshift_kernel(lanes)), lanes)
 
 
 def test_dot4_scalar_form_reads_bytes():

@@ -177,6 +177,20 @@ def test_nibble_fields_times_16():
                         16 * (-8 + 2 * 7), 255 * 16 * (-8 + 7) + 16 * (-8 + 7)]
 
 
+def test_mulshift_rounds_half_up():
+    # 12 * 2^30 / 2^33 = 1.5 -> 2, -1.5 -> -1; (2^31 - 1)^2 / 2^33 = 2^29 - 0.5 + 2^-33 ->
+    # 2^29; -2^31 (2^31 - 1) / 2^33 = -536870911.75 -> -536870912
+    from edgec.targets.kernel_ir import mulshift
+    kb = KernelBuilder("ms")
+    v, m = kb.input("v", I32, (4,)), kb.input("m", I32, (4,))
+    y = kb.output("y", I32, (4,))
+    kb.store(y, 0, mulshift(vload(v, 0, 4), vload(m, 0, 4), const(33, I32)))
+    y_ = np.zeros(4, np.int32)
+    run_kernel(kb.build(), np.array([12, -12, 2**31 - 1, -2**31], np.int32),
+               np.array([2**30, 2**30, 2**31 - 1, 2**31 - 1], np.int32), y_)
+    assert list(y_) == [2, -1, 2**29, -536870912]
+
+
 # -- undefined behaviour is refused ------------------------------------------------------------
 
 def test_access_past_a_buffer_is_an_error():

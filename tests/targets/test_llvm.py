@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from convnets import onnxruntime_outputs, random_feeds, small_resnet
 from harness import runs_here
+from test_int8 import check_mulshift, mulshift_kernel
 from test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
     SENTINEL,
     axpy_driver,
@@ -114,6 +115,13 @@ def built(request, tmp_path_factory):
           "intvec": int_kernel(L, 4 * L)}
     lib = build(tmp_path_factory.mktemp(f"llvm{L}"), list(ks.values()), f"k{L}", target)
     return L, ks, {name: function(lib, k) for name, k in ks.items()}
+
+
+@pytest.mark.parametrize("build_name", list(LLVM_BUILDS))
+def test_mulshift_rounds_the_exact_product(build_name, tmp_path):
+    L, target = LLVM_BUILDS[build_name]
+    k = mulshift_kernel(L)
+    check_mulshift(function(build(tmp_path, [k], f"ms{L}", target), k), L)
 
 
 def test_gemm_microkernel_with_masked_columns(tmp_path):

@@ -19,10 +19,13 @@ Integer (uint8) blocked tensors, the layout of quantized convolutional regions:
     BlockedPad(X, V){pads}                X's planes padded with the scalar V ([top, left,
                                           bottom, right]), the zero point a conv pads with
     BlockedQLinearConv(X, sx, zx, W, sw, zw, sy, zy, B?){Conv attrs, channels, block, wenc,
-        wshape} = block(QLinearConv(unblock(X), ...)), padding channels holding zy; X's block
-          (its last dim) may differ from the output's: 4 for a stem of 3 channels. With `wenc`
-          (set by the pack-weights pass) W is the centred weight of shape `wshape` stored as
-          the kernel reads it (ir/encodings.py) and zw is absent
+        wshape, rq_mult, rq_shift} = block(QLinearConv(unblock(X), ...)), padding channels
+          holding zy; X's block (its last dim) may differ from the output's: 4 for a stem of 3
+          channels. With `wenc` (set by the pack-weights pass) W is the centred weight of
+          shape `wshape` stored as the kernel reads it (ir/encodings.py) and zw is absent.
+          With `rq_shift` (set by the fixed-point pass) the sums are requantized in fixed
+          point, sat(round(acc * rq_mult / 2^rq_shift) + zy) rounded half up from the exact
+          product (ops/quant.py requantize_fixed), not through float32 as QLinearConv does
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from . import (
     fused,  # noqa: F401  (FusedConv must be registered first)
     quant,  # noqa: F401  (QLinearConv too)
 )
+from .quant import FIXED_SHIFTS, qconv_sums, requantize_fixed
 
 INT8 = (DType.U8, DType.I8)
 
@@ -229,7 +233,7 @@ def blocked_pad(x, v, *, pads):
 _QLINEAR_CONV = get_op("QLinearConv")
 _QCONV_ATTRS = {k: a for k, a in _QLINEAR_CONV.attrs.items()}
 _QCONV_ATTRS |= {"channels": Attr.int(), "block": Attr.int(), "wenc": Attr.str(""),
-                 "wshape": Attr.ints([])}
+                 "wshape": Attr.ints([]), "rq_mult": Attr.ints([]), "rq_shift": Attr.int(0)}
 
 
 def _weights_type(w, zw, wenc: str, wshape) -> _Typed:
@@ -246,22 +250,42 @@ def _weights_type(w, zw, wenc: str, wshape) -> _Typed:
     return _Typed(TensorType(tuple(wshape), DType.I8))
 
 
-def _infer_blocked_qconv(inputs, *, channels, block, wenc, wshape, **attrs):
+def _check_fixed_point(m: int, rq_mult, rq_shift) -> None:
+    lo, hi = FIXED_SHIFTS
+    if not rq_shift and not rq_mult:
+        return
+    if not lo <= rq_shift <= hi or len(rq_mult) not in (1, m) or \
+            not all(0 <= q < 2**31 for q in rq_mult):
+        raise ShapeError(f"BlockedQLinearConv: fixed-point requantization needs rq_shift in "
+                         f"[{lo}, {hi}] and rq_mult one or {m} values in [0, 2^31); got "
+                         f"rq_shift={rq_shift} and {len(rq_mult)} values of rq_mult")
+
+
+def _infer_blocked_qconv(inputs, *, channels, block, wenc, wshape, rq_mult, rq_shift, **attrs):
     t = inputs[0].type
     _check_blocked("BlockedQLinearConv", t, channels)
     x = TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
     ins = [_Typed(x), *inputs[1:]]
     if wenc:
         ins[3] = _weights_type(inputs[3], inputs[5], wenc, wshape)
+    _check_fixed_point(ins[3].type.shape[0], rq_mult, rq_shift)
     out = _QLINEAR_CONV.infer(ins, **attrs)
     return TensorType(blocked_shape(out.shape, block), out.dtype, out.quant)
 
 
 @op("BlockedQLinearConv", inputs=(8, 9), attrs=_QCONV_ATTRS, infer=_infer_blocked_qconv)
 def blocked_qlinear_conv(x, sx, zx, w, sw, zw, sy, zy, b=None, *, channels, block, wenc="",
-                         wshape=(), **attrs):
+                         wshape=(), rq_mult=(), rq_shift=0, **attrs):
     if wenc:  # centred weights, stored as the kernel reads them
         w = decode_qconv(w, QConvWeights.parse(wenc), wshape).astype(np.int8)
-    y = _QLINEAR_CONV.reference(from_blocked(x, channels), sx, zx, w, sw, zw, sy, zy, b,
-                                **attrs)
+    xn = from_blocked(x, channels)
+    if rq_shift:  # fixed-point requantization (ops/quant.py requantize_fixed)
+        acc = qconv_sums(xn, zx, w, zw, b, **attrs)
+        q = np.asarray(rq_mult, np.int64)
+        q = q.reshape(-1, 1, 1) if q.size > 1 else q.reshape(())
+        z = 0 if zy is None else zy.reshape(())
+        y = requantize_fixed(acc, q, rq_shift, z, DType.from_numpy(
+            zy.dtype if zy is not None else x.dtype))
+    else:
+        y = _QLINEAR_CONV.reference(xn, sx, zx, w, sw, zw, sy, zy, b, **attrs)
     return to_blocked(y, block, 0 if zy is None else zy.reshape(()))

@@ -9,6 +9,7 @@ acc = sum (a - za)(b - zb) (+ an int32 bias) exactly in int32 and requantize
 y = sat(rint(acc * M) + zy) with M = (sa * sb) / sy. All float arithmetic is float32 (float16
 scales are widened first), as in onnxruntime; the ONNX reference implementation computes
 acc * M in float64 (and M in float16 for float16 scales), which can differ by one step.
+Blocked convolutions can requantize in fixed point instead (requantize_fixed, below).
 """
 
 from __future__ import annotations
@@ -135,6 +136,44 @@ def _zero_or(z) -> np.ndarray:
 def requantize_multiplier(sa, sb, sy) -> np.ndarray:
     """M = (sa * sb) / sy in float32, in that order (onnxruntime's output scale)."""
     return (_f32(sa) * _f32(sb)) / _f32(sy)
+
+
+# Fixed-point requantization: M = q / 2^s with an int32 q and 33 <= s <= 62, applied to an
+# int32 sum v as round(v * q / 2^s) from the exact 64-bit product, rounded half toward
+# +infinity (kernel_ir.mulshift), then shifted by the zero point and saturated. A float32 M
+# whose exponent is within 7 of the largest multiplier's is represented exactly (q takes its
+# 24-bit mantissa), so this differs from the float arithmetic above only where that rounds:
+# the float product v * M itself (|v| > 2^24) and ties (half up here, half to even there).
+FIXED_SHIFTS = (33, 58)  # (the tiles that sum 16 * w add 4 to the shift: at most 62)
+FIXED_MIN_BITS = 15  # the least significant bits a channel's q keeps (else float is kept)
+
+
+def fixed_point_multipliers(mult: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """(q int32, s) with q / 2^s = mult (float32 multipliers, one or per channel) to at
+    least FIXED_MIN_BITS significant bits, one shift for all channels; None where that
+    cannot be: a multiplier not finite, negative, >= 0.25 (s would be under 33) or so small
+    that s would pass 58, or channels whose multipliers span more than 2^16."""
+    m = np.asarray(mult, np.float64).reshape(-1)
+    if m.size == 0 or not np.isfinite(m).all() or (m < 0).any() or m.max() >= 0.25 or \
+            m.max() == 0:
+        return None
+    _, e = np.frexp(m.max())  # max = f * 2^e, 0.5 <= f < 1
+    s = 31 - int(e)
+    if not FIXED_SHIFTS[0] <= s <= FIXED_SHIFTS[1]:
+        return None
+    q = np.rint(np.ldexp(m, s))
+    if q.max() >= 2**31 or ((q > 0) & (q < 2**FIXED_MIN_BITS)).any() or \
+            ((m > 0) & (q == 0)).any():
+        return None
+    return q.astype(np.int32), s
+
+
+def requantize_fixed(acc: np.ndarray, q, s: int, zp, dtype: DType) -> np.ndarray:
+    """sat(round(acc * q / 2^s) + zp), rounded half toward +infinity from the exact product
+    (q broadcasts against acc: one value or one per channel on its axis)."""
+    v = (np.asarray(acc, np.int64) * np.asarray(q, np.int64) + (1 << (s - 1))) >> s
+    lo, hi = QUANT_RANGES[dtype]
+    return np.clip(v + np.asarray(zp, np.int64), lo, hi).astype(dtype.np)
 
 
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------
@@ -494,16 +533,21 @@ def _infer_qlinear_conv(inputs, **attrs):
                       typed_quant(inputs[6], inputs[7]))
 
 
+def qconv_sums(x, x_zero_point, w, w_zero_point, b=None, **conv_attrs) -> np.ndarray:
+    """The int32 sums of a quantized convolution: conv(x - zx, w - zw) + b."""
+    xc = _i32(x) - _zero_or(x_zero_point).reshape(())
+    wc = centred_conv_weights(w, w_zero_point)
+    return conv_nd(xc, wc, None if b is None else _i32(b), **conv_attrs)
+
+
 @op("QLinearConv", inputs=(8, 9), attrs=_CONV_ATTRS, infer=_infer_qlinear_conv)
 def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
                  b=None, *, dilations, group, pads, strides):
     """y = sat(rint((conv(x - zx, w - zw) + b) * (sx * sw / sy)) + zy), w's scale and zero
     point per tensor or per output channel."""
     nsp = x.ndim - 2
-    xc = _i32(x) - _zero_or(x_zero_point).reshape(())
-    wc = centred_conv_weights(w, w_zero_point)
-    acc = conv_nd(xc, wc, None if b is None else _i32(b), dilations=dilations, group=group,
-                  pads=pads, strides=strides)
+    acc = qconv_sums(x, x_zero_point, w, w_zero_point, b, dilations=dilations, group=group,
+                     pads=pads, strides=strides)
     mult = requantize_multiplier(x_scale.reshape(()), w_scale.reshape(-1), y_scale.reshape(()))
     mult = mult.reshape((-1,) + (1,) * nsp) if mult.size > 1 else mult.reshape(())
     out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else x.dtype)

@@ -66,6 +66,16 @@ static inline __m256i edgec_dot4_i8i8(__m256i acc, __m256i a, __m256i b)
     }
 EDGEC_STORE8(edgec_store8_u8, uint8_t, _mm_packus_epi16)
 EDGEC_STORE8(edgec_store8_i8, int8_t, _mm_packs_epi16)
+/* kernel-IR mulshift, as edgec_mulshift16 of edgec_avx512.h (a shuffle and a blend gather
+   the high words) */
+static inline __m256i edgec_mulshift8(__m256i a, __m256i m, int32_t s)
+{
+    __m256i even = _mm256_mul_epi32(a, m);
+    __m256i odd = _mm256_mul_epi32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(m, 32));
+    __m256i h = _mm256_blend_epi32(_mm256_shuffle_epi32(even, 0xB1), odd, 0xAA);
+    h = _mm256_add_epi32(h, _mm256_set1_epi32(1 << (s - 33)));
+    return _mm256_sra_epi32(h, _mm_cvtsi32_si128(s - 32));
+}
 EDGEC_BY_LANES(edgec_exp8, edgec_expf, __m256, 8, _mm256_storeu_ps, _mm256_loadu_ps)
 EDGEC_BY_LANES(edgec_tanh8, edgec_tanhf, __m256, 8, _mm256_storeu_ps, _mm256_loadu_ps)
 #endif

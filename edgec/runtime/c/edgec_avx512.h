@@ -1,11 +1,23 @@
 /* edgec_avx512.h: the helpers of edgec's AVX-512 kernels (renderers/c.py AVX512): masks of a
- * vector tail, vector exp and tanh through the runtime's edgec_expf and edgec_tanhf */
+ * vector tail, fixed-point multiplies, vector exp and tanh through the runtime's edgec_expf and edgec_tanhf */
 #ifndef EDGEC_AVX512_H
 #define EDGEC_AVX512_H
 #include <immintrin.h>
 #include "edgec_runtime.h"
 
 #define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))
+/* kernel-IR mulshift (edgec_mulshift of each lane, 33 <= s <= 62): vpmuldq multiplies the
+   even lanes, and the odd lanes moved down, into 64 bits; one masked shuffle gathers the high
+   words (the odd products' in place, the even ones' moved down), to which the rounding term
+   2^(s-1) adds as 2^(s-33) (it has no bits in the low words), shifted right by s - 32 */
+static inline __m512i edgec_mulshift16(__m512i a, __m512i m, int32_t s)
+{
+    __m512i even = _mm512_mul_epi32(a, m);
+    __m512i odd = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(m, 32));
+    __m512i h = _mm512_mask_shuffle_epi32(odd, 0x5555, even, _MM_PERM_CDAB);
+    h = _mm512_add_epi32(h, _mm512_set1_epi32(1 << (s - 33)));
+    return _mm512_sra_epi32(h, _mm_cvtsi32_si128(s - 32));
+}
 EDGEC_BY_LANES(edgec_exp16, edgec_expf, __m512, 16, _mm512_storeu_ps, _mm512_loadu_ps)
 EDGEC_BY_LANES(edgec_tanh16, edgec_tanhf, __m512, 16, _mm512_storeu_ps, _mm512_loadu_ps)
 #endif

@@ -76,6 +76,15 @@ static inline int32x4_t edgec_dot4_u8s8(int32x4_t acc, uint8x16_t a, int8x16_t b
     }
 EDGEC_NARROW4(u8, uint8_t)
 EDGEC_NARROW4(s8, int8_t)
+/* kernel-IR mulshift (edgec_mulshift of each lane): 64-bit products, vaddhn adds the rounding
+   term and keeps the high words, which shift right by s - 32 */
+static inline int32x4_t edgec_mulshift4(int32x4_t a, int32x4_t m, int32_t s)
+{
+    const int64x2_t r = vdupq_n_s64((int64_t)1 << (s - 1));
+    int32x2_t lo = vaddhn_s64(vmull_s32(vget_low_s32(a), vget_low_s32(m)), r);
+    int32x2_t hi = vaddhn_s64(vmull_s32(vget_high_s32(a), vget_high_s32(m)), r);
+    return vshlq_s32(vcombine_s32(lo, hi), vdupq_n_s32(32 - s));
+}
 static inline uint32x4_t edgec_vcneq_f32(float32x4_t a, float32x4_t b)
 {
     return vmvnq_u32(vceqq_f32(a, b));  /* unordered: true when either is NaN, as C's != */

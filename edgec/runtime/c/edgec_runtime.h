@@ -39,6 +39,17 @@ typedef struct {
 #define EDGEC_PUSH(s, T, v) (((T *)(s)->data)[(s)->tail++ % (s)->depth] = (v))
 #define EDGEC_POP(s, T) (((T *)(s)->data)[(s)->head++ % (s)->depth])
 
+/* round(a * m / 2^s) rounded half toward +infinity, from the exact 64-bit product: the kernel
+ * IR's mulshift (fixed-point requantization, 33 <= s <= 62). The high word of the rounded
+ * product shifted right by s - 32 is the same value (the low word cannot carry into it), and
+ * is what the vector ISAs compute. Right shifts of negative values are arithmetic, as on
+ * every compiler edgec targets. */
+static inline int32_t edgec_mulshift(int32_t a, int32_t m, int32_t s)
+{
+    int64_t p = (int64_t)a * m + ((int64_t)1 << (s - 1));
+    return (int32_t)(p >> 32) >> (s - 32);
+}
+
 /* `name`: the float function `fn` applied to each of the `lanes` lanes of a vector, through
  * memory (`store`, `load`); with a branch-free `fn` the compiler turns the loop back into
  * vector code where the ISA allows, and every lane gets what scalar code computes. */

@@ -93,9 +93,11 @@ def _weights(kb: NodeKernelBuilder, node: Node, g: _QGeo):
 
 
 def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale: int):
-    """corr (b - zx * sum of W - zw per output channel) and mult (sx * sw / sy), padded with
-    zeros to whole blocks; times `scale` and divided by it (exactly: a power of 2) for tiles
-    that sum scale * w."""
+    """(corr, mult, shift): corr (b - zx * sum of W - zw per output channel) and the
+    multipliers, padded with zeros to whole blocks, for tiles that sum scale * w (a power of
+    2). Fixed-point (the node's `rq_shift`, set by the fixed-point pass): the int32 `rq_mult`
+    with the shift grown by log2(scale); float (shift None): sx * sw / sy divided by scale,
+    exactly."""
     mpad = node.output.shape[1] * lanes
     m = wc.shape[0]
     zx = node.inputs[2]
@@ -107,6 +109,13 @@ def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale
     corr *= scale
     if np.abs(corr).max(initial=0) >= 2**31:
         raise EdgecError(f"node {node.name}: bias minus zero-point correction overflows int32")
+    src = node.inputs[3]
+    corr_t = constant_table(kb, corr.astype(np.int32), f"corr{scale}", src)
+    if node.attrs.get("rq_shift"):
+        q = np.zeros(mpad, np.int32)
+        q[:m] = np.broadcast_to(np.asarray(node.attrs["rq_mult"], np.int32), (m,))
+        shift = node.attrs["rq_shift"] + scale.bit_length() - 1
+        return corr_t, constant_table(kb, q, "rq_mult", src), const(shift, I32)
     mult = np.zeros(mpad, np.float32)
     sx, sw, sy = (node.inputs[i].const for i in (1, 4, 6))
     mult[:m] = np.broadcast_to(requantize_multiplier(sx.reshape(()), sw.reshape(-1),
@@ -117,9 +126,7 @@ def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale
             raise EdgecError(f"node {node.name}: requantization multipliers too small to "
                              f"divide by {scale} exactly")
         mult[:m] = small
-    src = node.inputs[3]
-    return (constant_table(kb, corr.astype(np.int32), f"corr{scale}", src),
-            constant_table(kb, mult, f"mult{scale}", src))
+    return corr_t, constant_table(kb, mult, f"mult{scale}", src), None
 
 
 @kernel("BlockedQLinearConv")
@@ -135,7 +142,10 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     # the report says where the weights were packed: a pipeline without pack-weights packs
     # them here, into a table the text IR does not show
     where = "" if node.attrs.get("wenc") else ", weights packed by the kernel builder"
-    corr, mult = _tables(kb, node, wc, lanes, 16 if enc.nibbles else 1)
+    corr, mult, shift = _tables(kb, node, wc, lanes, 16 if enc.nibbles else 1)
+    fixed = shift is not None
+    rq = ", fixed-point requantization" if fixed else ""
+    tail = () if shift is None else (shift,)
     x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
     zy_v = node.inputs[7]
     zy = const(int(zy_v.const.reshape(-1)[0]) if zy_v is not None else 0, I32)
@@ -144,22 +154,22 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     x_img = g.cbin * x_cb
     y_mb = g.oh * g.ow * lanes
     if enc.kind == "dw":
-        kb.strategy = "blocked int8 depthwise conv" + where
+        kb.strategy = "blocked int8 depthwise conv" + rq + where
         r_max = 8
         with kb.loop(g.n * g.mblocks * g.oh, "t", kind="parallel") as t:
             oh = kb.local("oh", t % g.oh)
             nc = kb.local("nc", t // g.oh)  # image * blocks + block
             blk = kb.local("blk", nc % g.mblocks)
             for ow0, r in row_tiles(g.ow, r_max):
-                fn = mk.qdepthwise_tile(lanes, r, g.sw * lanes, out)
+                fn = mk.qdepthwise_tile(lanes, r, g.sw * lanes, out, fixed)
                 xo = nc * x_cb + oh * g.sh * x_row + ow0 * g.sw * lanes
                 yo = (nc * g.oh + oh) * g.ow * lanes + ow0 * lanes
                 kb.call(fn, (x, xo), (w, blk * (g.kh * g.kw * lanes)), (corr, blk * lanes),
                         (mult, blk * lanes), (y, yo), g.kh, g.kw, g.dh * x_row, g.dw * lanes,
-                        g.kw * lanes, zy)
+                        g.kw * lanes, zy, *tail)
         return
     kb.strategy = "blocked int8 conv dot4" + (", int4 weights two to a byte"
-                                              if enc.nibbles else "") + where
+                                              if enc.nibbles else "") + rq + where
     mb_max = enc.mb
     _, r_max = qconv_tiles(lanes, kb.target.registers)
     groups = g.xb // 4
@@ -177,10 +187,12 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                 wgrp = grp * (enc.kw_bytes(mb_max) * taps * g.cbin)
                 w_kh = g.kw * enc.kw_bytes(mb)
                 for ow0, r in row_tiles(g.ow, r_max):
-                    fn = mk.qconv_tile(lanes, mb, r, g.sw * g.xb, groups, out, enc.nibbles)
+                    fn = mk.qconv_tile(lanes, mb, r, g.sw * g.xb, groups, out, enc.nibbles,
+                                       fixed)
                     xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
                     yo = ((n * g.mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes \
                         + ow0 * lanes
                     kb.call(fn, (x, xo), (w, wgrp), (corr, grp * mb_max * lanes),
                             (mult, grp * mb_max * lanes), (y, yo), g.cbin, g.kh, g.kw,
-                            x_cb, g.dh * x_row, g.dw * g.xb, g.kh * w_kh, w_kh, y_mb, zy)
+                            x_cb, g.dh * x_row, g.dw * g.xb, g.kh * w_kh, w_kh, y_mb, zy,
+                            *tail)

@@ -147,6 +147,9 @@ class CRenderer:
     def _v_nibble(self, e: Expr, x: Expr, k: Expr) -> str:
         return self.vop("nibble_hi" if k.value else "nibble_lo", DType.I8, a=self.expr(x))
 
+    def _v_mulshift(self, e: Expr, x: Expr, m: Expr, sh: Expr) -> str:
+        return self.vop("mulshift", DType.I32, a=self.expr(x), b=self.expr(m), c=self.expr(sh))
+
     def _v_dot4(self, e: Expr, acc: Expr, x: Expr, y: Expr) -> str:
         return self.vop("dot4", x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
 
@@ -186,6 +189,7 @@ class CRenderer:
     vector_expressions = {"var": "_v_var", "vload": "_v_load", "broadcast": "_v_broadcast",
                           "vbroadcast": "_v_broadcast_group", "dot4": "_v_dot4",
                           "mul16": "_v_mul16", "nibble": "_v_nibble", "cast": "_v_cast",
+                          "mulshift": "_v_mulshift",
                           "call": "_v_math",
                           "neg": "_v_neg",
                           "fma": "_v_fma", "add": "_v_binary", "sub": "_v_binary",
@@ -286,6 +290,9 @@ class CRenderer:
     def _mul16(self, e: Expr, x: Expr, y: Expr) -> tuple[str, int]:
         return f"{self.expr(x, 13)} * {self.expr(y, 14)}", 13
 
+    def _mulshift(self, e: Expr, x: Expr, m: Expr, sh: Expr) -> tuple[str, int]:
+        return f"edgec_mulshift({self.expr(x)}, {self.expr(m)}, {self.expr(sh)})", 16
+
     def _fma(self, e: Expr, *operands: Expr) -> tuple[str, int]:
         fn = "fma" if e.dtype is DType.F64 else "fmaf"
         return f"{fn}({', '.join(self.expr(t) for t in operands)})", 16
@@ -329,6 +336,7 @@ class CRenderer:
 
     # scalar kernel-IR ops (infix operators aside) -> the method printing them
     expressions = {"hreduce": "_hreduce", "dot4": "_dot4", "mul16": "_mul16", "fma": "_fma",
+                   "mulshift": "_mulshift",
                    "const": "_const",
                    "var": "_var", "load": "_load", "max": "_minmax", "min": "_minmax",
                    "neg": "_neg", "not": "_not", "select": "_select", "cast": "_cast",

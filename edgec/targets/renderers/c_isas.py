@@ -61,6 +61,7 @@ def _int32_ops(pre: str, extra: dict[str, str]) -> dict[tuple[str, DType], str]:
     ops = {op: f"{pre}_{op}_epi32({{a}}, {{b}})" for op in ("add", "sub", "max", "min")}
     # mul16: a's high halves are 0, so the 16-bit multiply-add is the product (kernel IR)
     ops |= {"mul": f"{pre}_mullo_epi32({{a}}, {{b}})", "mul16": f"{pre}_madd_epi16({{a}}, {{b}})",
+            "mulshift": f"edgec_mulshift{16 if pre == '_mm512' else 8}({{a}}, {{b}}, {{c}})",
             "broadcast": f"{pre}_set1_epi32({{a}})"} | extra
     return {(k, DType.I32): v for k, v in ops.items()}
 
@@ -172,7 +173,8 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
             ("nibble_hi", DType.I8): "vandq_s8({a}, vdupq_n_s8((int8_t)0xF0))"}
     ops |= {("to_f32", DType.I32): "vcvtq_f32_s32({a})",
             ("to_i32", DType.F32): "vcvtq_s32_f32({a})"}  # truncating, as C's conversion
-    ops |= {("max", DType.I32): "vmaxq_s32({a}, {b})", ("min", DType.I32): "vminq_s32({a}, {b})",
+    ops |= {("mulshift", DType.I32): "edgec_mulshift4({a}, {b}, {c})",
+            ("max", DType.I32): "vmaxq_s32({a}, {b})", ("min", DType.I32): "vminq_s32({a}, {b})",
             ("fma", DType.F32): "vfmaq_f32({c}, {a}, {b})",
             ("select_cmp", DType.F32): "vbslq_f32({pred}({a}, {b}), {x}, {y})",
             ("exp", DType.F32): "edgec_exp4({a})", ("tanh", DType.F32): "edgec_tanh4({a})",

@@ -155,6 +155,8 @@ class _FunctionBuilder:
             v = self.expr(a[0])
             f = b.shl if a[1].value == 0 else b.and_
             return f(v, self.splat(ir.Constant(I8, 4 if a[1].value == 0 else -16), e.lanes))
+        if op == "mulshift":
+            return self.mulshift(e)
         if op == "fma":
             args = [self.expr(x) for x in a]
             return b.call(self.r.intrinsic("fma", args[0].type), args)
@@ -190,6 +192,18 @@ class _FunctionBuilder:
         if op == "call":
             return self.math(a[0], e, a[1:])
         raise ValueError(f"LLVM renderer: unknown kernel-IR op {op}")
+
+    def mulshift(self, e: Expr) -> ir.Value:
+        """round(v * m / 2^s) half up from the 64-bit product (kernel IR mulshift); LLVM
+        picks the instructions (vpmuldq, smull)."""
+        b, n = self.b, e.lanes
+        i64 = ir.IntType(64)
+        wide = i64 if n == 1 else ir.VectorType(i64, n)
+        v, m = (b.sext(self.expr(x), wide) for x in e.args[:2])
+        s = b.sext(self.expr(e.args[2]), i64)
+        r = b.shl(ir.Constant(i64, 1), b.sub(s, ir.Constant(i64, 1)))
+        p = b.ashr(b.add(b.mul(v, m), self.splat(r, n)), self.splat(s, n))
+        return b.trunc(p, I32 if n == 1 else ir.VectorType(I32, n))
 
     def dot4(self, e: Expr) -> ir.Value:
         """acc[i] + sum_k<4 a[4i+k] * b[4i+k], exactly: uint8 x int8 on AVX-512 is VNNI's
