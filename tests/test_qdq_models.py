@@ -228,8 +228,14 @@ def test_integer_kernels_bit_exact_on_every_target(models, target, backend, acti
     assert ("BlockedQLinearConv" in ops) == (target != "c-generic"), ops
     assert "QLinearConv" not in ops or target == "c-generic", ops
     dense = [r["strategy"] for r in art.manifest["kernel_strategies"]
-             if r["op"] == "BlockedQLinearConv" and "depthwise" not in r["strategy"]]
-    assert all(("two to a byte" in s) == (activations == "int4w") for s in dense), dense
+             if (r["op"] == "BlockedQLinearConv" and "depthwise" not in r["strategy"])
+             or r["op"] in ("QGemm", "QLinearMatMul")]
+    if target != "c-generic":  # the int8 GEMMs too: their B packed by pack-weights
+        assert len(dense) == 5 and all(("int8 GEMM" in s) == (not s.startswith("blocked"))
+                                       for s in dense), dense
+        assert all(("two to a byte" in s) == (activations == "int4w") for s in dense), dense
+        assert all("fixed-point requantization" in s and "kernel builder" not in s
+                   for s in dense), dense
     if not runs_here(target):
         return  # compiled (warnings are errors); run where the CPU has it
     lib = load(tmp_path)

@@ -16,6 +16,16 @@ centred (W - zw: the op's zero point input is then absent).
   low nibbles of packed vector p, vector 2p+1 to the high ones. The tile unpacks a byte with
   kernel-IR `nibble` into 16 * w (the requantization divides by 16 exactly);
 - `dw l16`: a depthwise weight [C, 1, KH, KW] as [cb][kh][kw][lane], zero past C.
+
+The constant int8 B [K, N] of an integer GEMM (MatMulInteger, QLinearMatMul, QGemm: attributes
+`benc` and `bshape` = [K, N]; B itself, not centred: its zero point stays an input):
+
+- `gemm l16 v2`: the panels of `microkernels_int8.gemm_tile`, W = V*L columns each (zero past
+  N): per panel [K/4][W][4] (the 4 consecutive k of a column side by side: one 4L-byte vector
+  per k-group and L columns), then, after all panels, the last K % 4 rows per panel [K % 4][W];
+- `... nib`: for B in [-8, 7], each k-group's V vectors two to a byte (vector 2p in the low
+  nibbles of packed vector p, 2p+1 in the high ones, V padded to even), unpacked with
+  `nibble` into 16 * b; the K % 4 rows stay one byte each.
 """
 
 from __future__ import annotations
@@ -210,3 +220,90 @@ def qconv_encoding(lanes: int, depthwise: bool, xb: int, mblocks: int, ow: int,
         return QConvWeights("dw", lanes)
     mb, _ = qconv_blocks(lanes, registers, ow, mblocks)
     return QConvWeights("dot4", lanes, xb, mb, fits_nibbles(wc))
+
+
+# -- integer GEMM weights -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GemmWeights:
+    """The encoding of an integer GEMM's constant B (see the module doc)."""
+
+    lanes: int
+    nv: int
+    nibbles: bool = False
+
+    def __str__(self) -> str:
+        return f"gemm l{self.lanes} v{self.nv}" + (" nib" if self.nibbles else "")
+
+    @staticmethod
+    def parse(text: str) -> GemmWeights:
+        words = text.split()
+        try:
+            if words[0] == "gemm" and len(words) in (3, 4) and words[3:] in ([], ["nib"]):
+                return GemmWeights(_num(words[1], "l"), _num(words[2], "v"), len(words) == 4)
+        except (IndexError, ValueError):
+            pass
+        raise EdgecError(f"weight encoding {text!r} is not 'gemm lL vV [nib]'")
+
+    @property
+    def width(self) -> int:
+        return self.lanes * self.nv
+
+    @property
+    def group_vectors(self) -> int:
+        """4L-byte vectors stored per k-group of a panel."""
+        return -(-self.nv // 2) if self.nibbles else self.nv
+
+    def sizes(self, k: int, n: int) -> tuple[int, int]:
+        """(bytes of the full panels, bytes of the K % 4 rows)."""
+        panels = -(-n // self.width)
+        return (panels * (k // 4) * self.group_vectors * 4 * self.lanes,
+                panels * (k % 4) * self.width)
+
+
+def encode_gemm(b: np.ndarray, enc: GemmWeights) -> np.ndarray:
+    """B [K, N] (int8) in encoding `enc`, as 1-D int8."""
+    k, n = b.shape
+    w = enc.width
+    panels = -(-n // w)
+    bpad = np.zeros((k, panels * w), np.int8)
+    bpad[:, :n] = b
+    g = k // 4
+    # (g, q, p, v, lane) -> (p, g, v, lane, q): vectors of 4L bytes
+    full = bpad[:g * 4].reshape(g, 4, panels, enc.nv, enc.lanes).transpose(2, 0, 3, 4, 1)
+    full = full.reshape(panels, g, enc.nv, 4 * enc.lanes)
+    if enc.nibbles:
+        full = _pack_nibbles(full, 1, enc.nv, 1)
+    tail = bpad[g * 4:].reshape(k % 4, panels, w).transpose(1, 0, 2)
+    return np.ascontiguousarray(np.concatenate([full.reshape(-1), tail.reshape(-1)]))
+
+
+def decode_gemm(data: np.ndarray, enc: GemmWeights, shape) -> np.ndarray:
+    """The B [K, N] (int8) that `encode_gemm` stored."""
+    k, n = (int(d) for d in shape)
+    full_size, tail_size = enc.sizes(k, n)
+    data = np.asarray(data, np.int8).reshape(-1)
+    if data.size != full_size + tail_size:
+        raise EdgecError(f"weights encoded as '{enc}' for {[k, n]} take "
+                         f"{full_size + tail_size} bytes, not {data.size}")
+    w, g = enc.width, k // 4
+    panels = -(-n // w)
+    full = data[:full_size].reshape(panels, g, enc.group_vectors, 4 * enc.lanes)
+    if enc.nibbles:
+        full = _unpack_nibbles(full, 1, enc.nv, 1)
+    full = full.reshape(panels, g, enc.nv, enc.lanes, 4).transpose(1, 4, 0, 2, 3)
+    tail = data[full_size:].reshape(panels, k % 4, w).transpose(1, 0, 2)
+    b = np.concatenate([full.reshape(g * 4, panels * w), tail.reshape(k % 4, panels * w)])
+    return np.ascontiguousarray(b[:, :n]).astype(np.int8)
+
+
+def gemm_encoding(lanes: int, b: np.ndarray) -> GemmWeights:
+    """The encoding the int8 GEMM micro-kernel reads for B at `lanes` int32 lanes: the
+    tile's V vectors (`gemm_tile_shape`), two to a byte where B fits 4 bits."""
+    return GemmWeights(lanes, gemm_tile_shape(lanes)[1], fits_nibbles(b))
+
+
+def gemm_tile_shape(lanes: int) -> tuple[int, int]:
+    """(MR, NV) of the int8 GEMM register tile: MR*NV accumulators, NV panel vectors and a
+    broadcast row (AVX2's dot4 needs 4 more registers for its widened halves)."""
+    return (6, 2) if lanes >= 16 else (4, 2) if lanes >= 8 else (2, 2)

@@ -62,13 +62,13 @@ DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-cons
 def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
     """The standard pipeline for a target whose float vectors have `vector_lanes` lanes in
     `registers` registers: with vectors, convolutional regions run in blocked NCHWc layout of
-    that many channels, and the weights of blocked integer convolutions are packed for tiles
-    sized to the registers and requantized in fixed point."""
+    that many channels, and the weights of blocked integer convolutions and int8 GEMMs are
+    packed for tiles sized to the registers (and vectors) and requantized in fixed point."""
     if vector_lanes < 2:
         return DEFAULT_PIPELINE
     return DEFAULT_PIPELINE.replace(
         ",plan-memory", f",layout-nchwc{{block={vector_lanes}}},pack-weights{{registers="
-                        f"{registers}}},fixed-point,dce,plan-memory")
+                        f"{registers},lanes={vector_lanes}}},fixed-point,dce,plan-memory")
 
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""Fixed-point requantization: the blocked integer convolutions rescale their int32 sums with
-an integer multiplier and a shift instead of a float32 multiply.
+"""Fixed-point requantization: the blocked integer convolutions and the integer GEMMs on the
+int8 micro-kernel (QLinearMatMul, QGemm: pack_weights.gemm_matrix) rescale their int32 sums
+with an integer multiplier and a shift instead of a float32 multiply.
 
     BlockedQLinearConv(x, sx, zx, W, sw, zw, sy, zy, b){...}
         -> BlockedQLinearConv(...){..., rq_mult=[q per output channel], rq_shift=s}
@@ -14,23 +15,43 @@ the report's strategy says which each node got.
 
 from __future__ import annotations
 
-from ..ir import Graph
-from ..ir.ops.quant import fixed_point_multipliers, requantize_multiplier
+import numpy as np
+
+from ..ir import Graph, Node
+from ..ir.ops.quant import fixed_point_multipliers, qgemm_multiplier, requantize_multiplier
 from .manager import register_pass
+from .pack_weights import gemm_matrix
+
+
+def _multipliers(node: Node) -> np.ndarray | None:
+    """The float32 multipliers (one, or one per output channel or column) of a node this
+    pass can give fixed-point requantization."""
+    if node.op == "BlockedQLinearConv":
+        sx, sw, sy = (node.inputs[i] for i in (1, 4, 6))
+        if not all(v.is_const for v in (sx, sw, sy)):
+            return None
+        return requantize_multiplier(sx.const.reshape(()), sw.const.reshape(-1),
+                                     sy.const.reshape(()))
+    if node.op not in ("QLinearMatMul", "QGemm") or (
+            not node.attrs.get("benc") and gemm_matrix(node) is None):
+        return None  # (packed, or what the int8 GEMM micro-kernel runs)
+    if node.op == "QGemm":
+        return qgemm_multiplier(node.attrs["alpha"], *(node.inputs[i].const for i in (1, 4, 7)))
+    sa, sb, sy = (node.inputs[i].const for i in (1, 4, 6))
+    return requantize_multiplier(sa.reshape(()), sb.reshape(-1), sy.reshape(()))
 
 
 @register_pass("fixed-point")
 def fixed_point(graph: Graph) -> bool:
-    """Requantize the blocked integer convolutions with integer multipliers and shifts."""
+    """Requantize the blocked integer convolutions and the int8 GEMMs with integer
+    multipliers and shifts."""
     changed = False
     for node in graph.nodes:
-        if node.op != "BlockedQLinearConv" or node.attrs.get("rq_shift"):
+        if node.attrs.get("rq_shift"):
             continue
-        sx, sw, sy = (node.inputs[i] for i in (1, 4, 6))
-        if not all(v.is_const for v in (sx, sw, sy)):
+        mult = _multipliers(node)
+        if mult is None:
             continue
-        mult = requantize_multiplier(sx.const.reshape(()), sw.const.reshape(-1),
-                                     sy.const.reshape(()))
         fixed = fixed_point_multipliers(mult)
         if fixed is None:
             continue

@@ -1,28 +1,27 @@
-"""The int8 GEMM micro-kernel: uint8/int8 rows of A times a packed int8 panel of B, with
-int32 accumulators fed by `dot4`, and the packing of B it reads.
+"""The int8 micro-kernels: the GEMM tile (uint8/int8 rows of A times a packed int8 panel of
+B, int32 accumulators fed by `dot4`) and the blocked convolution tiles.
 
-B [K, N] (the constant operand) is packed per panel of W = NV*L columns (L int32 lanes) as
-[K/4][W][4]: the 4 consecutive k of a column side by side, so that one 4L-byte load holds a
-k-group of L columns and `dot4` against the broadcast 4 bytes of a row of A adds
-sum_{k<4} A[i, 4g+k] B[4g+k, j] to each column's lane. The last K % 4 rows of B are a
-separate int32 panel [K % 4][W] (the row of A is never read past its end).
+B [K, N] (the constant operand) comes packed per panel of W = NV*L columns (L int32 lanes) as
+[K/4][W][4] (ir/encodings.py "gemm lL vNV"): the 4 consecutive k of a column side by side, so
+that one 4L-byte load holds a k-group of L columns and `dot4` against the broadcast 4 bytes of
+a row of A adds sum_{k<4} A[i, 4g+k] B[4g+k, j] to each column's lane. The last K % 4 rows of B
+are a separate byte panel [K % 4][W] (the row of A is never read past its end).
 
 The tile is MR rows x NV vectors: acc[i][v] += dot4(A[i, 4g:4g+4], Bp[g, v]). Zero points
 fold into the epilogue with sums made at compile time (the column sums of the constant B):
 sum_k (A[i,k] - za)(B[k,j] - zb[j]) = acc[i][j] + za * (K zb[j] - colsum[j]) - zb[j] rowsum[i],
 rowsum[i] (needed only when zb is not 0) computed by the caller. The result is stored as
 int32 or requantized: y = sat(rint(v * M) + zy), M per tensor or per column, exactly as the
-scalar kernels of `kernels/quant.py` (clamped in float, rounded half to even).
+scalar kernels of `kernels/quant.py` (clamped in float, rounded half to even), or in fixed
+point (kernel_ir.mulshift, ir/ops/quant.py requantize_fixed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..ir.dtypes import DType
-from ..ir.encodings import QConvWeights
+from ..ir.encodings import GemmWeights, QConvWeights, gemm_tile_shape
 from ..ir.ops.quant import QUANT_RANGES
 from .kernel_ir import (
     INDEX,
@@ -49,24 +48,7 @@ F32, I32, I8 = DType.F32, DType.I32, DType.I8
 _CACHE: dict[tuple, Kernel] = {}
 
 
-def tile_shape(lanes: int) -> tuple[int, int]:
-    """(MR, NV) of the register tile: MR*NV accumulators, NV panel vectors and a broadcast
-    row (AVX2's dot4 needs 4 more registers for its widened halves)."""
-    return (6, 2) if lanes >= 16 else (4, 2) if lanes >= 8 else (2, 2)
-
-
-def pack_b(b: np.ndarray, lanes: int, nv: int) -> tuple[np.ndarray, np.ndarray]:
-    """(Bp int8 [P][K/4][W][4], Bt int32 [P][K % 4][W]): B [K, N] int8 in panels of W = NV*L
-    columns (P = ceil(N / W)), zero past N (see the module doc)."""
-    k, n = b.shape
-    w = nv * lanes
-    panels = -(-n // w)
-    bpad = np.zeros((k, panels * w), np.int8)
-    bpad[:, :n] = b
-    g = k // 4
-    full = bpad[:g * 4].reshape(g, 4, panels, w).transpose(2, 0, 3, 1)
-    tail = bpad[g * 4:].astype(np.int32).reshape(k % 4, panels, w).transpose(1, 0, 2)
-    return np.ascontiguousarray(full.reshape(-1)), np.ascontiguousarray(tail.reshape(-1))
+tile_shape = gemm_tile_shape  # (MR, NV) of the GEMM tile (ir/encodings.py)
 
 
 @dataclass(frozen=True)
@@ -74,56 +56,79 @@ class Int8Epilogue:
     """What the tile does with its int32 sums: subtract the zero points' terms (`zero_a`:
     za times the per-column table cz = K zb - colsum; `zero_b`: rowsum[i] times zb[j]), then
     store int32 (`out` I32) or requantize to `out` (U8/I8) with a multiplier per column
-    (`mult_per_column`) or one per tensor."""
+    (`mult_per_column`) or one per tensor: float32, or int32 with a shift (`fixed`:
+    kernel_ir.mulshift)."""
 
     out: DType = I32
     zero_a: bool = False
     zero_b: bool = False
     mult_per_column: bool = False
+    fixed: bool = False
 
     @property
     def tag(self) -> str:
         t = "_za" * self.zero_a + "_zb" * self.zero_b
         if self.out is not I32:
             t += f"_q{self.out.name.lower()}{'c' if self.mult_per_column else ''}"
+            t += "_fx" * self.fixed
         return t
 
 
 def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
-              epi: Int8Epilogue) -> Kernel:
+              epi: Int8Epilogue, nibbles: bool = False) -> Kernel:
     """MR rows x NV vectors of y = epilogue(A @ B) (see the module doc): parameters a (row 0
-    of the tile), bp and bt (the panel), the epilogue's column tables, y; then groups (K/4),
-    lda, ldy, ncols (columns to store, <= W), and the epilogue's scalars."""
-    key = (lanes, mr, nv, a_type, ktail, epi)
+    of the tile), bp and bt (the panel's k-groups and its K % 4 rows, ir/encodings.py
+    "gemm lL vNV [nib]": with `nibbles` two vectors to a byte, summed as 16 * b and the
+    multipliers divided by 16 by the caller), the epilogue's column tables, y; then groups
+    (K/4), lda, ldy, ncols (columns to store, <= W), and the epilogue's scalars (za, the row
+    sums, the multiplier per tensor, zy, the shift)."""
+    key = (lanes, mr, nv, a_type, ktail, epi, nibbles)
     if key in _CACHE:
         return _CACHE[key]
+    enc = GemmWeights(lanes, nv, nibbles)
     width = nv * lanes
-    kb = KernelBuilder(f"mk_gemm_{a_type.name.lower()}i8x{lanes}_m{mr}_v{nv}_t{ktail}{epi.tag}",
-                       f"int8 gemm tile: {mr} rows x {width} columns, int32 accumulators")
+    kb = KernelBuilder(f"mk_gemm_{a_type.name.lower()}{'i4' if nibbles else 'i8'}x{lanes}_m{mr}"
+                       f"_v{nv}_t{ktail}{epi.tag}",
+                       f"int8 gemm tile: {mr} rows x {width} columns, int32 accumulators"
+                       + (", int4 weights two to a byte" if nibbles else ""))
     a, bp = kb.pointer("a", a_type), kb.pointer("bp", I8)
-    bt = kb.pointer("bt", I32) if ktail else None
+    bt = kb.pointer("bt", I8) if ktail else None
     cz = kb.pointer("cz", I32) if epi.zero_a else None
     zb = kb.pointer("zb", I32) if epi.zero_b else None
     requant = epi.out is not I32
-    mult = kb.pointer("mult", F32) if requant and epi.mult_per_column else None
+    mtype = I32 if epi.fixed else F32
+    mult = kb.pointer("mult", mtype) if requant and epi.mult_per_column else None
     y = kb.pointer("y", epi.out, "out")
     groups, lda, ldy, ncols = (kb.scalar(n) for n in ("groups", "lda", "ldy", "ncols"))
     za = kb.scalar("za", I32) if epi.zero_a else None
     rowsum = [kb.scalar(f"rs{i}", I32) for i in range(mr)] if epi.zero_b else []
-    m = kb.scalar("m", F32) if requant and not epi.mult_per_column else None
+    m = kb.scalar("m", mtype) if requant and not epi.mult_per_column else None
     zy = kb.scalar("zy", I32) if requant else None
+    shift = kb.scalar("shift", I32) if requant and epi.fixed else None
 
     acc = [[kb.local(f"acc{i}_{v}_", broadcast(const(0, I32), lanes)) for v in range(nv)]
            for i in range(mr)]
+    gv = enc.group_vectors
     with kb.loop(groups, "g") as g:
-        bv = [kb.local(f"b{v}_", vload(bp, g * (4 * width) + v * (4 * lanes), 4 * lanes))
-              for v in range(nv)]
+        if nibbles:
+            bv = []
+            for p in range(gv):
+                pv = kb.local(f"p{p}_", vload(bp, g * (4 * lanes * gv) + p * (4 * lanes),
+                                              4 * lanes))
+                bv += [kb.local(f"b{2 * p + h}_", nibble(pv, h)) for h in (0, 1)
+                       if 2 * p + h < nv]
+        else:
+            bv = [kb.local(f"b{v}_", vload(bp, g * (4 * width) + v * (4 * lanes), 4 * lanes))
+                  for v in range(nv)]
         for i in range(mr):
             av = kb.local(f"a{i}_", vbroadcast(a, i * lda + g * 4, 4 * lanes, 4))
             for v in range(nv):
                 kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v]))
-    for t in range(ktail):  # the last K % 4 rows, in int32
-        bw = [kb.local(f"bt{v}_", vload(bt, t * width + v * lanes, lanes)) for v in range(nv)]
+    for t in range(ktail):  # the last K % 4 rows, bytes widened to int32 (times 16 as above)
+        bw = [kb.local(f"bt{v}_", cast(vload(bt, t * width + v * lanes, lanes), I32))
+              for v in range(nv)]
+        if nibbles:
+            bw = [kb.local(f"bt{v}_", w * 16) for v, w in enumerate(bw)]
         for i in range(mr):
             av = kb.local(f"at{i}_", broadcast(cast(a[i * lda + groups * 4 + t], I32), lanes))
             for v in range(nv):
@@ -131,8 +136,12 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
 
     if requant:
         qmin, qmax = QUANT_RANGES[epi.out]
-        lo = kb.local("lo", broadcast(cast(const(qmin, I32) - zy, F32), lanes))
-        hi = kb.local("hi", broadcast(cast(const(qmax, I32) - zy, F32), lanes))
+        if epi.fixed:
+            lo = kb.local("lo", broadcast(const(qmin, I32), lanes))
+            hi = kb.local("hi", broadcast(const(qmax, I32), lanes))
+        else:
+            lo = kb.local("lo", broadcast(cast(const(qmin, I32) - zy, F32), lanes))
+            hi = kb.local("hi", broadcast(cast(const(qmax, I32) - zy, F32), lanes))
     full = kb.local("full", (ncols // lanes).cast(INDEX))
     rest = kb.local("rest", ncols - full * lanes)
     for v in range(nv):
@@ -146,7 +155,10 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
                 val = val + broadcast(za, lanes) * czv
             if zbv is not None:
                 val = val - broadcast(rowsum[i], lanes) * zbv
-            if requant:
+            if requant and epi.fixed:
+                q = kb.local("q", mulshift(val, mv, shift) + broadcast(zy, lanes))
+                val = maximum(minimum(q, hi), lo)
+            elif requant:
                 f = kb.local("f", cast(val, F32) * mv)
                 f = kb.local("f", select(f > lo, f, lo))  # NaN goes to lo, as in the scalar path
                 val = cast(call("round", select(f < hi, f, hi)), I32) + broadcast(zy, lanes)

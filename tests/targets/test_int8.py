@@ -25,6 +25,7 @@ from test_vector_ir import CFLAGS, build, c_source, function, gcc
 
 import edgec
 from edgec.ir.dtypes import DType
+from edgec.ir.encodings import GemmWeights, encode_gemm
 from edgec.runtime import C_DIR
 from edgec.targets import microkernels_int8 as mk8
 from edgec.targets.kernel_ir import (
@@ -400,11 +401,19 @@ def test_int8_gemm_models_avx2_under_haswell(tmp_path):
 # -- the GEMM micro-kernel itself, every epilogue, against numpy --------------------------------
 
 EPILOGUES = [mk8.Int8Epilogue(), mk8.Int8Epilogue(I32, True, True),
-             mk8.Int8Epilogue(U8, True, False, False), mk8.Int8Epilogue(I8, True, True, True)]
+             mk8.Int8Epilogue(U8, True, False, False), mk8.Int8Epilogue(I8, True, True, True),
+             mk8.Int8Epilogue(U8, True, True, True, True), mk8.Int8Epilogue(I8, False, False,
+                                                                            False, True)]
+# (A's type, K % 4, epilogue, int4 weights two to a byte)
+TILE_CASES = [(U8, 0, EPILOGUES[0], False), (I8, 3, EPILOGUES[1], False),
+              (U8, 1, EPILOGUES[2], False), (I8, 2, EPILOGUES[3], False),
+              (U8, 3, EPILOGUES[4], False), (I8, 0, EPILOGUES[5], False),
+              (U8, 1, EPILOGUES[3], True), (I8, 2, EPILOGUES[4], True)]
 
 
-def tile_oracle(a, b, za, zb, rs, epi, mult, zy):
-    """What the tile computes, in int64 / float32 (QLinearMatMul's requantization)."""
+def tile_oracle(a, b, za, zb, rs, epi, mult, zy, shift=0):
+    """What the tile computes, in int64 / float32 (QLinearMatMul's requantization) or, with
+    a shift, exact rational rounding half up (fixed point)."""
     acc = a.astype(np.int64) @ b.astype(np.int64)
     if epi.zero_a:
         acc += za * (b.shape[0] * zb - b.astype(np.int64).sum(0))
@@ -413,6 +422,11 @@ def tile_oracle(a, b, za, zb, rs, epi, mult, zy):
     if epi.out is I32:
         return acc.astype(np.int32)
     lo, hi = (0, 255) if epi.out is U8 else (-128, 127)
+    if epi.fixed:
+        q = np.broadcast_to(mult, acc.shape[1:])
+        v = np.array([[math.floor(Fraction(int(x) * int(q[j]), 2**shift) + Fraction(1, 2))
+                       for j, x in enumerate(row)] for row in acc], np.int64)
+        return np.clip(v + zy, lo, hi).astype(np.uint8 if epi.out is U8 else np.int8)
     v = acc.astype(np.int32).astype(np.float32) * mult
     v = np.clip(v, np.float32(lo - zy), np.float32(hi - zy))
     return (np.rint(v).astype(np.int32) + zy).astype(np.uint8 if epi.out is U8 else np.int8)
@@ -420,47 +434,59 @@ def tile_oracle(a, b, za, zb, rs, epi, mult, zy):
 
 @pytest.mark.parametrize("build_name", sorted(BUILDS))
 def test_gemm_tile_epilogues_match_numpy(build_name, tmp_path):
+    """Every epilogue (int32, zero points, float and fixed-point requantization per tensor
+    and per column) on the panels encode_gemm makes, 8-bit and two to a byte (the caller
+    then scales the zero-point tables by 16 and the multipliers by 1/16, or the shift by 4)."""
     isa, flags = BUILDS[build_name]
     lanes = lanes_of(isa)
     mr, nv = mk8.tile_shape(lanes)
     width = nv * lanes
-    cases = [(a_t, kt, epi) for a_t, kt, epi in zip((U8, I8, U8, I8), (0, 3, 1, 2), EPILOGUES)]
-    kernels = [mk8.gemm_tile(lanes, mr, nv, a_t, kt, epi) for a_t, kt, epi in cases]
+    kernels = [mk8.gemm_tile(lanes, mr, nv, a_t, kt, epi, nib) for a_t, kt, epi, nib in TILE_CASES]
     lib = build(tmp_path, kernels, isa, flags, f"tile_{build_name}")
     rng = np.random.default_rng(5)
-    for (a_t, kt, epi), kern in zip(cases, kernels):
+    for (a_t, kt, epi, nib), kern in zip(TILE_CASES, kernels, strict=True):
+        scale = 16 if nib else 1
         k = 4 * 5 + kt
         ncols = max(1, width - 3)  # a masked last vector
         a_np = np.uint8 if a_t is U8 else np.int8
         a = rng.integers(np.iinfo(a_np).min, np.iinfo(a_np).max + 1, (mr, k)).astype(a_np)
-        b = rng.integers(-128, 128, (k, width)).astype(np.int8)
-        bp, bt = mk8.pack_b(b, lanes, nv)
+        b = rng.integers(-8 if nib else -128, 8 if nib else 128, (k, width)).astype(np.int8)
+        enc = GemmWeights(lanes, nv, nib)
+        packed = encode_gemm(b, enc)
+        bp, bt = packed, packed[enc.sizes(k, width)[0]:].copy()
         za, zb = 9, rng.integers(-5, 6, width).astype(np.int32)
         cz = (k * zb - b.astype(np.int32).sum(0)).astype(np.int32)
         rs = a.astype(np.int32).sum(1)
-        mult = rng.uniform(1e-4, 3e-3, width).astype(np.float32)
+        if epi.fixed:
+            mult = rng.integers(2**28, 2**31, width).astype(np.int32)
+            m_scalar, shift = 1234567890, 41
+        else:
+            mult = rng.uniform(1e-4, 3e-3, width).astype(np.float32)
+            m_scalar, shift = np.float32(0.0021), 0
         zy = 17 if epi.out is U8 else -3
         ldy = width + 5
         y = np.zeros(mr * ldy, epi.out.np)
-        args = [a, bp] + ([bt] if kt else []) + ([cz] if epi.zero_a else [])
-        args += [zb] if epi.zero_b else []
-        args += [mult] if epi.out is not I32 and epi.mult_per_column else []
+        args = [a, bp] + ([bt] if kt else []) + ([cz * scale] if epi.zero_a else [])
+        args += [zb * scale] if epi.zero_b else []
+        tile_mult = mult if epi.fixed else mult / np.float32(scale)
+        args += [tile_mult] if epi.out is not I32 and epi.mult_per_column else []
         args += [y, 5, k, ldy, ncols] + ([za] if epi.zero_a else [])
         args += list(map(int, rs)) if epi.zero_b else []
-        m_scalar = np.float32(0.0021)
         if epi.out is not I32:
-            args += ([] if epi.mult_per_column else [float(m_scalar)]) + [zy]
+            m_tile = m_scalar if epi.fixed else float(np.float32(m_scalar) / np.float32(scale))
+            args += ([] if epi.mult_per_column else [m_tile]) + [zy]
+            args += [shift + scale.bit_length() - 1] if epi.fixed else []
         function(lib, kern)(*args)
-        want = tile_oracle(a, b, za, zb, rs, epi,
-                           mult if epi.mult_per_column else m_scalar, zy)
+        want = tile_oracle(a, b, za, zb, rs, epi, mult if epi.mult_per_column else m_scalar,
+                           zy, shift)
         got = y.reshape(mr, ldy)
         np.testing.assert_array_equal(got[:, :ncols], want[:, :ncols], err_msg=kern.name)
         assert not got[:, ncols:].any(), "stored past ncols"
 
 
 def test_gemm_tiles_compile_for_avx512(tmp_path):
-    kernels = [mk8.gemm_tile(16, *mk8.tile_shape(16), a_t, kt, epi)
-               for a_t in (U8, I8) for kt in (0, 3) for epi in EPILOGUES]
+    kernels = [mk8.gemm_tile(16, *mk8.tile_shape(16), a_t, kt, epi, nib)
+               for a_t in (U8, I8) for kt in (0, 3) for epi in EPILOGUES for nib in (False, True)]
     path = tmp_path / "gemm_avx512.c"
     path.write_text(c_source(kernels, VECTOR_ISAS["avx512"]))
     asm = tmp_path / "gemm_avx512.s"

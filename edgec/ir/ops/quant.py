@@ -21,6 +21,7 @@ import numpy as np
 from ...errors import ShapeError
 from .. import onnx_dtypes
 from ..dtypes import SUB_BYTE, DType, int_range
+from ..encodings import GemmWeights, decode_gemm
 from ..registry import Attr, broadcast_shapes, op
 from ..types import QuantParams, TensorType
 from .nn import _check_spatial, _window_out, conv_nd, gemm_dims, matmul_shape
@@ -313,6 +314,59 @@ def matmul_param_shape(opname: str, what: str, p: TensorType | None, operand: tu
                   f"{list(operand)})")
 
 
+# -- encoded weights and fixed-point requantization of the integer GEMMs ---------------------
+# MatMulInteger, QLinearMatMul and QGemm take `benc` and `bshape` (set by pack-weights: B is
+# then its encoding, ir/encodings.py, of the int8 matrix [K, N] `bshape`; QGemm's transB is 0),
+# QLinearMatMul and QGemm `rq_mult` and `rq_shift` (set by fixed-point: requantize_fixed with
+# one multiplier or one per column of B)
+
+_GEMM_ATTRS = {"benc": Attr.str(""), "bshape": Attr.ints([])}
+_FIXED_ATTRS = {"rq_mult": Attr.ints([]), "rq_shift": Attr.int(0)}
+
+
+class _Stand:
+    """A stand-in input for shape inference: the matrix an encoded B holds."""
+
+    def __init__(self, t: TensorType):
+        self.type, self.const, self.shape, self.dtype = t, None, t.shape, t.dtype
+
+
+def _decoded_inputs(opname: str, inputs, b_index: int, benc: str, bshape) -> list:
+    inputs = list(inputs)
+    if not benc:
+        return inputs
+    b = inputs[b_index].type
+    enc = GemmWeights.parse(benc)
+    if len(bshape) != 2 or b.rank != 1 or b.dtype is not DType.I8 or \
+            b.numel != sum(enc.sizes(*bshape)):
+        raise ShapeError(f"{opname}: B encoded as '{benc}' must be 1-D int8 of "
+                         f"{sum(enc.sizes(*bshape)) if len(bshape) == 2 else '?'} bytes for "
+                         f"bshape [K, N], not {b} with bshape {list(bshape)}")
+    inputs[b_index] = _Stand(TensorType(tuple(bshape), DType.I8))
+    return inputs
+
+
+def _check_fixed(opname: str, n: int, rq_mult, rq_shift) -> None:
+    lo, hi = FIXED_SHIFTS
+    if (rq_shift or rq_mult) and (not lo <= rq_shift <= hi or len(rq_mult) not in (1, n) or
+                                  not all(0 <= q < 2**31 for q in rq_mult)):
+        raise ShapeError(f"{opname}: fixed-point requantization needs rq_shift in [{lo}, {hi}] "
+                         f"and rq_mult one or {n} values in [0, 2^31); got rq_shift={rq_shift} "
+                         f"and {len(rq_mult)} values of rq_mult")
+
+
+def _decoded_b(b: np.ndarray, benc: str, bshape) -> np.ndarray:
+    return decode_gemm(b, GemmWeights.parse(benc), bshape) if benc else b
+
+
+def _fixed_out(acc: np.ndarray, rq_mult, rq_shift: int, zy, fallback: np.ndarray) -> np.ndarray:
+    """requantize_fixed of an int32 product [..., N] with one multiplier or one per column."""
+    out = DType.from_numpy(zy.dtype if zy is not None else fallback.dtype)
+    q = np.asarray(rq_mult, np.int64)
+    return requantize_fixed(acc, q if q.size > 1 else q.reshape(()), rq_shift,
+                            _zero_or(zy).reshape(()), out)
+
+
 def _infer_matmul_integer(inputs):
     a, b = inputs[0].type, inputs[1].type
     az, bz = _opt(inputs, 2), _opt(inputs, 3)
@@ -334,9 +388,14 @@ def _centered(opname: str, what: str, q: np.ndarray, z: np.ndarray | None, rows:
     return _i32(q) - _i32(z).reshape(matmul_param_shape(opname, what, t, q.shape, rows))
 
 
-@op("MatMulInteger", inputs=(2, 4), infer=_infer_matmul_integer)
-def matmul_integer(a, b, a_zero_point=None, b_zero_point=None):
+def _infer_matmul_integer_enc(inputs, *, benc, bshape):
+    return _infer_matmul_integer(_decoded_inputs("MatMulInteger", inputs, 1, benc, bshape))
+
+
+@op("MatMulInteger", inputs=(2, 4), infer=_infer_matmul_integer_enc, attrs=_GEMM_ATTRS)
+def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, *, benc="", bshape=()):
     """(a - a_zero_point) @ (b - b_zero_point) in int32, numpy matmul broadcasting."""
+    b = _decoded_b(b, benc, bshape)
     return np.matmul(_centered("MatMulInteger", "a_zero_point", a, a_zero_point, True),
                      _centered("MatMulInteger", "b_zero_point", b, b_zero_point, False))
 
@@ -388,13 +447,24 @@ def _param(opname: str, what: str, p: np.ndarray | None, operand: np.ndarray, ro
     return p.reshape(matmul_param_shape(opname, what, t, operand.shape, rows))
 
 
-@op("QLinearMatMul", inputs=8, infer=_infer_qlinear_matmul)
-def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
+def _infer_qlinear_matmul_enc(inputs, *, benc, bshape, rq_mult, rq_shift):
+    out = _infer_qlinear_matmul(_decoded_inputs("QLinearMatMul", inputs, 3, benc, bshape))
+    _check_fixed("QLinearMatMul", out.shape[-1] if out.shape else 1, rq_mult, rq_shift)
+    return out
+
+
+@op("QLinearMatMul", inputs=8, infer=_infer_qlinear_matmul_enc,
+    attrs=_GEMM_ATTRS | _FIXED_ATTRS)
+def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point,
+                   *, benc="", bshape=(), rq_mult=(), rq_shift=0):
     """y = sat(rint(((a - za) @ (b - zb)) * (sa * sb / sy)) + zy), scales per tensor, per row
-    of a or per column of b."""
+    of a or per column of b (with `rq_shift`: requantize_fixed)."""
     n = "QLinearMatMul"
+    b = _decoded_b(b, benc, bshape)
     acc = np.matmul(_centered(n, "a_zero_point", a, a_zero_point, True),
                     _centered(n, "b_zero_point", b, b_zero_point, False))
+    if rq_shift:
+        return _fixed_out(acc, rq_mult, rq_shift, y_zero_point, a)
     mult = requantize_multiplier(_param(n, "a_scale", a_scale, a, True),
                                  _param(n, "b_scale", b_scale, b, False), y_scale.reshape(()))
     mult = _matmul_out_param(mult, a, b)
@@ -430,13 +500,24 @@ def _infer_qgemm(inputs, *, alpha, transA, transB):
     return TensorType((m, n), out, typed_quant(_opt(inputs, 7), _opt(inputs, 8)))
 
 
-@op("QGemm", inputs=(8, 9), infer=_infer_qgemm, attrs={
-    "alpha": Attr.float(1.0), "transA": Attr.int(0), "transB": Attr.int(0)})
+def _infer_qgemm_enc(inputs, *, benc, bshape, rq_mult, rq_shift, **attrs):
+    if benc and attrs["transB"]:
+        raise ShapeError(f"QGemm: B encoded as '{benc}' holds [K, N]: transB must be 0")
+    out = _infer_qgemm(_decoded_inputs("QGemm", inputs, 3, benc, bshape), **attrs)
+    _check_fixed("QGemm", out.shape[1], rq_mult, rq_shift)
+    return out
+
+
+@op("QGemm", inputs=(8, 9), infer=_infer_qgemm_enc, attrs={
+    "alpha": Attr.float(1.0), "transA": Attr.int(0), "transB": Attr.int(0)} | _GEMM_ATTRS
+    | _FIXED_ATTRS)
 def qgemm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c=None, y_scale=None,
-          y_zero_point=None, *, alpha, transA, transB):
+          y_zero_point=None, *, alpha, transA, transB, benc="", bshape=(), rq_mult=(),
+          rq_shift=0):
     """y = sat(rint((A' @ B' + C) * (alpha * sa * sb / sy)) + zy), A' = a - za (transposed if
     transA), B' = b - zb (likewise); C is an int32 bias in units of sa * sb; b's scale and
-    zero point per tensor or per output column."""
+    zero point per tensor or per output column (with `rq_shift`: requantize_fixed)."""
+    b = _decoded_b(b, benc, bshape)
     ac = _i32(a) - _zero_or(a_zero_point).reshape(())
     bz = _zero_or(b_zero_point).reshape(-1)
     bc = _i32(b) - (bz.reshape((-1, 1)) if transB and bz.size > 1 else bz if bz.size > 1
@@ -444,6 +525,8 @@ def qgemm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c=None, y_scale=No
     acc = np.matmul(ac.T if transA else ac, bc.T if transB else bc)
     if c is not None:
         acc = acc + _i32(c)
+    if rq_shift:
+        return _fixed_out(acc, rq_mult, rq_shift, y_zero_point, a)
     mult = qgemm_multiplier(alpha, a_scale, b_scale, y_scale)
     out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else a.dtype)
     return round_saturate(acc.astype(F32) * mult, _zero_or(y_zero_point).reshape(()), out)

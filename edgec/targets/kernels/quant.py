@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import EdgecError
 from ...ir.dtypes import DType
+from ...ir.encodings import GemmWeights, decode_gemm, encode_gemm
 from ...ir.graph import Node, Value
 from ...ir.ops.quant import (
     QUANT_RANGES,
@@ -35,7 +37,7 @@ from ...ir.ops.quant import (
 )
 from ...ir.types import TensorType
 from .. import microkernels_int8 as mk8
-from ..kernel_ir import Buffer, Expr, call, cast, const, minimum, select
+from ..kernel_ir import Buffer, Expr, call, cast, const, maximum, minimum, mulshift, select
 from ..lowering import NodeKernelBuilder, broadcast_index, coalesce, kernel
 from .common import broadcast_strides, named, offset, row_major_strides
 
@@ -333,6 +335,7 @@ class _Requant8:
 
     table: np.ndarray  # float32, () or [N]
     zy: Callable[[], Expr | None]
+    fixed: tuple[np.ndarray, int] | None = None  # (int32 q, () or [N]; shift): fixed point
 
 
 def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None,
@@ -344,8 +347,10 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
     tensor or per column; A's per tensor): rows of A (its leading dims flattened) in blocks of
     MR, split over threads, each against every packed panel of B. `b_matrix` gives B when
     b_v holds it in another form (QGemm's transB); `bias` (int32 per column, A's zero point
-    then constant) is added to the sums, folded into the zero-point table. Returns False
-    (nothing emitted) for the other forms, which the scalar kernel handles."""
+    then constant) is added to the sums, folded into the zero-point table. B comes as the
+    pack-weights pass encoded it (the node's `benc`: b_v is then the decoded matrix, the
+    node's input the encoding) or is packed here. Returns False (nothing emitted) for the
+    other forms, which the scalar kernel handles."""
     lanes = kb.lanes(I32)
     if lanes == 1 or not b_v.is_const or b_v.dtype is not DType.I8 or len(b_v.shape) != 2:
         return False
@@ -363,7 +368,17 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
     rows = a_v.type.numel // k
     mr_max, nv = mk8.tile_shape(lanes)
     width = nv * lanes
-    kb.strategy = "int8 GEMM"
+    benc = node.attrs.get("benc")
+    enc = GemmWeights.parse(benc) if benc else GemmWeights(lanes, nv)
+    if enc.lanes != lanes or enc.nv != nv:
+        raise EdgecError(f"node {node.name}: B is encoded as '{benc}', for {enc.lanes}-lane "
+                         f"tiles of {enc.nv} vectors; this target's int8 GEMM takes "
+                         f"{lanes}-lane tiles of {nv}: run pack-weights with the target's "
+                         "lanes")
+    scale = 16 if enc.nibbles else 1  # the tile sums 16 * b
+    kb.strategy = "int8 GEMM" + (", int4 weights two to a byte" if enc.nibbles else "") + \
+        (", fixed-point requantization" if rq is not None and rq.fixed else "") + \
+        ("" if benc else ", weights packed by the kernel builder")
     panels, groups, ktail = -(-n // width), k // 4, k % 4
     b = bmat.astype(np.int32)
     zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
@@ -376,25 +391,37 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
 
     zero_a = za_v is not None and not (za_v.is_const and not za_v.const.any())
     zero_b = bool(zb.any())
-    mult_per_column = rq is not None and rq.table.size > 1
+    fixed = rq.fixed if rq is not None else None
+    mult_per_column = rq is not None and (fixed[0] if fixed else rq.table).size > 1
     # a bias rides on the zero-point table: za * cz + bias = 1 * (za * cz + bias)
     folded = bias is not None
-    epi = mk8.Int8Epilogue(node.output.dtype, zero_a or folded, zero_b, mult_per_column)
-    packed, tail = mk8.pack_b(bmat, lanes, nv)
-    a = kb.bind(a_v, "a")
-    bp = constant_table(kb, packed, f"dot4x{lanes}v{nv}", b_v)
-    bt = constant_table(kb, tail, f"dot4x{lanes}v{nv}t", b_v) if ktail else None
     if folded:
         za_c = int(za_v.const.reshape(-1)[0]) if za_v is not None else 0
         corr = za_c * (k * zb.astype(np.int64) - b.sum(0, dtype=np.int64)) + bias
-        if np.abs(corr).max(initial=0) >= 2**31:
-            return False
-        cz = column_table(corr.astype(np.int32), f"czb{width}")
     else:
-        cz = column_table(k * zb - b.sum(0), f"cz{width}") if zero_a else None
-    zbt = column_table(zb, f"zb{width}") if zero_b else None
-    mult = column_table(rq.table.reshape(-1), f"mult{width}", np.float32) \
-        if mult_per_column else None
+        corr = (k * zb.astype(np.int64) - b.sum(0, dtype=np.int64)) if zero_a else None
+    if corr is not None and np.abs(corr * scale).max(initial=0) >= 2**31:
+        return False
+    m_table = None if rq is None or fixed else rq.table.astype(np.float32) * np.float32(1 / scale)
+    if m_table is not None and not np.array_equal(m_table * np.float32(scale), rq.table):
+        return False  # (a multiplier too small to divide by 16 exactly)
+    epi = mk8.Int8Epilogue(node.output.dtype, zero_a or folded, zero_b, mult_per_column,
+                           fixed is not None)
+    a = kb.bind(a_v, "a")
+    full_size = enc.sizes(k, n)[0]
+    if benc:
+        bp = bt = kb.bind(node.inputs[3 if node.op != "MatMulInteger" else 1], "bp")
+    else:
+        bp = bt = constant_table(kb, encode_gemm(bmat, enc), str(enc).replace(" ", "_"), b_v)
+    cz = column_table((corr * scale).astype(np.int32), f"cz{'b' * folded}{width}x{scale}") \
+        if corr is not None else None
+    zbt = column_table(zb * scale, f"zb{width}x{scale}") if zero_b else None
+    if not mult_per_column:
+        mult = None
+    elif fixed:
+        mult = column_table(fixed[0].reshape(-1), f"rq{width}")
+    else:
+        mult = column_table(m_table.reshape(-1), f"mult{width}x{scale}", np.float32)
     y = kb.bind(node.output, "y")
     full, rest = rows // mr_max, rows % mr_max
     # B larger than half the L2 is swept in chunks of panels that fit: every row block then
@@ -412,10 +439,17 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
             za = const(1, I32) if folded else zero_point(kb, za_v, "a_zp") if zero_a else None
             scalars = [za] if zero_a or folded else []
             if rq is not None:
-                m = None if mult_per_column else const(float(rq.table.reshape(())), F32)
+                if mult_per_column:
+                    m = None
+                elif fixed:
+                    m = const(int(fixed[0].reshape(())), I32)
+                else:
+                    m = const(float(m_table.reshape(())), F32)
                 zy = rq.zy()
                 tail_scalars = ([m] if m is not None else []) + [zy if zy is not None
                                                                 else const(0, I32)]
+                if fixed:
+                    tail_scalars.append(const(fixed[1] + scale.bit_length() - 1, I32))
             else:
                 tail_scalars = []
             variants = [(mr_max, t < full)] if full else []
@@ -429,11 +463,11 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
                             with kb.loop(k, "kk") as kk:
                                 kb.assign(rs, rs + cast(a[(r0 + i) * k + kk], I32))
                             sums.append(rs)
-                    fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi)
+                    fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles)
                     with kb.loop(chunk, "p") as pp:
                         p = pp + p0
-                        args = [(a, r0 * k), (bp, p * (groups * 4 * width))]
-                        args += [(bt, p * (ktail * width))] if bt is not None else []
+                        args = [(a, r0 * k), (bp, p * (groups * 4 * lanes * enc.group_vectors))]
+                        args += [(bt, full_size + p * (ktail * width))] if ktail else []
                         args += [(cz, p * width)] if cz is not None else []
                         args += [(zbt, p * width)] if zbt is not None else []
                         args += [(mult, p * width)] if mult is not None else []
@@ -446,11 +480,48 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
     return True
 
 
+def _matrix_b(node: Node, index: int) -> Value:
+    """B as the op defines it: the node's input, or the matrix its encoding holds (`benc`,
+    set by the pack-weights pass), as a constant of its own."""
+    v = node.inputs[index]
+    benc = node.attrs.get("benc")
+    if not benc:
+        return v
+    arr = decode_gemm(v.const, GemmWeights.parse(benc), node.attrs["bshape"])
+    arr.setflags(write=False)
+    return Value(f"{v.name}_decoded", TensorType(arr.shape, DType.I8), arr)
+
+
+def _fixed_point(node: Node) -> tuple[np.ndarray, int] | None:
+    """(int32 multipliers, () or per column; shift) of a node the fixed-point pass marked."""
+    if not node.attrs.get("rq_shift"):
+        return None
+    q = np.asarray(node.attrs["rq_mult"], np.int32)
+    return (q if q.size > 1 else q.reshape(())), node.attrs["rq_shift"]
+
+
+def _fixed_finish(kb: NodeKernelBuilder, node: Node, fixed: tuple[np.ndarray, int],
+                  zy: Expr | None, source: Value):
+    """(bi, i, j, acc) -> sat(mulshift(acc, q[j], s) + zy): the scalar kernels' fixed-point
+    requantization (ir/ops/quant.py requantize_fixed)."""
+    q, shift = fixed
+    table = constant_table(kb, q, "rq", source) if q.size > 1 else None
+    qmin, qmax = QUANT_RANGES[node.output.dtype]
+    zp = const(0, I32) if zy is None else zy
+
+    def finish(bi, i, j, acc):
+        m = table[j] if table is not None else const(int(q), I32)
+        v = named(kb, "v", mulshift(acc, m, const(shift, I32)) + zp)
+        return cast(maximum(minimum(v, const(qmax, I32)), const(qmin, I32)), node.output.dtype)
+
+    return finish
+
+
 @kernel("MatMulInteger")
 def matmul_integer(kb: NodeKernelBuilder, node: Node) -> None:
-    if not _vector_int8_gemm(kb, node, node.inputs[0], node.input(2), node.inputs[1],
-                             node.input(3)):
-        _int_matmul(kb, node, node.inputs[0], node.input(2), node.inputs[1], node.input(3))
+    b_v = _matrix_b(node, 1)
+    if not _vector_int8_gemm(kb, node, node.inputs[0], node.input(2), b_v, node.input(3)):
+        _int_matmul(kb, node, node.inputs[0], node.input(2), b_v, node.input(3))
 
 
 def _multiplier(kb: NodeKernelBuilder, table: np.ndarray | None, out_shape: tuple[int, ...],
@@ -471,7 +542,9 @@ def _multiplier(kb: NodeKernelBuilder, table: np.ndarray | None, out_shape: tupl
 def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     """y = sat(rint(acc * (sa * sb / sy)) + zy); scales per tensor, per row of A, per column
     of B."""
-    a_v, sa_v, za_v, b_v, sb_v, zb_v, sy_v, zy_v = (node.input(i) for i in range(8))
+    a_v, sa_v, za_v, _, sb_v, zb_v, sy_v, zy_v = (node.input(i) for i in range(8))
+    b_v = _matrix_b(node, 3)
+    fixed = _fixed_point(node)
     g = _Product.of(a_v, b_v, node.output)
     full = (*g.batch, g.m, g.n)
     a_shape = matmul_param_shape(node.op, "a_scale", sa_v.type, g.a_shape, True)
@@ -480,9 +553,14 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     if sa_v.is_const and sb_v.is_const and sy_v.is_const:
         table = requantize_multiplier(sa_v.const.reshape(a_shape), sb_v.const.reshape(b_shape),
                                       sy_v.const.reshape(()))
-        rq = _Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"))
+        rq = _Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"), fixed)
         if not a_shape and _vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq):
             return
+    if fixed is not None:
+        kb.strategy = "integer matmul rows"
+        _int_matmul(kb, node, a_v, za_v, b_v, zb_v, finish=_fixed_finish(
+            kb, node, fixed, zero_point(kb, zy_v, "y_zp"), b_v))
+        return
     if table is None:
         sa = _side(kb, node, sa_v, "a_scale", g.a_shape, g.batch, True, F32)
         sb = _side(kb, node, sb_v, "b_scale", g.b_shape, g.batch, False, F32)
@@ -503,7 +581,9 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
 def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
     """y = sat(rint((A' @ B' + C) * (alpha * sa * sb / sy)) + zy); b's scale per tensor or
     per output column."""
-    a_v, sa_v, za_v, b_v, sb_v, zb_v, c_v, sy_v, zy_v = (node.input(i) for i in range(9))
+    a_v, sa_v, za_v, _, sb_v, zb_v, c_v, sy_v, zy_v = (node.input(i) for i in range(9))
+    b_v = _matrix_b(node, 3)
+    fixed = _fixed_point(node)
     ta, tb, alpha = bool(node.attrs["transA"]), bool(node.attrs["transB"]), node.attrs["alpha"]
     g = _Product.of(a_v, b_v, node.output, ta, tb)
     table = None
@@ -524,10 +604,14 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
             and (c_v is None or (c_v.is_const and c_v.type.numel in (1, g.n)))):
         bias = None if c_v is None else np.broadcast_to(
             c_v.const.astype(np.int64).reshape(-1), (g.n,))
-        rq = _Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"))
+        rq = _Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"), fixed)
         if _vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq,
                              b_matrix=b_v.const.T if tb else None, bias=bias):
             return
+    if fixed is not None:
+        _int_matmul(kb, node, a_v, za_v, b_v, zb_v, trans_a=ta, trans_b=tb, bias=c_v,
+                    finish=_fixed_finish(kb, node, fixed, zero_point(kb, zy_v, "y_zp"), b_v))
+        return
     req = Requant.make(kb, node.output.dtype, zero_point(kb, zy_v, "y_zp"))
 
     def finish(bi, i, j, acc):
