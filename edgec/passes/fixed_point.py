@@ -1,6 +1,7 @@
 """Fixed-point requantization: the blocked integer convolutions and the integer GEMMs on the
 int8 micro-kernel (QLinearMatMul, QGemm: pack_weights.gemm_matrix) rescale their int32 sums
-with an integer multiplier and a shift instead of a float32 multiply.
+with an integer multiplier and a shift instead of a float32 multiply, and QLinearAdd adds its
+rescaled operands in 32-bit integers (ir/ops/quant.py add_fixed_point).
 
     BlockedQLinearConv(x, sx, zx, W, sw, zw, sy, zy, b){...}
         -> BlockedQLinearConv(...){..., rq_mult=[q per output channel], rq_shift=s}
@@ -18,7 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ..ir.ops.quant import fixed_point_multipliers, qgemm_multiplier, requantize_multiplier
+from ..ir.ops.quant import (
+    add_fixed_point,
+    add_ratios,
+    fixed_point_multipliers,
+    qgemm_multiplier,
+    requantize_multiplier,
+)
 from .manager import register_pass
 from .pack_weights import gemm_matrix
 
@@ -49,6 +56,9 @@ def fixed_point(graph: Graph) -> bool:
     for node in graph.nodes:
         if node.attrs.get("rq_shift"):
             continue
+        if node.op == "QLinearAdd":
+            changed |= _fixed_add(node)
+            continue
         mult = _multipliers(node)
         if mult is None:
             continue
@@ -59,3 +69,15 @@ def fixed_point(graph: Graph) -> bool:
         node.attrs["rq_mult"], node.attrs["rq_shift"] = [int(v) for v in q], s
         changed = True
     return changed
+
+
+def _fixed_add(node: Node) -> bool:
+    """A QLinearAdd with constant scales: its two ratios as 21-bit integers and a shift."""
+    scales = [node.inputs[i] for i in (1, 4, 6)]
+    if not all(v.is_const for v in scales):
+        return False
+    fixed = add_fixed_point(*add_ratios(*(v.const for v in scales)))
+    if fixed is None:
+        return False
+    node.attrs["rq_mult"], node.attrs["rq_shift"] = fixed
+    return True

@@ -319,3 +319,18 @@ def test_blocked_qlinear_conv_refuses_bad_fixed_point_attributes():
                               "channels = 1, block = 4, rq_mult = [5, 6], rq_shift = 20")
     with pytest.raises(ShapeError, match=r"rq_shift in \[33, 58\] and rq_mult one or 1 "):
         verify(parse(text))
+
+
+def test_fixed_point_qlinear_add_by_hand():
+    """sa / sc = 0.5 and sb / sc = 0.75: the larger is 0.75 * 2^0, so s = 21 puts it at
+    1572864 (0.75 * 2^21) and 0.5 at 2^20. A - za = -90, 1, 3 and B - zb = 0, 0, -1:
+    exactly -45, 0.5 (a tie: half up to 1, where float32 rounds to even, 0) and 0.75."""
+    from edgec.ir.ops.quant import add_fixed_point
+    assert add_fixed_point(np.float32(0.5), np.float32(0.75)) == ([2**20, 1572864], 21)
+    a, b = np.array([10, 101, 103], np.uint8), np.array([50, 50, 49], np.uint8)
+    args = (np.float32(1.0), np.uint8(100), b, np.float32(1.5), np.uint8(50), np.float32(2.0),
+            np.uint8(60))
+    fixed = get_op("QLinearAdd").reference(a, *args, rq_mult=[2**20, 1572864], rq_shift=21)
+    assert list(fixed) == [60 - 45, 61, 61]
+    assert list(get_op("QLinearAdd").reference(a, *args)) == [15, 60, 61]
+    assert add_fixed_point(np.float32(40.0), np.float32(1.0)) is None  # s would be under 16

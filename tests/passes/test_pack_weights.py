@@ -70,3 +70,23 @@ def test_a_library_for_other_lanes_says_what_to_run(tmp_path):
     run_pipeline(g, "pack-weights{lanes=4}")
     with pytest.raises(EdgecError, match="run pack-weights with the target's lanes"):
         compile_graph(g, tmp_path, target="x86-avx2", pipeline="dce")
+
+
+ADD = """
+    graph @add(%a: u8[2,3], %b: u8[2,3]) {
+      %sa = const f32[] dense<[1.0]>
+      %za = const u8[] dense<[100]>
+      %sb = const f32[] dense<[1.5]>
+      %zb = const u8[] dense<[50]>
+      %sc = const f32[] dense<[2.0]>
+      %zc = const u8[] dense<[60]>
+      %c = QLinearAdd(%a, %sa, %za, %b, %sb, %zb, %sc, %zc) : u8[2,3]
+      return %c
+    }"""
+
+
+def test_qlinear_add_in_fixed_point():
+    # ratios 0.5 and 0.75: 2^20 and 0.75 * 2^21 at shift 21 (the ops test works it through)
+    want = ADD.replace(": u8[2,3]\n      return", "{rq_mult = [1048576, 1572864], rq_shift = 21}"
+                       " : u8[2,3]\n      return")
+    check_pass(ADD, "fixed-point", want, steps=1)

@@ -659,14 +659,58 @@ def add_ratios(sa, sb, sc) -> tuple[np.float32, np.float32]:
     return F32(_f32(sa).reshape(()) / sc), F32(_f32(sb).reshape(()) / sc)
 
 
-@op("QLinearAdd", inputs=(7, 8), infer=_infer_qlinear_add)
+# Fixed-point QLinearAdd (rq_mult = [qa, qb], rq_shift = s, set by the fixed-point pass):
+# C = sat(floor((qa (A - za) + qb (B - zb) + 2^(s-1)) / 2^s) + zc), qa / 2^s and qb / 2^s
+# standing for sa / sc and sb / sc. With q < 2^21 and |A - za| <= 255 the sum and its rounding
+# term stay inside int32 (s <= 30), so the kernel is 32-bit integer arithmetic throughout;
+# each ratio is held to within 2^-(s+1), which moves the exact sum by at most 255 * 2^-s of a
+# step (s >= 16: under 0.004).
+ADD_FIXED_BITS, ADD_FIXED_SHIFTS = 21, (16, 30)
+
+
+def add_fixed_point(ra, rb) -> tuple[list[int], int] | None:
+    """([qa, qb], s) for the float32 ratios of a QLinearAdd, or None where they cannot be
+    held so (not finite, negative, or the larger over 2^(21-16))."""
+    r = np.array([ra, rb], np.float64)
+    if not np.isfinite(r).all() or (r < 0).any() or r.max() == 0:
+        return None
+    _, e = np.frexp(r.max())  # max = f * 2^e, 0.5 <= f < 1: max * 2^s in [2^20, 2^21)
+    s = ADD_FIXED_BITS - int(e)
+    if not ADD_FIXED_SHIFTS[0] <= s <= ADD_FIXED_SHIFTS[1]:
+        return None
+    q = np.rint(np.ldexp(r, s))
+    if q.max() >= 2**ADD_FIXED_BITS:
+        return None
+    return [int(v) for v in q], s
+
+
+def _infer_qlinear_add_fixed(inputs, *, rq_mult, rq_shift):
+    out = _infer_qlinear_add(inputs)
+    lo, hi = ADD_FIXED_SHIFTS
+    if (rq_shift or rq_mult) and (not lo <= rq_shift <= hi or len(rq_mult) != 2 or
+                                  not all(0 <= q < 2**ADD_FIXED_BITS for q in rq_mult)):
+        _fail("QLinearAdd", f"fixed-point addition needs rq_shift in [{lo}, {hi}] and rq_mult "
+                            f"two values in [0, 2^{ADD_FIXED_BITS}); got rq_shift={rq_shift} and "
+                            f"rq_mult {list(rq_mult)}")
+    return out
+
+
+@op("QLinearAdd", inputs=(7, 8), infer=_infer_qlinear_add_fixed, attrs=_FIXED_ATTRS)
 def qlinear_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
-                c_zero_point=None):
+                c_zero_point=None, *, rq_mult=(), rq_shift=0):
     """C = sat(rint((sa / sc) (A - za) + (sb / sc) (B - zb)) + zc), with numpy broadcasting:
-    dequantize, add, quantize with the output's parameters, in float32."""
+    dequantize, add, quantize with the output's parameters, in float32 (with `rq_shift`: in
+    fixed point, as above)."""
+    out = DType.from_numpy(c_zero_point.dtype if c_zero_point is not None else a.dtype)
+    if rq_shift:
+        qa, qb = rq_mult
+        v = qa * (_i32(a).astype(np.int64) - _zero_or(a_zero_point).reshape(())) + \
+            qb * (_i32(b).astype(np.int64) - _zero_or(b_zero_point).reshape(()))
+        lo, hi = QUANT_RANGES[out]
+        v = ((v + (1 << (rq_shift - 1))) >> rq_shift) + _zero_or(c_zero_point).reshape(())
+        return np.clip(v, lo, hi).astype(out.np)
     ra, rb = add_ratios(a_scale, b_scale, c_scale)
     va = ra * (_i32(a) - _zero_or(a_zero_point).reshape(())).astype(F32)
     vb = rb * (_i32(b) - _zero_or(b_zero_point).reshape(())).astype(F32)
-    out = DType.from_numpy(c_zero_point.dtype if c_zero_point is not None else a.dtype)
     return round_saturate(va + vb, _zero_or(c_zero_point).reshape(()), out)
 

@@ -275,8 +275,10 @@ class CRenderer:
         if op == "mod" and a[0].dtype.is_float:
             fmod = self.math_fn("fmod", a[0].dtype)
             return f"{fmod}({self.expr(a[0])}, {self.expr(a[1])})", 16
-        # gcc's -Wparentheses wants (a && b) || c and (a < b) == (c < d) spelled out
-        left = 6 if op == "or" else 11 if op in ("eq", "ne") else prec
+        # gcc's -Wparentheses wants (a && b) || c, (a < b) == (c < d) and (a + b) >> c
+        # spelled out
+        left = 6 if op == "or" else 11 if op in ("eq", "ne") else 13 if op in ("shl", "shr") \
+            else prec
         return f"{self.expr(a[0], left)} {sym} {self.expr(a[1], max(left, prec + 1))}", prec
 
     def _hreduce(self, e: Expr, op: str, v: Expr) -> tuple[str, int]:
