@@ -231,7 +231,7 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                        f"{out.name.lower()}{'_fx' if fixed else ''}",
                        f"int8 conv tile: {mb} blocks of {lanes} output channels x {r} pixels"
                        + (", int4 weights two to a byte" if nibbles else "")
-                       + (", fixed-point requantization" if fixed else ""))
+                       + (", fixed-point requantization" if fixed else ""), opaque=True)
     x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
     corr, mult = kb.pointer("corr", I32), kb.pointer("mult", I32 if fixed else F32)
     y = kb.pointer("y", out, "out")
