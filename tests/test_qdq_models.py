@@ -416,3 +416,40 @@ def test_concat_and_nearest_resize_run_on_the_integers(tmp_path):
 
     compile_graph(parse(CONCAT_RESIZE), tmp_path, name="cr")
     np.testing.assert_array_equal(load(tmp_path).run(feeds)["y"], want)
+
+
+LINEAR_RESIZE = """
+graph @lr(%x: u8[1,3,5,4]) {
+  %s = const f32[] dense<[0.037]>
+  %z = const u8[] dense<[121]>
+  %scales = const f32[4] dense<[1.0, 1.0, 2.0, 1.5]>
+  %xf = DequantizeLinear(%x, %s, %z) : f32[1,3,5,4]
+  %r = Resize(%xf, none, %scales) {mode = "MODE"} : f32[1,3,10,6]
+  %y = QuantizeLinear(%r, %s, %z) : u8[1,3,10,6]
+  return %y
+}"""
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("target,backend", [("x86", "c"), ("x86", "llvm"), ("c-generic", "c")])
+def test_interpolating_resize_runs_on_the_integers(mode, target, backend, tmp_path):
+    """Q(Resize_linear/cubic(DQ(x))) with one scale and zero point is QLinearResize: uint8 in
+    and out, the taps dequantized as they are read; equal to the QDQ graph on every input
+    (cubic overshoots: the saturation is the QDQ graph's too)."""
+    text = LINEAR_RESIZE.replace("MODE", mode)
+    g = parse(text)
+    run_pipeline(g, "fuse-qdq,dce")
+    assert g.op_counts() == {"QLinearResize": 1}, g.op_counts()
+    rng = np.random.default_rng(4)
+    feeds = [{"x": rng.integers(0, 256, (1, 3, 5, 4)).astype(np.uint8)} for _ in range(3)]
+    feeds.append({"x": np.where(rng.random((1, 3, 5, 4)) < 0.5, 0, 255).astype(np.uint8)})
+    from edgec.compiler.driver import compile_graph
+
+    art = compile_graph(parse(text), tmp_path, name="lr", target=target, backend=backend)
+    assert {r["op"]: r["strategy"] for r in art.manifest["kernel_strategies"]} == \
+        {"QLinearResize": f"int8 resize, {mode}"}
+    lib = load(tmp_path)
+    for f in feeds:
+        want = interpret(parse(text), f)["y"]
+        np.testing.assert_array_equal(interpret(g, f)["y"], want)
+        np.testing.assert_array_equal(lib.run(f)["y"], want)

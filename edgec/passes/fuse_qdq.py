@@ -7,6 +7,8 @@ QDQ model (as `onnxruntime.quantization.quantize_static` writes them) becomes an
     Q(Add(DQ(a), DQ(b)))          ->  QLinearAdd(a, sa, za, b, sb, zb, sy, zy)
     Q(op(DQ(x))), same (s, z)     ->  op(x)   for MaxPool, data movement, nearest Resize and
                                             Concat (every input with Q's parameters)
+    Q(Resize(DQ(x))), same (s, z) ->  QLinearResize(x, roi, scales, sizes, s, z) when it
+                                            interpolates (linear, cubic)
 
 With real = s (q - z), the float op's result is s_x s_w sum (x - zx)(w - zw) + b, so its
 quantization is sat(rint(acc (sx sw / sy)) + zy) with acc the exact int32 sum plus
@@ -18,7 +20,9 @@ disappearing where it is the type's end of the range (a range calibrated after t
 activation starts at 0). Scales and zero points must
 be constants, per tensor except the weight's (per output channel: axis 0 of a Conv weight, the
 column axis of a MatMul/Gemm weight). Data movement commutes with an affine map, and MaxPool
-with an increasing one, so those run on the integers unchanged when Q undoes DQ exactly.
+with an increasing one, so those run on the integers unchanged when Q undoes DQ exactly; an
+interpolating Resize reads and writes the integers and computes between them as the QDQ
+graph does (float32 on the dequantized taps), so it equals that graph exactly.
 """
 
 from __future__ import annotations
@@ -323,8 +327,6 @@ def _match_transparent(q_node: Node):
     node = producer(v, *TRANSPARENT)
     sole_user(v)
     out = quantized_output(q_node, graph)
-    if node.op == "Resize":  # picking input elements, not interpolating between them
-        require(node.attrs["mode"] == "nearest", f"{node.name} interpolates ({node.attrs['mode']})")
     # a Concat's every input, another op's first (the rest are shapes, scales, axes)
     data = node.inputs if node.op == "Concat" else node.inputs[:1]
     xs = [dequantized(d, graph, f"an input of {node.name}") for d in data]
@@ -338,6 +340,13 @@ def _match_transparent(q_node: Node):
 
 def _fuse_transparent(graph: Graph, q_node: Node, match) -> None:
     node, xs = match
+    if node.op == "Resize" and node.attrs["mode"] != "nearest":
+        # interpolating: on the integers with the QDQ graph's arithmetic (QLinearResize)
+        ins = [xs[0].q, *(node.input(i) for i in (1, 2, 3)), xs[0].scale, xs[0].zp]
+        new = graph.add_node("QLinearResize", ins, dict(node.attrs), name=node.name,
+                             before=q_node)
+        _replace(graph, q_node, new.output, node, new)
+        return
     ins = [x.q for x in xs] if node.op == "Concat" else [xs[0].q, *node.inputs[1:]]
     new = graph.add_node(node.op, ins, dict(node.attrs), name=node.name,
                          num_outputs=1, before=q_node)

@@ -22,7 +22,7 @@ from ...errors import ShapeError
 from .. import onnx_dtypes
 from ..dtypes import SUB_BYTE, DType, int_range
 from ..encodings import GemmWeights, decode_gemm
-from ..registry import Attr, broadcast_shapes, op
+from ..registry import Attr, broadcast_shapes, get_op, op
 from ..types import QuantParams, TensorType
 from .nn import _check_spatial, _window_out, conv_nd, gemm_dims, matmul_shape
 
@@ -714,3 +714,33 @@ def qlinear_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
     vb = rb * (_i32(b) - _zero_or(b_zero_point).reshape(())).astype(F32)
     return round_saturate(va + vb, _zero_or(c_zero_point).reshape(()), out)
 
+
+
+# -- QLinearResize -----------------------------------------------------------------------------
+# QLinearResize(X, roi?, scales?, sizes?, x_scale, x_zero_point){Resize attrs}: the fuse-qdq
+# form of Q(Resize(DQ(X))) with one per-tensor scale and zero point on both sides, for the
+# interpolating modes (nearest Resize runs on the integers as it is): the uint8/int8 tensor is
+# read and written as such, and each output is exactly what the QDQ graph computes, the
+# interpolation in float32 on s * (x - z), then rounded half to even and saturated.
+
+def _infer_qlinear_resize(inputs, **attrs):
+    x, s, z = inputs[0].type, inputs[4].type, inputs[5].type
+    if x.dtype not in (DType.U8, DType.I8) or s.numel != 1 or s.dtype not in SCALE_TYPES or \
+            z.numel != 1 or z.dtype != x.dtype:
+        _fail("QLinearResize", f"X {x} must be uint8 or int8 with one scale ({s}) and one zero "
+                               f"point of its type ({z})")
+    as_float = [_Stand(TensorType(x.shape, DType.F32)), *inputs[1:4]]
+    out = get_op("Resize").infer(as_float, **attrs)
+    return TensorType(out.shape, x.dtype, typed_quant(inputs[4], inputs[5]))
+
+
+def _resize_attrs():
+    return dict(get_op("Resize").attrs)
+
+
+@op("QLinearResize", inputs=6, infer=_infer_qlinear_resize, attrs=_resize_attrs())
+def qlinear_resize(x, roi, scales, sizes, x_scale, x_zero_point, **attrs):
+    """Q(Resize(DQ(x))) with x's scale and zero point on both sides."""
+    s, z = _f32(x_scale).reshape(()), _i32(x_zero_point).reshape(())
+    v = get_op("Resize").reference((_i32(x) - z).astype(F32) * s, roi, scales, sizes, **attrs)
+    return round_saturate(np.asarray(v, F32) / s, z, DType.from_numpy(x.dtype))

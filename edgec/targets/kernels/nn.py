@@ -253,6 +253,33 @@ def resize(kb: NodeKernelBuilder, node: Node) -> None:
     axis read from compile-time tables), computed once at that axis's loop level.
     Y is the weighted sum over the taps, nested in the reference's pass order (the first
     resized axis innermost) so that the float32 arithmetic is the reference's."""
+    _resize(kb, node, lambda v: v, lambda v: v)
+
+
+@kernel("QLinearResize")
+def qlinear_resize(kb: NodeKernelBuilder, node: Node) -> None:
+    """Resize on uint8/int8 data: each tap dequantized as it is read, s * (x - z) in float32,
+    the sum quantized as it is stored (ir/ops/quant.py: the QDQ graph's arithmetic)."""
+    s = const(float(node.inputs[4].const.reshape(-1)[0].astype(np.float32)), DType.F32)
+    z = const(int(node.inputs[5].const.reshape(-1)[0]), DType.I32)
+    out = node.output.dtype
+    lo, hi = ((0, 255) if out is DType.U8 else (-128, 127))
+    flo, fhi = const(float(lo), DType.F32) - cast(z, DType.F32), \
+        const(float(hi), DType.F32) - cast(z, DType.F32)
+
+    def store(v: Expr) -> Expr:
+        q = named(kb, "q", v / s)
+        q = named(kb, "q", select(q > flo, q, flo))  # NaN to the lower bound, as Quantize
+        q = select(q < fhi, q, fhi)
+        return cast(cast(call("round", q), DType.I32) + z, out)
+
+    _resize(kb, node, lambda v: cast(cast(v, DType.I32) - z, DType.F32) * s, store)
+    kb.strategy = "int8 resize, " + node.attrs["mode"]
+
+
+def _resize(kb: NodeKernelBuilder, node: Node, load, store) -> None:
+    """The Resize kernel with `load` applied to every input element read and `store` to
+    every output element written."""
     x_v, y_v, at = node.inputs[0], node.output, node.attrs
     scales, sizes = [node.input(k).const if node.input(k) is not None else None for k in (2, 3)]
     shape, rank = x_v.shape, len(x_v.shape)
@@ -295,7 +322,7 @@ def resize(kb: NodeKernelBuilder, node: Node) -> None:
         def interp(k: int, idx: list) -> Expr:
             """The pass along axis lead + k - 1 applied to the passes of the axes before."""
             if k == 0:
-                return x[r * math.prod(shape[lead:]) + offset(idx, xs)]
+                return load(x[r * math.prod(shape[lead:]) + offset(idx, xs)])
             total = None
             for i, wv in taps[k - 1]:
                 term = interp(k - 1, [i, *idx])
@@ -305,5 +332,5 @@ def resize(kb: NodeKernelBuilder, node: Node) -> None:
 
         v = interp(len(taps), [])
         if not outside.is_const:
-            v = select(outside, const(at["extrapolation_value"], y.dtype), v)
-        kb.store(y, r * math.prod(out[lead:]) + offset(coords, ys), v)
+            v = select(outside, const(at["extrapolation_value"], v.dtype), v)
+        kb.store(y, r * math.prod(out[lead:]) + offset(coords, ys), store(v))
