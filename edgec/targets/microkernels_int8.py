@@ -90,7 +90,7 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
     kb = KernelBuilder(f"mk_gemm_{a_type.name.lower()}{'i4' if nibbles else 'i8'}x{lanes}_m{mr}"
                        f"_v{nv}_t{ktail}{epi.tag}",
                        f"int8 gemm tile: {mr} rows x {width} columns, int32 accumulators"
-                       + (", int4 weights two to a byte" if nibbles else ""))
+                       + (", int4 weights two to a byte" if nibbles else ""), opaque=True)
     a, bp = kb.pointer("a", a_type), kb.pointer("bp", I8)
     bt = kb.pointer("bt", I8) if ktail else None
     cz = kb.pointer("cz", I32) if epi.zero_a else None

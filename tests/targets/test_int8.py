@@ -544,3 +544,6 @@ def test_conv_tile_stays_opaque(nibbles, fixed):
     loops and spills the accumulators (ResNet-18 int8 ran 1.9x slower when a refactor dropped
     the attribute): every variant is opaque."""
     assert mk8.qconv_tile(16, 2, 14, 16, 4, U8, nibbles, fixed).opaque
+    # the GEMM tile too: opaque functions are also built without gcc's PRE, which gave its
+    # loop 24 register copies beside 12 vpdpbusd (edgec_runtime.h EDGEC_OPAQUE)
+    assert mk8.gemm_tile(16, 6, 2, U8, 0, EPILOGUES[3], nibbles).opaque

@@ -8,12 +8,16 @@
 #include "edgec_types.h"
 
 /* a function the compiler must not specialise on a caller's constants (kernel IR `opaque`):
-   gcc's noipa; clang has no such attribute, and noinline is the nearest */
+   gcc's noipa; clang has no such attribute, and noinline is the nearest. These are the int8
+   micro-kernels, whose loops carry a dozen or more sums: gcc 12's partial redundancy
+   elimination (-ftree-pre) gave the GEMM tile's one-loop form two registers per sum and 24
+   register copies per iteration beside its 12 vpdpbusd (front-end bound at 0.75 of the peak),
+   so it is off for them */
 #ifndef EDGEC_OPAQUE
 #if defined(__clang__)
 #define EDGEC_OPAQUE __attribute__((noinline))
 #elif defined(__GNUC__)
-#define EDGEC_OPAQUE __attribute__((noipa))
+#define EDGEC_OPAQUE __attribute__((noipa, optimize("no-tree-pre")))
 #else
 #define EDGEC_OPAQUE
 #endif
