@@ -22,10 +22,12 @@ The constant int8 B [K, N] of an integer GEMM (MatMulInteger, QLinearMatMul, QGe
 
 - `gemm l16 v2`: the panels of `microkernels_int8.gemm_tile`, W = V*L columns each (zero past
   N): per panel [K/4][W][4] (the 4 consecutive k of a column side by side: one 4L-byte vector
-  per k-group and L columns), then, after all panels, the last K % 4 rows per panel [K % 4][W];
+  per k-group and L columns); then, where K % 4 is not 0 (K >= 4), one more k-group per panel
+  for the rows K-4 .. K-1, those already in the last whole group zero: the tile reads A's last
+  4 bytes against it, one dot4 instead of K % 4 int32 multiplies;
 - `... nib`: for B in [-8, 7], each k-group's V vectors two to a byte (vector 2p in the low
   nibbles of packed vector p, 2p+1 in the high ones, V padded to even), unpacked with
-  `nibble` into 16 * b; the K % 4 rows stay one byte each.
+  `nibble` into 16 * b.
 """
 
 from __future__ import annotations
@@ -255,27 +257,48 @@ class GemmWeights:
         return -(-self.nv // 2) if self.nibbles else self.nv
 
     def sizes(self, k: int, n: int) -> tuple[int, int]:
-        """(bytes of the full panels, bytes of the K % 4 rows)."""
+        """(bytes of the whole k-groups, bytes of the tail groups of the K % 4 rows)."""
         panels = -(-n // self.width)
-        return (panels * (k // 4) * self.group_vectors * 4 * self.lanes,
-                panels * (k % 4) * self.width)
+        group = self.group_vectors * 4 * self.lanes
+        return panels * (k // 4) * group, panels * group if k % 4 else 0
 
 
 def encode_gemm(b: np.ndarray, enc: GemmWeights) -> np.ndarray:
-    """B [K, N] (int8) in encoding `enc`, as 1-D int8."""
+    """B [K, N] (int8; K >= 4 where K % 4 is not 0) in encoding `enc`, as 1-D int8."""
     k, n = b.shape
     w = enc.width
     panels = -(-n // w)
     bpad = np.zeros((k, panels * w), np.int8)
     bpad[:, :n] = b
-    g = k // 4
+    g, kt = k // 4, k % 4
+    parts = [_gemm_groups(bpad[:g * 4], enc, panels)]
+    if kt:  # rows K-4 .. K-1, the ones of the last whole group zero
+        if k < 4:
+            raise EdgecError(f"an int8 GEMM panel needs K >= 4, not {k}")
+        tail = np.zeros((4, panels * w), np.int8)
+        tail[4 - kt:] = bpad[g * 4:]
+        parts.append(_gemm_groups(tail, enc, panels))
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+def _gemm_groups(rows: np.ndarray, enc: GemmWeights, panels: int) -> np.ndarray:
+    """Rows [4G, P*W] of B as P panels of G k-groups of 4L-byte vectors (nibble-packed)."""
+    g = rows.shape[0] // 4
     # (g, q, p, v, lane) -> (p, g, v, lane, q): vectors of 4L bytes
-    full = bpad[:g * 4].reshape(g, 4, panels, enc.nv, enc.lanes).transpose(2, 0, 3, 4, 1)
+    full = rows.reshape(g, 4, panels, enc.nv, enc.lanes).transpose(2, 0, 3, 4, 1)
     full = full.reshape(panels, g, enc.nv, 4 * enc.lanes)
     if enc.nibbles:
         full = _pack_nibbles(full, 1, enc.nv, 1)
-    tail = bpad[g * 4:].reshape(k % 4, panels, w).transpose(1, 0, 2)
-    return np.ascontiguousarray(np.concatenate([full.reshape(-1), tail.reshape(-1)]))
+    return full.reshape(-1)
+
+
+def _gemm_rows(data: np.ndarray, enc: GemmWeights, panels: int, g: int) -> np.ndarray:
+    """The inverse of _gemm_groups: rows [4G, P*W]."""
+    full = data.reshape(panels, g, enc.group_vectors, 4 * enc.lanes)
+    if enc.nibbles:
+        full = _unpack_nibbles(full, 1, enc.nv, 1)
+    full = full.reshape(panels, g, enc.nv, enc.lanes, 4).transpose(1, 4, 0, 2, 3)
+    return full.reshape(g * 4, panels * enc.width)
 
 
 def decode_gemm(data: np.ndarray, enc: GemmWeights, shape) -> np.ndarray:
@@ -286,15 +309,12 @@ def decode_gemm(data: np.ndarray, enc: GemmWeights, shape) -> np.ndarray:
     if data.size != full_size + tail_size:
         raise EdgecError(f"weights encoded as '{enc}' for {[k, n]} take "
                          f"{full_size + tail_size} bytes, not {data.size}")
-    w, g = enc.width, k // 4
-    panels = -(-n // w)
-    full = data[:full_size].reshape(panels, g, enc.group_vectors, 4 * enc.lanes)
-    if enc.nibbles:
-        full = _unpack_nibbles(full, 1, enc.nv, 1)
-    full = full.reshape(panels, g, enc.nv, enc.lanes, 4).transpose(1, 4, 0, 2, 3)
-    tail = data[full_size:].reshape(panels, k % 4, w).transpose(1, 0, 2)
-    b = np.concatenate([full.reshape(g * 4, panels * w), tail.reshape(k % 4, panels * w)])
-    return np.ascontiguousarray(b[:, :n]).astype(np.int8)
+    g, kt = k // 4, k % 4
+    panels = -(-n // enc.width)
+    rows = [_gemm_rows(data[:full_size], enc, panels, g)]
+    if kt:
+        rows.append(_gemm_rows(data[full_size:], enc, panels, 1)[4 - kt:])
+    return np.ascontiguousarray(np.concatenate(rows)[:, :n]).astype(np.int8)
 
 
 def gemm_encoding(lanes: int, b: np.ndarray) -> GemmWeights:

@@ -56,7 +56,7 @@ def gemm_matrix(node: Node) -> np.ndarray | None:
         return None
     bmat = b.const.T if node.op == "QGemm" and node.attrs["transB"] else b.const
     k, n = bmat.shape
-    if not a.shape or a.shape[-1] != k or k == 0 or n == 0:
+    if not a.shape or a.shape[-1] != k or k < 4 or n == 0:
         return None
     if za is not None and za.type.numel != 1:
         return None

@@ -5,7 +5,8 @@ B [K, N] (the constant operand) comes packed per panel of W = NV*L columns (L in
 [K/4][W][4] (ir/encodings.py "gemm lL vNV"): the 4 consecutive k of a column side by side, so
 that one 4L-byte load holds a k-group of L columns and `dot4` against the broadcast 4 bytes of
 a row of A adds sum_{k<4} A[i, 4g+k] B[4g+k, j] to each column's lane. The last K % 4 rows of B
-are a separate byte panel [K % 4][W] (the row of A is never read past its end).
+are one more k-group against A's last 4 bytes, its rows already summed zero (the row of A is
+never read past its end).
 
 The tile is MR rows x NV vectors: acc[i][v] += dot4(A[i, 4g:4g+4], Bp[g, v]). Zero points
 fold into the epilogue with sums made at compile time (the column sums of the constant B):
@@ -109,30 +110,27 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
     acc = [[kb.local(f"acc{i}_{v}_", broadcast(const(0, I32), lanes)) for v in range(nv)]
            for i in range(mr)]
     gv = enc.group_vectors
-    with kb.loop(groups, "g") as g:
+
+    def group(bbuf, b_at, a_at) -> None:
+        """One k-group: the panel's NV weight vectors at b_at, each row's 4 bytes at a_at."""
         if nibbles:
             bv = []
             for p in range(gv):
-                pv = kb.local(f"p{p}_", vload(bp, g * (4 * lanes * gv) + p * (4 * lanes),
-                                              4 * lanes))
+                pv = kb.local(f"p{p}_", vload(bbuf, b_at + p * (4 * lanes), 4 * lanes))
                 bv += [kb.local(f"b{2 * p + h}_", nibble(pv, h)) for h in (0, 1)
                        if 2 * p + h < nv]
         else:
-            bv = [kb.local(f"b{v}_", vload(bp, g * (4 * width) + v * (4 * lanes), 4 * lanes))
+            bv = [kb.local(f"b{v}_", vload(bbuf, b_at + v * (4 * lanes), 4 * lanes))
                   for v in range(nv)]
         for i in range(mr):
-            av = kb.local(f"a{i}_", vbroadcast(a, i * lda + g * 4, 4 * lanes, 4))
+            av = kb.local(f"a{i}_", vbroadcast(a, i * lda + a_at, 4 * lanes, 4))
             for v in range(nv):
                 kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v]))
-    for t in range(ktail):  # the last K % 4 rows, bytes widened to int32 (times 16 as above)
-        bw = [kb.local(f"bt{v}_", cast(vload(bt, t * width + v * lanes, lanes), I32))
-              for v in range(nv)]
-        if nibbles:
-            bw = [kb.local(f"bt{v}_", w * 16) for v, w in enumerate(bw)]
-        for i in range(mr):
-            av = kb.local(f"at{i}_", broadcast(cast(a[i * lda + groups * 4 + t], I32), lanes))
-            for v in range(nv):
-                kb.assign(acc[i][v], acc[i][v] + av * bw[v])
+
+    with kb.loop(groups, "g") as g:
+        group(bp, g * (4 * lanes * gv), g * 4)
+    if ktail:  # rows K-4 .. K-1 against the tail group (its rows before 4 * groups are 0)
+        group(bt, const(0), groups * 4 + (ktail - 4))
 
     if requant:
         qmin, qmax = QUANT_RANGES[epi.out]

@@ -367,8 +367,8 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
         return False
     bmat = b_v.const if b_matrix is None else b_matrix
     k, n = bmat.shape
-    if len(a_v.shape) < 1 or a_v.shape[-1] != k or k == 0 or n == 0:
-        return False
+    if len(a_v.shape) < 1 or a_v.shape[-1] != k or k < 4 or n == 0:
+        return False  # (K < 4: no 4 bytes of A to read)
     if za_v is not None and za_v.type.numel != 1:
         return False
     if bz_v is not None and not (bz_v.is_const and (bz_v.type.numel == 1 or
@@ -478,7 +478,8 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
                     with kb.loop(chunk, "p") as pp:
                         p = pp + p0
                         args = [(a, r0 * k), (bp, p * (groups * 4 * lanes * enc.group_vectors))]
-                        args += [(bt, full_size + p * (ktail * width))] if ktail else []
+                        args += [(bt, full_size + p * (4 * lanes * enc.group_vectors))] \
+                            if ktail else []
                         args += [(cz, p * width)] if cz is not None else []
                         args += [(zbt, p * width)] if zbt is not None else []
                         args += [(mult, p * width)] if mult is not None else []

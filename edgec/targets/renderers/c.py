@@ -202,7 +202,7 @@ class CRenderer:
             return e.args[0]
         if e.op == "vload" and e.args[2] is None:
             p = self.pointer(e.args[0], e.args[1])
-            p = p if e.args[1].is_const else f"({p})"
+            p = p if e.args[1].is_const and e.args[1].value == 0 else f"({p})"
             return " | ".join(f"(uint32_t)(uint8_t){p}[{k}]" + (f" << {8 * k}" if k else "")
                               for k in range(4))
         if e.op == "nibble":  # the four bytes' fields at once, as the vector ISAs do
@@ -215,7 +215,8 @@ class CRenderer:
         """Lane k of a 4-lane 8-bit vector as an int32_t."""
         if e.op == "vload" and e.args[2] is None:
             p = self.pointer(e.args[0], e.args[1])
-            return f"(int32_t){p if e.args[1].is_const else f'({p})'}[{k}]"
+            bare = e.args[1].is_const and e.args[1].value == 0
+            return f"(int32_t){p if bare else f'({p})'}[{k}]"
         w = self.expr(e, 11)
         byte = f"({w} >> {8 * k} & 0xff)" if k else f"({w} & 0xff)"
         # sign-extended without an implementation-defined conversion
