@@ -9,8 +9,9 @@ dot4 micro-kernels); onnxruntime runs the same QDQ model (all optimizations: its
 and MLAS int8 kernels) and the float model. Outputs are checked first (the same top-1 as
 onnxruntime int8 on every check input and an error against the float model within 0.5 dB of
 onnxruntime int8's; exit 1 otherwise: edgec's fixed-point requantization parts from
-onnxruntime's float32 one at rare near-ties, so the outputs may differ by a few steps), then per thread count edgec and each onnxruntime session run interleaved for N
-pairs: medians and the median per-pair ratio. Each latency is also given as a fraction of
+onnxruntime's float32 one at rare near-ties, so the outputs may differ by a few steps),
+then per thread count edgec and each onnxruntime session run interleaved for N pairs: medians
+and the median per-pair ratio. Each latency is also given as a fraction of
 the int8 floor: 2 x MACs of the convolutions and GEMMs / the one-core `vpdpbusd` peak
 (`peak_int8.c`, CPU time) over the threads.
 
