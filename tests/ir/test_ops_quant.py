@@ -334,3 +334,28 @@ def test_fixed_point_qlinear_add_by_hand():
     assert list(fixed) == [60 - 45, 61, 61]
     assert list(get_op("QLinearAdd").reference(a, *args)) == [15, 60, 61]
     assert add_fixed_point(np.float32(40.0), np.float32(1.0)) is None  # s would be under 16
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_qlinear_resize_is_the_qdq_graph(mode):
+    """QLinearResize against onnxruntime running DequantizeLinear -> Resize -> QuantizeLinear
+    as written (no graph optimization: its own uint8 resize would not be the QDQ graph)."""
+    s, z = np.float32(0.037), np.uint8(121)
+    x = np.random.default_rng(6).integers(0, 256, (1, 2, 5, 4)).astype(np.uint8)
+    scales = np.array([1.0, 1.0, 2.0, 1.5], np.float32)
+    inits = [numpy_helper.from_array(a, n) for n, a in (("s", s), ("z", z), ("sc", scales))]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"]),
+             helper.make_node("Resize", ["xf", "", "sc"], ["r"], mode=mode),
+             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 2, x.shape)],
+                          [helper.make_tensor_value_info("y", 2, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(m.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = get_op("QLinearResize").reference(
+        x, None, scales, None, s, z, **{k: a.default for k, a in
+                                        get_op("QLinearResize").attrs.items()} | {"mode": mode})
+    assert got.dtype == np.uint8 and got.shape == want.shape == (1, 2, 10, 6)
+    np.testing.assert_array_equal(got, want)
