@@ -175,7 +175,9 @@ def one_node(op: str, inputs: list, attrs: dict | None = None) -> tuple[Graph, d
     g = Graph(op)
     vals, feeds = [], {}
     for i, a in enumerate(inputs):
-        if isinstance(a, tuple):
+        if a is None:  # an omitted optional input
+            vals.append(None)
+        elif isinstance(a, tuple):
             vals.append(g.const(np.asarray(a[1]), f"c{i}"))
         else:
             v = g.add_input(f"x{i}", TensorType(a.shape, DType.from_numpy(a.dtype)))
@@ -196,6 +198,10 @@ ONE_NODE = {
     "HammingWindow": ([("const", np.int64(9))], {"periodic": 0}),
     "HannWindow": ([("const", np.int64(10))], {}),
     "NonZero": ([("const", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], {}),
+    "QLinearResize": ([np.random.default_rng(2).integers(0, 256, (1, 2, 3, 4)).astype(np.uint8),
+                       None, ("const", np.array([1, 1, 2, 1.5], np.float32)), None,
+                       ("const", np.float32(0.05)), ("const", np.uint8(100))],
+                      {"mode": "linear"}),
     "Unique": ([("const", np.array([3, 1, 3, 2, 1], np.float32))], {}),
 }
 # the ops the tests below and test_models_on_the_interpreter cover, not the node tests
