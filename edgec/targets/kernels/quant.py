@@ -640,39 +640,32 @@ def qlinear_add(kb: NodeKernelBuilder, node: Node) -> None:
     """C = sat(rint(ra (A - za) + rb (B - zb)) + zc), ra = sa / sc, rb = sb / sc, with numpy
     broadcasting."""
     a_v, sa_v, za_v, b_v, sb_v, zb_v, sc_v, zc_v = (node.input(i) for i in range(8))
-    if node.attrs.get("rq_shift"):
-        _fixed_add(kb, node)
-        return
-    if sa_v.is_const and sb_v.is_const and sc_v.is_const:
-        ra_f, rb_f = add_ratios(sa_v.const, sb_v.const, sc_v.const)
-        ra, rb = const(float(ra_f), F32), const(float(rb_f), F32)
-    else:
-        sc = scalar(kb, sc_v, "c_scale", F32)
-        ra = named(kb, "ra", scalar(kb, sa_v, "a_scale", F32) / sc)
-        rb = named(kb, "rb", scalar(kb, sb_v, "b_scale", F32) / sc)
-    za, zb = zero_point(kb, za_v, "a_zp"), zero_point(kb, zb_v, "b_zp")
-    req = Requant.make(kb, node.output.dtype, zero_point(kb, zc_v, "c_zp"))
-    a, b = kb.bind(a_v, "a"), kb.bind(b_v, "b")
-    y = kb.bind(node.output, "y")
-    dims, flags = coalesce(y.shape, [a.shape, b.shape, y.shape])
-    with kb.loops(dims, [f"i{k}" for k in range(len(dims))] if len(dims) > 1 else ["i"]) as vs:
-        av, bv = cast(a[broadcast_index(vs, dims, flags[0])], I32), \
-            cast(b[broadcast_index(vs, dims, flags[1])], I32)
-        av = av - za if za is not None else av
-        bv = bv - zb if zb is not None else bv
-        v = ra * cast(av, F32) + rb * cast(bv, F32)
-        kb.store(y, broadcast_index(vs, dims, flags[2]), req(kb, v))
-
-
-def _fixed_add(kb: NodeKernelBuilder, node: Node) -> None:
-    """QLinearAdd in fixed point (ir/ops/quant.py): 32-bit integer arithmetic only, which the
-    C compiler vectorizes."""
-    a_v, _, za_v, b_v, _, zb_v, _, zc_v = (node.input(i) for i in range(8))
-    (qa, qb), s = node.attrs["rq_mult"], node.attrs["rq_shift"]
-    kb.strategy = "integer add, fixed-point"
-    za, zb = zero_point(kb, za_v, "a_zp"), zero_point(kb, zb_v, "b_zp")
     zc = zero_point(kb, zc_v, "c_zp")
-    qmin, qmax = QUANT_RANGES[node.output.dtype]
+    if node.attrs.get("rq_shift"):  # fixed point (ir/ops/quant.py): 32-bit integers only,
+        # which the C compiler vectorizes
+        (qa, qb), s = node.attrs["rq_mult"], node.attrs["rq_shift"]
+        kb.strategy = "integer add, fixed-point"
+        qmin, qmax = QUANT_RANGES[node.output.dtype]
+
+        def combine(av: Expr, bv: Expr) -> Expr:
+            v = binary("shr", const(qa, I32) * av + const(qb, I32) * bv
+                       + const(1 << (s - 1), I32), const(s, I32))
+            v = named(kb, "v", v + zc if zc is not None else v)
+            return cast(maximum(minimum(v, const(qmax, I32)), const(qmin, I32)),
+                        node.output.dtype)
+    else:
+        if sa_v.is_const and sb_v.is_const and sc_v.is_const:
+            ra_f, rb_f = add_ratios(sa_v.const, sb_v.const, sc_v.const)
+            ra, rb = const(float(ra_f), F32), const(float(rb_f), F32)
+        else:
+            sc = scalar(kb, sc_v, "c_scale", F32)
+            ra = named(kb, "ra", scalar(kb, sa_v, "a_scale", F32) / sc)
+            rb = named(kb, "rb", scalar(kb, sb_v, "b_scale", F32) / sc)
+        req = Requant.make(kb, node.output.dtype, zc)
+
+        def combine(av: Expr, bv: Expr) -> Expr:
+            return req(kb, ra * cast(av, F32) + rb * cast(bv, F32))
+    za, zb = zero_point(kb, za_v, "a_zp"), zero_point(kb, zb_v, "b_zp")
     a, b = kb.bind(a_v, "a"), kb.bind(b_v, "b")
     y = kb.bind(node.output, "y")
     dims, flags = coalesce(y.shape, [a.shape, b.shape, y.shape])
@@ -681,8 +674,4 @@ def _fixed_add(kb: NodeKernelBuilder, node: Node) -> None:
             cast(b[broadcast_index(vs, dims, flags[1])], I32)
         av = av - za if za is not None else av
         bv = bv - zb if zb is not None else bv
-        v = binary("shr", const(qa, I32) * av + const(qb, I32) * bv + const(1 << (s - 1), I32),
-                   const(s, I32))
-        v = named(kb, "v", v + zc if zc is not None else v)
-        kb.store(y, broadcast_index(vs, dims, flags[2]),
-                 cast(maximum(minimum(v, const(qmax, I32)), const(qmin, I32)), node.output.dtype))
+        kb.store(y, broadcast_index(vs, dims, flags[2]), combine(av, bv))
