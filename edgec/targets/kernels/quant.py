@@ -569,7 +569,6 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
         if not a_shape and _vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq):
             return
     if fixed is not None:
-        kb.strategy = "integer matmul rows"
         _int_matmul(kb, node, a_v, za_v, b_v, zb_v, finish=_fixed_finish(
             kb, node, fixed, zero_point(kb, zy_v, "y_zp"), b_v))
         return
