@@ -35,6 +35,7 @@ from edgec.ir import DType, Graph, TensorType, interpret, parse, print_graph, ve
 from edgec.passes import DEFAULT_PIPELINE, apply_patterns, default_pipeline, run_pipeline
 from edgec.passes.fuse_qdq import FUSE_QDQ_PATTERNS
 from edgec.runtime.loader import load
+from edgec.targets.kernels import blocked_quant
 from edgec.targets.target import get_target
 
 SHAPE = (1, 3, 16, 16)
@@ -234,6 +235,9 @@ def test_integer_kernels_bit_exact_on_every_target(models, target, backend, acti
         assert len(dense) == 5 and all(("int8 GEMM" in s) == (not s.startswith("blocked"))
                                        for s in dense), dense
         assert all(("two to a byte" in s) == (activations == "int4w") for s in dense), dense
+        convs = [s for s in dense if s.startswith("blocked")]
+        assert all(("unpacked once per task" in s) == (activations == "int4w")
+                   for s in convs), convs
         assert all("fixed-point requantization" in s and "kernel builder" not in s
                    for s in dense), dense
     if not runs_here(target):
@@ -245,6 +249,25 @@ def test_integer_kernels_bit_exact_on_every_target(models, target, backend, acti
         ref = interpret(graph, {"x": x})
         for name in ("logits", "embed"):
             np.testing.assert_array_equal(got[name], ref[name], err_msg=f"{name} on {target}")
+
+
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_int4_conv_tile_unpacking_in_its_inner_loop_is_bit_exact(models, backend, tmp_path,
+                                                                 monkeypatch):
+    """Weight groups too large to unpack once per task (here: every group, the limit set to
+    0) are unpacked by the tile as it reads them: the same integers."""
+    monkeypatch.setattr(blocked_quant, "UNPACK_LIMIT", 0)
+    path = models["int4w"]
+    art = edgec.compile(path, tmp_path, name="qcnn", target="x86", backend=backend)
+    convs = [r["strategy"] for r in art.manifest["kernel_strategies"]
+             if r["op"] == "BlockedQLinearConv" and "depthwise" not in r["strategy"]]
+    assert convs and all("two to a byte" in s and "unpacked" not in s for s in convs), convs
+    lib = load(tmp_path)
+    graph = compiled(path)
+    for x in inputs(2):
+        got, ref = lib.run({"x": x}), interpret(graph, {"x": x})
+        for name in ("logits", "embed"):
+            np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
 
 
 def test_onnxruntime_int4_weights_import_and_run_packed(tmp_path):

@@ -76,6 +76,15 @@ static inline __m256i edgec_mulshift8(__m256i a, __m256i m, int32_t s)
     h = _mm256_add_epi32(h, _mm256_set1_epi32(1 << (s - 33)));
     return _mm256_sra_epi32(h, _mm_cvtsi32_si128(s - 32));
 }
+/* kernel-IR nibble 0, as edgec_nibble_lo64 of edgec_avx512.h */
+static inline __m256i edgec_nibble_lo32(__m256i a)
+{
+#ifdef __GFNI__
+    return _mm256_gf2p8affine_epi64_epi8(a, _mm256_set1_epi64x(0x01020408), 0);
+#else
+    return _mm256_and_si256(_mm256_slli_epi16(a, 4), _mm256_set1_epi8((char)0xF0));
+#endif
+}
 EDGEC_BY_LANES(edgec_exp8, edgec_expf, __m256, 8, _mm256_storeu_ps, _mm256_loadu_ps)
 EDGEC_BY_LANES(edgec_tanh8, edgec_tanhf, __m256, 8, _mm256_storeu_ps, _mm256_loadu_ps)
 #endif

@@ -18,6 +18,17 @@ static inline __m512i edgec_mulshift16(__m512i a, __m512i m, int32_t s)
     h = _mm512_add_epi32(h, _mm512_set1_epi32(1 << (s - 33)));
     return _mm512_sra_epi32(h, _mm_cvtsi32_si128(s - 32));
 }
+/* kernel-IR nibble 0: each byte's low nibble moved up (16 * the signed int4 it holds). With
+   GFNI one affine map per byte (bit i of the result is bit i - 4 of the byte); without it a
+   16-bit shift and a mask dropping what crossed over from the byte below */
+static inline __m512i edgec_nibble_lo64(__m512i a)
+{
+#ifdef __GFNI__
+    return _mm512_gf2p8affine_epi64_epi8(a, _mm512_set1_epi64(0x01020408), 0);
+#else
+    return _mm512_and_si512(_mm512_slli_epi16(a, 4), _mm512_set1_epi8((char)0xF0));
+#endif
+}
 EDGEC_BY_LANES(edgec_exp16, edgec_expf, __m512, 16, _mm512_storeu_ps, _mm512_loadu_ps)
 EDGEC_BY_LANES(edgec_tanh16, edgec_tanhf, __m512, 16, _mm512_storeu_ps, _mm512_loadu_ps)
 #endif

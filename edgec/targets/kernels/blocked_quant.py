@@ -9,7 +9,9 @@ x - zx; with the padding holding zx, the taps in the padding add (zx - zx) * w =
 op's definition says. The weights come in the order the tile reads them, as the pack-weights
 pass stored them (ir/encodings.py: two to a byte where they fit 4 bits).
 The outer loop, over (image, group of output blocks, output row), is parallel; a row is cut
-into tiles of R pixels and a shorter one for the rest.
+into tiles of R pixels and a shorter one for the rest. Int4 weights are unpacked by the tile
+as it reads them, or, where the group's weights fit `UNPACK_LIMIT`, once per task into a
+buffer the int8 tile reads (a task then runs several rows: 16 tiles or more).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from ..lowering import NodeKernelBuilder, kernel
 from .quant import constant_table
 
 I32, F32 = DType.I32, DType.F32
+# the largest buffer (bytes, on the stack of each task) that int4 conv weights are unpacked
+# into; a larger weight group is unpacked in the tile's inner loop
+UNPACK_LIMIT = 128 * 1024
 
 
 @kernel("BlockedPad")
@@ -168,31 +173,50 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                         (mult, blk * lanes), (y, yo), g.kh, g.kw, g.dh * x_row, g.dw * lanes,
                         g.kw * lanes, zy, *tail)
         return
-    kb.strategy = "blocked int8 conv dot4" + (", int4 weights two to a byte"
-                                              if enc.nibbles else "") + rq + where
     mb_max = enc.mb
     _, r_max = qconv_tiles(lanes, kb.target.registers)
     groups = g.xb // 4
     ngroups = -(-g.mblocks // mb_max)
     taps = g.kh * g.kw
-    with kb.loop(g.n * ngroups * g.oh, "t", kind="parallel") as t:
-        oh = kb.local("oh", t % g.oh)
-        grp = kb.local("grp", (t // g.oh) % ngroups)
-        n = kb.local("n", t // (g.oh * ngroups))
+    tiles = row_tiles(g.ow, r_max)
+    # int4 weights: unpacked once per task into a stack buffer that the int8 tile then reads,
+    # when it is small; a task runs 16 tiles or more over it. Unpacking in the tile's inner
+    # loop costs 2 vector operations per 28 dot4s (ResNet-18's 3 x 3 convolutions ran 4-12%
+    # slower than int8); once per task costs the same once per 16 tiles (0.98-1.03x int8)
+    unpacked = taps * g.cbin * groups * mb_max * 4 * lanes
+    unpack = enc.nibbles and unpacked <= UNPACK_LIMIT
+    # output rows per task: the fewest that divide the rows and make 16 tiles
+    rows = next((d for d in range(1, g.oh) if g.oh % d == 0 and d * len(tiles) >= 16),
+                g.oh) if unpack else 1
+    kb.strategy = "blocked int8 conv dot4" + (
+        ", int4 weights two to a byte" + (" unpacked once per task" if unpack else "")
+        if enc.nibbles else "") + rq + where
+    with kb.loop(g.n * ngroups * (g.oh // rows), "t", kind="parallel") as t:
+        oh0 = kb.local("oh0", t % (g.oh // rows) * rows)
+        grp = kb.local("grp", (t // (g.oh // rows)) % ngroups)
+        n = kb.local("n", t // (g.oh // rows * ngroups))
         full, rest = g.mblocks // mb_max, g.mblocks % mb_max
         variants = [(mb_max, grp < full)] if full else []
         variants += [(rest, grp >= full)] if rest else []
+        wu = kb.alloc("wu", DType.I8, (unpacked,)) if unpack else None
         for mb, cond in variants:
             with kb.if_(cond if len(variants) > 1 else const(True)):
                 wgrp = grp * (enc.kw_bytes(mb_max) * taps * g.cbin)
-                w_kh = g.kw * enc.kw_bytes(mb)
-                for ow0, r in row_tiles(g.ow, r_max):
-                    fn = mk.qconv_tile(lanes, mb, r, g.sw * g.xb, groups, out, enc.nibbles,
-                                       fixed)
-                    xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
-                    yo = ((n * g.mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes \
-                        + ow0 * lanes
-                    kb.call(fn, (x, xo), (w, wgrp), (corr, grp * mb_max * lanes),
-                            (mult, grp * mb_max * lanes), (y, yo), g.cbin, g.kh, g.kw,
-                            x_cb, g.dh * x_row, g.dw * g.xb, g.kh * w_kh, w_kh, y_mb, zy,
-                            *tail)
+                if unpack:
+                    kb.call(mk.qconv_unpack(lanes, groups, mb), (w, wgrp), (wu, 0),
+                            taps * g.cbin)
+                    wt, wo, w_kh = wu, const(0), g.kw * groups * mb * 4 * lanes
+                else:
+                    wt, wo, w_kh = w, wgrp, g.kw * enc.kw_bytes(mb)
+                with kb.loop(rows, "r") as i:
+                    oh = kb.local("oh", oh0 + i)
+                    for ow0, r in tiles:
+                        fn = mk.qconv_tile(lanes, mb, r, g.sw * g.xb, groups, out,
+                                           enc.nibbles and not unpack, fixed)
+                        xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
+                        yo = ((n * g.mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes \
+                            + ow0 * lanes
+                        kb.call(fn, (x, xo), (wt, wo), (corr, grp * mb_max * lanes),
+                                (mult, grp * mb_max * lanes), (y, yo), g.cbin, g.kh, g.kw,
+                                x_cb, g.dh * x_row, g.dw * g.xb, g.kh * w_kh, w_kh, y_mb, zy,
+                                *tail)

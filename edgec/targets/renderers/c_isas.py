@@ -82,11 +82,10 @@ def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
         ext = "epu8" if t is DType.U8 else "epi8"
         load = "_mm_loadl_epi64" if pre == "_mm256" else "_mm_loadu_si128"  # 8 or 16 bytes
         ops[("load_widen", t)] = f"{pre}_cvt{ext}_epi32({load}((const __m128i *)({{p}})))"
-    # kernel-IR nibble: x86 has no byte shift; a 16-bit shift moves each byte's low nibble up,
-    # the mask drops what crossed over from the byte below
-    mask = f"{pre}_set1_epi8((char)0xF0)"
-    ops[("nibble_lo", DType.I8)] = f"{pre}_and_{si}({pre}_slli_epi16({{a}}, 4), {mask})"
-    ops[("nibble_hi", DType.I8)] = f"{pre}_and_{si}({{a}}, {mask})"
+    # kernel-IR nibble: x86 has no byte shift (the header's helper: GFNI's affine map, or a
+    # 16-bit shift and a mask)
+    ops[("nibble_lo", DType.I8)] = f"edgec_nibble_lo{64 if pre == '_mm512' else 32}({{a}})"
+    ops[("nibble_hi", DType.I8)] = f"{pre}_and_{si}({{a}}, {pre}_set1_epi8((char)0xF0))"
     # int32 <-> float32 conversions (C's: to nearest, truncating back) and round half even
     ops[("to_f32", DType.I32)] = f"{pre}_cvtepi32_ps({{a}})"
     ops[("to_i32", DType.F32)] = f"{pre}_cvttps_epi32({{a}})"
