@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +43,16 @@ def _aligned_empty(nbytes: int) -> np.ndarray:
     raw = np.zeros(nbytes + ALIGN, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGN
     return raw[start:start + nbytes]
+
+
+def _aligned_array(shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray, int]:
+    """An uninitialised array whose data starts on an ALIGN-byte boundary, and that address.
+    numpy's own often start 16 bytes into a line: the kernels' 64-byte stores then each touch
+    two cache lines (an int8 GEMM with an 800 KB output ran 1.5x slower into such an array)."""
+    raw = np.empty(math.prod(shape) * dtype.itemsize + ALIGN, np.uint8)
+    at = _address(raw)
+    start = -at % ALIGN
+    return np.ndarray(shape, dtype, raw, start), at + start
 
 
 class CompiledModel:
@@ -100,7 +111,7 @@ class CompiledModel:
         self._unstaged = []
         for j, (name, shape, dtype) in enumerate(self._out_specs):
             if np.prod(shape) * dtype.itemsize <= STAGED_OUTPUT_BYTES:
-                self._staged.append((name, np.empty(shape, dtype)))
+                self._staged.append((name, _aligned_array(shape, dtype)[0]))
                 self._out_ptrs[j] = _address(self._staged[-1][1])
             else:
                 self._staged.append((name, None))
@@ -165,8 +176,7 @@ class CompiledModel:
                 last[i] = a
         fresh = {}
         for j, name, shape, dtype in self._unstaged:
-            fresh[name] = o = np.empty(shape, dtype)
-            self._out_ptrs[j] = _address(o)
+            fresh[name], self._out_ptrs[j] = _aligned_array(shape, dtype)
         status = self._run(self._in_ptrs, self._out_ptrs, self._ws_ptr)
         if status:
             raise EdgecError(f"{self.name}_run failed: {self._status(status).decode()}")

@@ -76,21 +76,23 @@ class Int8Epilogue:
 
 
 def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
-              epi: Int8Epilogue, nibbles: bool = False) -> Kernel:
+              epi: Int8Epilogue, nibbles: bool = False, used: int = 0) -> Kernel:
     """MR rows x NV vectors of y = epilogue(A @ B) (see the module doc): parameters a (row 0
     of the tile), bp and bt (the panel's k-groups and its K % 4 rows, ir/encodings.py
     "gemm lL vNV [nib]": with `nibbles` two vectors to a byte, summed as 16 * b and the
     multipliers divided by 16 by the caller), the epilogue's column tables, y; then groups
     (K/4), lda, ldy, ncols (columns to store, <= W), and the epilogue's scalars (za, the row
-    sums, the multiplier per tensor, zy, the shift)."""
-    key = (lanes, mr, nv, a_type, ktail, epi, nibbles)
+    sums, the multiplier per tensor, zy, the shift). With `used` < NV only the first `used`
+    vectors of each k-group are summed and stored: a last panel that holds fewer columns
+    (N = 196: 4 of a 64-column panel) takes a quarter of the work instead of the whole."""
+    used = used or nv
+    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used)
     if key in _CACHE:
         return _CACHE[key]
     enc = GemmWeights(lanes, nv, nibbles)
-    width = nv * lanes
     kb = KernelBuilder(f"mk_gemm_{a_type.name.lower()}{'i4' if nibbles else 'i8'}x{lanes}_m{mr}"
-                       f"_v{nv}_t{ktail}{epi.tag}",
-                       f"int8 gemm tile: {mr} rows x {width} columns, int32 accumulators"
+                       f"_v{nv}{f'u{used}' if used < nv else ''}_t{ktail}{epi.tag}",
+                       f"int8 gemm tile: {mr} rows x {used * lanes} columns, int32 accumulators"
                        + (", int4 weights two to a byte" if nibbles else ""), opaque=True)
     a, bp = kb.pointer("a", a_type), kb.pointer("bp", I8)
     bt = kb.pointer("bt", I8) if ktail else None
@@ -107,24 +109,25 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
     zy = kb.scalar("zy", I32) if requant else None
     shift = kb.scalar("shift", I32) if requant and epi.fixed else None
 
-    acc = [[kb.local(f"acc{i}_{v}_", broadcast(const(0, I32), lanes)) for v in range(nv)]
+    acc = [[kb.local(f"acc{i}_{v}_", broadcast(const(0, I32), lanes)) for v in range(used)]
            for i in range(mr)]
     gv = enc.group_vectors
 
     def group(bbuf, b_at, a_at) -> None:
-        """One k-group: the panel's NV weight vectors at b_at, each row's 4 bytes at a_at."""
+        """One k-group: the panel's first `used` weight vectors at b_at, each row's 4 bytes
+        at a_at."""
         if nibbles:
             bv = []
-            for p in range(gv):
+            for p in range(-(-used // 2)):
                 pv = kb.local(f"p{p}_", vload(bbuf, b_at + p * (4 * lanes), 4 * lanes))
                 bv += [kb.local(f"b{2 * p + h}_", nibble(pv, h)) for h in (0, 1)
-                       if 2 * p + h < nv]
+                       if 2 * p + h < used]
         else:
             bv = [kb.local(f"b{v}_", vload(bbuf, b_at + v * (4 * lanes), 4 * lanes))
-                  for v in range(nv)]
+                  for v in range(used)]
         for i in range(mr):
             av = kb.local(f"a{i}_", vbroadcast(a, i * lda + a_at, 4 * lanes, 4))
-            for v in range(nv):
+            for v in range(used):
                 kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v]))
 
     with kb.loop(groups, "g") as g:
@@ -142,7 +145,7 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
             hi = kb.local("hi", broadcast(cast(const(qmax, I32) - zy, F32), lanes))
     full = kb.local("full", (ncols // lanes).cast(INDEX))
     rest = kb.local("rest", ncols - full * lanes)
-    for v in range(nv):
+    for v in range(used):
         czv = kb.local(f"cz{v}_", vload(cz, v * lanes, lanes)) if cz is not None else None
         zbv = kb.local(f"zb{v}_", vload(zb, v * lanes, lanes)) if zb is not None else None
         mv = kb.local(f"m{v}_", vload(mult, v * lanes, lanes) if mult is not None

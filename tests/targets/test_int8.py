@@ -404,11 +404,14 @@ EPILOGUES = [mk8.Int8Epilogue(), mk8.Int8Epilogue(I32, True, True),
              mk8.Int8Epilogue(U8, True, False, False), mk8.Int8Epilogue(I8, True, True, True),
              mk8.Int8Epilogue(U8, True, True, True, True), mk8.Int8Epilogue(I8, False, False,
                                                                             False, True)]
-# (A's type, K % 4, epilogue, int4 weights two to a byte)
-TILE_CASES = [(U8, 0, EPILOGUES[0], False), (I8, 3, EPILOGUES[1], False),
-              (U8, 1, EPILOGUES[2], False), (I8, 2, EPILOGUES[3], False),
-              (U8, 3, EPILOGUES[4], False), (I8, 0, EPILOGUES[5], False),
-              (U8, 1, EPILOGUES[3], True), (I8, 2, EPILOGUES[4], True)]
+# (A's type, K % 4, epilogue, int4 weights two to a byte, vectors in use: 0 all, -1 all but
+# one, 1 the first: a narrow last panel)
+TILE_CASES = [(U8, 0, EPILOGUES[0], False, 0), (I8, 3, EPILOGUES[1], False, 0),
+              (U8, 1, EPILOGUES[2], False, 0), (I8, 2, EPILOGUES[3], False, 0),
+              (U8, 3, EPILOGUES[4], False, 0), (I8, 0, EPILOGUES[5], False, 0),
+              (U8, 1, EPILOGUES[3], True, 0), (I8, 2, EPILOGUES[4], True, 0),
+              (U8, 2, EPILOGUES[1], False, 1), (I8, 1, EPILOGUES[4], True, -1),
+              (U8, 0, EPILOGUES[3], True, 1)]
 
 
 def tile_oracle(a, b, za, zb, rs, epi, mult, zy, shift=0):
@@ -436,18 +439,22 @@ def tile_oracle(a, b, za, zb, rs, epi, mult, zy, shift=0):
 def test_gemm_tile_epilogues_match_numpy(build_name, tmp_path):
     """Every epilogue (int32, zero points, float and fixed-point requantization per tensor
     and per column) on the panels encode_gemm makes, 8-bit and two to a byte (the caller
-    then scales the zero-point tables by 16 and the multipliers by 1/16, or the shift by 4)."""
+    then scales the zero-point tables by 16 and the multipliers by 1/16, or the shift by 4),
+    and the narrow tiles of a last panel that uses only its first vectors."""
     isa, flags = BUILDS[build_name]
     lanes = lanes_of(isa)
     mr, nv = mk8.tile_shape(lanes)
     width = nv * lanes
-    kernels = [mk8.gemm_tile(lanes, mr, nv, a_t, kt, epi, nib) for a_t, kt, epi, nib in TILE_CASES]
+    cases = [(a_t, kt, epi, nib, max(1, nv + u if u < 0 else u or nv))
+             for a_t, kt, epi, nib, u in TILE_CASES]
+    kernels = [mk8.gemm_tile(lanes, mr, nv, a_t, kt, epi, nib, used)
+               for a_t, kt, epi, nib, used in cases]
     lib = build(tmp_path, kernels, isa, flags, f"tile_{build_name}")
     rng = np.random.default_rng(5)
-    for (a_t, kt, epi, nib), kern in zip(TILE_CASES, kernels, strict=True):
+    for (a_t, kt, epi, nib, used), kern in zip(cases, kernels, strict=True):
         scale = 16 if nib else 1
         k = 4 * 5 + kt
-        ncols = max(1, width - 3)  # a masked last vector
+        ncols = max(1, used * lanes - 3)  # a masked last vector
         a_np = np.uint8 if a_t is U8 else np.int8
         a = rng.integers(np.iinfo(a_np).min, np.iinfo(a_np).max + 1, (mr, k)).astype(a_np)
         b = rng.integers(-8 if nib else -128, 8 if nib else 128, (k, width)).astype(np.int8)
@@ -485,8 +492,9 @@ def test_gemm_tile_epilogues_match_numpy(build_name, tmp_path):
 
 
 def test_gemm_tiles_compile_for_avx512(tmp_path):
-    kernels = [mk8.gemm_tile(16, *mk8.tile_shape(16), a_t, kt, epi, nib)
-               for a_t in (U8, I8) for kt in (0, 3) for epi in EPILOGUES for nib in (False, True)]
+    kernels = [mk8.gemm_tile(16, *mk8.tile_shape(16), a_t, kt, epi, nib, used)
+               for a_t in (U8, I8) for kt in (0, 3) for epi in EPILOGUES for nib in (False, True)
+               for used in (0, 3)]
     path = tmp_path / "gemm_avx512.c"
     path.write_text(c_source(kernels, VECTOR_ISAS["avx512"]))
     asm = tmp_path / "gemm_avx512.s"

@@ -391,6 +391,7 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
         (", fixed-point requantization" if rq is not None and rq.fixed else "") + \
         ("" if benc else ", weights packed by the kernel builder")
     panels, groups, ktail = -(-n // width), k // 4, k % 4
+    last_used = -(-(n - (panels - 1) * width) // lanes)  # vectors of the last panel in use
     b = bmat.astype(np.int32)
     zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
         bz_v.const.astype(np.int32).reshape(-1), (n,))
@@ -474,9 +475,10 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
                             with kb.loop(k, "kk") as kk:
                                 kb.assign(rs, rs + cast(a[(r0 + i) * k + kk], I32))
                             sums.append(rs)
-                    fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles)
-                    with kb.loop(chunk, "p") as pp:
-                        p = pp + p0
+
+                    def tile(p, used: int = 0, mr: int = mr, sums: list = sums) -> None:
+                        fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles,
+                                           used)
                         args = [(a, r0 * k), (bp, p * (groups * 4 * lanes * enc.group_vectors))]
                         args += [(bt, full_size + p * (4 * lanes * enc.group_vectors))] \
                             if ktail else []
@@ -486,6 +488,12 @@ def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value
                         args += [(y, r0 * n + p * width), groups, k, n,
                                  minimum(const(n) - p * width, const(width))]
                         kb.call(fn, *args, *scalars, *sums, *tail_scalars)
+
+                    narrow = last_used < nv and p0 + chunk == panels
+                    with kb.loop(chunk - narrow, "p") as pp:
+                        tile(pp + p0)
+                    if narrow:  # the last panel's columns take fewer vectors
+                        tile(const(panels - 1), last_used)
 
     for p0 in range(0, panels, per_chunk):
         rows_against(p0, min(per_chunk, panels - p0))
