@@ -32,7 +32,7 @@ from ..kernel_ir import (
     vload,
 )
 from ..lowering import NodeKernelBuilder, kernel
-from .common import derived_constant, window
+from .common import derived_constant, parallel_split, window
 from .fused import activation_key, activation_of
 
 F32 = DType.F32
@@ -52,8 +52,12 @@ def reorder_to_blocked(kb: NodeKernelBuilder, node: Node) -> None:
         src = x[index]
         return cast(cast(src, DType.I32) + shift, y.dtype) if shift else src  # int8 + 128
 
-    if cb == 1 and b <= 16:  # one block (a stem's few channels): the lanes written out
-        with kb.loops([n, plane], ["n", "p"]) as (i, p):
+    if cb == 1 and b <= 16:  # one block (a stem's few channels): the lanes written out,
+        # the pixels in even slices on the thread pool
+        tasks, per = parallel_split(plane, 4096)
+        with kb.loop(tasks, "t", kind="parallel") as t, \
+                kb.loops([n, per], ["n", "p"]) as (i, pt):
+            p = kb.local("px", t * per + pt) if tasks > 1 else pt
             for lane in range(b):
                 kb.store(y, (i * plane + p) * b + lane,
                          value((i * c + lane) * plane + p) if lane < c else const(0, y.dtype))

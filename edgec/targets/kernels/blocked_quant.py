@@ -191,10 +191,20 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     kb.strategy = "blocked int8 conv dot4" + (
         ", int4 weights two to a byte" + (" unpacked once per task" if unpack else "")
         if enc.nibbles else "") + rq + where
-    with kb.loop(g.n * ngroups * (g.oh // rows), "t", kind="parallel") as t:
-        oh0 = kb.local("oh0", t % (g.oh // rows) * rows)
-        grp = kb.local("grp", (t // (g.oh // rows)) % ngroups)
-        n = kb.local("n", t // (g.oh // rows * ngroups))
+    chunks = g.oh // rows
+    # the threads' slices of the tasks: by output rows (every group of channels in each
+    # task's rows) where the weights are smaller than the input, so that a thread's rows
+    # are where the next layer's same thread reads them; by groups of output channels
+    # otherwise, so that each thread reads only its share of the weights
+    by_rows = g.mblocks * lanes * taps * g.cbin * g.xb <= 2 * x_img
+    with kb.loop(g.n * ngroups * chunks, "t", kind="parallel") as t:
+        if by_rows:
+            grp = kb.local("grp", t % ngroups)
+            oh0 = kb.local("oh0", (t // ngroups) % chunks * rows)
+        else:
+            oh0 = kb.local("oh0", t % chunks * rows)
+            grp = kb.local("grp", (t // chunks) % ngroups)
+        n = kb.local("n", t // (chunks * ngroups))
         full, rest = g.mblocks // mb_max, g.mblocks % mb_max
         variants = [(mb_max, grp < full)] if full else []
         variants += [(rest, grp >= full)] if rest else []

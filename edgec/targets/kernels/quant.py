@@ -50,7 +50,7 @@ from ..kernel_ir import (
     select,
 )
 from ..lowering import NodeKernelBuilder, broadcast_index, coalesce, kernel
-from .common import broadcast_strides, named, offset, row_major_strides
+from .common import broadcast_strides, named, offset, parallel_split, row_major_strides
 
 F32, I32 = DType.F32, DType.I32
 # -- scalars, parameters and requantization -----------------------------------------------------
@@ -150,10 +150,12 @@ def _per_slice(kb: NodeKernelBuilder, node: Node, setup: Setup) -> None:
     element for blocked layouts)."""
     sl = _Slices.of(node)
     s_v, z_v = node.inputs[1], node.input(2)
-    if sl.outer == 1 and sl.n == 1:  # per tensor
-        store = setup(scalar(kb, s_v, "s", F32), zero_point(kb, z_v, "zp"))
-        with kb.loop(sl.inner, "i") as i:
-            store(i)
+    if sl.outer == 1 and sl.n == 1:  # per tensor, in even slices on the thread pool
+        tasks, per = parallel_split(sl.inner)
+        with kb.loop(tasks, "t", kind="parallel") as t:
+            store = setup(scalar(kb, s_v, "s", F32), zero_point(kb, z_v, "zp"))
+            with kb.loop(per, "i") as i:
+                store(t * per + i)
         return
     sb = kb.bind(s_v, "s")
     zb = kb.bind(z_v, "z") if z_v is not None else None
@@ -645,8 +647,30 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
 @kernel("QLinearAdd")
 def qlinear_add(kb: NodeKernelBuilder, node: Node) -> None:
     """C = sat(rint(ra (A - za) + rb (B - zb)) + zc), ra = sa / sc, rb = sb / sc, with numpy
-    broadcasting."""
+    broadcasting; without broadcasting, on the thread pool in even slices."""
     a_v, sa_v, za_v, b_v, sb_v, zb_v, sc_v, zc_v = (node.input(i) for i in range(8))
+    a, b = kb.bind(a_v, "a"), kb.bind(b_v, "b")
+    y = kb.bind(node.output, "y")
+    dims, flags = coalesce(y.shape, [a.shape, b.shape, y.shape])
+    tasks, per = parallel_split(dims[0]) if len(dims) == 1 else (1, 0)
+    # (the scalars are loaded inside the parallel loop: its body is closed)
+    with kb.loop(tasks, "t", kind="parallel") as t:
+        combine = _add_combine(kb, node)
+        za, zb = zero_point(kb, za_v, "a_zp"), zero_point(kb, zb_v, "b_zp")
+        with (kb.loop(per, "i") if tasks > 1 else
+              kb.loops(dims, [f"i{k}" for k in range(len(dims))] if len(dims) > 1 else ["i"])
+              ) as vs:
+            vs = [t * per + vs] if tasks > 1 else vs
+            av, bv = cast(a[broadcast_index(vs, dims, flags[0])], I32), \
+                cast(b[broadcast_index(vs, dims, flags[1])], I32)
+            av = av - za if za is not None else av
+            bv = bv - zb if zb is not None else bv
+            kb.store(y, broadcast_index(vs, dims, flags[2]), combine(av, bv))
+
+
+def _add_combine(kb: NodeKernelBuilder, node: Node) -> Callable[[Expr, Expr], Expr]:
+    """QLinearAdd's (A - za, B - zb) -> C, fixed-point or float."""
+    sa_v, sb_v, sc_v, zc_v = (node.input(i) for i in (1, 4, 6, 7))
     zc = zero_point(kb, zc_v, "c_zp")
     if node.attrs.get("rq_shift"):  # fixed point (ir/ops/quant.py): 32-bit integers only,
         # which the C compiler vectorizes
@@ -660,25 +684,13 @@ def qlinear_add(kb: NodeKernelBuilder, node: Node) -> None:
             v = named(kb, "v", v + zc if zc is not None else v)
             return cast(maximum(minimum(v, const(qmax, I32)), const(qmin, I32)),
                         node.output.dtype)
+        return combine
+    if sa_v.is_const and sb_v.is_const and sc_v.is_const:
+        ra_f, rb_f = add_ratios(sa_v.const, sb_v.const, sc_v.const)
+        ra, rb = const(float(ra_f), F32), const(float(rb_f), F32)
     else:
-        if sa_v.is_const and sb_v.is_const and sc_v.is_const:
-            ra_f, rb_f = add_ratios(sa_v.const, sb_v.const, sc_v.const)
-            ra, rb = const(float(ra_f), F32), const(float(rb_f), F32)
-        else:
-            sc = scalar(kb, sc_v, "c_scale", F32)
-            ra = named(kb, "ra", scalar(kb, sa_v, "a_scale", F32) / sc)
-            rb = named(kb, "rb", scalar(kb, sb_v, "b_scale", F32) / sc)
-        req = Requant.make(kb, node.output.dtype, zc)
-
-        def combine(av: Expr, bv: Expr) -> Expr:
-            return req(kb, ra * cast(av, F32) + rb * cast(bv, F32))
-    za, zb = zero_point(kb, za_v, "a_zp"), zero_point(kb, zb_v, "b_zp")
-    a, b = kb.bind(a_v, "a"), kb.bind(b_v, "b")
-    y = kb.bind(node.output, "y")
-    dims, flags = coalesce(y.shape, [a.shape, b.shape, y.shape])
-    with kb.loops(dims, [f"i{k}" for k in range(len(dims))] if len(dims) > 1 else ["i"]) as vs:
-        av, bv = cast(a[broadcast_index(vs, dims, flags[0])], I32), \
-            cast(b[broadcast_index(vs, dims, flags[1])], I32)
-        av = av - za if za is not None else av
-        bv = bv - zb if zb is not None else bv
-        kb.store(y, broadcast_index(vs, dims, flags[2]), combine(av, bv))
+        sc = scalar(kb, sc_v, "c_scale", F32)
+        ra = named(kb, "ra", scalar(kb, sa_v, "a_scale", F32) / sc)
+        rb = named(kb, "rb", scalar(kb, sb_v, "b_scale", F32) / sc)
+    req = Requant.make(kb, node.output.dtype, zc)
+    return lambda av, bv: req(kb, ra * cast(av, F32) + rb * cast(bv, F32))
