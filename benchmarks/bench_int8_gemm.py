@@ -5,7 +5,9 @@ Per shape: one MatMulInteger model, compiled by edgec and loaded through the Pyt
 and an onnxruntime session (1 intra-op thread); outputs checked against exact integer
 arithmetic (A is drawn below 128, where onnxruntime's AVX2 kernel, vpmaddubsw, cannot
 saturate, so both must be exact); warm-up, then edgec, onnxruntime, edgec, ... for N pairs:
-medians and the median per-pair ratio (edgec / onnxruntime; below 1 is faster).
+medians and the median per-pair ratio (edgec / onnxruntime; below 1 is faster). "edgec C ms"
+is the library alone, called from a C loop on aligned buffers (best of 20 means of 50 calls):
+what the Python call and its output array add shows against it.
 
     python benchmarks/bench_int8_gemm.py [--shapes 64x3136x64,256x196x2304|all] [--pairs 50]
         [--target x86[,x86-avx2,...]]
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +45,58 @@ def model(m: int, n: int, k: int, b: np.ndarray):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
 
 
+C_LOOP = r"""
+#include "gemm.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+int main(void)
+{
+    gemm_set_num_threads(1);
+    size_t na = gemm_input_bytes(0), ny = gemm_output_bytes(0);
+    unsigned char *a = aligned_alloc(64, (na + 64) / 64 * 64);
+    void *y = aligned_alloc(64, (ny + 64) / 64 * 64);
+    void *ws = aligned_alloc(64, (gemm_workspace_size() + 64) / 64 * 64);
+    for (size_t i = 0; i < na; ++i)
+        a[i] = (unsigned char)(i * 7 % 128);
+    const void *in[1] = {a};
+    void *out[1] = {y};
+    for (int i = 0; i < 20; ++i)
+        gemm_run(in, out, ws);
+    double best = 1e30;
+    for (int r = 0; r < 20; ++r) {
+        double t = now();
+        for (int i = 0; i < 50; ++i)
+            gemm_run(in, out, ws);
+        t = (now() - t) / 50;
+        best = t < best ? t : best;
+    }
+    printf("%.6f\n", best);
+    return 0;
+}
+"""
+
+
+def c_loop_ms(out_dir: Path) -> float | None:
+    """The library of `out_dir` timed from C (see the module doc); None where the host cannot
+    build or run it."""
+    src, exe = out_dir / "loop.c", out_dir / "loop"
+    src.write_text(C_LOOP)
+    try:
+        subprocess.run(["cc", "-O2", f"-I{out_dir}", str(src), str(out_dir / "libgemm.a"),
+                        "-lm", "-pthread", "-o", str(exe)], check=True, capture_output=True)
+        return float(subprocess.run([str(exe)], check=True, capture_output=True,
+                                    text=True).stdout)
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default=DEFAULT_SHAPES, help=f"MxNxK,...; 'all' for {ALL_SHAPES}")
@@ -55,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"target {', '.join(args.target)}, 1 thread, {args.pairs} interleaved pairs, "
           f"onnxruntime {ort.__version__}")
     print(f"{'M x N x K':>18} {'target':>11} {'edgec ms':>9} {'ort ms':>9} {'ratio':>6} "
-          f"{'edgec GOP/s':>12} {'ort GOP/s':>10}")
+          f"{'edgec GOP/s':>12} {'ort GOP/s':>10} {'edgec C ms':>11} {'C GOP/s':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         for spec in shapes.split(","):
             m, n, k = (int(x) for x in spec.split("x"))
@@ -92,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
                 e, o = statistics.median(e_ms), statistics.median(o_ms)
                 ratio = statistics.median(x / y for x, y in zip(e_ms, o_ms))
                 ops = 2 * m * n * k / 1e6
+                c_ms = c_loop_ms(art.out_dir) if target == "x86" else None
+                c_cols = f" {c_ms:11.3f} {ops / c_ms:8.1f}" if c_ms else f" {'-':>11} {'-':>8}"
                 print(f"{spec:>18} {target:>11} {e:9.3f} {o:9.3f} {ratio:6.2f} {ops / e:12.1f} "
-                      f"{ops / o:10.1f}", flush=True)
+                      f"{ops / o:10.1f}{c_cols}", flush=True)
     return 0
 
 
