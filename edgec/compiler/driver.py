@@ -102,14 +102,41 @@ def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target) -> No
                       for k, v in ((v.name, v) for v in graph.inputs)} for i in range(n)]
             names = {x["node"]: [x["node"], x["output"], f"{x['output']}_QuantizeLinear"]
                      for x in q["layers"]}
+            hosts = _fused_layers(graph, names)
+            for guest, (host, kernel) in hosts.items():
+                names[host].append(kernel)
+                names[guest] = []
             shares, other = layer_shares(kernel_times(out, feeds), names)
         except (EdgecError, KeyError, OSError) as e:
             why = f"timing failed: {e}"
     for x in q["layers"]:
         x["latency_share"] = None if why else round(shares[x["node"]], 4)
+        if not why and x["node"] in hosts:
+            x["in_kernel_of"] = hosts[x["node"]][0]
     q["other_latency_share"] = None if why else round(other, 4)
     if why:
         q["latency_note"] = f"latency share not measured: {why}"
+
+
+def _fused_layers(graph: Graph, names: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
+    """{layer: (layer whose kernel runs it, that kernel's node name)} for the layers a pass
+    fused into another's kernel (node.meta["fused"]: the nodes it does the work of, the first
+    the one that takes the time: a residual add in its convolution)."""
+    from .profile import node_key
+
+    def owner(name: str) -> str | None:
+        key = re.sub(r"_nchwc$", "", node_key(name))
+        return next((layer for layer, ns in names.items()
+                     if key in {node_key(n) for n in ns}), None)
+
+    out = {}
+    for node in graph.nodes:
+        fused = node.meta.get("fused", [])
+        layers = [owner(n) for n in fused]
+        if len(fused) > 1 and layers[0] is not None:
+            out |= {lay: (layers[0], re.sub(r"_nchwc$", "", node.name)) for lay in layers[1:]
+                    if lay is not None and lay != layers[0]}
+    return out
 
 
 def write_quantization_report(q: dict, out: Path, log: IO[str]) -> dict:

@@ -16,6 +16,7 @@ from . import (
     fold_constants,
     fuse,
     fuse_qdq,
+    fuse_residual,
     layout,
     pack_weights,
     plan_memory,
@@ -68,7 +69,8 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
         return DEFAULT_PIPELINE
     return DEFAULT_PIPELINE.replace(
         ",plan-memory", f",layout-nchwc{{block={vector_lanes}}},pack-weights{{registers="
-                        f"{registers},lanes={vector_lanes}}},fixed-point,dce,plan-memory")
+                        f"{registers},lanes={vector_lanes}}},fixed-point,fuse-residual,dce,"
+                        "plan-memory")
 
 
 __all__ = [
@@ -76,7 +78,8 @@ __all__ = [
     "NoMatch", "Pass", "PassInfo",
     "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
     "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
-    "fixed_point", "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "layout", "make_pass",
+    "fixed_point", "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "fuse_residual",
+    "layout", "make_pass",
     "pack_weights", "parse_pipeline",
     "pass_spec", "pattern", "plan_memory", "producer", "quantize", "register_pass",
     "registered_passes",

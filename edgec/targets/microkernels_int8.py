@@ -175,12 +175,42 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
 
 # -- blocked int8 convolution tiles ---------------------------------------------------------------
 
+@dataclass(frozen=True)
+class ResidualAdd:
+    """The fixed-point QLinearAdd a tile applies to its requantized outputs q (parameters of
+    the tile): y = sat(((qa (q - zy) + qb (r - zr) + 2^(s-1)) >> s) + zc), r read where y is
+    written. The shift is a mulshift by 2^(33-s) and 33 (exactly the same floor), so the tile
+    needs no vector shift by a run-time count."""
+
+    r: Expr  # the residual's buffer
+    zr: Expr
+    qa: Expr
+    qb: Expr
+    m: Expr  # 2^(33 - s)
+    zc: Expr
+
+    @staticmethod
+    def params(kb: KernelBuilder, out: DType) -> ResidualAdd:
+        return ResidualAdd(kb.pointer("r", out), *(kb.scalar(n, I32) for n in
+                                                   ("zr", "qa", "qb", "am", "zc")))
+
+    def __call__(self, kb: KernelBuilder, q: Expr, zv: Expr, at: Expr, lanes: int,
+                 lo: Expr, hi: Expr) -> Expr:
+        rv = cast(vload(self.r, at, lanes), I32)
+        v = kb.local("v", (q - zv) * broadcast(self.qa, lanes)
+                     + (rv - broadcast(self.zr, lanes)) * broadcast(self.qb, lanes))
+        v = kb.local("v", mulshift(v, broadcast(self.m, lanes), const(33, I32))
+                     + broadcast(self.zc, lanes))
+        return kb.local("q", maximum(minimum(v, hi), lo))
+
+
 def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shift, y, y_mb,
-                      zy, lanes: int, out: DType) -> None:
+                      zy, lanes: int, out: DType, add: ResidualAdd | None = None) -> None:
     """y[j*y_mb + t*L] = requantized acc[t][j] + corr[j], L lanes each. Fixed-point (`shift` a
     scalar): sat(mulshift(v, mult[j], shift) + zy) with int32 multipliers, rounded half up
     (kernel_ir.mulshift). Float (`shift` None): sat(rint(v * mult[j]) + zy), the arithmetic of
-    `ir/ops/quant.py` round_saturate (clamped in float, rounded half to even)."""
+    `ir/ops/quant.py` round_saturate (clamped in float, rounded half to even). With `add`
+    (fixed point only) the residual is then added."""
     qmin, qmax = QUANT_RANGES[out]
     zv = kb.local("zv", broadcast(zy, lanes, I32))
     if shift is None:
@@ -200,11 +230,13 @@ def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shif
             else:
                 q = kb.local("q", mulshift(acc[t][j] + cv, mv, shift) + zv)
                 q = kb.local("q", maximum(minimum(q, hi), lo))
+                if add is not None:
+                    q = add(kb, q, zv, j * y_mb + t * lanes, lanes, lo, hi)
             kb.store(y, j * y_mb + t * lanes, q)
 
 
 def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
-               nibbles: bool = False, fixed: bool = False) -> Kernel:
+               nibbles: bool = False, fixed: bool = False, add: bool = False) -> Kernel:
     """MB output blocks of L channels x R output pixels of one row of a blocked uint8
     convolution whose input is already padded (every tap is inside): for each input block cb,
     tap (kh, kw) and group g of 4 input channels of the block, MB weight vectors (4 bytes per
@@ -220,8 +252,11 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     or int32 fixed-point multipliers with `fixed`), y; then ncb (input blocks), nkh, nkw,
     x_cb, x_kh, x_kw (input strides), w_cb, w_kh (weight strides in bytes; w_kw is the
     encoding's bytes per tap), y_mb (output stride between blocks), zy (and the shift with
-    `fixed`)."""
-    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed)
+    `fixed`); with `add` (fixed point) then the residual's buffer, zr, qa, qb, 2^(33-s) and zc
+    (`ResidualAdd`)."""
+    if add and not fixed:
+        raise ValueError("qconv_tile: a residual add needs fixed-point requantization")
+    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed, add)
     if key in _CACHE:
         return _CACHE[key]
     enc = QConvWeights("dot4", lanes, 4 * groups, mb, nibbles)
@@ -229,10 +264,11 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     # spills the accumulators (ResNet-18's 3x3 convolutions ran 1.5x slower)
     kind = "i4" if nibbles else "u8"
     kb = KernelBuilder(f"mk_qconv_{kind}x{lanes}_m{mb}_r{r}_p{x_pix}_g{groups}_"
-                       f"{out.name.lower()}{'_fx' if fixed else ''}",
+                       f"{out.name.lower()}{'_fx' if fixed else ''}{'_add' if add else ''}",
                        f"int8 conv tile: {mb} blocks of {lanes} output channels x {r} pixels"
                        + (", int4 weights two to a byte" if nibbles else "")
-                       + (", fixed-point requantization" if fixed else ""), opaque=True)
+                       + (", fixed-point requantization" if fixed else "")
+                       + (", residual add" if add else ""), opaque=True)
     x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
     corr, mult = kb.pointer("corr", I32), kb.pointer("mult", I32 if fixed else F32)
     y = kb.pointer("y", out, "out")
@@ -241,6 +277,7 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     w_cb, w_kh, y_mb = kb.scalar("w_cb"), kb.scalar("w_kh"), kb.scalar("y_mb")
     zy = kb.scalar("zy", I32)
     shift = kb.scalar("shift", I32) if fixed else None
+    residual = ResidualAdd.params(kb, out) if add else None
     vec = 4 * lanes
     chunk = enc.chunk(groups, mb)  # groups of 4 input channels per loop iteration
     per = -(-chunk * mb // 2) if nibbles else chunk * mb  # weight loads per iteration
@@ -270,7 +307,7 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                                                        vec, 4))
                     for j in range(mb):
                         kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[c * mb + j]))
-    _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out)
+    _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual)
     _CACHE[key] = kb.build()
     return _CACHE[key]
 
@@ -306,21 +343,26 @@ def qconv_unpack(lanes: int, groups: int, mb: int) -> Kernel:
     return _CACHE[key]
 
 
-def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = False) -> Kernel:
+def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = False,
+                    add: bool = False) -> Kernel:
     """R output pixels of one block of a blocked uint8 depthwise convolution over a padded
     input: the L channels are the lanes, acc[t] += widen(x[pixel t, tap]) * widen(w[tap]) in
     int32 (weights w - zw as int8, [kh][kw][lane]: encoding "dw"), then centred and
     requantized as `qconv_tile`.
 
     Parameters: x, w, corr, mult, y; nkh, nkw, x_kh, x_kw, w_kh (= nkw * L for the full
-    kernel), zy (and the shift with `fixed`)."""
-    key = ("qdw", lanes, r, x_pix, out, fixed)
+    kernel), zy (and the shift with `fixed`; and a residual's parameters with `add`, as
+    `qconv_tile`)."""
+    if add and not fixed:
+        raise ValueError("qdepthwise_tile: a residual add needs fixed-point requantization")
+    key = ("qdw", lanes, r, x_pix, out, fixed, add)
     if key in _CACHE:
         return _CACHE[key]
     kb = KernelBuilder(f"mk_qdw_u8x{lanes}_r{r}_p{x_pix}_{out.name.lower()}"
-                       f"{'_fx' if fixed else ''}",
+                       f"{'_fx' if fixed else ''}{'_add' if add else ''}",
                        f"int8 depthwise tile: {lanes} channels x {r} pixels"
-                       + (", fixed-point requantization" if fixed else ""))
+                       + (", fixed-point requantization" if fixed else "")
+                       + (", residual add" if add else ""))
     x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
     corr, mult = kb.pointer("corr", I32), kb.pointer("mult", I32 if fixed else F32)
     y = kb.pointer("y", out, "out")
@@ -328,6 +370,7 @@ def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = Fa
     x_kh, x_kw, w_kh = kb.scalar("x_kh"), kb.scalar("x_kw"), kb.scalar("w_kh")
     zy = kb.scalar("zy", I32)
     shift = kb.scalar("shift", I32) if fixed else None
+    residual = ResidualAdd.params(kb, out) if add else None
     acc = [[kb.local(f"acc{t}_", broadcast(const(0, I32), lanes))] for t in range(r)]
     with kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
         xo = kb.local("xo", kh * x_kh + kw * x_kw)
@@ -335,6 +378,6 @@ def qdepthwise_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = Fa
         for t in range(r):
             xv = cast(vload(x, xo + t * x_pix, lanes), I32)
             kb.assign(acc[t][0], acc[t][0] + mul16(xv, wv))  # bytes times int8 weights
-    _requantize_store(kb, acc, corr, mult, shift, y, 0, zy, lanes, out)
+    _requantize_store(kb, acc, corr, mult, shift, y, 0, zy, lanes, out, residual)
     _CACHE[key] = kb.build()
     return _CACHE[key]

@@ -187,6 +187,38 @@ GOLDEN = {
           %z = BlockedQLinearConv(%y, %one, %zy, %eye, %one, none, %one, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4} : u8[1,1,2,2,4]
           return %z
         }"""),
+    # the add's ratios sr / sc = 0.25 and sy / sc = 0.75 held as q / 2^21 (fixed-point: 0.75 in
+    # [2^20, 2^21) / 2^21): the conv is the second operand, so its multiplier comes first
+    "fuse-residual": ("fuse-residual", """
+        graph @fr(%x: u8[1,1,2,2,4], %r: u8[1,1,2,2,4]) {
+          %sx = const f32[] dense<[0.5]>
+          %zx = const u8[] dense<[10]>
+          %w = const i8[2,2,1,1] dense<[1, -2, 3, 4]>
+          %sw = const f32[2] dense<[0.25, 0.125]>
+          %sy = const f32[] dense<[1.5]>
+          %zy = const u8[] dense<[5]>
+          %sr = const f32[] dense<[0.5]>
+          %zr = const u8[] dense<[3]>
+          %sc = const f32[] dense<[2.0]>
+          %zc = const u8[] dense<[7]>
+          %y = BlockedQLinearConv(%x, %sx, %zx, %w, %sw, none, %sy, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4, rq_mult = [1431655808, 715827904], rq_shift = 34} : u8[1,1,2,2,4]
+          %z = QLinearAdd(%r, %sr, %zr, %y, %sy, %zy, %sc, %zc) {rq_mult = [524288, 1572864], rq_shift = 21} : u8[1,1,2,2,4]
+          return %z
+        }""", """
+        graph @fr(%x: u8[1,1,2,2,4], %r: u8[1,1,2,2,4]) {
+          %sx = const f32[] dense<[0.5]>
+          %zx = const u8[] dense<[10]>
+          %w = const i8[2,2,1,1] dense<[1, -2, 3, 4]>
+          %sw = const f32[2] dense<[0.25, 0.125]>
+          %sy = const f32[] dense<[1.5]>
+          %zy = const u8[] dense<[5]>
+          %sr = const f32[] dense<[0.5]>
+          %zr = const u8[] dense<[3]>
+          %sc = const f32[] dense<[2.0]>
+          %zc = const u8[] dense<[7]>
+          %z = BlockedQLinearConv(%x, %sx, %zx, %w, %sw, none, %sy, %zy, none, %r, %sr, %zr, %sc, %zc) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4, rq_mult = [1431655808, 715827904], rq_shift = 34, add_mult = [1572864, 524288], add_shift = 21} : u8[1,1,2,2,4] quant<scale=2.0, zp=7>
+          return %z
+        }"""),
     # data-free (no samples): the weights only, per output channel, 127 * s = |w|; the codes'
     # type carries their scales (and bits, when not 8)
     "quantize": ("quantize", """

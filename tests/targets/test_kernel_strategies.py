@@ -50,6 +50,8 @@ def test_benchmark_models_stay_on_their_fast_paths(model, target):
 # fixed-point requantization; the widest vector of the dot4 tile is its 4L bytes, of the
 # depthwise tile its L int32 lanes
 QFAST = {"BlockedQLinearConv": {"blocked int8 conv dot4, fixed-point requantization": 4,
+                                "blocked int8 conv dot4, fixed-point requantization, residual "
+                                "add fused": 4,
                                 "blocked int8 depthwise conv, fixed-point requantization": 1}}
 
 
@@ -70,6 +72,10 @@ def test_qdq_models_stay_on_their_integer_fast_paths(model, target, qdq_models):
                                  or s.lanes != QFAST[op][s.name] * lanes))]
     assert not slow, f"QDQ {model} on {target} left its fast path:\n  " + "\n  ".join(slow)
     assert sum(op in QFAST for _, op, _ in got) == {"resnet18": 20, "mobilenet_v2": 52}[model]
+    # every residual add runs in the convolution before it (fuse-residual)
+    assert sum("residual add fused" in s.name for _, _, s in got) == \
+        {"resnet18": 8, "mobilenet_v2": 10}[model]
+    assert "QLinearAdd" not in {op for _, op, _ in got}
 
 
 def test_a_scalar_target_says_so():

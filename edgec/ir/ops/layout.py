@@ -26,6 +26,10 @@ Integer (uint8) blocked tensors, the layout of quantized convolutional regions:
           With `rq_shift` (set by the fixed-point pass) the sums are requantized in fixed
           point, sat(round(acc * rq_mult / 2^rq_shift) + zy) rounded half up from the exact
           product (ops/quant.py requantize_fixed), not through float32 as QLinearConv does
+    BlockedQLinearConv(..., B?, R, sr, zr, sc, zc){..., add_mult, add_shift}: with a residual
+          R (set by the fuse-residual pass): the conv's result, sy and zy, added to R as the
+          fixed-point QLinearAdd(y, sy, zy, R, sr, zr, sc, zc){rq_mult=add_mult,
+          rq_shift=add_shift} computes it, in the same kernel; the output is the sum's
 """
 
 from __future__ import annotations
@@ -234,6 +238,7 @@ _QLINEAR_CONV = get_op("QLinearConv")
 _QCONV_ATTRS = {k: a for k, a in _QLINEAR_CONV.attrs.items()}
 _QCONV_ATTRS |= {"channels": Attr.int(), "block": Attr.int(), "wenc": Attr.str(""),
                  "wshape": Attr.ints([]), "rq_mult": Attr.ints([]), "rq_shift": Attr.int(0)}
+_QCONV_ATTRS |= {"add_mult": Attr.ints([]), "add_shift": Attr.int(0)}
 
 
 def _weights_type(w, zw, wenc: str, wshape) -> _Typed:
@@ -261,21 +266,38 @@ def _check_fixed_point(m: int, rq_mult, rq_shift) -> None:
                          f"rq_shift={rq_shift} and {len(rq_mult)} values of rq_mult")
 
 
-def _infer_blocked_qconv(inputs, *, channels, block, wenc, wshape, rq_mult, rq_shift, **attrs):
+def _infer_blocked_qconv(inputs, *, channels, block, wenc, wshape, rq_mult, rq_shift,
+                         add_mult, add_shift, **attrs):
     t = inputs[0].type
     _check_blocked("BlockedQLinearConv", t, channels)
     x = TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
-    ins = [_Typed(x), *inputs[1:]]
+    ins = [_Typed(x), *inputs[1:9]]
     if wenc:
         ins[3] = _weights_type(inputs[3], inputs[5], wenc, wshape)
     _check_fixed_point(ins[3].type.shape[0], rq_mult, rq_shift)
     out = _QLINEAR_CONV.infer(ins, **attrs)
-    return TensorType(blocked_shape(out.shape, block), out.dtype, out.quant)
+    out = TensorType(blocked_shape(out.shape, block), out.dtype, out.quant)
+    if len(inputs) <= 9 or inputs[9] is None:
+        if add_shift or add_mult:
+            raise ShapeError("BlockedQLinearConv: add_mult and add_shift need a residual R")
+        return out
+    if len(inputs) < 13 or inputs[10] is None or inputs[12] is None:
+        raise ShapeError("BlockedQLinearConv: a residual R needs its scale sr and the sum's "
+                         "scale sc (inputs 10 and 12)")
+    r = inputs[9].type
+    if r.shape != out.shape or r.dtype is not out.dtype:
+        raise ShapeError(f"BlockedQLinearConv: the residual {r} must be the output's "
+                         f"{out.dtype} of shape {list(out.shape)}")
+    rest = [*inputs[9:14]] + [None] * (14 - len(inputs))
+    add = get_op("QLinearAdd").infer([_Typed(out), inputs[6], inputs[7], *rest],
+                                      rq_mult=add_mult, rq_shift=add_shift)
+    return TensorType(out.shape, add.dtype, add.quant)
 
 
-@op("BlockedQLinearConv", inputs=(8, 9), attrs=_QCONV_ATTRS, infer=_infer_blocked_qconv)
-def blocked_qlinear_conv(x, sx, zx, w, sw, zw, sy, zy, b=None, *, channels, block, wenc="",
-                         wshape=(), rq_mult=(), rq_shift=0, **attrs):
+@op("BlockedQLinearConv", inputs=(8, 14), attrs=_QCONV_ATTRS, infer=_infer_blocked_qconv)
+def blocked_qlinear_conv(x, sx, zx, w, sw, zw, sy, zy, b=None, r=None, sr=None, zr=None,
+                         sc=None, zc=None, *, channels, block, wenc="", wshape=(), rq_mult=(),
+                         rq_shift=0, add_mult=(), add_shift=0, **attrs):
     if wenc:  # centred weights, stored as the kernel reads them
         w = decode_qconv(w, QConvWeights.parse(wenc), wshape).astype(np.int8)
     xn = from_blocked(x, channels)
@@ -288,4 +310,8 @@ def blocked_qlinear_conv(x, sx, zx, w, sw, zw, sy, zy, b=None, *, channels, bloc
             zy.dtype if zy is not None else x.dtype))
     else:
         y = _QLINEAR_CONV.reference(xn, sx, zx, w, sw, zw, sy, zy, b, **attrs)
-    return to_blocked(y, block, 0 if zy is None else zy.reshape(()))
+    y = to_blocked(y, block, 0 if zy is None else zy.reshape(()))
+    if r is None:
+        return y
+    return get_op("QLinearAdd").reference(y, sy, zy, r, sr, zr, sc, zc, rq_mult=add_mult,
+                                          rq_shift=add_shift)
