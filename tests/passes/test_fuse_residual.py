@@ -10,6 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+from test_every_pass import GOLDEN
 
 import edgec
 from edgec.frontends.onnx import import_onnx
@@ -18,29 +19,18 @@ from edgec.passes import default_pipeline, run_pipeline
 from edgec.runtime.loader import load
 from edgec.targets.target import get_target
 
-CONSTS = """
-    %sx = const f32[] dense<[0.5]>
-    %zx = const u8[] dense<[10]>
-    %w = const i8[2,2,1,1] dense<[1, -2, 3, 4]>
-    %sw = const f32[2] dense<[0.25, 0.125]>
-    %sy = const f32[] dense<[1.5]>
-    %zy = const u8[] dense<[5]>
-    %sy2 = const f32[] dense<[1.25]>
-    %sr = const f32[] dense<[0.5]>
-    %zr = const u8[] dense<[3]>
-    %sc = const f32[] dense<[2.0]>
-    %zc = const u8[] dense<[7]>"""
-CONV = ("%y = BlockedQLinearConv(%x, %sx, %zx, %w, %sw, none, %sy, %zy, none) {dilations = "
-        "[1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4, rq_mult = "
-        "[1431655808, 715827904], rq_shift = 34} : u8[1,1,2,2,4]")
+# the pass's golden case (conv as the add's second operand), and variants of it
+SRC = GOLDEN["fuse-residual"][1]
+ADD = ("QLinearAdd(%r, %sr, %zr, %y, %sy, %zy, %sc, %zc) {rq_mult = [524288, 1572864], "
+       "rq_shift = 21}")
 
 
-def graph(add: str, outputs: str = "%z"):
-    return parse(f"graph @g(%x: u8[1,1,2,2,4], %r: u8[1,1,2,2,4]) {{{CONSTS}\n    {CONV}\n"
-                 f"    {add} : u8[1,1,2,2,4]\n    return {outputs}\n}}")
-
-
-FIXED = "{rq_mult = [1572864, 524288], rq_shift = 21}"
+def graph(*edits: tuple[str, str]):
+    src = SRC
+    for old, new in edits:
+        assert old in src, old
+        src = src.replace(old, new)
+    return parse(src)
 
 
 def feeds(seed: int = 0) -> dict[str, np.ndarray]:
@@ -49,7 +39,8 @@ def feeds(seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def test_conv_as_first_operand_keeps_the_multipliers_in_order():
-    g = graph(f"%z = QLinearAdd(%y, %sy, %zy, %r, %sr, %zr, %sc, %zc) {FIXED}")
+    g = graph((ADD, "QLinearAdd(%y, %sy, %zy, %r, %sr, %zr, %sc, %zc) "
+                    "{rq_mult = [1572864, 524288], rq_shift = 21}"))
     want = [interpret(g, feeds(s)) for s in range(4)]
     run_pipeline(g, "fuse-residual,dce", verify_each=True)
     (node,) = [n for n in g.nodes if not n.op.startswith("const")]
@@ -59,16 +50,13 @@ def test_conv_as_first_operand_keeps_the_multipliers_in_order():
         np.testing.assert_array_equal(interpret(g, feeds(s))["z"], w["z"])
 
 
-@pytest.mark.parametrize("add,outputs,why", [
-    (f"%z = QLinearAdd(%y, %sy, %zy, %r, %sr, %zr, %sc, %zc) {FIXED}", "%z, %y",
-     "the conv's output is also a graph output"),
-    ("%z = QLinearAdd(%y, %sy, %zy, %r, %sr, %zr, %sc, %zc)", "%z",
-     "the add is float (no fixed-point pass)"),
-    (f"%z = QLinearAdd(%y, %sy2, %zy, %r, %sr, %zr, %sc, %zc) {FIXED}", "%z",
-     "the add's scale for the conv is not the conv's own"),
+@pytest.mark.parametrize("edit,why", [
+    (("return %z", "return %z, %y"), "the conv's output is also a graph output"),
+    ((" {rq_mult = [524288, 1572864], rq_shift = 21}", ""), "the add is float (no fixed-point)"),
+    (("%y, %sy, %zy, %sc", "%y, %sc, %zy, %sc"), "the add's scale for the conv is not its own"),
 ])
-def test_leaves_the_adds_it_cannot_fuse(add, outputs, why):
-    g = graph(add, outputs)
+def test_leaves_the_adds_it_cannot_fuse(edit, why):
+    g = graph(edit)
     run_pipeline(g, "fuse-residual", verify_each=True)
     assert "QLinearAdd" in {n.op for n in g.nodes}, why
 
