@@ -100,7 +100,8 @@ def test_c_generic_target(tmp_path):
 def test_loader_runs_again_with_fresh_outputs(tmp_path):
     # The loader keeps the addresses of the last inputs and writes small outputs into arrays
     # made once: each run must still read the input's current contents and return arrays of
-    # its own, for a small (staged) and a large (allocated per run) output alike.
+    # its own, for a small (staged) and a large (allocated per run) output alike; the array
+    # of a large one comes back only when the caller has let go of it and of its views.
     import onnx
     from onnx import TensorProto, helper
 
@@ -134,3 +135,23 @@ def test_loader_runs_again_with_fresh_outputs(tmp_path):
     x.shape = (n,)  # the same object, reshaped in place
     with pytest.raises(edgec.errors.ShapeError, match="must have shape"):
         model.run({"x": x})
+    # a large output starts on a 64-byte line, and its array comes back to the next run only
+    # when nothing holds it or a view of it any more
+    x.shape = (1, n)
+
+    def address(a: np.ndarray) -> int:
+        return a.__array_interface__["data"][0]
+
+    big = model.run({"x": x})["big"]
+    at, want = address(big), big.copy()
+    assert at % 64 == 0
+    del big
+    again = model.run({"x": x})["big"]
+    assert address(again) == at, "a dropped output array was not reused"
+    np.testing.assert_array_equal(again, want)
+    row = again[0, 10:20]  # a view keeps the memory: the next run writes elsewhere
+    del again
+    third = model.run({"x": x + 1})["big"]
+    assert address(third) != at
+    np.testing.assert_array_equal(row, want[0, 10:20])
+    np.testing.assert_array_equal(third, 2 * (x + 1))
