@@ -16,6 +16,8 @@ buffer the int8 tile reads (a task then runs several rows: 16 tiles or more).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...errors import EdgecError
@@ -31,7 +33,7 @@ from ...ir.encodings import (
 from ...ir.graph import Node
 from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from .. import microkernels_int8 as mk
-from ..kernel_ir import const
+from ..kernel_ir import Expr, const
 from ..lowering import NodeKernelBuilder, kernel
 from .quant import constant_table
 
@@ -134,41 +136,28 @@ def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale
     return corr_t, constant_table(kb, mult, f"mult{scale}", src), None
 
 
-class _Residual:
-    """The arguments of a tile's fused residual add (microkernels_int8.ResidualAdd) for the
-    tile whose output starts at `yo`; false when the node has no residual."""
-
-    def __init__(self, kb: NodeKernelBuilder, node: Node):
-        self.r = kb.bind(node.inputs[9], "r")
-        zr, zc = node.input(11), node.input(13)
-        (qa, qb), s = node.attrs["add_mult"], node.attrs["add_shift"]
-        self.scalars = [const(int(v.const.reshape(-1)[0]) if v is not None else 0, I32)
-                        for v in (zr,)] + [const(qa, I32), const(qb, I32),
-                                           const(1 << (33 - s), I32)] + \
-            [const(int(zc.const.reshape(-1)[0]) if zc is not None else 0, I32)]
-
-    def __call__(self, yo) -> list:
-        return [(self.r, yo), *self.scalars]
+def _zero_point(v) -> Expr:
+    """A constant zero point (absent: 0) as an int32 literal."""
+    return const(int(v.const.reshape(-1)[0]) if v is not None else 0, I32)
 
 
-class _NoResidual:
-    def __bool__(self) -> bool:
-        return False
-
-    def __call__(self, yo) -> list:
-        return []
-
-
-def _residual(kb: NodeKernelBuilder, node: Node, fixed: bool) -> _Residual | _NoResidual:
+def _residual(kb: NodeKernelBuilder, node: Node, fixed: bool
+              ) -> Callable[[Expr], list] | None:
+    """For a node with a residual (the fuse-residual pass): the tile arguments of its add
+    (microkernels_int8.ResidualAdd) for the tile whose output starts at yo; None without."""
     if node.input(9) is None:
-        return _NoResidual()
+        return None
     zr, zc = node.input(11), node.input(13)
     if not fixed or not node.attrs.get("add_shift") or any(
             v is not None and not v.is_const for v in (zr, zc)):
         raise EdgecError(f"node {node.name}: a residual add runs in the conv's kernel with "
                          "fixed-point requantization of both and constant zero points; run "
                          "the fixed-point pass before fuse-residual")
-    return _Residual(kb, node)
+    r = kb.bind(node.inputs[9], "r")
+    (qa, qb), s = node.attrs["add_mult"], node.attrs["add_shift"]
+    scalars = [_zero_point(zr), const(qa, I32), const(qb, I32), const(1 << (33 - s), I32),
+               _zero_point(zc)]
+    return lambda yo: [(r, yo), *scalars]
 
 
 @kernel("BlockedQLinearConv")
@@ -191,8 +180,8 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
     res = _residual(kb, node, fixed)
     rq += ", residual add fused" if res else ""
-    zy_v = node.inputs[7]
-    zy = const(int(zy_v.const.reshape(-1)[0]) if zy_v is not None else 0, I32)
+    fused = res or (lambda yo: [])
+    zy = _zero_point(node.inputs[7])
     out = node.output.dtype
     x_row, x_cb = g.w * g.xb, g.h * g.w * g.xb
     x_img = g.cbin * x_cb
@@ -205,12 +194,12 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
             nc = kb.local("nc", t // g.oh)  # image * blocks + block
             blk = kb.local("blk", nc % g.mblocks)
             for ow0, r in row_tiles(g.ow, r_max):
-                fn = mk.qdepthwise_tile(lanes, r, g.sw * lanes, out, fixed, bool(res))
+                fn = mk.qdepthwise_tile(lanes, r, g.sw * lanes, out, fixed, res is not None)
                 xo = nc * x_cb + oh * g.sh * x_row + ow0 * g.sw * lanes
                 yo = (nc * g.oh + oh) * g.ow * lanes + ow0 * lanes
                 kb.call(fn, (x, xo), (w, blk * (g.kh * g.kw * lanes)), (corr, blk * lanes),
                         (mult, blk * lanes), (y, yo), g.kh, g.kw, g.dh * x_row, g.dw * lanes,
-                        g.kw * lanes, zy, *tail, *res(yo))
+                        g.kw * lanes, zy, *tail, *fused(yo))
         return
     mb_max = enc.mb
     _, r_max = qconv_tiles(lanes, kb.target.registers)
@@ -261,11 +250,12 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                     oh = kb.local("oh", oh0 + i)
                     for ow0, r in tiles:
                         fn = mk.qconv_tile(lanes, mb, r, g.sw * g.xb, groups, out,
-                                           enc.nibbles and not unpack, fixed, bool(res))
+                                           enc.nibbles and not unpack, fixed,
+                                           res is not None)
                         xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
                         yo = ((n * g.mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes \
                             + ow0 * lanes
                         kb.call(fn, (x, xo), (wt, wo), (corr, grp * mb_max * lanes),
                                 (mult, grp * mb_max * lanes), (y, yo), g.cbin, g.kh, g.kw,
                                 x_cb, g.dh * x_row, g.dw * g.xb, g.kh * w_kh, w_kh, y_mb, zy,
-                                *tail, *res(yo))
+                                *tail, *fused(yo))
