@@ -45,7 +45,7 @@ _GEMM_INPUTS = {"MatMulInteger": (0, 2, 1, 3), "QLinearMatMul": (0, 2, 3, 5),
 
 def gemm_matrix(node: Node) -> np.ndarray | None:
     """The constant int8 B [K, N] of an integer GEMM that the int8 GEMM micro-kernel runs
-    (kernels/quant.py `_vector_int8_gemm`: A's zero point per tensor, B's constant per tensor
+    (kernels/quant_gemm.py `vector_int8_gemm`: A's zero point per tensor, B's constant per tensor
     or per column, constant scales with A's per tensor, QGemm without transA and with a
     per-column bias), or None."""
     if node.op not in _GEMM_INPUTS or node.attrs.get("benc"):

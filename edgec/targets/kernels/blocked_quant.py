@@ -35,7 +35,7 @@ from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from .. import microkernels_int8 as mk
 from ..kernel_ir import Expr, const
 from ..lowering import NodeKernelBuilder, kernel
-from .quant import constant_table
+from .quant_common import constant_table
 
 I32, F32 = DType.I32, DType.F32
 # the largest buffer (bytes, on the stack of each task) that int4 conv weights are unpacked

@@ -10,9 +10,9 @@ Constant weights are stored with their zero point subtracted (int16: [-255, 255]
 constant B of a matrix product transposed so that the dot product over k reads it in order.
 On targets with vectors, MatMulInteger and QLinearMatMul with a constant int8 B [K, N] run
 the int8 GEMM micro-kernel instead (`targets/microkernels_int8.py`: `dot4` on packed panels,
-zero points folded with B's column sums).
+zero points folded with B's column sums; quant_gemm.py).
 
-Convolutions (ConvInteger, QLinearConv): quant_conv.py.
+Convolutions (ConvInteger, QLinearConv): quant_conv.py; shared helpers: quant_common.py.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import EdgecError
 from ...ir.dtypes import DType
-from ...ir.encodings import GemmWeights, decode_gemm, encode_gemm
+from ...ir.encodings import GemmWeights, decode_gemm
 from ...ir.graph import Node, Value
 from ...ir.ops.quant import (
     QUANT_RANGES,
@@ -36,7 +35,6 @@ from ...ir.ops.quant import (
     requantize_multiplier,
 )
 from ...ir.types import TensorType
-from .. import microkernels_int8 as mk8
 from ..kernel_ir import (
     Buffer,
     Expr,
@@ -51,71 +49,10 @@ from ..kernel_ir import (
 )
 from ..lowering import NodeKernelBuilder, broadcast_index, coalesce, kernel
 from .common import broadcast_strides, named, offset, parallel_split, row_major_strides
+from .quant_common import Requant, constant_table, narrow, scalar, zero_point
+from .quant_gemm import Requant8, vector_int8_gemm
 
 F32, I32 = DType.F32, DType.I32
-# -- scalars, parameters and requantization -----------------------------------------------------
-
-def scalar(kb: NodeKernelBuilder, v: Value | None, name: str, dtype: DType) -> Expr | None:
-    """A one-element value in `dtype`: a literal when constant, else its element 0 loaded once
-    into a local."""
-    if v is None:
-        return None
-    if v.is_const:
-        return cast(const(v.const.reshape(-1)[0].item(), v.dtype), dtype)
-    return named(kb, name, cast(kb.bind(v, name)[0], dtype))
-
-
-def constant_table(kb: NodeKernelBuilder, arr: np.ndarray, name: str, source: Value) -> Buffer:
-    """A buffer for a compile-time table derived from `source` (a weight with its zero point
-    subtracted, a per-channel multiplier); the same table is shared by the nodes that ask."""
-    cache = source.meta.setdefault("derived_constants", {})
-    key = (name, arr.dtype.str, arr.shape, arr.tobytes())
-    if key not in cache:
-        arr = np.ascontiguousarray(arr)
-        arr.setflags(write=False)
-        cache[key] = Value(f"{source.name}_{name}", TensorType(arr.shape,
-                                                             DType.from_numpy(arr.dtype)), arr)
-    return kb.bind(cache[key], name)
-
-
-def narrow(arr: np.ndarray) -> np.ndarray:
-    """An int32 array stored as int16 when its values fit (weights minus zero points do)."""
-    info = np.iinfo(np.int16)
-    if arr.size and (arr.min() < info.min or arr.max() > info.max):
-        return arr.astype(np.int32)
-    return arr.astype(np.int16)
-
-
-@dataclass
-class Requant:
-    """y = sat(rint(acc * M) + zp) for one output dtype and zero point: the bounds of v are
-    computed once, outside the loops."""
-
-    dtype: DType
-    zp: Expr
-    lo: Expr
-    hi: Expr
-
-    @staticmethod
-    def make(kb: NodeKernelBuilder, dtype: DType, zp: Expr | None) -> Requant:
-        zp = const(0, I32) if zp is None else zp
-        qmin, qmax = QUANT_RANGES[dtype]
-        lo = named(kb, "lo", cast(const(qmin, I32) - zp, F32))
-        hi = named(kb, "hi", cast(const(qmax, I32) - zp, F32))
-        return Requant(dtype, zp, lo, hi)
-
-    def __call__(self, kb: NodeKernelBuilder, v: Expr) -> Expr:
-        """`v` (float32, already scaled) saturated, rounded and shifted by the zero point."""
-        v = named(kb, "v", v)
-        v = named(kb, "v", select(v > self.lo, v, self.lo))  # NaN goes to lo
-        v = select(v < self.hi, v, self.hi)
-        return cast(cast(call("round", v), I32) + self.zp, self.dtype)
-
-
-def zero_point(kb: NodeKernelBuilder, v: Value | None, name: str) -> Expr | None:
-    return scalar(kb, v, name, I32)
-
-
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------
 
 @dataclass
@@ -339,169 +276,6 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
             kb.store(y, offset([*bi, i, j], sy), out)
 
 
-# -- the int8 GEMM micro-kernel (targets with vectors) -----------------------------------------
-
-@dataclass
-class _Requant8:
-    """The requantization of a vectorized QLinearMatMul: the multiplier, per tensor or per
-    column, computed at compile time, and the output zero point (read in the kernel)."""
-
-    table: np.ndarray  # float32, () or [N]
-    zy: Callable[[], Expr | None]
-    fixed: tuple[np.ndarray, int] | None = None  # (int32 q, () or [N]; shift): fixed point
-
-
-def _vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None,
-                      b_v: Value, bz_v: Value | None, rq: _Requant8 | None = None,
-                      b_matrix: np.ndarray | None = None,
-                      bias: np.ndarray | None = None) -> bool:
-    """y = A @ B with the int8 GEMM micro-kernel (`targets/microkernels_int8.py`) when the
-    target has vectors and B is a constant int8 matrix [K, N] (zero point constant, per
-    tensor or per column; A's per tensor): rows of A (its leading dims flattened) in blocks of
-    MR, split over threads, each against every packed panel of B. `b_matrix` gives B when
-    b_v holds it in another form (QGemm's transB); `bias` (int32 per column, A's zero point
-    then constant) is added to the sums, folded into the zero-point table. B comes as the
-    pack-weights pass encoded it (the node's `benc`: b_v is then the decoded matrix, the
-    node's input the encoding) or is packed here. Returns False (nothing emitted) for the
-    other forms, which the scalar kernel handles."""
-    lanes = kb.lanes(I32)
-    if lanes == 1 or not b_v.is_const or b_v.dtype is not DType.I8 or len(b_v.shape) != 2:
-        return False
-    bmat = b_v.const if b_matrix is None else b_matrix
-    k, n = bmat.shape
-    if len(a_v.shape) < 1 or a_v.shape[-1] != k or k < 4 or n == 0:
-        return False  # (K < 4: no 4 bytes of A to read)
-    if za_v is not None and za_v.type.numel != 1:
-        return False
-    if bz_v is not None and not (bz_v.is_const and (bz_v.type.numel == 1 or
-                                                    tuple(bz_v.shape) == (n,))):
-        return False
-    if bias is not None and za_v is not None and not za_v.is_const:
-        return False
-    rows = a_v.type.numel // k
-    mr_max, nv = mk8.tile_shape(lanes)
-    width = nv * lanes
-    benc = node.attrs.get("benc")
-    enc = GemmWeights.parse(benc) if benc else GemmWeights(lanes, nv)
-    if enc.lanes != lanes or enc.nv != nv:
-        raise EdgecError(f"node {node.name}: B is encoded as '{benc}', for {enc.lanes}-lane "
-                         f"tiles of {enc.nv} vectors; this target's int8 GEMM takes "
-                         f"{lanes}-lane tiles of {nv}: run pack-weights with the target's "
-                         "lanes")
-    scale = 16 if enc.nibbles else 1  # the tile sums 16 * b
-    kb.strategy = "int8 GEMM" + (", int4 weights two to a byte" if enc.nibbles else "") + \
-        (", fixed-point requantization" if rq is not None and rq.fixed else "") + \
-        ("" if benc else ", weights packed by the kernel builder")
-    panels, groups, ktail = -(-n // width), k // 4, k % 4
-    last_used = -(-(n - (panels - 1) * width) // lanes)  # vectors of the last panel in use
-    b = bmat.astype(np.int32)
-    zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
-        bz_v.const.astype(np.int32).reshape(-1), (n,))
-
-    def column_table(vals: np.ndarray, name: str, dtype=np.int32) -> Buffer:
-        out = np.zeros(panels * width, dtype)
-        out[:n] = vals
-        return constant_table(kb, out, name, b_v)
-
-    zero_a = za_v is not None and not (za_v.is_const and not za_v.const.any())
-    zero_b = bool(zb.any())
-    fixed = rq.fixed if rq is not None else None
-    mult_per_column = rq is not None and (fixed[0] if fixed else rq.table).size > 1
-    # a bias rides on the zero-point table: za * cz + bias = 1 * (za * cz + bias)
-    folded = bias is not None
-    if folded:
-        za_c = int(za_v.const.reshape(-1)[0]) if za_v is not None else 0
-        corr = za_c * (k * zb.astype(np.int64) - b.sum(0, dtype=np.int64)) + bias
-    else:
-        corr = (k * zb.astype(np.int64) - b.sum(0, dtype=np.int64)) if zero_a else None
-    if corr is not None and np.abs(corr * scale).max(initial=0) >= 2**31:
-        return False
-    m_table = None if rq is None or fixed else rq.table.astype(np.float32) * np.float32(1 / scale)
-    if m_table is not None and not np.array_equal(m_table * np.float32(scale), rq.table):
-        return False  # (a multiplier too small to divide by 16 exactly)
-    epi = mk8.Int8Epilogue(node.output.dtype, zero_a or folded, zero_b, mult_per_column,
-                           fixed is not None)
-    a = kb.bind(a_v, "a")
-    full_size = enc.sizes(k, n)[0]
-    if benc:
-        bp = bt = kb.bind(node.inputs[3 if node.op != "MatMulInteger" else 1], "bp")
-    else:
-        bp = bt = constant_table(kb, encode_gemm(bmat, enc), str(enc).replace(" ", "_"), b_v)
-    cz = column_table((corr * scale).astype(np.int32), f"cz{'b' * folded}{width}x{scale}") \
-        if corr is not None else None
-    zbt = column_table(zb * scale, f"zb{width}x{scale}") if zero_b else None
-    if not mult_per_column:
-        mult = None
-    elif fixed:
-        mult = column_table(fixed[0].reshape(-1), f"rq{width}")
-    else:
-        mult = column_table(m_table.reshape(-1), f"mult{width}x{scale}", np.float32)
-    y = kb.bind(node.output, "y")
-    full, rest = rows // mr_max, rows % mr_max
-    # B larger than half the L2 is swept in chunks of panels that fit: every row block then
-    # reads the chunk from L2 instead of the whole B from memory (2000^3: 47.7 -> 31.3 ms
-    # on the AVX-512 host); a chunk is a parallel loop of its own (the thread pool runs the
-    # kernel's top-level loops)
-    half_l2 = kb.target.caches.l2 // 2
-    per_chunk = panels if k * width * panels <= half_l2 else max(1, half_l2 // (k * width))
-
-    def rows_against(p0: int, chunk: int) -> None:
-        """A parallel loop: every block of MR rows against panels p0 .. p0 + chunk of B."""
-        with kb.loop(-(-rows // mr_max), "t", kind="parallel") as t:
-            r0 = kb.local("r0", t * mr_max)
-            # scalars read from buffers are loaded inside the parallel loop (its body is closed)
-            za = const(1, I32) if folded else zero_point(kb, za_v, "a_zp") if zero_a else None
-            scalars = [za] if zero_a or folded else []
-            if rq is not None:
-                if mult_per_column:
-                    m = None
-                elif fixed:
-                    m = const(int(fixed[0].reshape(())), I32)
-                else:
-                    m = const(float(m_table.reshape(())), F32)
-                zy = rq.zy()
-                tail_scalars = ([m] if m is not None else []) + [zy if zy is not None
-                                                                else const(0, I32)]
-                if fixed:
-                    tail_scalars.append(const(fixed[1] + scale.bit_length() - 1, I32))
-            else:
-                tail_scalars = []
-            variants = [(mr_max, t < full)] if full else []
-            variants += [(rest, t >= full)] if rest else []
-            for mr, cond in variants:
-                with kb.if_(cond if len(variants) > 1 else const(True)):
-                    sums = []
-                    if zero_b:  # row sums of A, for the zero point of B
-                        for i in range(mr):
-                            rs = kb.local(f"rs{i}_", const(0, I32))
-                            with kb.loop(k, "kk") as kk:
-                                kb.assign(rs, rs + cast(a[(r0 + i) * k + kk], I32))
-                            sums.append(rs)
-
-                    def tile(p, used: int = 0, mr: int = mr, sums: list = sums) -> None:
-                        fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles,
-                                           used)
-                        args = [(a, r0 * k), (bp, p * (groups * 4 * lanes * enc.group_vectors))]
-                        args += [(bt, full_size + p * (4 * lanes * enc.group_vectors))] \
-                            if ktail else []
-                        args += [(cz, p * width)] if cz is not None else []
-                        args += [(zbt, p * width)] if zbt is not None else []
-                        args += [(mult, p * width)] if mult is not None else []
-                        args += [(y, r0 * n + p * width), groups, k, n,
-                                 minimum(const(n) - p * width, const(width))]
-                        kb.call(fn, *args, *scalars, *sums, *tail_scalars)
-
-                    narrow = last_used < nv and p0 + chunk == panels
-                    with kb.loop(chunk - narrow, "p") as pp:
-                        tile(pp + p0)
-                    if narrow:  # the last panel's columns take fewer vectors
-                        tile(const(panels - 1), last_used)
-
-    for p0 in range(0, panels, per_chunk):
-        rows_against(p0, min(per_chunk, panels - p0))
-    return True
-
-
 def _matrix_b(node: Node, index: int) -> Value:
     """B as the op defines it: the node's input, or the matrix its encoding holds (`benc`,
     set by the pack-weights pass), as a constant of its own."""
@@ -542,7 +316,7 @@ def _fixed_finish(kb: NodeKernelBuilder, node: Node, fixed: tuple[np.ndarray, in
 @kernel("MatMulInteger")
 def matmul_integer(kb: NodeKernelBuilder, node: Node) -> None:
     b_v = _matrix_b(node, 1)
-    if not _vector_int8_gemm(kb, node, node.inputs[0], node.input(2), b_v, node.input(3)):
+    if not vector_int8_gemm(kb, node, node.inputs[0], node.input(2), b_v, node.input(3)):
         _int_matmul(kb, node, node.inputs[0], node.input(2), b_v, node.input(3))
 
 
@@ -575,8 +349,8 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     if sa_v.is_const and sb_v.is_const and sy_v.is_const:
         table = requantize_multiplier(sa_v.const.reshape(a_shape), sb_v.const.reshape(b_shape),
                                       sy_v.const.reshape(()))
-        rq = _Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"), fixed)
-        if not a_shape and _vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq):
+        rq = Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"), fixed)
+        if not a_shape and vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq):
             return
     if fixed is not None:
         _int_matmul(kb, node, a_v, za_v, b_v, zb_v, finish=_fixed_finish(
@@ -625,8 +399,8 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
             and (c_v is None or (c_v.is_const and c_v.type.numel in (1, g.n)))):
         bias = None if c_v is None else np.broadcast_to(
             c_v.const.astype(np.int64).reshape(-1), (g.n,))
-        rq = _Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"), fixed)
-        if _vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq,
+        rq = Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"), fixed)
+        if vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq,
                              b_matrix=b_v.const.T if tb else None, bias=bias):
             return
     if fixed is not None:

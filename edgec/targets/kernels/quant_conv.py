@@ -23,7 +23,7 @@ from ..kernel_ir import Buffer, Expr, cast, const
 from ..lowering import NodeKernelBuilder, kernel
 from .common import named, offset, row_major_strides
 from .conv import ConvGeometry
-from .quant import Requant, constant_table, narrow, scalar, zero_point
+from .quant_common import Requant, constant_table, narrow, scalar, zero_point
 
 F32, I32 = DType.F32, DType.I32
 TILE_M = 8  # output channels per register tile: 8 int32 accumulators are one AVX2 vector
