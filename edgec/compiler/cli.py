@@ -40,7 +40,9 @@ def cmd_compile(a) -> None:
                   check_numerics=a.check_numerics, timing=a.timing,
                   threads=not a.single_threaded, backend=a.backend, quantize=a.quantize,
                   calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or (),
-                  quantize_weights=a.quantize_weights, accuracy_budget=a.accuracy_budget)
+                  quantize_weights=a.quantize_weights, accuracy_budget=a.accuracy_budget,
+                  prune=a.prune, prune_pattern=a.prune_pattern,
+                  prune_exclude=a.prune_exclude or ())
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -177,6 +179,14 @@ def parser() -> argparse.ArgumentParser:
                         "worst layers stay float until it holds")
     c.add_argument("--quantize-skip", action="append", metavar="NODE",
                    help="keep this node in float (repeatable)")
+    c.add_argument("--prune", type=float, default=0.0, metavar="SPARSITY",
+                   help="zero this share (0-1) of each conv's and gemm's weights by magnitude; "
+                        "layers with enough zeros run on sparse kernels")
+    c.add_argument("--prune-pattern", default="unstructured", metavar="PATTERN",
+                   help="unstructured, 4x1 (blocks of 4 output channels; also 2x1, 8x1, "
+                        "16x1) or N:M such as 2:4")
+    c.add_argument("--prune-exclude", action="append", metavar="NODE",
+                   help="leave this node's weights unpruned (repeatable)")
     _add_pipeline_flags(c)
     c.set_defaults(fn=cmd_compile)
     o = sub.add_parser("opt", help="run a pass pipeline and print the IR")

@@ -200,6 +200,18 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
     return [*steps[:at], PipelineStep(q), *steps[at:]]
 
 
+def _with_prune(steps: list, sparsity: float, pattern: str, exclude: Sequence[str]) -> list:
+    """`steps` with the prune pass after batch-norm folding (the weights it prunes are the
+    folded ones) and before quantization and fusion."""
+    from ..passes.manager import PipelineStep, make_pass
+
+    p = make_pass("prune", sparsity=sparsity, pattern=pattern, exclude=",".join(exclude))
+    at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
+    if at is None:
+        raise EdgecError("prune needs the standard pipeline (it goes before fuse-qdq)")
+    return [*steps[:at], PipelineStep(p), *steps[at:]]
+
+
 def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             input_shapes: Mapping[str, Sequence[int]] | None = None, pipeline: str | None = None,
             verify_each: bool = False, print_ir_after_all: bool = False,
@@ -207,7 +219,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             log: IO[str] | None = None, threads: bool = True, backend: str = "c",
             quantize: str | None = None, calib=None, calib_method: str = "minmax",
             quantize_skip: Sequence[str] = (), quantize_weights: str = "auto",
-            accuracy_budget: float = 0.0) -> Artifact:
+            accuracy_budget: float = 0.0, prune: float = 0.0,
+            prune_pattern: str = "unstructured", prune_exclude: Sequence[str] = ()) -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
     `threads` False the library has no thread pool and links without pthreads; `backend`
     "llvm" compiles the kernels with LLVM instead of the C compiler.
@@ -221,7 +234,13 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     model on the samples, the worst layers kept in float until it holds. A calibrated
     quantization writes quantization.json and quantization.png (per layer: scale, zero
     point, bits, SQNR, share of the MACs and of the latency measured on the samples where
-    the host runs the target) beside the library."""
+    the host runs the target) beside the library.
+
+    `prune` (a sparsity in (0, 1)) zeroes that share of each convolution's and matrix
+    product's weights by magnitude before quantization (passes/prune.py), in
+    `prune_pattern` (unstructured, 4x1 and the other Rx1 blocks, or N:M such as 2:4), but
+    the layers named in `prune_exclude`; weights with enough zeros, pruned here or in
+    training, run on the sparse kernels (passes/sparsify.py) with or without it."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -232,7 +251,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
                          started=t0, threads=threads, backend=backend,
                          quantize=quantize, calib=calib, calib_method=calib_method,
                          quantize_skip=quantize_skip, quantize_weights=quantize_weights,
-                         accuracy_budget=accuracy_budget)
+                         accuracy_budget=accuracy_budget, prune=prune,
+                         prune_pattern=prune_pattern, prune_exclude=prune_exclude)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
@@ -242,7 +262,9 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   started: float | None = None, threads: bool = True,
                   backend: str = "c", quantize: str | None = None, calib=None,
                   calib_method: str = "minmax", quantize_skip: Sequence[str] = (),
-                  quantize_weights: str = "auto", accuracy_budget: float = 0.0) -> Artifact:
+                  quantize_weights: str = "auto", accuracy_budget: float = 0.0,
+                  prune: float = 0.0, prune_pattern: str = "unstructured",
+                  prune_exclude: Sequence[str] = ()) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
     from ..passes import default_pipeline, parse_pipeline, run_pipeline
 
@@ -256,9 +278,14 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                                  ", ".join(f"{o} (x{counts[o]})" for o in missing))
     if quantize is not None and pipeline is not None:
         raise EdgecError("give quantize= or a pipeline with a quantize{...} pass, not both")
+    if prune and pipeline is not None:
+        raise EdgecError("give prune= or a pipeline with a prune{...} pass, not both")
     pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32),
                                                                        tgt.registers))
     steps = parse_pipeline(pipeline)
+    if prune:
+        steps = _with_prune(steps, prune, prune_pattern, prune_exclude)
+        pipeline = ",".join(map(str, steps))
     if quantize is not None:
         steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,
                                quantize_weights, accuracy_budget, log)

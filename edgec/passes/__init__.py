@@ -20,8 +20,10 @@ from . import (
     layout,
     pack_weights,
     plan_memory,
+    prune,
     quantize,
     remove_identity,
+    sparsify,
 )
 from .manager import (
     Pass,
@@ -57,7 +59,7 @@ from .rewrite import (
 )
 
 DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-constants,fuse-qdq,"
-                    "fuse,dce,plan-memory")
+                    "fuse,dce,sparsify,plan-memory")
 
 
 def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
@@ -84,5 +86,5 @@ __all__ = [
     "pass_spec", "pattern", "plan_memory", "producer", "quantize", "register_pass",
     "registered_passes",
     "remove_identity", "replace_value", "require", "run_pipeline", "sample_inputs",
-    "sole_user",
+    "sole_user", "sparsify", "prune",
 ]

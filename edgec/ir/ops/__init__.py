@@ -13,5 +13,6 @@ from . import (  # noqa: F401
     recurrent,
     reduce,
     signal,
+    sparse,
     tensor,
 )

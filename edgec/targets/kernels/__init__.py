@@ -19,5 +19,6 @@ from . import (  # noqa: F401
     recurrent,
     reduce,
     signal,
+    sparse,
     tensor,
 )

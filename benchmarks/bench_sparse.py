@@ -1,0 +1,128 @@
+"""Sparse against dense: pruned models through edgec's sparse kernels, through edgec's dense
+kernels (the same pruned weights, the `sparsify` pass left out) and through onnxruntime (the
+peer that does not exploit sparsity), interleaved in one run (BENCHMARKING.md).
+
+Per model, sparsity and pattern: the model's conv and gemm weights are pruned by magnitude
+(edgec.passes.prune.prune_weight, on the ONNX initializers, so that all three run the same
+weights), the outputs of the three are checked against each other (exit 1 if edgec departs
+from onnxruntime), then per thread count: warm-up, then sparse, dense, onnxruntime, ... for N
+rounds; medians and the median per-round ratio dense / sparse (the speed-up). "sparse layers"
+counts the convolutions that took the sparse kernel (the cost model's choice, in report.txt).
+
+    python benchmarks/bench_sparse.py [--models resnet18,mlp] [--sparsity 0.7,0.9]
+        [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+import edgec
+from edgec import zoo
+from edgec.passes import default_pipeline
+from edgec.passes.prune import prune_weight
+from edgec.targets.target import get_target
+
+
+def pruned(model: onnx.ModelProto, sparsity: float, pattern: str) -> onnx.ModelProto:
+    """`model` with its Conv (group 1) and Gemm (transB=1) weights pruned."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    weights = {}
+    for n in m.graph.node:
+        group = next((a.i for a in n.attribute if a.name == "group"), 1)
+        trans_b = next((a.i for a in n.attribute if a.name == "transB"), 0)
+        if (n.op_type == "Conv" and group == 1) or (n.op_type == "Gemm" and trans_b):
+            weights[n.input[1]] = n.op_type
+    for init in m.graph.initializer:
+        if init.name in weights:
+            w = numpy_helper.to_array(init)
+            wo = prune_weight(w.reshape(w.shape[0], -1), sparsity, pattern).reshape(w.shape)
+            init.CopyFrom(numpy_helper.from_array(wo.astype(np.float32), init.name))
+    return m
+
+
+def interleaved(runs: dict, rounds: int) -> dict[str, list[float]]:
+    """ms per call of each of `runs`, called in turn `rounds` times after 3 warm-up rounds."""
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for r in range(rounds + 3):
+        for k, f in runs.items():
+            t0 = time.perf_counter()
+            f()
+            if r >= 3:
+                times[k].append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="resnet18,mlp")
+    ap.add_argument("--sparsity", default="0.7,0.9")
+    ap.add_argument("--patterns", default="unstructured,4x1")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--target", default="x86")
+    args = ap.parse_args(argv)
+    tgt = get_target(args.target)
+    dense_pipeline = default_pipeline(tgt.lanes(edgec.ir.DType.F32), tgt.registers)
+    dense_pipeline = dense_pipeline.replace("sparsify,", "")
+    print(f"target {args.target}, onnxruntime {ort.__version__}, {args.rounds} rounds")
+    print("| model | sparsity | pattern | threads | sparse layers | edgec sparse ms | "
+          "edgec dense ms | speed-up | onnxruntime ms | sparse / onnxruntime |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models.split(","):
+            base = zoo.MODELS[name]()
+            for sp in (float(s) for s in args.sparsity.split(",")):
+                for pattern in args.patterns.split(","):
+                    m = pruned(base, sp, pattern)
+                    d = Path(tmp) / f"{name}_{sp}_{pattern}"
+                    sparse_art = edgec.compile(m, d / "sparse", target=args.target, name="m")
+                    dense_art = edgec.compile(m, d / "dense", target=args.target, name="m",
+                                              pipeline=dense_pipeline)
+                    layers = sum(k["op"] == "SparseConv"
+                                 for k in sparse_art.manifest["kernel_strategies"])
+                    sparse, dense = edgec.load(sparse_art.out_dir), edgec.load(dense_art.out_dir)
+                    inp = m.graph.input[0]
+                    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+                    feeds = {inp.name: rng.standard_normal(shape).astype(np.float32)}
+                    for t in (int(x) for x in args.threads.split(",")):
+                        opts = ort.SessionOptions()
+                        opts.intra_op_num_threads = t
+                        sess = ort.InferenceSession(m.SerializeToString(), opts,
+                                                    providers=["CPUExecutionProvider"])
+                        sparse.set_num_threads(t)
+                        dense.set_num_threads(t)
+                        want = sess.run(None, feeds)[0]
+                        for lib in (sparse, dense):
+                            got = next(iter(lib.run(feeds).values()))
+                            err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
+                            if err > 1e-4:
+                                print(f"{name}: edgec departs from onnxruntime ({err:.2g})",
+                                      file=sys.stderr)
+                                return 1
+                        times = interleaved({"s": partial(sparse.run, feeds),
+                                             "d": partial(dense.run, feeds),
+                                             "o": partial(sess.run, None, feeds)}, args.rounds)
+                        s, dn, o = (statistics.median(times[k]) for k in "sdo")
+                        up = statistics.median(b / a for a, b in zip(times["s"], times["d"]))
+                        vs = statistics.median(a / b for a, b in zip(times["s"], times["o"]))
+                        print(f"| {name} | {sp:.0%} | {pattern} | {t} | {layers} | {s:.3f} | "
+                              f"{dn:.3f} | **{up:.2f}x** | {o:.3f} | {vs:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

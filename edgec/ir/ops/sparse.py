@@ -1,0 +1,102 @@
+"""Ops of sparse convolution, made by the `sparsify` pass (the layouts: ir/sparse.py).
+
+    ConvStage(X){kernel_shape, pads, strides}
+        X [N, C, H, W] padded and split into its stride phases: [N, C * sa * sb, Hq, Wq]
+    SparseConv(XS, V, I, P, B?, Z?){wenc, wshape, activation, activation_params}
+        = act(Conv(XS, W') + B[m] + Z), a stride-1 unpadded convolution over the staged XS
+          whose weights W' (`wshape` [M, G, KH', KW']) are stored as block-CSR: values V,
+          offsets I into XS's planes, row pointers P (`wenc`)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ShapeError
+from ..dtypes import DType
+from ..registry import Attr, op
+from ..sparse import SparseWeights, Staging, decode_sparse
+from ..types import TensorType
+from .fused import _EPILOGUE_ATTRS, _check_epilogue, _epilogue
+from .nn import conv_nd
+
+
+def _out_hw(x: TensorType, kernel_shape, pads, strides) -> tuple[int, int]:
+    if x.rank != 4 or not x.dtype.is_float:
+        raise ShapeError(f"ConvStage: input {x} must be a float [N, C, H, W]")
+    if len(kernel_shape) != 2 or len(pads) != 4 or len(strides) != 2 or \
+            min(*kernel_shape, *strides) < 1 or min(pads) < 0:
+        raise ShapeError(f"ConvStage: kernel_shape {list(kernel_shape)}, strides "
+                         f"{list(strides)} (2 positive each) and pads {list(pads)} (4, not "
+                         f"negative) do not describe a 2-D convolution")
+    out = [(x.shape[2 + i] + pads[i] + pads[i + 2] - kernel_shape[i]) // strides[i] + 1
+           for i in range(2)]
+    if min(out) < 1:
+        raise ShapeError(f"ConvStage: a {list(kernel_shape)} window does not fit input {x} "
+                         f"with pads {list(pads)}")
+    return out[0], out[1]
+
+
+def staging_of(x: TensorType, kernel_shape, pads, strides) -> Staging:
+    return Staging.of(kernel_shape, pads, strides, _out_hw(x, kernel_shape, pads, strides))
+
+
+_STAGE_ATTRS = {"kernel_shape": Attr.ints(), "pads": Attr.ints(), "strides": Attr.ints()}
+
+
+def _infer_stage(inputs, *, kernel_shape, pads, strides):
+    x = inputs[0].type
+    st = staging_of(x, kernel_shape, pads, strides)
+    return TensorType((x.shape[0], x.shape[1] * st.phases, st.hq, st.wq), x.dtype)
+
+
+@op("ConvStage", attrs=_STAGE_ATTRS, infer=_infer_stage)
+def conv_stage(x, *, kernel_shape, pads, strides):
+    return staging_of(TensorType(x.shape, DType.F32), kernel_shape, pads, strides).stage(x, pads)
+
+
+_SPARSE_ATTRS = {"wenc": Attr.str(), "wshape": Attr.ints(), **_EPILOGUE_ATTRS}
+
+
+def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params):
+    x, v, i, p = (t.type for t in inputs[:4])
+    b = inputs[4] if len(inputs) > 4 else None
+    z = inputs[5] if len(inputs) > 5 else None
+    enc = SparseWeights.parse(wenc)
+    if x.rank != 4 or not x.dtype.is_float:
+        raise ShapeError(f"SparseConv: input {x} must be a float [N, G, Hq, Wq]")
+    if len(wshape) != 4 or min(wshape) < 1 or wshape[1] != x.shape[1] or \
+            wshape[2] > x.shape[2] or wshape[3] > x.shape[3]:
+        raise ShapeError(f"SparseConv: wshape {list(wshape)} must be [M, G, KH', KW'] with "
+                         f"G = {x.shape[1]} planes and a window inside {list(x.shape[2:])}")
+    m = wshape[0]
+    nnzb = i.numel
+    if (v.dtype != x.dtype or i.dtype is not DType.I32 or p.dtype is not DType.I32 or
+            v.rank != 1 or i.rank != 1 or p.rank != 1 or m % enc.rows or
+            p.numel != m // enc.rows + 1 or v.numel != nnzb * enc.rows):
+        raise ShapeError(f"SparseConv: '{enc}' weights of {list(wshape)} need 1-D values "
+                         f"({x.dtype}, R per block), offsets (int32, one per block) and "
+                         f"{m // max(enc.rows, 1) + 1} row pointers (int32); got {v}, {i}, {p}")
+    if b is not None and b.shape != (m,):
+        raise ShapeError(f"SparseConv: bias {b.type} must be 1-D of length M={m}")
+    out = TensorType((x.shape[0], m, x.shape[2] - wshape[2] + 1, x.shape[3] - wshape[3] + 1),
+                     x.dtype)
+    _check_epilogue("SparseConv", out, z, activation, activation_params)
+    return out
+
+
+@op("SparseConv", inputs=(4, 6), attrs=_SPARSE_ATTRS, infer=_infer_sparse_conv)
+def sparse_conv(xs, v, i, p, b=None, z=None, *, wenc, wshape, activation, activation_params):
+    hq, wq = xs.shape[2:]
+    w = decode_sparse(v, i, p, SparseWeights.parse(wenc), wshape, hq, wq).astype(xs.dtype)
+    y = conv_nd(xs, w, b, dilations=[1, 1], group=1, pads=[0] * 4, strides=[1, 1])
+    return _epilogue(y, z, activation, activation_params)
+
+
+def dense_weights(node) -> np.ndarray:
+    """The staged weights W' of SparseConv `node` (constant inputs), decoded."""
+    xs = node.inputs[0].shape
+    return decode_sparse(*(node.inputs[k].const for k in (1, 2, 3)),
+                         SparseWeights.parse(node.attrs["wenc"]), node.attrs["wshape"],
+                         xs[2], xs[3])
+

@@ -1,0 +1,156 @@
+"""Sparse weights of a convolution: the staged input a sparse kernel reads, and the stored
+form of the weights that skips their zeros.
+
+A sparse convolution vectorizes over output pixels, not channels: each stored weight
+w[m, c, kh, kw] adds w * (a shifted run of input pixels) to a run of output pixels of channel
+m. For the runs to be plain vector loads, the input is first *staged* (op ConvStage): padded
+and, for a stride s, split into its s x s phases, so that the convolution becomes a stride-1,
+unpadded one over G = C * sa * sb planes of Hq x Wq (sa = min(sh, KH), sb = min(sw, KW)):
+
+    staged[n, (c * sa + a) * sb + b, i, j] = Xpad[n, c, sh * i + a, sw * j + b]   (0 outside X)
+    Hq = OH + (KH - 1) // sh,   Wq = OW + (KW - 1) // sw
+
+and the weight becomes W' [M, G, KH', KW'] with KH' = (KH - 1) // sh + 1:
+
+    W'[m, (c * sa + a) * sb + b, i, j] = W[m, c, sh * i + a, sw * j + b]   (0 past KH, KW)
+
+Output pixel (oh, ow) at flattened position p = oh * Wq + ow then reads staged plane g at
+p + i * Wq + j: one offset per stored weight, the same for every pixel. Positions with
+ow >= OW are computed and dropped (Wq - OW of every Wq).
+
+Encodings (node attribute `wenc`; the logical W' in `wshape`), three constant inputs:
+
+- `bcsr Rx1`: block rows of R output channels that share their zero pattern (`csr` is
+  R = 1): values [nnzb * R] float32 ([block][r]: the R weights of one input position),
+  offsets [nnzb] int32 (g * Hq * Wq + i * Wq + j), rowptr [M / R + 1] int32. A block is
+  stored when any of its R weights is not zero; M % R == 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EdgecError
+
+BLOCK_ROWS = (1, 2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class SparseWeights:
+    """Block-CSR with blocks of `rows` output channels by one input position."""
+
+    rows: int = 1
+
+    def __str__(self) -> str:
+        return "csr" if self.rows == 1 else f"bcsr {self.rows}x1"
+
+    @staticmethod
+    def parse(text: str) -> SparseWeights:
+        words = text.split()
+        if words == ["csr"]:
+            return SparseWeights(1)
+        if len(words) == 2 and words[0] == "bcsr" and words[1].endswith("x1"):
+            try:
+                rows = int(words[1][:-2])
+            except ValueError:
+                rows = 0
+            if rows in BLOCK_ROWS:
+                return SparseWeights(rows)
+        raise EdgecError(f"sparse weight encoding {text!r} is not 'csr' or 'bcsr Rx1' with R in "
+                         f"{list(BLOCK_ROWS)}")
+
+
+@dataclass(frozen=True)
+class Staging:
+    """How ConvStage lays out a convolution's input (see the module doc)."""
+
+    sh: int
+    sw: int
+    sa: int
+    sb: int
+    hq: int
+    wq: int
+
+    @staticmethod
+    def of(kernel, pads, strides, out_hw) -> Staging:
+        (kh, kw), (sh, sw), (oh, ow) = kernel, strides, out_hw
+        return Staging(sh, sw, min(sh, kh), min(sw, kw), oh + (kh - 1) // sh, ow + (kw - 1) // sw)
+
+    @property
+    def phases(self) -> int:
+        return self.sa * self.sb
+
+    def stage(self, x: np.ndarray, pads) -> np.ndarray:
+        """X [N, C, H, W] as the staged [N, C * sa * sb, Hq, Wq]."""
+        n, c, h, w = x.shape
+        pt, pl = pads[0], pads[1]
+        rows, cols = self.sh * self.hq + self.sa, self.sw * self.wq + self.sb
+        xp = np.zeros((n, c, rows, cols), x.dtype)
+        ht, wt = min(h, rows - pt), min(w, cols - pl)
+        xp[:, :, pt:pt + ht, pl:pl + wt] = x[:, :, :ht, :wt]
+        out = np.empty((n, c, self.sa, self.sb, self.hq, self.wq), x.dtype)
+        for a in range(self.sa):
+            for b in range(self.sb):
+                out[:, :, a, b] = xp[:, :, a::self.sh, b::self.sw][:, :, :self.hq, :self.wq]
+        return out.reshape(n, c * self.phases, self.hq, self.wq)
+
+    def weights(self, w: np.ndarray) -> np.ndarray:
+        """W [M, C, KH, KW] as the staged W' [M, C * sa * sb, KH', KW']."""
+        m, c, kh, kw = w.shape
+        khq, kwq = (kh - 1) // self.sh + 1, (kw - 1) // self.sw + 1
+        out = np.zeros((m, c, self.sa, self.sb, khq, kwq), w.dtype)
+        for a in range(self.sa):
+            for b in range(self.sb):
+                part = w[:, :, a::self.sh, b::self.sw]
+                out[:, :, a, b, :part.shape[2], :part.shape[3]] = part
+        return out.reshape(m, c * self.phases, khq, kwq)
+
+
+def encode_sparse(ws: np.ndarray, enc: SparseWeights, hq: int, wq: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, offsets, rowptr) of staged weights W' [M, G, KH', KW'] over planes of Hq x Wq."""
+    m, g, kh, kw = ws.shape
+    r = enc.rows
+    if m % r:
+        raise EdgecError(f"'{enc}' needs the output channels ({m}) to be a multiple of {r}")
+    blocks = ws.reshape(m // r, r, g * kh * kw)
+    keep = np.any(blocks != 0, axis=1)  # [M/R, G*KH'*KW']
+    gg, ii, jj = np.unravel_index(np.arange(g * kh * kw), (g, kh, kw))
+    where = (gg * hq + ii) * wq + jj
+    rows, cols = np.nonzero(keep)
+    values = blocks.transpose(0, 2, 1)[rows, cols].reshape(-1).astype(np.float32)
+    offsets = where[cols].astype(np.int32)
+    rowptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
+    return values, offsets, rowptr
+
+
+def decode_sparse(values: np.ndarray, offsets: np.ndarray, rowptr: np.ndarray,
+                  enc: SparseWeights, wshape, hq: int, wq: int) -> np.ndarray:
+    """The staged weights W' (`wshape`) that `encode_sparse` stored."""
+    m, g, kh, kw = (int(d) for d in wshape)
+    r = enc.rows
+    nnzb = int(offsets.size)
+    if (m % r or rowptr.size != m // r + 1 or values.size != nnzb * r or int(rowptr[0]) != 0
+            or int(rowptr[-1]) != nnzb or np.any(np.diff(rowptr) < 0)):
+        raise EdgecError(f"sparse weights '{enc}' of {list(wshape)}: {values.size} values, "
+                         f"{nnzb} offsets and {rowptr.size} row pointers do not fit together")
+    gg, rest = np.divmod(offsets.astype(np.int64), hq * wq)
+    ii, jj = np.divmod(rest, wq)
+    if nnzb and (gg.max() >= g or ii.max() >= kh or jj.max() >= kw or offsets.min() < 0):
+        raise EdgecError(f"sparse weights '{enc}': an offset lies outside the {g} planes of "
+                         f"{hq} x {wq} and the {kh} x {kw} window")
+    out = np.zeros((m // r, r, g, kh, kw), np.float32)
+    brow = np.repeat(np.arange(m // r), np.diff(rowptr))
+    out[brow, :, gg, ii, jj] = values.reshape(nnzb, r)
+    return out.reshape(m, g, kh, kw)
+
+
+def density(w: np.ndarray, rows: int = 1) -> float:
+    """The share of blocks of `rows` output channels x one position that are not all zero."""
+    m = w.shape[0]
+    if m % rows:
+        return 1.0
+    blocks = w.reshape(m // rows, rows, -1)
+    return float(np.any(blocks != 0, axis=1).mean()) if blocks.size else 1.0

@@ -1,0 +1,156 @@
+"""Magnitude pruning: the weights of convolutions and matrix products set to zero where they
+matter least, for models that were not pruned in training (the `sparsify` pass then runs the
+layers whose zeros pay on the sparse kernels).
+
+Each layer's weight is seen output-major, W [outputs, inputs] (a Conv's [M, C*KH*KW], a
+Gemm's B transposed as needed), and scored by pattern:
+
+- `unstructured`: each weight by |w|;
+- `Rx1` (2x1, 4x1, 8x1, 16x1): blocks of R consecutive outputs at one input by their L2 norm
+  (the blocks of the sparse kernels' `bcsr Rx1`: one input load serves R channels);
+- `N:M` (2:4, 1:4, ...): within every M consecutive inputs of an output, all but the N
+  largest |w| (the sparsity is 1 - N/M, whatever `sparsity` says).
+
+With `scope` layer, each layer loses `sparsity` of its blocks; with global, one threshold on
+the scores, each divided by its layer's root-mean-square weight, is set for all layers
+together so that `sparsity` of all blocks go (layers whose weights matter less lose more).
+Depthwise and grouped convolutions stay dense, as do the layers named in `exclude`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import PassError
+from ..ir import DType, Graph, Node
+from .manager import register_pass
+
+_WEIGHT_INPUT = {"Conv": 1, "FusedConv": 1, "Gemm": 1, "MatMul": 1, "FusedMatMul": 1}
+
+
+def _weight(node: Node) -> np.ndarray | None:
+    """The node's constant float weight, output-major [outputs, inputs], or None."""
+    if node.op not in _WEIGHT_INPUT or len(node.inputs) < 2:
+        return None
+    w = node.inputs[1]
+    if w is None or not w.is_const or w.dtype is not DType.F32:
+        return None
+    a = w.const
+    if node.op in ("Conv", "FusedConv"):
+        if node.attrs["group"] != 1 or a.ndim < 3:
+            return None
+        return a.reshape(a.shape[0], -1)
+    if a.ndim != 2:
+        return None
+    if node.op == "Gemm":
+        return a if node.attrs.get("transB") else a.T
+    return a.T
+
+
+def _back(node: Node, wo: np.ndarray) -> np.ndarray:
+    """An output-major weight in the node's own layout."""
+    shape = node.inputs[1].shape
+    if node.op in ("Conv", "FusedConv"):
+        return wo.reshape(shape)
+    if node.op == "Gemm" and node.attrs.get("transB"):
+        return wo
+    return np.ascontiguousarray(wo.T)
+
+
+def parse_pattern(pattern: str) -> tuple[str, int, int]:
+    """("unstructured", 1, 0), ("rows", R, 0) or ("nm", N, M)."""
+    if pattern == "unstructured":
+        return "unstructured", 1, 0
+    try:
+        if pattern.endswith("x1") and int(pattern[:-2]) in (1, 2, 4, 8, 16):
+            return "rows", int(pattern[:-2]), 0
+        n, m = (int(p) for p in pattern.split(":"))
+        if 0 < n < m <= 16:
+            return "nm", n, m
+    except ValueError:
+        pass
+    raise PassError(f"prune: pattern {pattern!r} is not 'unstructured', 'Rx1' (R in 2, 4, 8, "
+                    "16) or 'N:M' (0 < N < M <= 16)")
+
+
+def _scores(wo: np.ndarray, rows: int) -> np.ndarray:
+    """Per block of `rows` outputs x one input: the L2 norm, [ceil(outputs/R), inputs]."""
+    o, i = wo.shape
+    pad = -o % rows
+    w = np.concatenate([wo, np.zeros((pad, i), wo.dtype)]) if pad else wo
+    return np.sqrt((w.astype(np.float64) ** 2).reshape(-1, rows, i).sum(axis=1))
+
+
+def _apply(wo: np.ndarray, keep: np.ndarray, rows: int) -> np.ndarray:
+    mask = np.repeat(keep, rows, axis=0)[:wo.shape[0]]
+    return np.where(mask, wo, 0).astype(wo.dtype)
+
+
+def _nm(wo: np.ndarray, n: int, m: int) -> np.ndarray:
+    o, i = wo.shape
+    pad = -i % m
+    w = np.concatenate([wo, np.zeros((o, pad), wo.dtype)], axis=1) if pad else wo
+    groups = np.abs(w).reshape(o, -1, m)
+    order = np.argsort(-groups, axis=2, kind="stable")
+    keep = np.zeros_like(groups, bool)
+    np.put_along_axis(keep, order[..., :n], True, axis=2)
+    return np.where(keep.reshape(o, -1)[:, :i], wo, 0).astype(wo.dtype)
+
+
+def prune_weight(wo: np.ndarray, sparsity: float, pattern: str = "unstructured") -> np.ndarray:
+    """One output-major weight [outputs, inputs] pruned by magnitude, alone (scope layer)."""
+    kind, a, b = parse_pattern(pattern)
+    if kind == "nm":
+        return _nm(wo, a, b)
+    rows = a if kind == "rows" else 1
+    return _apply(wo, _keep(_scores(wo, rows), sparsity), rows)
+
+
+def _keep(scores: np.ndarray, sparsity: float) -> np.ndarray:
+    """The blocks that stay: all but the `sparsity` share with the lowest scores."""
+    cut = int(round(sparsity * scores.size))
+    keep = np.ones(scores.size, bool)
+    keep[np.argsort(scores.reshape(-1), kind="stable")[:cut]] = False
+    return keep.reshape(scores.shape)
+
+
+@register_pass("prune")
+def prune(graph: Graph, *, sparsity: float = 0.5, pattern: str = "unstructured",
+          scope: str = "layer", exclude: str = "") -> bool:
+    """Set the smallest weights (or blocks of them) of convolutions and matrix products to
+    zero: `sparsity` of them per layer, or over all layers together."""
+    kind, a, b = parse_pattern(pattern)
+    if not 0.0 <= sparsity < 1.0:
+        raise PassError(f"prune: sparsity must be in [0, 1), not {sparsity}")
+    if scope not in ("layer", "global"):
+        raise PassError(f"prune: scope must be 'layer' or 'global', not {scope!r}")
+    skip = {s for s in exclude.split(",") if s}
+    layers = [(n, w) for n in graph.nodes if n.name not in skip
+              and (w := _weight(n)) is not None and w.size]
+    unknown = skip - {n.name for n in graph.nodes}
+    if unknown:
+        raise PassError(f"prune: exclude names no node of the graph: {sorted(unknown)}")
+    if not layers or (kind != "nm" and sparsity == 0.0):
+        return False
+    rows = a if kind == "rows" else 1
+    threshold = None
+    if scope == "global" and kind != "nm":
+        norm = [_scores(w, rows) / max(float(np.sqrt(np.mean(w.astype(np.float64) ** 2))),
+                                       1e-30) for _, w in layers]
+        threshold = np.quantile(np.concatenate([s.reshape(-1) for s in norm]), sparsity)
+    for node, wo in layers:
+        if kind == "nm":
+            new = _nm(wo, a, b)
+        else:
+            s = _scores(wo, rows)
+            if threshold is not None:
+                rms = max(float(np.sqrt(np.mean(wo.astype(np.float64) ** 2))), 1e-30)
+                keep = s / rms > threshold
+            else:
+                keep = _keep(s, sparsity)
+            new = _apply(wo, keep, rows)
+        node.meta["pruned"] = {"pattern": pattern,
+                               "sparsity": round(1 - np.count_nonzero(new) / new.size, 4)}
+        wv = node.inputs[1]
+        graph.set_input(node, 1, graph.const(_back(node, new), f"{wv.name}_pruned"))
+    return True

@@ -1,0 +1,120 @@
+"""Pruning-aware compilation: convolutions whose weights are mostly zero run sparse.
+
+Nothing asks for it: a float Conv/FusedConv (2-D, group 1, no dilation, constant weights)
+whose zeros make the sparse kernel cheaper by the cost model becomes
+
+    y = FusedConv(x, W, B?, Z?){...}
+        -> xs = ConvStage(x){kernel_shape, pads, strides}        (none for a 1x1, stride 1,
+           y  = SparseConv(xs, V, I, P, B?, Z?){wenc, wshape, ...} unpadded convolution)
+
+with W staged and stored as block-CSR (ir/sparse.py). The cost model counts FMAs, each kernel's at
+the share of the FMA peak it reaches (the same share on the vector ISAs measured): the dense
+blocked kernel one per weight and output pixel at `DENSE_RATE`; the sparse one R per stored
+block of R channels and computed pixel (Wq of every OW kept) at `SPARSE_RATE[R]`, plus the
+staging copy and the output's copy through the epilogue. The block height R (1, 4, 8) is
+the one with the least cost: R = 1 for unstructured zeros, larger for weights pruned in
+blocks of output channels. Each convolution's choice and its figures go to
+`node.meta["sparse"]` for the report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import DType, Graph, Node
+from ..ir.ops.sparse import staging_of
+from ..ir.sparse import SparseWeights, density, encode_sparse
+from .manager import register_pass
+from .rewrite import replace_value
+
+# share of the FMA peak each kernel reaches (measured: benchmarks/bench_sparse.py)
+DENSE_RATE = 0.8
+SPARSE_RATE = {1: 0.35, 4: 0.55, 8: 0.6}
+# the staging copy and the compaction of the output, in FMA-equivalents per element
+COPY_COST = 1.0
+
+
+def sparse_plan(node: Node) -> dict:
+    """The cost model's figures for convolution `node`: the block height R it would use,
+    its block density, the estimated cost of each kernel, and whether sparse wins."""
+    w = node.inputs[1].const
+    x = node.inputs[0].type
+    st = staging_of(x, list(w.shape[2:]), node.attrs["pads"], node.attrs["strides"])
+    oh, ow = st.hq - (w.shape[2] - 1) // st.sh, st.wq - (w.shape[3] - 1) // st.sw
+    ws = st.weights(w)
+    m = w.shape[0]
+    dense = w.size * oh * ow / DENSE_RATE
+    best = None
+    for r, rate in SPARSE_RATE.items():
+        if m % r:
+            continue
+        d = density(ws, r)
+        cost = d * ws.size * oh * st.wq / rate
+        if best is None or cost < best[2]:
+            best = (r, d, cost)
+    r, d, cost = best
+    copy = 0 if _identity_stage(node, w) else x.numel
+    cost += COPY_COST * (copy + m * oh * st.wq)
+    return {"rows": r, "density": round(float(np.count_nonzero(w)) / w.size, 4),
+            "block_density": round(d, 4), "dense_cost": dense, "sparse_cost": cost,
+            "sparse": cost < dense}
+
+
+def _identity_stage(node: Node, w: np.ndarray) -> bool:
+    return w.shape[2:] == (1, 1) and node.attrs["strides"] == [1, 1] and \
+        not any(node.attrs["pads"])
+
+
+def _candidate(node: Node) -> bool:
+    if node.op not in ("Conv", "FusedConv"):
+        return False
+    x, w = node.inputs[0], node.inputs[1]
+    return (w.is_const and w.dtype is DType.F32 and x.dtype is DType.F32 and x.type.rank == 4
+            and node.attrs["group"] == 1 and all(d == 1 for d in node.attrs["dilations"])
+            and node.output.dtype is DType.F32)
+
+
+@register_pass("sparsify")
+def sparsify(graph: Graph, *, force: bool = False) -> bool:
+    """Run convolutions whose weights are mostly zero on the sparse kernel (`force`: every
+    candidate with any zero weight, whatever the cost model says; for tests)."""
+    changed = False
+    for node in list(graph.nodes):
+        if not _candidate(node):
+            continue
+        w = node.inputs[1].const
+        if not (w == 0).any():
+            continue
+        plan = sparse_plan(node)
+        node.meta["sparse"] = plan
+        if not (plan["sparse"] or force):
+            continue
+        _rewrite(graph, node, plan)
+        changed = True
+    return changed
+
+
+def _rewrite(graph: Graph, node: Node, plan: dict) -> None:
+    x, wv = node.inputs[0], node.inputs[1]
+    w = wv.const
+    pads, strides = node.attrs["pads"], node.attrs["strides"]
+    st = staging_of(x.type, list(w.shape[2:]), pads, strides)
+    xs = x
+    if not _identity_stage(node, w):
+        xs = graph.add_node("ConvStage", [x], {"kernel_shape": list(w.shape[2:]), "pads": pads,
+                                               "strides": strides},
+                            name=f"{node.name}_stage", before=node).output
+    enc = SparseWeights(plan["rows"])
+    ws = st.weights(w)
+    vals, offs, rowptr = encode_sparse(ws, enc, st.hq, st.wq)
+    ins = [xs, graph.const(vals, f"{wv.name}_values"), graph.const(offs, f"{wv.name}_offsets"),
+           graph.const(rowptr, f"{wv.name}_rowptr"), node.input(2), node.input(3)]
+    attrs = {"wenc": str(enc), "wshape": list(ws.shape),
+             "activation": node.attrs.get("activation", ""),
+             "activation_params": node.attrs.get("activation_params", [])}
+    while ins[-1] is None:
+        ins.pop()
+    new = graph.add_node("SparseConv", ins, attrs, name=node.name, before=node)
+    new.meta.update(node.meta)
+    replace_value(graph, node.output, new.output)  # (it takes the node's and value's names)
+    graph.remove_node(node)

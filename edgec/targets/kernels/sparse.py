@@ -1,0 +1,195 @@
+"""Kernel builders of sparse convolution (ops: ir/ops/sparse.py; layouts: ir/sparse.py).
+
+ConvStage copies each input plane into its padded stride phases, row by row (vector copies
+where the stride along the row is 1). SparseConv runs, per task (image, block row of R output
+channels, band of output rows), the sparse tile (microkernels_sparse.py) over the band's
+flattened pixels into a scratch row, then copies the OW kept columns of each output row to y
+through the epilogue act(sum + bias + residual). Tasks go to the thread pool.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.graph import Node
+from ...ir.ops.sparse import staging_of
+from ...ir.sparse import SparseWeights
+from ..kernel_ir import INDEX, broadcast, cast, const, minimum, vload
+from ..lowering import NodeKernelBuilder, kernel
+from ..microkernels import _apply
+from ..microkernels_sparse import sparse_conv_tile, sparse_tile_shape
+from .common import derived_constant, parallel_split
+from .fused import activation_of
+
+F32 = DType.F32
+_MIN_TASKS = 16  # enough tasks for the thread pool to balance
+
+
+def _valid(off: int, step: int, limit: int, extent: int) -> tuple[int, int]:
+    """(first, count) of the j in [0, extent) with 0 <= off + j*step < limit."""
+    lo = min(extent, max(0, -(off // step)))
+    hi = min(extent, max(0, -(-(limit - off) // step)))
+    return lo, max(0, hi - lo)
+
+
+def _copy_row(kb: NodeKernelBuilder, dst, d0, src, s0, n: int, step: int, lanes: int) -> None:
+    """dst[d0 + j] = src[s0 + j*step] for j < n: vectors with a masked tail where step is 1."""
+    if step == 1 and lanes > 1:
+        with kb.loop(-(-n // lanes), "v") as v:
+            cnt = minimum(n - v * lanes, lanes) if n % lanes else None
+            kb.store(dst, d0 + v * lanes, vload(src, s0 + v * lanes, lanes, cnt), cnt)
+        return
+    with kb.loop(n, "j") as j:
+        kb.store(dst, d0 + j, src[s0 + j * step])
+
+
+def _zero_row(kb: NodeKernelBuilder, dst, d0, n: int, lanes: int) -> None:
+    if n <= 0:
+        return
+    if lanes > 1:
+        with kb.loop(-(-n // lanes), "v") as v:
+            cnt = minimum(n - v * lanes, lanes) if n % lanes else None
+            kb.store(dst, d0 + v * lanes, broadcast(0.0, lanes), cnt)
+        return
+    with kb.loop(n, "j") as j:
+        kb.store(dst, d0 + j, const(0.0, F32))
+
+
+@kernel("ConvStage")
+def conv_stage(kb: NodeKernelBuilder, node: Node) -> None:
+    xv = node.inputs[0]
+    n, c, h, w = xv.shape
+    pads, strides = node.attrs["pads"], node.attrs["strides"]
+    st = staging_of(xv.type, node.attrs["kernel_shape"], pads, strides)
+    x, y = kb.bind(xv, "x"), kb.bind(node.output, "y")
+    lanes = kb.lanes(F32)
+    kb.strategy = "stage (pad, stride phases)"
+    plane = st.hq * st.wq
+    tasks, per = parallel_split(n * c, max(1, 16384 // (plane * st.phases)))
+    with kb.loop(tasks, "t", kind="parallel") as t, kb.loop(per, "p") as p:
+        nc = kb.local("nc", t * per + p)
+        for a in range(st.sa):
+            i_lo, i_n = _valid(a - pads[0], st.sh, h, st.hq)
+            for b in range(st.sb):
+                j_lo, j_n = _valid(b - pads[1], st.sw, w, st.wq)
+                base = kb.local("d", (nc * st.phases + a * st.sb + b) * plane)
+                _zero_row(kb, y, base, i_lo * st.wq, lanes)
+                with kb.loop(i_n, "i") as i:
+                    d0 = kb.local("d0", base + (i + i_lo) * st.wq)
+                    r = (i + i_lo) * st.sh + (a - pads[0])
+                    _zero_row(kb, y, d0, j_lo, lanes)
+                    src = nc * (h * w) + r * w + (j_lo * st.sw + b - pads[1])
+                    _copy_row(kb, y, d0 + j_lo, x, src, j_n, st.sw, lanes)
+                    _zero_row(kb, y, d0 + (j_lo + j_n), st.wq - j_lo - j_n, lanes)
+                _zero_row(kb, y, base + (i_lo + i_n) * st.wq, (st.hq - i_lo - i_n) * st.wq,
+                          lanes)
+
+
+def _chunk_pointers(offsets: np.ndarray, rowptr: np.ndarray, plane: int, gc: int,
+                    chunks: int) -> np.ndarray:
+    """[block rows, chunks + 1] int32: where each block row's entries for input planes
+    [c*gc, (c+1)*gc) begin (a row's offsets ascend with the plane)."""
+    out = np.empty((rowptr.size - 1, chunks + 1), np.int32)
+    bounds = np.arange(chunks + 1) * gc * plane
+    for br in range(rowptr.size - 1):
+        lo, hi = int(rowptr[br]), int(rowptr[br + 1])
+        out[br] = lo + np.searchsorted(offsets[lo:hi], bounds, side="left")
+    return out.reshape(-1)
+
+
+@kernel("SparseConv")
+def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
+    """Parallel over (image, band of output rows, group of block rows). A task reduces the
+    input planes in chunks whose band of rows fits half of L1, each chunk over every block
+    row of the group: the chunk's input is read from L1 by all of them, the partial sums
+    wait in the scratch rows."""
+    enc = SparseWeights.parse(node.attrs["wenc"])
+    rows = enc.rows
+    n, g, hq, wq = node.inputs[0].shape
+    _, m, oh, ow = node.output.shape
+    khq = node.attrs["wshape"][2]
+    lanes = kb.lanes(F32)
+    nv = sparse_tile_shape(lanes, kb.target.registers, rows)
+    tile = nv * lanes
+    fsize = F32.itemsize
+    bh = min(oh, -(-tile // wq))  # a band holds one tile at least
+    nbands = -(-oh // bh)
+    lds = -(-bh * wq // lanes) * lanes
+    gc = max(1, kb.target.caches.l1d // 2 // ((bh + khq - 1) * wq * fsize + tile * fsize))
+    chunks = -(-g // gc)
+    brows = m // rows
+    per_group = max(1, brows // max(1, -(-_MIN_TASKS // (n * nbands))))
+    ngroups = -(-brows // per_group)
+    xs = kb.bind(node.inputs[0], "x")
+    vals, offs = kb.bind(node.inputs[1], "vals"), kb.bind(node.inputs[2], "offs")
+    ptr = derived_constant(
+        kb, node.inputs[3], f"chunks{gc}x{chunks}",
+        lambda rp: _chunk_pointers(node.inputs[2].const, rp, hq * wq, gc, chunks), "cp")
+    b = kb.bind(node.input(4), "b") if node.input(4) is not None else None
+    z = kb.bind(node.input(5), "z") if node.input(5) is not None else None
+    y = kb.bind(node.output, "y")
+    act = activation_of(node)
+    sp = node.meta.get("sparse", {})
+    kb.strategy = f"sparse {enc}" + (f", density {sp['block_density']:.2f}" if sp else "")
+
+    def band_tiles(nrows: int, x0, s, br, c, q) -> None:
+        """The tiles over a band of `nrows` rows for block row br, chunk c."""
+        npix = nrows * wq
+        lo = kb.local("lo", cast(ptr[br * (chunks + 1) + c], INDEX))
+        cnt = kb.local("cnt", cast(ptr[br * (chunks + 1) + c + 1], INDEX) - lo)
+        first = c.eq(0) if chunks > 1 else const(1)
+        so = q * (rows * lds)
+        full, rest = divmod(npix, tile)
+        with kb.loop(full, "k") as k:
+            kb.call(sparse_conv_tile(lanes, rows, nv, False), (xs, x0 + k * tile),
+                    (vals, lo * rows), (offs, lo), (s, so + k * tile), cnt, lds, first)
+        if rest:
+            tv = -(-rest // lanes)
+            kb.call(sparse_conv_tile(lanes, rows, tv, True), (xs, x0 + full * tile),
+                    (vals, lo * rows), (offs, lo), (s, so + full * tile), cnt, lds, first,
+                    rest - (tv - 1) * lanes)
+
+    def band(nrows: int, img, grp, oh0) -> None:
+        nbr = min(per_group, brows)
+        s = kb.alloc("s", F32, (nbr * rows * lds,))
+        x0 = kb.local("x0", img * (g * hq * wq) + oh0 * wq)
+        last = brows - (ngroups - 1) * per_group
+        count = kb.local("nbr", minimum(brows - grp * per_group, per_group)) \
+            if last != per_group else const(per_group)
+        with kb.loop(chunks, "c") as c, kb.loop(count, "q") as q:
+            band_tiles(nrows, x0, s, grp * per_group + q, c, q)
+        with kb.loop(count, "q") as q:
+            store_rows(s, q * (rows * lds), grp * per_group + q, img, oh0, nrows)
+
+    def store_rows(s, s0, br, img, oh0, nrows: int) -> None:
+        """y[img, co, oh0 + i, :OW] = act(s[s0 + r*lds + i*Wq, :OW] + b[co] + z[...]) for the
+        R channels co = br*R + r of block row br: the Wq - OW computed columns dropped."""
+        nvec = -(-ow // lanes)
+        for r in range(rows):
+            co = kb.local("co", br * rows + r)
+            bias = kb.local("bias", b[co]) if b is not None else None
+            with kb.loop(nrows, "i") as i:
+                yrow = kb.local("yo", ((img * m + co) * oh + oh0 + i) * ow)
+                with kb.loop(nvec, "v") as v:
+                    cnt = minimum(ow - v * lanes, lanes) if ow % lanes else None
+                    val = vload(s, s0 + r * lds + i * wq + v * lanes, lanes, cnt)
+                    if bias is not None:
+                        val = val + bias
+                    if z is not None:
+                        val = val + vload(z, yrow + v * lanes, lanes, cnt)
+                    kb.store(y, yrow + v * lanes, _apply(kb, act, val), cnt)
+
+    with kb.loop(n * nbands * ngroups, "t", kind="parallel") as t:
+        grp = kb.local("grp", t % ngroups) if ngroups > 1 else const(0)
+        bnd = kb.local("band", (t // ngroups) % nbands) if nbands > 1 else const(0)
+        img = kb.local("img", t // (ngroups * nbands)) if n > 1 else const(0)
+        oh0 = kb.local("oh0", bnd * bh)
+        tail_rows = oh - (nbands - 1) * bh
+        if tail_rows == bh:
+            band(bh, img, grp, oh0)
+        else:
+            with kb.if_(bnd < nbands - 1):
+                band(bh, img, grp, oh0)
+            with kb.else_():
+                band(tail_rows, img, grp, oh0)

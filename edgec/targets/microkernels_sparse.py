@@ -1,0 +1,67 @@
+"""The sparse convolution tile: R output channels x V vectors of L flattened output pixels
+over a staged input (ir/sparse.py), one stored block of weights at a time:
+
+    for each block j of the block row:  o = offsets[j]
+        xv[v] = x[o + v*L : o + (v+1)*L]                      V loads, shared by the R rows
+        acc[r][v] += values[j*R + r] * xv[v]                  R broadcasts, R*V FMAs
+
+The sums go to a scratch row s[r * lds + v*L ...], partial until the last chunk of input
+planes; the caller drops the Wq - OW columns and applies the epilogue while it copies them
+out. A band's last tile has as many vectors as its pixels need, its last one masked to
+`count` pixels, so no read passes the staged input's end.
+"""
+
+from __future__ import annotations
+
+from ..ir.dtypes import DType
+from .kernel_ir import INDEX, Kernel, KernelBuilder, broadcast, cast, fma, vload
+from .microkernels import _cached
+
+F32, I32 = DType.F32, DType.I32
+
+
+def sparse_tile_shape(lanes: int, registers: int, rows: int) -> int:
+    """V, the vectors of pixels per tile for blocks of `rows` channels: R*V accumulators, V
+    input vectors and a broadcast in the register file, and 8 accumulators or more where the
+    rows allow (FMA latency x throughput)."""
+    budget = 24 if registers >= 32 else 10
+    return max(1, min(8, budget // rows))
+
+
+def sparse_conv_tile(lanes: int, rows: int, nv: int, masked: bool) -> Kernel:
+    """The tile (see the module doc). It starts from zero where `first` is not 0, else from
+    the partial sums in s (an earlier chunk of input planes); `masked`: the last vector
+    reads only its first `count` pixels."""
+    key = ("spconv", lanes, rows, nv, masked)
+
+    def build() -> Kernel:
+        name = f"mk_spconv_f32x{lanes}_r{rows}_v{nv}{'_tail' if masked else ''}"
+        kb = KernelBuilder(name, f"sparse conv tile: {rows} channels x {nv} vectors of "
+                                 f"{lanes} pixels")
+        x, vals = kb.pointer("x", F32), kb.pointer("vals", F32)
+        offs = kb.pointer("offs", I32)
+        s = kb.pointer("s", F32, "out")
+        nnz, lds, first = kb.scalar("nnz"), kb.scalar("lds"), kb.scalar("first")
+        counts = [None] * nv
+        if masked:
+            counts[-1] = kb.scalar("count")
+        acc = [[kb.local(f"acc{r}_{v}_", broadcast(0.0, lanes)) for v in range(nv)]
+               for r in range(rows)]
+        with kb.if_(first.eq(0)):
+            for r in range(rows):
+                for v in range(nv):
+                    kb.assign(acc[r][v], vload(s, r * lds + v * lanes, lanes))
+        with kb.loop(nnz, "j") as j:
+            o = kb.local("o", cast(offs[j], INDEX))
+            xv = [kb.local(f"x{v}_", vload(x, o + v * lanes, lanes, counts[v]))
+                  for v in range(nv)]
+            for r in range(rows):
+                wb = kb.local(f"w{r}_", broadcast(vals[j * rows + r], lanes))
+                for v in range(nv):
+                    kb.assign(acc[r][v], fma(wb, xv[v], acc[r][v]))
+        for r in range(rows):
+            for v in range(nv):
+                kb.store(s, r * lds + v * lanes, acc[r][v])
+        return kb.build()
+
+    return _cached(key, build)

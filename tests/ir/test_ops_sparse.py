@@ -1,0 +1,70 @@
+"""The sparse convolution ops (ir/ops/sparse.py): "ConvStage" then "SparseConv" compute
+onnxruntime's Conv on the same weights; their shape inference refuses what does not fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+from edgec.errors import EdgecError, ShapeError
+from edgec.ir import DType, Graph, TensorType
+from edgec.ir.registry import get_op
+from edgec.ir.sparse import SparseWeights, Staging, encode_sparse
+
+
+def ort_conv(x, w, b, pads, strides):
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=pads, strides=strides)], "c",
+        [helper.make_tensor_value_info("x", T.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", T.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize("k,pads,strides", [(3, [1, 1, 1, 1], [1, 1]), (3, [1, 0, 0, 1], [2, 2]),
+                                            (5, [2, 2, 2, 2], [2, 1]), (1, [0] * 4, [2, 2])])
+@pytest.mark.parametrize("rows", [1, 4])
+def test_stage_then_sparse_conv_is_the_conv(k, pads, strides, rows):
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 3, k, k)).astype(np.float32)
+    w[rng.random(w.shape) < 0.6] = 0
+    b = rng.standard_normal(8).astype(np.float32)
+    z_shape = ort_conv(x, w, b, pads, strides).shape
+    z = rng.standard_normal(z_shape).astype(np.float32)
+    want = np.maximum(ort_conv(x, w, b, pads, strides) + z, 0)
+    xs = get_op("ConvStage").reference(x, kernel_shape=[k, k], pads=pads, strides=strides)
+    st = Staging.of((k, k), pads, strides, z_shape[2:])
+    assert xs.shape == (2, 3 * st.phases, st.hq, st.wq)
+    ws = st.weights(w)
+    v, i, p = encode_sparse(ws, SparseWeights(rows), st.hq, st.wq)
+    got = get_op("SparseConv").reference(xs, v, i, p, b, z, wenc=str(SparseWeights(rows)),
+                                         wshape=list(ws.shape), activation="Relu",
+                                         activation_params=[])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_shape_inference_refuses_what_does_not_fit():
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 4, 5, 5), DType.F32))
+    v = g.const(np.ones(3, np.float32))
+    i = g.const(np.zeros(3, np.int32))
+    p = g.const(np.array([0, 1, 3], np.int32))
+    ok = {"wenc": "csr", "wshape": [2, 4, 3, 3]}
+    assert g.add_node("SparseConv", [x, v, i, p], ok).output.shape == (1, 2, 3, 3)
+    for attrs, match in [({"wenc": "csr", "wshape": [2, 3, 3, 3]}, "wshape"),
+                         ({"wenc": "csr", "wshape": [2, 4, 6, 3]}, "wshape"),
+                         ({"wenc": "bcsr 4x1", "wshape": [2, 4, 3, 3]}, "row pointers"),
+                         ({"wenc": "coo", "wshape": [2, 4, 3, 3]}, "encoding")]:
+        with pytest.raises(EdgecError, match=match):
+            g.add_node("SparseConv", [x, v, i, p], attrs)
+    with pytest.raises(ShapeError, match="window does not fit"):
+        g.add_node("ConvStage", [x], {"kernel_shape": [7, 7], "pads": [0] * 4,
+                                      "strides": [1, 1]})
+    with pytest.raises(ShapeError, match="2-D convolution"):
+        g.add_node("ConvStage", [x], {"kernel_shape": [3], "pads": [0] * 4, "strides": [1, 1]})
