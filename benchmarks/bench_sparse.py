@@ -7,7 +7,8 @@ Per model, sparsity and pattern: the model's conv and gemm weights are pruned by
 weights), the outputs of the three are checked against each other (exit 1 if edgec departs
 from onnxruntime), then per thread count: warm-up, then sparse, dense, onnxruntime, ... for N
 rounds; medians and the median per-round ratio dense / sparse (the speed-up). "sparse layers"
-counts the convolutions that took the sparse kernel (the cost model's choice, in report.txt).
+counts the convolutions and matrix products that took a sparse kernel (the cost model's
+choice, in report.txt).
 
     python benchmarks/bench_sparse.py [--models resnet18,mlp] [--sparsity 0.7,0.9]
         [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
@@ -16,6 +17,7 @@ counts the convolutions that took the sparse kernel (the cost model's choice, in
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     tgt = get_target(args.target)
     dense_pipeline = default_pipeline(tgt.lanes(edgec.ir.DType.F32), tgt.registers)
-    dense_pipeline = dense_pipeline.replace("sparsify,", "")
+    dense_pipeline = re.sub(r"sparsify(\{[^}]*\})?,", "", dense_pipeline)
     print(f"target {args.target}, onnxruntime {ort.__version__}, {args.rounds} rounds")
     print("| model | sparsity | pattern | threads | sparse layers | edgec sparse ms | "
           "edgec dense ms | speed-up | onnxruntime ms | sparse / onnxruntime |")
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                     sparse_art = edgec.compile(m, d / "sparse", target=args.target, name="m")
                     dense_art = edgec.compile(m, d / "dense", target=args.target, name="m",
                                               pipeline=dense_pipeline)
-                    layers = sum(k["op"] == "SparseConv"
+                    layers = sum(k["op"] in ("SparseConv", "SparseMatMul")
                                  for k in sparse_art.manifest["kernel_strategies"])
                     sparse, dense = edgec.load(sparse_art.out_dir), edgec.load(dense_art.out_dir)
                     inp = m.graph.input[0]

@@ -24,6 +24,16 @@ Encodings (node attribute `wenc`; the logical W' in `wshape`), three constant in
   R = 1): values [nnzb * R] float32 ([block][r]: the R weights of one input position),
   offsets [nnzb] int32 (g * Hq * Wq + i * Wq + j), rowptr [M / R + 1] int32. A block is
   stored when any of its R weights is not zero; M % R == 0.
+
+The weight of a matrix product with a constant B (W = B as [K, N]) is stored output-major
+for a gathering kernel (SparseMatMul): a vector of C outputs reads C gathered inputs at once.
+
+- `sell C` (sliced ELLPACK): the outputs in slices of C; a slice's entries in columns of C
+  (one per output), as many columns as its row with the most non-zeros has, rounded up to
+  a multiple of 2 (the kernel's two accumulators): entry (column j, row r) of a slice holds
+  a value (values, float32) and its input (columns, int32); padding entries are 0 at input
+  0. P [slices + 1] int32 counts columns: a slice's entries start at P[s] * C. C = 1 is
+  plain CSR with rows padded to even lengths.
 """
 
 from __future__ import annotations
@@ -145,6 +155,63 @@ def decode_sparse(values: np.ndarray, offsets: np.ndarray, rowptr: np.ndarray,
     brow = np.repeat(np.arange(m // r), np.diff(rowptr))
     out[brow, :, gg, ii, jj] = values.reshape(nnzb, r)
     return out.reshape(m, g, kh, kw)
+
+
+@dataclass(frozen=True)
+class SlicedWeights:
+    """Sliced ELLPACK with slices of `c` outputs (see the module doc)."""
+
+    c: int
+
+    def __str__(self) -> str:
+        return f"sell {self.c}"
+
+    @staticmethod
+    def parse(text: str) -> SlicedWeights:
+        words = text.split()
+        if len(words) == 2 and words[0] == "sell" and words[1].isdigit() and int(words[1]) > 0:
+            return SlicedWeights(int(words[1]))
+        raise EdgecError(f"sparse weight encoding {text!r} is not 'sell C' (C > 0)")
+
+
+def encode_sliced(b: np.ndarray, enc: SlicedWeights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, columns, slice pointers) of B [K, N] (see the module doc)."""
+    k, n = b.shape
+    c = enc.c
+    slices = -(-n // c)
+    wo = np.zeros((slices * c, k), np.float32)
+    wo[:n] = b.T
+    nz = wo != 0
+    widths = nz.reshape(slices, c, k).sum(axis=2).max(axis=1)
+    widths = widths + widths % 2
+    ptr = np.concatenate([[0], np.cumsum(widths)]).astype(np.int32)
+    values = np.zeros(int(ptr[-1]) * c, np.float32)
+    cols = np.zeros(int(ptr[-1]) * c, np.int32)
+    for s in range(slices):
+        for r in range(c):
+            idx = np.flatnonzero(nz[s * c + r])
+            at = ptr[s] * c + np.arange(idx.size) * c + r
+            values[at], cols[at] = wo[s * c + r, idx], idx
+    return values, cols, ptr
+
+
+def decode_sliced(values: np.ndarray, cols: np.ndarray, ptr: np.ndarray, enc: SlicedWeights,
+                  wshape) -> np.ndarray:
+    """The B [K, N] that `encode_sliced` stored."""
+    k, n = (int(d) for d in wshape)
+    c = enc.c
+    slices = -(-n // c)
+    if (ptr.size != slices + 1 or int(ptr[0]) != 0 or np.any(np.diff(ptr) < 0) or
+            values.size != int(ptr[-1]) * c or cols.size != values.size):
+        raise EdgecError(f"sparse weights '{enc}' of {[k, n]}: {values.size} values, "
+                         f"{cols.size} columns and {ptr.size} slice pointers do not fit together")
+    if cols.size and (cols.min() < 0 or cols.max() >= k):
+        raise EdgecError(f"sparse weights '{enc}': a column lies outside the {k} inputs")
+    wo = np.zeros((slices * c, k), np.float32)
+    rows = np.tile(np.arange(c), int(ptr[-1])) + np.repeat(
+        np.repeat(np.arange(slices) * c, np.diff(ptr)), c)
+    np.add.at(wo, (rows, cols), values)
+    return np.ascontiguousarray(wo[:n].T)
 
 
 def density(w: np.ndarray, rows: int = 1) -> float:

@@ -69,7 +69,7 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
     packed for tiles sized to the registers (and vectors) and requantized in fixed point."""
     if vector_lanes < 2:
         return DEFAULT_PIPELINE
-    return DEFAULT_PIPELINE.replace(
+    return DEFAULT_PIPELINE.replace("sparsify,", f"sparsify{{lanes={vector_lanes}}},").replace(
         ",plan-memory", f",layout-nchwc{{block={vector_lanes}}},pack-weights{{registers="
                         f"{registers},lanes={vector_lanes}}},fixed-point,fuse-residual,dce,"
                         "plan-memory")

@@ -23,13 +23,15 @@ import numpy as np
 
 from ..ir import DType, Graph, Node
 from ..ir.ops.sparse import staging_of
-from ..ir.sparse import SparseWeights, density, encode_sparse
+from ..ir.sparse import SlicedWeights, SparseWeights, density, encode_sliced, encode_sparse
 from .manager import register_pass
 from .rewrite import replace_value
 
 # share of the FMA peak each kernel reaches (measured: benchmarks/bench_sparse.py)
 DENSE_RATE = 0.8
 SPARSE_RATE = {1: 0.35, 4: 0.55, 8: 0.6}
+GEMV_RATE = 0.1  # one row of A: B streams from the caches once per call
+GATHER_RATE = 0.15
 # the staging copy and the compaction of the output, in FMA-equivalents per element
 COPY_COST = 1.0
 
@@ -74,12 +76,43 @@ def _candidate(node: Node) -> bool:
             and node.output.dtype is DType.F32)
 
 
+def _matmul_candidate(node: Node) -> bool:
+    if node.op not in ("MatMul", "FusedMatMul"):
+        return False
+    a, b = node.inputs[0], node.inputs[1]
+    return (b.is_const and b.dtype is DType.F32 and a.dtype is DType.F32 and a.type.rank == 2
+            and b.type.rank == 2 and node.output.dtype is DType.F32)
+
+
+def matmul_plan(node: Node, lanes: int) -> dict:
+    """The cost model's figures for a matrix product with constant B: the dense kernel at
+    `DENSE_RATE` of the peak with rows of A to share each weight's load, `GEMV_RATE` with one
+    row (it streams B once per call); the gathering kernel at `GATHER_RATE` of it per stored
+    entry (padding included) and row."""
+    b = node.inputs[1].const
+    m = node.inputs[0].shape[0]
+    _, _, ptr = encode_sliced(b, SlicedWeights(lanes))
+    stored = int(ptr[-1]) * lanes
+    dense = b.size * m / (DENSE_RATE if m >= 4 else GEMV_RATE)
+    sparse = stored * m / GATHER_RATE
+    return {"rows": lanes, "density": round(float(np.count_nonzero(b)) / b.size, 4),
+            "block_density": round(stored / max(b.size, 1), 4), "dense_cost": dense,
+            "sparse_cost": sparse, "sparse": sparse < dense}
+
+
 @register_pass("sparsify")
-def sparsify(graph: Graph, *, force: bool = False) -> bool:
-    """Run convolutions whose weights are mostly zero on the sparse kernel (`force`: every
-    candidate with any zero weight, whatever the cost model says; for tests)."""
+def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False) -> bool:
+    """Run convolutions and matrix products whose weights are mostly zero on the sparse
+    kernels (`lanes`: the target's float vector, the slices of the gathering kernel;
+    `force`: every candidate with any zero weight, whatever the cost model says; for tests)."""
     changed = False
     for node in list(graph.nodes):
+        if _matmul_candidate(node) and (node.inputs[1].const == 0).any():
+            plan = node.meta["sparse"] = matmul_plan(node, lanes)
+            if plan["sparse"] or force:
+                _rewrite_matmul(graph, node, lanes)
+                changed = True
+            continue
         if not _candidate(node):
             continue
         w = node.inputs[1].const
@@ -92,6 +125,28 @@ def sparsify(graph: Graph, *, force: bool = False) -> bool:
         _rewrite(graph, node, plan)
         changed = True
     return changed
+
+
+def _rewrite_matmul(graph: Graph, node: Node, lanes: int) -> None:
+    bv = node.inputs[1]
+    enc = SlicedWeights(lanes)
+    vals, cols, ptr = encode_sliced(bv.const, enc)
+    ins = [node.inputs[0], graph.const(vals, f"{bv.name}_values"),
+           graph.const(cols, f"{bv.name}_columns"), graph.const(ptr, f"{bv.name}_slices"),
+           node.input(2), node.input(3)]
+    while ins[-1] is None:
+        ins.pop()
+    attrs = {"wenc": str(enc), "wshape": list(bv.shape),
+             "activation": node.attrs.get("activation", ""),
+             "activation_params": node.attrs.get("activation_params", [])}
+    _replace(graph, node, "SparseMatMul", ins, attrs)
+
+
+def _replace(graph: Graph, node: Node, op: str, ins: list, attrs: dict) -> None:
+    new = graph.add_node(op, ins, attrs, name=node.name, before=node)
+    new.meta.update(node.meta)
+    replace_value(graph, node.output, new.output)  # (it takes the node's and value's names)
+    graph.remove_node(node)
 
 
 def _rewrite(graph: Graph, node: Node, plan: dict) -> None:
@@ -114,7 +169,4 @@ def _rewrite(graph: Graph, node: Node, plan: dict) -> None:
              "activation_params": node.attrs.get("activation_params", [])}
     while ins[-1] is None:
         ins.pop()
-    new = graph.add_node("SparseConv", ins, attrs, name=node.name, before=node)
-    new.meta.update(node.meta)
-    replace_value(graph, node.output, new.output)  # (it takes the node's and value's names)
-    graph.remove_node(node)
+    _replace(graph, node, "SparseConv", ins, attrs)

@@ -25,6 +25,7 @@ from .. import __version__
 from ..errors import EdgecError
 from ..ir.graph import Graph, Value
 from ..ir.onnx_dtypes import to_onnx
+from .lowering import Strategy
 from .program import (
     ALIGN,
     Branch,
@@ -124,6 +125,7 @@ class _RunPrinter:
         self.kernels: list[str] = []
         self.micro: dict[str, str] = {}
         self.dispatched: set[str] = set()  # micro-kernels built twice, chosen at run time
+        self.vectors = False  # whether any kernel has vector code (the ISA's header then)
 
     def ref(self, x: Ref) -> str:
         t = self.r.type(x.dtype)
@@ -175,6 +177,7 @@ class _RunPrinter:
                 if text is not None:
                     self.dispatched.add(fn.name)
                 self.micro[fn.name] = text or self.r.kernel(fn)
+        self.vectors = self.vectors or Strategy.of(k).lanes > 1
         self.kernels.append(self.r.kernel(k))
 
     def run(self, prog: Program) -> list[str]:
@@ -198,8 +201,9 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     dispatch = be.dispatch if printer.dispatched else None  # None: no dot product in use
     micro = printer.micro if backend == "c" else {}  # LLVM: compiled with their callers
     r, isa = be.renderer, VECTOR_ISAS.get(target.isa)
-    # the runtime headers of the vector helpers the micro-kernels call
-    helpers = [*(isa.helpers if isa and micro else ()), *([dispatch.helpers] if dispatch else [])]
+    vectors = isa is not None and backend == "c" and (bool(micro) or printer.vectors)
+    # the runtime headers of the vector helpers the kernels call
+    helpers = [*(isa.helpers if vectors else ()), *([dispatch.helpers] if dispatch else [])]
     up = name.upper()
     ws = prog.workspace_bytes
     blob, asm = _weights(prog.weights, name)
@@ -211,7 +215,7 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
          f"{name}.h. Do not edit. */",
          *([] if threads else ["#define EDGEC_SINGLE_THREADED 1"]),
          "#include <math.h>", "#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
-         *([f"#include <{isa.header}>"] if isa and micro else []),
+         *([f"#include <{isa.header}>"] if vectors else []),
          f'#include "{name}.h"', '#include "edgec_runtime.h"', '#include "edgec_threads.h"',
          *[f'#include "{h}"' for h in helpers], "",
          f"/* weights: {len(prog.weights)} arrays, {nbytes} bytes, "

@@ -267,6 +267,20 @@ def _vload(e: Expr, idx: Eval, count: Eval | None) -> Eval:
     return vload
 
 
+def _vgather(e: Expr, base: Eval, idx: Eval) -> Eval:
+    buf: Buffer = e.args[0]
+
+    def vgather(env):
+        arr = env["#bufs"][buf.name]
+        at = base(env) + np.asarray(idx(env), np.int64)
+        if at.min() < 0 or at.max() >= arr.size:
+            raise KernelError(f"gather of {buf.name}[{at.min()}..{at.max()}] outside its "
+                              f"{arr.size} elements")
+        return arr[at]
+
+    return vgather
+
+
 def _vbroadcast(e: Expr, idx: Eval) -> Eval:
     buf: Buffer = e.args[0]
     group = e.args[2]
@@ -365,6 +379,8 @@ def compile_expr(e: Expr) -> Eval:
         return _vload(e, compile_expr(e.args[1]), None if cnt is None else compile_expr(cnt))
     if op == "vbroadcast":
         return _vbroadcast(e, compile_expr(e.args[1]))
+    if op == "vgather":
+        return _vgather(e, compile_expr(e.args[1]), compile_expr(e.args[2]))
     if op == "broadcast":
         x = compile_expr(e.args[0])
         return lambda env: np.full(e.lanes, x(env), _np(e.dtype))

@@ -24,8 +24,10 @@ queue): `Push` appends a value, `Pop` takes the oldest into a local.
 
 Vectors: an expression has `lanes` (1 for a scalar). `vload`/vector `Store` move `lanes`
 consecutive elements, optionally only the first `count` (a masked tail); `broadcast` splats
-a scalar; arithmetic, `fma` and comparisons work lane by lane, and `hreduce` folds the lanes
-to a scalar. Every renderer maps (dtype, lanes) to its ISA's vector registers.
+a scalar; `vgather(buf, base, idx)` reads buf[base + idx[l]] into lane l (idx an int32
+vector: the columns of a sparse row); arithmetic, `fma` and comparisons work lane by lane,
+and `hreduce` folds the lanes to a scalar. Every renderer maps (dtype, lanes) to its ISA's
+vector registers.
 
 Integer dot products (int8 inputs, int32 accumulators): `dot4(acc, a, b)` with acc an int32
 vector of N lanes and a (uint8 or int8), b (int8) 8-bit vectors of 4N lanes is
@@ -330,6 +332,16 @@ def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
                                                        const(0, buf.dtype))
     cnt = None if count is None else _lift(count, INDEX)
     return Expr("vload", buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
+
+
+def vgather(buf: Buffer, base, idx: Expr) -> Expr:
+    """buf[base + idx[l]] in lane l, for an int32 index vector `idx` (a scalar index: one
+    element)."""
+    if idx.lanes == 1:
+        return buf[_lift(base, INDEX) + cast(idx, INDEX)]
+    if idx.dtype is not DType.I32:
+        raise TypeError(f"kernel IR: a gather takes int32 indices, not {idx.dtype}")
+    return Expr("vgather", buf.dtype, (buf, _lift(base, INDEX), idx), idx.lanes)
 
 
 def vbroadcast(buf: Buffer, index, lanes: int, group: int) -> Expr:

@@ -250,7 +250,7 @@ def names(k: Kernel) -> tuple[set[str], set[str]]:
     defined: set[str] = set()
 
     def visit(e: Expr):
-        if e.op in ("load", "vload", "vbroadcast"):
+        if e.op in ("load", "vload", "vbroadcast", "vgather"):
             used.add(e.args[0].name)
         elif e.op == "var":
             used.add(e.args[0])

@@ -76,6 +76,8 @@ def expr(e: Expr, outer: int = 0) -> str:
     if op == "vload":
         tail = "" if a[2] is None else f" < {expr(a[2])}"
         return f"{a[0].name}[{expr(a[1])}:+{e.lanes}{tail}]"
+    if op == "vgather":
+        return f"{a[0].name}[{expr(a[1])} + {expr(a[2])}]"
     if op == "vbroadcast":
         return f"{a[0].name}[{expr(a[1])}:+{a[2]}]*{e.lanes // a[2]}"
     if op == "broadcast":

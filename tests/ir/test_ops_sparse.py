@@ -1,5 +1,6 @@
-"""The sparse convolution ops (ir/ops/sparse.py): "ConvStage" then "SparseConv" compute
-onnxruntime's Conv on the same weights; their shape inference refuses what does not fit."""
+"""The sparse ops (ir/ops/sparse.py): "ConvStage" then "SparseConv" compute onnxruntime's
+Conv on the same weights, "SparseMatMul" the product with the decoded weight; their shape
+inference and the decoders refuse what does not fit."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from onnx import helper, numpy_helper
 from edgec.errors import EdgecError, ShapeError
 from edgec.ir import DType, Graph, TensorType
 from edgec.ir.registry import get_op
-from edgec.ir.sparse import SparseWeights, Staging, encode_sparse
+from edgec.ir.sparse import (
+    SlicedWeights,
+    SparseWeights,
+    Staging,
+    decode_sliced,
+    encode_sliced,
+    encode_sparse,
+)
 
 
 def ort_conv(x, w, b, pads, strides):
@@ -68,3 +76,23 @@ def test_shape_inference_refuses_what_does_not_fit():
                                       "strides": [1, 1]})
     with pytest.raises(ShapeError, match="2-D convolution"):
         g.add_node("ConvStage", [x], {"kernel_shape": [3], "pads": [0] * 4, "strides": [1, 1]})
+
+
+@pytest.mark.parametrize("c", [1, 4, 16])
+def test_sparse_matmul_is_the_product(c):
+    rng = np.random.default_rng(c)
+    a = rng.standard_normal((3, 37)).astype(np.float32)
+    b = rng.standard_normal((37, 21)).astype(np.float32)
+    b[rng.random(b.shape) < 0.8] = 0
+    bias = rng.standard_normal(21).astype(np.float32)
+    v, i, p = encode_sliced(b, SlicedWeights(c))
+    assert p.size == -(-21 // c) + 1 and np.all(np.diff(p) % 2 == 0)  # even widths
+    assert np.array_equal(decode_sliced(v, i, p, SlicedWeights(c), [37, 21]), b)
+    got = get_op("SparseMatMul").reference(a, v, i, p, bias, wenc=f"sell {c}", wshape=[37, 21],
+                                           activation="Tanh", activation_params=[])
+    np.testing.assert_allclose(got, np.tanh(a.astype(np.float64) @ b + bias), rtol=1e-5,
+                               atol=1e-5)
+    with pytest.raises(EdgecError, match="do not fit"):
+        decode_sliced(v, i, p[:-1], SlicedWeights(c), [37, 21])
+    with pytest.raises(EdgecError, match="outside"):
+        decode_sliced(v, i + 37, p, SlicedWeights(c), [37, 21])

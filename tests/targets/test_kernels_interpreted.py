@@ -42,7 +42,7 @@ from edgec.targets.target import get_target
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "passes"))
 from test_layout import chunks_model, feeds_for, mixed_graph  # noqa: E402
-from test_sparse_conv import pruned_net  # noqa: E402
+from test_sparse_conv import pruned_mlp, pruned_net  # noqa: E402
 
 TARGETS = ("c-generic", "x86-avx512")
 
@@ -170,13 +170,15 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
         check_pipelined(g, target, feeds_for(g), ran)
         g = load_graph(chunks_model())
         check_pipelined(g, target, random_feeds(g), ran)
-    g = load_graph(pruned_net(size=(14, 10)))  # the sparse convolutions
-    check_pipelined(g, target, random_feeds(g), ran)
+    for m in (pruned_net(size=(14, 10)), pruned_mlp(batch=2)):  # the sparse kernels
+        g = load_graph(m)
+        check_pipelined(g, target, random_feeds(g), ran)
     # with vectors, the integer convolutions run blocked on their padded inputs
     want = {"BlockedConv", "BlockedPool", "ReorderFromBlocked", "ReorderToBlocked",
             "BlockedQLinearConv", "BlockedPad"} \
         if target != "c-generic" else {"FusedConv", "QLinearConv"}
-    want |= {"FusedMatMul", "QGemm", "QLinearAdd", "ConvStage", "SparseConv"}
+    want |= {"FusedMatMul", "QGemm", "QLinearAdd", "ConvStage", "SparseConv",
+             "SparseMatMul"}
     assert want <= ran, f"not reached on {target}: {sorted(want - ran)}"
 
 
@@ -219,7 +221,7 @@ ONE_NODE = {
 BUILT_HERE = set(ONE_NODE) | {"Loop", "BlockedConv", "BlockedPool", "ReorderFromBlocked",
                               "ReorderToBlocked", "FusedConv", "FusedMatMul", "QGemm",
                               "QLinearAdd", "BlockedQLinearConv", "BlockedPad", "ConvStage",
-                              "SparseConv"}
+                              "SparseConv", "SparseMatMul"}
 
 
 @pytest.mark.parametrize("op", list(ONE_NODE))

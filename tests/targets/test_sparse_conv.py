@@ -149,3 +149,59 @@ def test_dense_weights_stay_dense(tmp_path):
     assert sparse_layers(art) == {}
     report = (art.out_dir / "report.txt").read_text()
     assert "SparseConv" not in report
+
+
+def pruned_mlp(sparsity: float = 0.9, batch: int = 1):
+    """50-200-30-10 at 90% zeros: bias + Relu, MatMul without bias, N not a multiple
+    of any vector (30, 10), a batch of rows."""
+    n = OnnxNet("mlp", seed=2)
+    x = n.input("input", [batch, 50])
+    h = n.node("Relu", [n.node("Gemm", [x, n.weight((200, 50)), n.weight((200,), 0.1)],
+                               transB=1)])
+    g = n.node("MatMul", [h, n.weight((200, 30))])
+    n.output(n.node("Gemm", [n.node("Tanh", [g]), n.weight((10, 30)), n.weight((10,), 0.1)],
+                    transB=1))
+    m = n.model()
+    rng = np.random.default_rng(1)
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 2:
+            w = np.where(rng.random(w.shape) < sparsity, 0, w).astype(np.float32)
+            init.CopyFrom(numpy_helper.from_array(w, init.name))
+    return m
+
+
+@pytest.mark.parametrize("target,backend", [(t, "c") for t in X86_TARGETS] +
+                         [("x86", "llvm"), ("arm64", "c"), ("arm64", "llvm"), ("armv7", "c")])
+def test_sparse_matmul_matches_onnxruntime(target, backend, tmp_path):
+    for batch in (1, 3):
+        m = pruned_mlp(batch=batch)
+        art = edgec.compile(m, tmp_path / f"out{batch}", target=target, name="mlp",
+                            backend=backend)
+        ops = [k["op"] for k in art.manifest["kernel_strategies"]]
+        assert ops.count("SparseMatMul") == 3, ops
+        if not runs_here(target):
+            continue
+        feeds = random_feeds(m)
+        want = onnxruntime_outputs(m, feeds)
+        lib = edgec.load(art.out_dir)
+        for threads in (1, 2):
+            lib.set_num_threads(threads)
+            for k, w in lib.run(feeds).items():
+                assert rel_error(w, want[k]) < 1e-5, (k, batch, threads)
+
+
+@pytest.mark.parametrize("pattern", ["unstructured", "4x1"])
+def test_pruned_resnet18_stays_on_the_sparse_kernels(pattern, tmp_path):
+    # the sparse benchmark model (benchmarks/bench_sparse.py): every convolution and the
+    # classifier of ResNet-18 pruned to 90% run sparse, in the blocks the pattern made
+    from edgec import zoo
+
+    art = edgec.compile(zoo.resnet18(), tmp_path / "out", name="r18", prune=0.9,
+                        prune_pattern=pattern)
+    kinds = [(k["op"], k["strategy"]) for k in art.manifest["kernel_strategies"]]
+    convs = [s for op, s in kinds if op == "SparseConv"]
+    assert len(convs) == 20 and [op for op, _ in kinds].count("SparseMatMul") == 1, kinds
+    assert not any(op in ("BlockedConv", "FusedConv", "FusedMatMul") for op, _ in kinds), kinds
+    want = "sparse bcsr 4x1" if pattern == "4x1" else "sparse csr"
+    assert all(s.startswith(want) for s in convs), convs

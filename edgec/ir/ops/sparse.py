@@ -6,6 +6,9 @@
         = act(Conv(XS, W') + B[m] + Z), a stride-1 unpadded convolution over the staged XS
           whose weights W' (`wshape` [M, G, KH', KW']) are stored as block-CSR: values V,
           offsets I into XS's planes, row pointers P (`wenc`)
+    SparseMatMul(A, V, I, P, Bias?, Z?){wenc, wshape, activation, activation_params}
+        = act(A @ W + Bias + Z) for A [M, K] and W (`wshape` [K, N]) stored as sliced
+          ELLPACK (`wenc` "sell C"): values V, input columns I, slice pointers P
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import numpy as np
 from ...errors import ShapeError
 from ..dtypes import DType
 from ..registry import Attr, op
-from ..sparse import SparseWeights, Staging, decode_sparse
+from ..sparse import SlicedWeights, SparseWeights, Staging, decode_sliced, decode_sparse
 from ..types import TensorType
 from .fused import _EPILOGUE_ATTRS, _check_epilogue, _epilogue
 from .nn import conv_nd
@@ -100,3 +103,35 @@ def dense_weights(node) -> np.ndarray:
                          SparseWeights.parse(node.attrs["wenc"]), node.attrs["wshape"],
                          xs[2], xs[3])
 
+
+
+def _infer_sparse_matmul(inputs, *, wenc, wshape, activation, activation_params):
+    a, v, i, p = (t.type for t in inputs[:4])
+    bias = inputs[4] if len(inputs) > 4 else None
+    z = inputs[5] if len(inputs) > 5 else None
+    enc = SlicedWeights.parse(wenc)
+    if a.rank != 2 or not a.dtype.is_float or len(wshape) != 2 or wshape[0] != a.shape[1]:
+        raise ShapeError(f"SparseMatMul: input {a} must be a float [M, K] matching wshape "
+                         f"{list(wshape)} = [K, N]")
+    n = wshape[1]
+    groups = -(-n // enc.c)
+    if (v.dtype != a.dtype or i.dtype is not DType.I32 or p.dtype is not DType.I32 or
+            v.rank != 1 or i.shape != v.shape or p.shape != (groups + 1,)):
+        raise ShapeError(f"SparseMatMul: '{enc}' weights of {list(wshape)} need 1-D values "
+                         f"({a.dtype}), as many int32 columns and {groups + 1} slice pointers "
+                         f"(int32); got {v}, {i}, {p}")
+    if bias is not None and bias.shape != (n,):
+        raise ShapeError(f"SparseMatMul: bias {bias.type} must be 1-D of length N={n}")
+    out = TensorType((a.shape[0], n), a.dtype)
+    _check_epilogue("SparseMatMul", out, z, activation, activation_params)
+    return out
+
+
+@op("SparseMatMul", inputs=(4, 6), attrs=_SPARSE_ATTRS, infer=_infer_sparse_matmul)
+def sparse_matmul(a, v, i, p, bias=None, z=None, *, wenc, wshape, activation,
+                  activation_params):
+    w = decode_sliced(v, i, p, SlicedWeights.parse(wenc), wshape).astype(a.dtype)
+    y = a @ w
+    if bias is not None:
+        y = y + bias
+    return _epilogue(y, z, activation, activation_params)

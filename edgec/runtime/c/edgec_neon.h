@@ -24,6 +24,15 @@
 EDGEC_NEON_TAIL(f32, float32x4_t, float)
 EDGEC_NEON_TAIL(s32, int32x4_t, int32_t)
 /* the 4 bytes at p in every 32-bit lane (memcpy: p need not be aligned) */
+/* lane l = p[i[l]]: NEON has no gather instruction */
+static inline float32x4_t edgec_gather4_f32(const float *p, int32x4_t i)
+{
+    float32x4_t v = vdupq_n_f32(p[vgetq_lane_s32(i, 0)]);
+    v = vsetq_lane_f32(p[vgetq_lane_s32(i, 1)], v, 1);
+    v = vsetq_lane_f32(p[vgetq_lane_s32(i, 2)], v, 2);
+    return vsetq_lane_f32(p[vgetq_lane_s32(i, 3)], v, 3);
+}
+
 static inline uint32x4_t edgec_vdupq_4bytes(const void *p)
 {
     uint32_t w;

@@ -1,5 +1,8 @@
 """Kernel builders of sparse convolution (ops: ir/ops/sparse.py; layouts: ir/sparse.py).
 
+SparseMatMul gathers: per slice of C outputs (sliced ELLPACK), each stored column is C values
+against C inputs of A's row, read by one gather.
+
 ConvStage copies each input plane into its padded stride phases, row by row (vector copies
 where the stride along the row is 1). SparseConv runs, per task (image, block row of R output
 channels, band of output rows), the sparse tile (microkernels_sparse.py) over the band's
@@ -11,11 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node
 from ...ir.ops.sparse import staging_of
-from ...ir.sparse import SparseWeights
-from ..kernel_ir import INDEX, broadcast, cast, const, minimum, vload
+from ...ir.sparse import SlicedWeights, SparseWeights
+from ..kernel_ir import INDEX, broadcast, cast, const, fma, minimum, vgather, vload
 from ..lowering import NodeKernelBuilder, kernel
 from ..microkernels import _apply
 from ..microkernels_sparse import sparse_conv_tile, sparse_tile_shape
@@ -193,3 +197,46 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
                 band(bh, img, grp, oh0)
             with kb.else_():
                 band(tail_rows, img, grp, oh0)
+
+
+@kernel("SparseMatMul")
+def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
+    """Parallel over slices of C outputs (C: the vector's lanes). Per slice and row of A,
+    two accumulators take alternate columns of the slice: each column is C values, C input
+    indices and one gather of A's row."""
+    enc = SlicedWeights.parse(node.attrs["wenc"])
+    c = enc.c
+    if c != kb.lanes(F32) and c != 1:
+        raise EdgecError(f"node {node.name}: weights encoded as '{enc}' need {c}-lane float "
+                         f"vectors (this target has {kb.lanes(F32)}); run sparsify with the "
+                         "target's lanes")
+    m, k = node.inputs[0].shape
+    n = node.output.shape[1]
+    slices = -(-n // c)
+    a = kb.bind(node.inputs[0], "a")
+    vals, cols, ptr = (kb.bind(node.inputs[j], nm) for j, nm in
+                       ((1, "vals"), (2, "cols"), (3, "ptr")))
+    bias = kb.bind(node.input(4), "bias") if node.input(4) is not None else None
+    z = kb.bind(node.input(5), "z") if node.input(5) is not None else None
+    y = kb.bind(node.output, "y")
+    act = activation_of(node)
+    kb.strategy = f"sparse {enc} gather"
+    tasks, per = parallel_split(slices, 2)
+    with kb.loop(tasks, "t", kind="parallel") as t, kb.loop(per, "q") as q:
+        s = kb.local("s", t * per + q)
+        base = kb.local("base", cast(ptr[s], INDEX) * c)
+        width = kb.local("w", cast(ptr[s + 1], INDEX) - cast(ptr[s], INDEX))
+        cnt = minimum(n - s * c, c) if n % c else None
+        with kb.loop(m, "r") as r:
+            acc = [kb.local(f"acc{u}_", broadcast(0.0, c)) for u in range(2)]
+            with kb.loop(width // 2, "j") as j:
+                for u in range(2):
+                    e = kb.local(f"e{u}_", base + (2 * j + u) * c)
+                    x = vgather(a, r * k, vload(cols, e, c))
+                    kb.assign(acc[u], fma(vload(vals, e, c), x, acc[u]))
+            v = acc[0] + acc[1]
+            if bias is not None:
+                v = v + vload(bias, s * c, c, cnt)
+            if z is not None:
+                v = v + vload(z, r * n + s * c, c, cnt)
+            kb.store(y, r * n + s * c, _apply(kb, act, v), cnt)

@@ -132,6 +132,9 @@ class CRenderer:
             return self.vop("load", e.dtype, p=p)
         return self.vop("load_n", e.dtype, p=p, n=self.expr(count))
 
+    def _v_gather(self, e: Expr, buf: Buffer, base: Expr, idx: Expr) -> str:
+        return self.vop("gather", e.dtype, p=self.pointer(buf, base), a=self.expr(idx))
+
     def _v_broadcast(self, e: Expr, x: Expr) -> str:
         return self.vop("broadcast", e.dtype, a=self.expr(x))
 
@@ -188,6 +191,7 @@ class CRenderer:
     # vector kernel-IR ops -> the method printing them with the ISA's intrinsics
     vector_expressions = {"var": "_v_var", "vload": "_v_load", "broadcast": "_v_broadcast",
                           "vbroadcast": "_v_broadcast_group", "dot4": "_v_dot4",
+                          "vgather": "_v_gather",
                           "mul16": "_v_mul16", "nibble": "_v_nibble", "cast": "_v_cast",
                           "mulshift": "_v_mulshift",
                           "call": "_v_math",

@@ -106,6 +106,7 @@ AVX512 = VectorISA(
                                   DType.U8: "__m512i", DType.I8: "__m512i"},
     _float_ops("_mm512", "ps", {
         "load_n": "_mm512_maskz_loadu_ps(EDGEC_MASK16({n}), {p})",
+        "gather": "_mm512_i32gather_ps({a}, {p}, 4)",
         "store_n": "_mm512_mask_storeu_ps({p}, EDGEC_MASK16({n}), {v})",
         "hreduce_add": "_mm512_reduce_add_ps({a})", "hreduce_max": "_mm512_reduce_max_ps({a})",
         "hreduce_min": "_mm512_reduce_min_ps({a})",
@@ -132,6 +133,7 @@ AVX2 = VectorISA(
                                 DType.U8: "__m256i", DType.I8: "__m256i"},
     _float_ops("_mm256", "ps", {
         "load_n": "_mm256_maskload_ps({p}, edgec_mask8({n}))",
+        "gather": "_mm256_i32gather_ps({p}, {a}, 4)",
         "store_n": "_mm256_maskstore_ps({p}, edgec_mask8({n}), {v})",
         "hreduce_add": "edgec_hadd8({a})", "hreduce_max": "edgec_hmax8({a})",
         "hreduce_min": "edgec_hmin8({a})",
@@ -175,6 +177,7 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
     ops |= {("mulshift", DType.I32): "edgec_mulshift4({a}, {b}, {c})",
             ("max", DType.I32): "vmaxq_s32({a}, {b})", ("min", DType.I32): "vminq_s32({a}, {b})",
             ("fma", DType.F32): "vfmaq_f32({c}, {a}, {b})",
+            ("gather", DType.F32): "edgec_gather4_f32({p}, {a})",
             ("select_cmp", DType.F32): "vbslq_f32({pred}({a}, {b}), {x}, {y})",
             ("exp", DType.F32): "edgec_exp4({a})", ("tanh", DType.F32): "edgec_tanh4({a})",
             ("abs", DType.F32): "vabsq_f32({a})",

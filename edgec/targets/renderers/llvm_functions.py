@@ -100,7 +100,8 @@ def _constant(value, dtype: DType) -> ir.Constant:
 
 def _faults(e: Expr) -> bool:
     """Whether evaluating `e` may touch memory or trap (so C's lazy operators must guard it)."""
-    if e.op in ("load", "vload") or (e.op in ("div", "mod") and not e.dtype.is_float):
+    if e.op in ("load", "vload", "vgather") or (e.op in ("div", "mod") and
+                                                 not e.dtype.is_float):
         return True
     return any(isinstance(a, Expr) and _faults(a) for a in e.args)
 
@@ -144,6 +145,8 @@ class _FunctionBuilder:
             return self.load(a[0], a[1], e.lanes, a[2])
         if op == "broadcast":
             return self.splat(self.expr(a[0]), e.lanes)
+        if op == "vgather":  # lane by lane (LLVM may make it one gather instruction)
+            return self.gather(e)
         if op == "vbroadcast":  # a group of 4 bytes repeated: one 32-bit load, splat
             word = b.load(self.pointer(a[0], a[1]), typ=I32, align=1)
             return b.bitcast(self.splat(word, e.lanes // a[2]), mem_type(e.dtype, e.lanes))
@@ -246,6 +249,18 @@ class _FunctionBuilder:
                                  ir.Constant(t, None)])
         return self.b.icmp_unsigned("!=", v, ir.Constant(t, None)) \
             if buf.dtype is DType.BOOL else v
+
+    def gather(self, e: Expr) -> ir.Value:
+        buf, base, idx = e.args
+        p, t = self.pointer(buf, base), mem_type(buf.dtype)
+        iv = self.expr(idx)
+        v = ir.Constant(mem_type(buf.dtype, e.lanes), ir.Undefined)
+        for lane in range(e.lanes):
+            i = self.b.sext(self.b.extract_element(iv, ir.Constant(I32, lane)), I64)
+            x = self.b.load(self.b.gep(p, [i], inbounds=True, source_etype=t), typ=t,
+                            align=buf.dtype.itemsize)
+            v = self.b.insert_element(v, x, ir.Constant(I32, lane))
+        return v
 
     def mask(self, count: Expr, lanes: int) -> ir.Value:
         """Lanes 0 .. count-1 on."""
