@@ -6,7 +6,8 @@ Per model, sparsity and pattern: the model's conv and gemm weights are pruned by
 (edgec.passes.prune.prune_weight, on the ONNX initializers, so that all three run the same
 weights), the outputs of the three are checked against each other (exit 1 if edgec departs
 from onnxruntime), then per thread count: warm-up, then sparse, dense, onnxruntime, ... for N
-rounds; medians and the median per-round ratio dense / sparse (the speed-up). "sparse layers"
+rounds (onnxruntime without spinning threads; with threads, each call after a 2 ms pause);
+medians and the median per-round ratio dense / sparse (the speed-up). "sparse layers"
 counts the convolutions and matrix products that took a sparse kernel (the cost model's
 choice, in report.txt).
 
@@ -55,11 +56,15 @@ def pruned(model: onnx.ModelProto, sparsity: float, pattern: str) -> onnx.ModelP
     return m
 
 
-def interleaved(runs: dict, rounds: int) -> dict[str, list[float]]:
-    """ms per call of each of `runs`, called in turn `rounds` times after 3 warm-up rounds."""
+def interleaved(runs: dict, rounds: int, pause: float) -> dict[str, list[float]]:
+    """ms per call of each of `runs`, called in turn `rounds` times after 3 warm-up rounds,
+    each after `pause` seconds (with threads: the previous one's spinning pool threads, edgec's
+    spin about 1 ms, go to sleep instead of holding a core the next one's threads need)."""
     times: dict[str, list[float]] = {k: [] for k in runs}
     for r in range(rounds + 3):
         for k, f in runs.items():
+            if pause:
+                time.sleep(pause)
             t0 = time.perf_counter()
             f()
             if r >= 3:
@@ -103,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                     for t in (int(x) for x in args.threads.split(",")):
                         opts = ort.SessionOptions()
                         opts.intra_op_num_threads = t
+                        # its threads would spin after each run on a core edgec needs next
+                        # (benchmarks/bench_models.py ort_session)
+                        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                         sess = ort.InferenceSession(m.SerializeToString(), opts,
                                                     providers=["CPUExecutionProvider"])
                         sparse.set_num_threads(t)
@@ -117,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                                 return 1
                         times = interleaved({"s": partial(sparse.run, feeds),
                                              "d": partial(dense.run, feeds),
-                                             "o": partial(sess.run, None, feeds)}, args.rounds)
+                                             "o": partial(sess.run, None, feeds)}, args.rounds,
+                                            0.002 if t > 1 else 0.0)
                         s, dn, o = (statistics.median(times[k]) for k in "sdo")
                         up = statistics.median(b / a for a, b in zip(times["s"], times["d"]))
                         vs = statistics.median(a / b for a, b in zip(times["s"], times["o"]))

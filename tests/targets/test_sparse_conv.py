@@ -55,6 +55,18 @@ def pruned_net(sparsity: float = 0.85, rows: int = 1, batch: int = 1, size=(30, 
     return prune(n.model(), sparsity, rows)
 
 
+def check_against_onnxruntime(model, art, threads=(1, 2)) -> None:
+    """The artifact's outputs against onnxruntime's on the same model, at each thread count."""
+    feeds = random_feeds(model)
+    want = onnxruntime_outputs(model, feeds)
+    lib = edgec.load(art.out_dir)
+    for t in threads:
+        lib.set_num_threads(t)
+        got = lib.run(feeds)
+        for k, w in want.items():
+            assert rel_error(got[k], w) < 1e-5, (k, t)
+
+
 def sparse_layers(art) -> dict[str, str]:
     with open(art.out_dir / "manifest.json") as fh:
         kernels = json.load(fh)["kernel_strategies"]
@@ -119,16 +131,8 @@ def test_pruned_net_matches_onnxruntime(nets, target, rows, batch, tmp_path):
     assert len(layers) == 7, layers
     want_enc = "bcsr 4x1" if rows == 4 else "csr"
     assert sum(want_enc in s for s in layers.values()) >= 6, layers
-    if not runs_here(target):
-        return
-    feeds = random_feeds(m)
-    want = onnxruntime_outputs(m, feeds)
-    lib = edgec.load(art.out_dir)
-    for threads in (1, 2):
-        lib.set_num_threads(threads)
-        got = lib.run(feeds)
-        for k, w in want.items():
-            assert rel_error(got[k], w) < 1e-5, (k, threads)
+    if runs_here(target):
+        check_against_onnxruntime(m, art)
 
 
 @pytest.mark.parametrize("target,backend", [("x86", "llvm"), ("arm64", "c"), ("arm64", "llvm")])
@@ -136,11 +140,7 @@ def test_pruned_net_other_backends(nets, target, backend, tmp_path):
     m = nets[(1, 1)]
     art = edgec.compile(m, tmp_path / "out", target=target, name="net", backend=backend)
     assert len(sparse_layers(art)) == 7
-    feeds = random_feeds(m)
-    want = onnxruntime_outputs(m, feeds)
-    got = edgec.load(art.out_dir).run(feeds)
-    for k, w in want.items():
-        assert rel_error(got[k], w) < 1e-5, k
+    check_against_onnxruntime(m, art, threads=(1,))
 
 
 def test_dense_weights_stay_dense(tmp_path):
@@ -180,15 +180,8 @@ def test_sparse_matmul_matches_onnxruntime(target, backend, tmp_path):
                             backend=backend)
         ops = [k["op"] for k in art.manifest["kernel_strategies"]]
         assert ops.count("SparseMatMul") == 3, ops
-        if not runs_here(target):
-            continue
-        feeds = random_feeds(m)
-        want = onnxruntime_outputs(m, feeds)
-        lib = edgec.load(art.out_dir)
-        for threads in (1, 2):
-            lib.set_num_threads(threads)
-            for k, w in lib.run(feeds).items():
-                assert rel_error(w, want[k]) < 1e-5, (k, batch, threads)
+        if runs_here(target):
+            check_against_onnxruntime(m, art)
 
 
 @pytest.mark.parametrize("pattern", ["unstructured", "4x1"])
