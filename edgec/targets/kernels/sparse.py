@@ -105,7 +105,7 @@ def _chunk_pointers(offsets: np.ndarray, rowptr: np.ndarray, plane: int, gc: int
 @kernel("SparseConv")
 def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     """Parallel over (image, band of output rows, group of block rows). A task reduces the
-    input planes in chunks whose band of rows fits half of L1, each chunk over every block
+    input planes in chunks whose band of rows fits L1, each chunk over every block
     row of the group: the chunk's input is read from L1 by all of them, the partial sums
     wait in the scratch rows."""
     enc = SparseWeights.parse(node.attrs["wenc"])
@@ -120,7 +120,7 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     bh = min(oh, -(-tile // wq))  # a band holds one tile at least
     nbands = -(-oh // bh)
     lds = -(-bh * wq // lanes) * lanes
-    gc = max(1, kb.target.caches.l1d // 2 // ((bh + khq - 1) * wq * fsize + tile * fsize))
+    gc = max(1, kb.target.caches.l1d // ((bh + khq - 1) * wq * fsize + tile * fsize))
     chunks = -(-g // gc)
     brows = m // rows
     per_group = max(1, brows // max(1, -(-_MIN_TASKS // (n * nbands))))
