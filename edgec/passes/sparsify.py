@@ -27,7 +27,12 @@ from ..ir.sparse import SlicedWeights, SparseWeights, density, encode_sliced, en
 from .manager import register_pass
 from .rewrite import replace_value
 
-# share of the FMA peak each kernel reaches (measured: benchmarks/bench_sparse.py)
+# shares of the FMA peak each kernel reaches, tuned on the AVX-512 host so that the choices
+# are the faster ones on the benchmark models (BENCHMARKS.md, bench_sparse.py). The single
+# layers' profiles read lower (the 1-row sparse tile at 0.25, the MLP's gathers at 0.03, its
+# dense GEMV at 0.075): with those, half of ResNet-18's layers at 70% unstructured zeros and
+# one of the MLP's stayed dense, and both models ran slower (1.00x and 1.20x the dense build
+# against 1.07x and 1.44x with every layer sparse)
 DENSE_RATE = 0.8
 SPARSE_RATE = {1: 0.35, 4: 0.55, 8: 0.6}
 GEMV_RATE = 0.1  # one row of A: B streams from the caches once per call

@@ -219,20 +219,19 @@ GOLDEN = {
           %z = BlockedQLinearConv(%x, %sx, %zx, %w, %sw, none, %sy, %zy, none, %r, %sr, %zr, %sc, %zc) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4, rq_mult = [1431655808, 715827904], rq_shift = 34, add_mult = [1572864, 524288], add_shift = 21} : u8[1,1,2,2,4] quant<scale=2.0, zp=7>
           return %z
         }"""),
-    # a 3x3 stride-2 conv with 3 of 18 weights left: staged into 4 phase planes of 3 x 3
+    # a 3x3 stride-2 conv with 2 of 18 weights left: staged into 4 phase planes of 3 x 3
     # (plane g = 2a + b for phase (a, b)); w[0, 0, 1, 1] is phase (1, 1) at (0, 0): offset
-    # 3 * 9 = 27; w[1, 0, 0, 0] phase (0, 0) at (0, 0): 0; w[1, 0, 2, 2] phase (0, 0) at
-    # (1, 1): 1 * 3 + 1 = 4
+    # 3 * 9 = 27; w[1, 0, 0, 0] phase (0, 0) at (0, 0): 0
     "sparsify": ("sparsify", """
         graph @sp(%x: f32[1,1,3,3]) {
-          %w = const f32[2,1,3,3] dense<[0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5]>
+          %w = const f32[2,1,3,3] dense<[0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]>
           %y = Conv(%x, %w) {dilations = [1, 1], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,2,2,2]
           return %y
         }""", """
         graph @sp(%x: f32[1,1,3,3]) {
-          %w_values = const f32[3] dense<[2.0, -1.0, 0.5]>
-          %w_offsets = const i32[3] dense<[27, 0, 4]>
-          %w_rowptr = const i32[3] dense<[0, 1, 3]>
+          %w_values = const f32[2] dense<[2.0, -1.0]>
+          %w_offsets = const i32[2] dense<[27, 0]>
+          %w_rowptr = const i32[3] dense<[0, 1, 2]>
           %y_stage = ConvStage(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,4,3,3]
           %y = SparseConv(%y_stage, %w_values, %w_offsets, %w_rowptr) {wenc = "csr", wshape = [2, 4, 2, 2]} : f32[1,2,2,2]
           return %y
