@@ -28,6 +28,7 @@ from .fused import activation_of
 
 F32 = DType.F32
 _MIN_TASKS = 16  # enough tasks for the thread pool to balance
+_SCRATCH_BYTES = 128 * 1024  # most of a task's scratch rows (stack memory)
 
 
 def _valid(off: int, step: int, limit: int, extent: int) -> tuple[int, int]:
@@ -124,6 +125,8 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     chunks = -(-g // gc)
     brows = m // rows
     per_group = max(1, brows // max(1, -(-_MIN_TASKS // (n * nbands))))
+    # the group's scratch rows live on the task's stack: a worker thread's stack may be small
+    per_group = min(per_group, max(1, _SCRATCH_BYTES // (rows * lds * fsize)))
     ngroups = -(-brows // per_group)
     xs = kb.bind(node.inputs[0], "x")
     vals, offs = kb.bind(node.inputs[1], "vals"), kb.bind(node.inputs[2], "offs")
