@@ -1,6 +1,8 @@
 """Sparse against dense: pruned models through edgec's sparse kernels, through edgec's dense
 kernels (the same pruned weights, the `sparsify` pass left out) and through onnxruntime (the
-peer that does not exploit sparsity), interleaved in one run (BENCHMARKING.md).
+peer that does not exploit sparsity), interleaved in one run (BENCHMARKING.md); with
+`--no-reorder`, also the sparse build without the `reorder` pass (output channels left in the
+model's order) beside, to time what reordering gains at each thread count.
 
 Per model, sparsity and pattern: the model's conv and gemm weights are pruned by magnitude
 (edgec.passes.prune.prune_weight, on the ONNX initializers, so that all three run the same
@@ -13,6 +15,7 @@ choice, in report.txt).
 
     python benchmarks/bench_sparse.py [--models resnet18,mlp] [--sparsity 0.7,0.9]
         [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
+        [--no-reorder]
 """
 
 from __future__ import annotations
@@ -56,6 +59,17 @@ def pruned(model: onnx.ModelProto, sparsity: float, pattern: str) -> onnx.ModelP
     return m
 
 
+def worst_imbalance(out: Path) -> str:
+    """The largest imbalance before -> after reordering among the sparse kernels of the
+    artifact at `out`, read from its report."""
+    pairs = [(float(a), float(b)) for a, b in re.findall(
+        r"imbalance ([0-9.]+) -> ([0-9.]+)", (out / "report.txt").read_text())]
+    if not pairs:
+        return "-"
+    a, b = max(pairs)
+    return f"{a:.2f} -> {b:.2f}"
+
+
 def interleaved(runs: dict, rounds: int, pause: float) -> dict[str, list[float]]:
     """ms per call of each of `runs`, called in turn `rounds` times after 3 warm-up rounds,
     each after `pause` seconds (with threads: the previous one's spinning pool threads, edgec's
@@ -80,14 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--target", default="x86")
+    ap.add_argument("--no-reorder", action="store_true",
+                    help="time the sparse build without the reorder pass too")
     args = ap.parse_args(argv)
     tgt = get_target(args.target)
     dense_pipeline = default_pipeline(tgt.lanes(edgec.ir.DType.F32), tgt.registers)
-    dense_pipeline = re.sub(r"sparsify(\{[^}]*\})?,", "", dense_pipeline)
+    plain_pipeline = dense_pipeline.replace("reorder,", "")
+    dense_pipeline = re.sub(r"sparsify(\{[^}]*\})?,", "", plain_pipeline)
     print(f"target {args.target}, onnxruntime {ort.__version__}, {args.rounds} rounds")
-    print("| model | sparsity | pattern | threads | sparse layers | edgec sparse ms | "
-          "edgec dense ms | speed-up | onnxruntime ms | sparse / onnxruntime |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    extra = " edgec sparse, no reorder ms | reorder gain | imbalance |" if args.no_reorder else ""
+    print("| model | sparsity | pattern | threads | sparse layers | edgec sparse ms |" + extra +
+          " edgec dense ms | speed-up | onnxruntime ms | sparse / onnxruntime |")
+    print("|---" * (10 + 3 * args.no_reorder) + "|")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
@@ -102,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
                     layers = sum(k["op"] in ("SparseConv", "SparseMatMul")
                                  for k in sparse_art.manifest["kernel_strategies"])
                     sparse, dense = edgec.load(sparse_art.out_dir), edgec.load(dense_art.out_dir)
+                    libs = {"s": sparse, "d": dense}
+                    if args.no_reorder:
+                        libs["p"] = edgec.load(edgec.compile(
+                            m, d / "plain", target=args.target, name="m",
+                            pipeline=plain_pipeline).out_dir)
                     inp = m.graph.input[0]
                     shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
                     feeds = {inp.name: rng.standard_normal(shape).astype(np.float32)}
@@ -113,25 +136,31 @@ def main(argv: list[str] | None = None) -> int:
                         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                         sess = ort.InferenceSession(m.SerializeToString(), opts,
                                                     providers=["CPUExecutionProvider"])
-                        sparse.set_num_threads(t)
-                        dense.set_num_threads(t)
+                        for lib in libs.values():
+                            lib.set_num_threads(t)
                         want = sess.run(None, feeds)[0]
-                        for lib in (sparse, dense):
+                        for lib in libs.values():
                             got = next(iter(lib.run(feeds).values()))
                             err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
                             if err > 1e-4:
                                 print(f"{name}: edgec departs from onnxruntime ({err:.2g})",
                                       file=sys.stderr)
                                 return 1
-                        times = interleaved({"s": partial(sparse.run, feeds),
-                                             "d": partial(dense.run, feeds),
-                                             "o": partial(sess.run, None, feeds)}, args.rounds,
-                                            0.002 if t > 1 else 0.0)
+                        runs = {k: partial(lib.run, feeds) for k, lib in libs.items()}
+                        runs["o"] = partial(sess.run, None, feeds)
+                        times = interleaved(runs, args.rounds, 0.002 if t > 1 else 0.0)
                         s, dn, o = (statistics.median(times[k]) for k in "sdo")
                         up = statistics.median(b / a for a, b in zip(times["s"], times["d"]))
                         vs = statistics.median(a / b for a, b in zip(times["s"], times["o"]))
-                        print(f"| {name} | {sp:.0%} | {pattern} | {t} | {layers} | {s:.3f} | "
-                              f"{dn:.3f} | **{up:.2f}x** | {o:.3f} | {vs:.2f} |", flush=True)
+                        cols = ""
+                        if args.no_reorder:
+                            gain = statistics.median(b / a for a, b in
+                                                     zip(times["s"], times["p"]))
+                            cols = (f" {statistics.median(times['p']):.3f} | {gain:.3f}x | "
+                                    f"{worst_imbalance(sparse_art.out_dir)} |")
+                        print(f"| {name} | {sp:.0%} | {pattern} | {t} | {layers} | {s:.3f} |"
+                              f"{cols} {dn:.3f} | **{up:.2f}x** | {o:.3f} | {vs:.2f} |",
+                              flush=True)
     return 0
 
 

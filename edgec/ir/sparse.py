@@ -221,3 +221,39 @@ def density(w: np.ndarray, rows: int = 1) -> float:
         return 1.0
     blocks = w.reshape(m // rows, rows, -1)
     return float(np.any(blocks != 0, axis=1).mean()) if blocks.size else 1.0
+
+
+def balanced_order(work: np.ndarray) -> np.ndarray:
+    """An order of items (block rows, slices) with weights `work` that balances every split
+    of it into 2, 4, 8, ... contiguous parts of equal count (the thread pool's slices):
+    recursive bisection, each half filled heaviest item first into the lighter side with
+    room. Equal weights keep their order."""
+    work = np.asarray(work, np.float64)
+
+    def split(idx: np.ndarray) -> np.ndarray:
+        if idx.size < 2:
+            return idx
+        half = idx.size // 2
+        sides: tuple[list[int], list[int]] = ([], [])
+        load = [0.0, 0.0]
+        for i in idx[np.argsort(-work[idx], kind="stable")]:
+            s = 0 if len(sides[1]) >= idx.size - half or \
+                (len(sides[0]) < half and load[0] <= load[1]) else 1
+            sides[s].append(int(i))
+            load[s] += work[i]
+        return np.concatenate([split(np.sort(np.array(sides[0], np.int64))),
+                               split(np.sort(np.array(sides[1], np.int64)))])
+
+    return split(np.arange(work.size))
+
+
+def imbalance(work: np.ndarray, parts: int) -> float:
+    """max / mean of the work per part when `work` (per item, in order) is split into `parts`
+    contiguous parts as the thread pool splits a loop: part k takes [n*k/parts, n*(k+1)/parts)."""
+    work = np.asarray(work, np.float64)
+    n = work.size
+    if n == 0 or parts < 2 or work.sum() == 0:
+        return 1.0
+    cuts = [n * k // parts for k in range(parts + 1)]
+    loads = [work[cuts[k]:cuts[k + 1]].sum() for k in range(parts)]
+    return float(max(loads) / (sum(loads) / parts))

@@ -23,6 +23,7 @@ from . import (
     prune,
     quantize,
     remove_identity,
+    reorder,
     sparsify,
 )
 from .manager import (
@@ -59,7 +60,7 @@ from .rewrite import (
 )
 
 DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-constants,fuse-qdq,"
-                    "fuse,dce,sparsify,plan-memory")
+                    "fuse,dce,sparsify,reorder,plan-memory")
 
 
 def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
@@ -86,5 +87,5 @@ __all__ = [
     "pass_spec", "pattern", "plan_memory", "producer", "quantize", "register_pass",
     "registered_passes",
     "remove_identity", "replace_value", "require", "run_pipeline", "sample_inputs",
-    "sole_user", "sparsify", "prune",
+    "sole_user", "sparsify", "prune", "reorder",
 ]

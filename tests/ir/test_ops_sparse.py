@@ -55,6 +55,14 @@ def test_stage_then_sparse_conv_is_the_conv(k, pads, strides, rows):
                                          wshape=list(ws.shape), activation="Relu",
                                          activation_params=[])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # block rows stored in another order: `order` names each one's channels, same result
+    order = np.random.default_rng(rows).permutation(8 // rows)
+    vo, io, po = encode_sparse(ws.reshape(8 // rows, rows, -1)[order]
+                               .reshape(ws.shape), SparseWeights(rows), st.hq, st.wq)
+    got = get_op("SparseConv").reference(xs, vo, io, po, b, z, wenc=str(SparseWeights(rows)),
+                                         wshape=list(ws.shape), activation="Relu",
+                                         activation_params=[], order=order.tolist())
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_shape_inference_refuses_what_does_not_fit():
@@ -68,7 +76,9 @@ def test_shape_inference_refuses_what_does_not_fit():
     for attrs, match in [({"wenc": "csr", "wshape": [2, 3, 3, 3]}, "wshape"),
                          ({"wenc": "csr", "wshape": [2, 4, 6, 3]}, "wshape"),
                          ({"wenc": "bcsr 4x1", "wshape": [2, 4, 3, 3]}, "row pointers"),
-                         ({"wenc": "coo", "wshape": [2, 4, 3, 3]}, "encoding")]:
+                         ({"wenc": "coo", "wshape": [2, 4, 3, 3]}, "encoding"),
+                         ({**ok, "order": [1, 1]}, "not a permutation"),
+                         ({**ok, "order": [0, 1, 2]}, "not a permutation")]:
         with pytest.raises(EdgecError, match=match):
             g.add_node("SparseConv", [x, v, i, p], attrs)
     with pytest.raises(ShapeError, match="window does not fit"):

@@ -236,6 +236,24 @@ GOLDEN = {
           %y = SparseConv(%y_stage, %w_values, %w_offsets, %w_rowptr) {wenc = "csr", wshape = [2, 4, 2, 2]} : f32[1,2,2,2]
           return %y
         }"""),
+    # 4 output channels with 3, 3, 1, 1 non-zeros: at 2 threads the halves carry 6 and 2;
+    # bisection puts channels 0 and 2 in the first half, 1 and 3 in the second (4 and 4), the
+    # block rows move with their offsets, `order` says where each writes
+    "reorder": ("reorder{threads=2}", """
+        graph @ro(%x: f32[1,4,1,1]) {
+          %v = const f32[8] dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]>
+          %i = const i32[8] dense<[0, 1, 2, 1, 2, 3, 0, 3]>
+          %p = const i32[5] dense<[0, 3, 6, 7, 8]>
+          %y = SparseConv(%x, %v, %i, %p) {wenc = "csr", wshape = [4, 4, 1, 1]} : f32[1,4,1,1]
+          return %y
+        }""", """
+        graph @ro(%x: f32[1,4,1,1]) {
+          %v_reordered = const f32[8] dense<[1.0, 2.0, 3.0, 7.0, 4.0, 5.0, 6.0, 8.0]>
+          %i_reordered = const i32[8] dense<[0, 1, 2, 0, 1, 2, 3, 3]>
+          %p_reordered = const i32[5] dense<[0, 3, 4, 7, 8]>
+          %y = SparseConv(%x, %v_reordered, %i_reordered, %p_reordered) {wenc = "csr", wshape = [4, 4, 1, 1], order = [0, 2, 1, 3]} : f32[1,4,1,1]
+          return %y
+        }"""),
     # the half of the weights with the least magnitude, per layer
     "prune": ("prune{sparsity=0.5}", """
         graph @pr(%x: f32[1,4]) {

@@ -2,10 +2,13 @@
 
     ConvStage(X){kernel_shape, pads, strides}
         X [N, C, H, W] padded and split into its stride phases: [N, C * sa * sb, Hq, Wq]
-    SparseConv(XS, V, I, P, B?, Z?){wenc, wshape, activation, activation_params}
+    SparseConv(XS, V, I, P, B?, Z?){wenc, wshape, activation, activation_params, order}
         = act(Conv(XS, W') + B[m] + Z), a stride-1 unpadded convolution over the staged XS
           whose weights W' (`wshape` [M, G, KH', KW']) are stored as block-CSR: values V,
-          offsets I into XS's planes, row pointers P (`wenc`)
+          offsets I into XS's planes, row pointers P (`wenc`). `order` (empty: 0, 1, ...)
+          says which block of R output channels each stored block row computes (the
+          `reorder` pass balances the threads with it); B, Z and the output keep the
+          channels' order
     SparseMatMul(A, V, I, P, Bias?, Z?){wenc, wshape, activation, activation_params}
         = act(A @ W + Bias + Z) for A [M, K] and W (`wshape` [K, N]) stored as sliced
           ELLPACK (`wenc` "sell C"): values V, input columns I, slice pointers P
@@ -61,7 +64,7 @@ def conv_stage(x, *, kernel_shape, pads, strides):
 _SPARSE_ATTRS = {"wenc": Attr.str(), "wshape": Attr.ints(), **_EPILOGUE_ATTRS}
 
 
-def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params):
+def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params, order):
     x, v, i, p = (t.type for t in inputs[:4])
     b = inputs[4] if len(inputs) > 4 else None
     z = inputs[5] if len(inputs) > 5 else None
@@ -80,6 +83,9 @@ def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params):
         raise ShapeError(f"SparseConv: '{enc}' weights of {list(wshape)} need 1-D values "
                          f"({x.dtype}, R per block), offsets (int32, one per block) and "
                          f"{m // max(enc.rows, 1) + 1} row pointers (int32); got {v}, {i}, {p}")
+    if order and sorted(order) != list(range(m // enc.rows)):
+        raise ShapeError(f"SparseConv: order {list(order)} is not a permutation of the "
+                         f"{m // enc.rows} block rows")
     if b is not None and b.shape != (m,):
         raise ShapeError(f"SparseConv: bias {b.type} must be 1-D of length M={m}")
     out = TensorType((x.shape[0], m, x.shape[2] - wshape[2] + 1, x.shape[3] - wshape[3] + 1),
@@ -88,10 +94,14 @@ def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params):
     return out
 
 
-@op("SparseConv", inputs=(4, 6), attrs=_SPARSE_ATTRS, infer=_infer_sparse_conv)
-def sparse_conv(xs, v, i, p, b=None, z=None, *, wenc, wshape, activation, activation_params):
+@op("SparseConv", inputs=(4, 6), attrs={**_SPARSE_ATTRS, "order": Attr.ints([])},
+    infer=_infer_sparse_conv)
+def sparse_conv(xs, v, i, p, b=None, z=None, *, wenc, wshape, activation, activation_params,
+                order=()):
     hq, wq = xs.shape[2:]
-    w = decode_sparse(v, i, p, SparseWeights.parse(wenc), wshape, hq, wq).astype(xs.dtype)
+    enc = SparseWeights.parse(wenc)
+    w = in_channel_order(decode_sparse(v, i, p, enc, wshape, hq, wq), enc.rows,
+                         order).astype(xs.dtype)
     y = conv_nd(xs, w, b, dilations=[1, 1], group=1, pads=[0] * 4, strides=[1, 1])
     return _epilogue(y, z, activation, activation_params)
 
@@ -99,9 +109,19 @@ def sparse_conv(xs, v, i, p, b=None, z=None, *, wenc, wshape, activation, activa
 def dense_weights(node) -> np.ndarray:
     """The staged weights W' of SparseConv `node` (constant inputs), decoded."""
     xs = node.inputs[0].shape
-    return decode_sparse(*(node.inputs[k].const for k in (1, 2, 3)),
-                         SparseWeights.parse(node.attrs["wenc"]), node.attrs["wshape"],
-                         xs[2], xs[3])
+    enc = SparseWeights.parse(node.attrs["wenc"])
+    return in_channel_order(decode_sparse(*(node.inputs[k].const for k in (1, 2, 3)), enc,
+                                          node.attrs["wshape"], xs[2], xs[3]),
+                            enc.rows, node.attrs.get("order", []))
+
+
+def in_channel_order(w: np.ndarray, rows: int, order) -> np.ndarray:
+    """Weights whose stored block row q computes channel block order[q], in channel order."""
+    if not len(order):
+        return w
+    out = np.empty_like(w)
+    out.reshape(-1, rows, *w.shape[1:])[np.asarray(order)] = w.reshape(-1, rows, *w.shape[1:])
+    return out
 
 
 

@@ -103,6 +103,24 @@ def _chunk_pointers(offsets: np.ndarray, rowptr: np.ndarray, plane: int, gc: int
     return out.reshape(-1)
 
 
+def sparse_notes(node: Node) -> str:
+    """The report's figures of a sparse kernel: the share of the weight's entries stored
+    (density of blocks or slices), the values stored as padding (zeros of a block or of a
+    slice's short rows) per non-zero, and, after the reorder pass, the load imbalance across
+    threads (and for slices the padding) before and after it."""
+    ro = node.meta.get("reorder")
+    vals = node.inputs[1].const
+    nnz = max(int(np.count_nonzero(vals)), 1)
+    text = f", density {vals.size / np.prod(node.attrs['wshape']):.2f}, padding "
+    if ro and "padding" in ro:
+        text += f"{ro['padding'][0] - 1:.0%} -> "
+    text += f"{(vals.size - nnz) / nnz:.0%}"
+    if ro:
+        text += (f", imbalance {ro['imbalance'][0]:.2f} -> {ro['imbalance'][1]:.2f} at "
+                 f"{ro['threads']} threads")
+    return text
+
+
 @kernel("SparseConv")
 def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     """Parallel over (image, band of output rows, group of block rows). A task reduces the
@@ -137,8 +155,10 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     z = kb.bind(node.input(5), "z") if node.input(5) is not None else None
     y = kb.bind(node.output, "y")
     act = activation_of(node)
-    sp = node.meta.get("sparse", {})
-    kb.strategy = f"sparse {enc}" + (f", density {sp['block_density']:.2f}" if sp else "")
+    order = node.attrs.get("order", [])
+    cb = derived_constant(kb, node.inputs[3], "order",
+                          lambda rp: np.asarray(order, np.int32), "cb") if order else None
+    kb.strategy = f"sparse {enc}" + sparse_notes(node)
 
     def band_tiles(nrows: int, x0, s, br, c, q) -> None:
         """The tiles over a band of `nrows` rows for block row br, chunk c."""
@@ -173,8 +193,9 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
         """y[img, co, oh0 + i, :OW] = act(s[s0 + r*lds + i*Wq, :OW] + b[co] + z[...]) for the
         R channels co = br*R + r of block row br: the Wq - OW computed columns dropped."""
         nvec = -(-ow // lanes)
+        blk = kb.local("blk", cast(cb[br], INDEX)) if cb is not None else br
         for r in range(rows):
-            co = kb.local("co", br * rows + r)
+            co = kb.local("co", blk * rows + r)
             bias = kb.local("bias", b[co]) if b is not None else None
             with kb.loop(nrows, "i") as i:
                 yrow = kb.local("yo", ((img * m + co) * oh + oh0 + i) * ow)
@@ -223,7 +244,7 @@ def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     z = kb.bind(node.input(5), "z") if node.input(5) is not None else None
     y = kb.bind(node.output, "y")
     act = activation_of(node)
-    kb.strategy = f"sparse {enc} gather"
+    kb.strategy = f"sparse {enc} gather" + sparse_notes(node)
     tasks, per = parallel_split(slices, 2)
     with kb.loop(tasks, "t", kind="parallel") as t, kb.loop(per, "q") as q:
         s = kb.local("s", t * per + q)

@@ -1,0 +1,148 @@
+"""Operator reordering: the output channels of sparse layers permuted so that the threads get
+equal shares of the non-zeros, at no cost at run time.
+
+The thread pool gives each thread one contiguous slice of a parallel loop, so a sparse
+kernel whose first half of output channels holds more non-zeros than the second keeps one
+thread waiting. The pass reorders the units the kernels split (block rows of a SparseConv,
+slices of a SparseMatMul) by recursive bisection (ir/sparse.py `balanced_order`): every split
+into 2, 4, 8, ... equal contiguous parts then gets about the same work, whatever the thread
+count at run time. The permutation never runs:
+
+- SparseConv: attribute `order` says which channel block each stored block row computes; the
+  kernel's epilogue, which already writes each output row at its own address, writes it at
+  the channel's (bias and residual read there too): the output keeps its channel order.
+- SparseMatMul: its outputs go in vectors of C, so the order is folded into the graph
+  instead: the columns of W and the bias are permuted, and so are the rows of the constant
+  weight of the one matrix product that consumes the result. The columns are first sorted
+  by their non-zeros (SELL-C-sigma), so that the C outputs of a slice have rows of about
+  the same length and the slice stores little padding; the slices are then balanced.
+
+`node.meta["reorder"]` keeps the imbalance (max / mean work per thread at `threads`
+contiguous parts) before and after, and for SparseMatMul the padding (stored / non-zero
+values) before and after; the report prints them with the kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..ir.sparse import (
+    SlicedWeights,
+    SparseWeights,
+    balanced_order,
+    decode_sliced,
+    encode_sliced,
+    imbalance,
+)
+from .manager import register_pass
+
+# a permutation must lower the imbalance by this much to be applied (both are figures of
+# the same work; below it the gain is noise)
+_MIN_GAIN = 1e-3
+
+
+@register_pass("reorder")
+def reorder(graph: Graph, *, threads: int = 2) -> bool:
+    """Balance the non-zeros of sparse layers across `threads` contiguous parts (and any
+    power-of-two split of them) by permuting output channels; see the module doc."""
+    changed = False
+    for node in list(graph.nodes):
+        if node.op == "SparseConv":
+            changed |= _reorder_conv(graph, node, threads)
+        elif node.op == "SparseMatMul":
+            changed |= _reorder_matmul(graph, node, threads)
+    return changed
+
+
+def _reorder_conv(graph: Graph, node: Node, threads: int) -> bool:
+    enc = SparseWeights.parse(node.attrs["wenc"])
+    vals, offs, rowptr = (node.inputs[k].const for k in (1, 2, 3))
+    work = np.diff(rowptr).astype(np.int64)  # blocks per block row: R FMAs per pixel each
+    if work.size < threads:
+        return False  # one block row per thread at most: nothing to balance
+    order = balanced_order(work)
+    before, after = imbalance(work, threads), imbalance(work[order], threads)
+    node.meta["reorder"] = {"threads": threads, "imbalance": [round(before, 3),
+                                                                round(min(before, after), 3)]}
+    if after > before - _MIN_GAIN:
+        return False
+    pick = np.concatenate([np.arange(rowptr[q], rowptr[q + 1]) for q in order]).astype(np.int64)
+    new_ptr = np.concatenate([[0], np.cumsum(work[order])]).astype(np.int32)
+    new_vals = vals.reshape(-1, enc.rows)[pick].reshape(-1)
+    names = [node.inputs[k].name for k in (1, 2, 3)]
+    for k, arr, nm in zip((1, 2, 3), (new_vals, offs[pick], new_ptr), names):
+        graph.set_input(node, k, graph.const(arr, f"{nm}_reordered"))
+    old = node.attrs.get("order") or list(range(work.size))
+    node.attrs["order"] = [int(old[q]) for q in order]
+    return True
+
+
+def _fold_target(graph: Graph, node: Node) -> Node | None:
+    """The one matrix product with a constant weight that consumes `node`'s output as its
+    left operand (whose weight rows can take the permutation), or None."""
+    y = node.output
+    if node.input(5) is not None or y in graph.outputs or len(y.users()) != 1:
+        return None
+    user = y.users()[0]
+    if user.op not in ("MatMul", "FusedMatMul", "SparseMatMul") or user.inputs[0] is not y or \
+            any(v is y for v in user.inputs[1:]):
+        return None
+    w = user.inputs[1]
+    if user.op != "SparseMatMul" and not (w.is_const and w.type.rank == 2):
+        return None
+    return user
+
+
+def _reorder_matmul(graph: Graph, node: Node, threads: int) -> bool:
+    enc = SlicedWeights.parse(node.attrs["wenc"])
+    k, n = node.attrs["wshape"]
+    vals = node.inputs[1].const
+    b = decode_sliced(vals, node.inputs[2].const, node.inputs[3].const, enc, [k, n])
+    nnz = max(int(np.count_nonzero(b)), 1)
+    widths = np.diff(node.inputs[3].const).astype(np.int64)
+    if widths.size < threads:
+        return False  # one slice per thread at most: nothing to balance
+    # columns by their non-zeros, most first; then the slices balanced
+    by_len = np.argsort(-np.count_nonzero(b, axis=0), kind="stable")
+    _, _, ptr = encode_sliced(b[:, by_len], enc)
+    sorted_widths = np.diff(ptr).astype(np.int64)
+    slice_order = balanced_order(sorted_widths)
+    perm = np.concatenate([by_len[s * enc.c:(s + 1) * enc.c] for s in slice_order])
+    new_vals, new_cols, new_ptr = encode_sliced(b[:, perm], enc)
+    new_widths = np.diff(new_ptr).astype(np.int64)
+    before = (imbalance(widths, threads), vals.size / nnz)
+    after = (imbalance(new_widths, threads), new_vals.size / nnz)
+    user = _fold_target(graph, node)
+    better = after[1] < before[1] - _MIN_GAIN or after[0] < before[0] - _MIN_GAIN
+    keep = user is None or not better
+    node.meta["reorder"] = {
+        "threads": threads,
+        "imbalance": [round(before[0], 3), round(before[0] if keep else after[0], 3)],
+        "padding": [round(before[1], 3), round(before[1] if keep else after[1], 3)]}
+    if user is None:
+        node.meta["reorder"]["kept"] = "no consumer takes the permutation"
+    if keep:
+        return False
+    names = [node.inputs[j].name for j in (1, 2, 3)]
+    for j, arr, nm in zip((1, 2, 3), (new_vals, new_cols, new_ptr), names):
+        graph.set_input(node, j, graph.const(arr, f"{nm}_reordered"))
+    if node.input(4) is not None:
+        bias = node.inputs[4]
+        graph.set_input(node, 4, graph.const(bias.const[perm], f"{bias.name}_reordered"))
+    _permute_rows(graph, user, perm)
+    return True
+
+
+def _permute_rows(graph: Graph, user: Node, perm: np.ndarray) -> None:
+    """`user`'s weight W [K, N] -> W[perm]: its left operand now comes in the order perm."""
+    if user.op != "SparseMatMul":
+        w = user.inputs[1]
+        graph.set_input(user, 1, graph.const(np.ascontiguousarray(w.const[perm]),
+                                             f"{w.name}_reordered"))
+        return
+    enc = SlicedWeights.parse(user.attrs["wenc"])
+    w = decode_sliced(*(user.inputs[j].const for j in (1, 2, 3)), enc, user.attrs["wshape"])
+    names = [user.inputs[j].name for j in (1, 2, 3)]
+    for j, arr, nm in zip((1, 2, 3), encode_sliced(w[perm], enc), names):
+        graph.set_input(user, j, graph.const(arr, f"{nm}_reordered"))

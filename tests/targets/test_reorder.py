@@ -1,0 +1,128 @@
+"""Operator reordering (passes/reorder.py): sparse layers' output channels permuted so that the
+threads get equal non-zeros, the permutation folded away so the results do not change.
+
+- `balanced_order` and `imbalance` on work worked out by hand;
+- a conv net whose first output channels hold most non-zeros, and an MLP whose columns differ
+  in length: reordered (the report says the imbalance / padding before and after), compiled
+  and run against onnxruntime at 1 and 2 threads, C and LLVM;
+- an MLP layer whose output has two readers keeps its order (nothing takes the permutation).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from convnets import OnnxNet
+from onnx import numpy_helper
+from test_sparse_conv import check_against_onnxruntime
+
+import edgec
+from edgec.ir.sparse import balanced_order, imbalance
+
+
+def test_balanced_order_by_hand():
+    # halves 3+3 | 1+1 -> 0, 2 | 1, 3: 4 and 4
+    assert balanced_order(np.array([3, 3, 1, 1])).tolist() == [0, 2, 1, 3]
+    assert imbalance([3, 3, 1, 1], 2) == pytest.approx(6 / 4)
+    assert imbalance([3, 1, 3, 1], 2) == pytest.approx(1.0)
+    # quarters too: 8 items, the heavy ones one per quarter
+    w = np.array([8, 8, 8, 8, 1, 1, 1, 1])
+    order = balanced_order(w)
+    assert sorted(order.tolist()) == list(range(8))
+    assert imbalance(w[order], 4) == pytest.approx(1.0)
+    assert imbalance(w[order], 2) == pytest.approx(1.0)
+    assert imbalance(w, 4) == pytest.approx(16 / 9)
+    # 3 parts of 7 items: part k takes [7k/3, 7(k+1)/3) = 2, 2, 3 items
+    assert imbalance([1] * 7, 3) == pytest.approx(3 / (7 / 3))
+    assert imbalance([], 2) == 1.0 and imbalance([5], 1) == 1.0
+
+
+def skewed_net(rows: int = 1):
+    """Convolutions whose first half of output channels keeps 60% of its weights (in blocks
+    of `rows` channels), the second half 5%: one thread would get most of the work."""
+    n = OnnxNet("skewed", seed=3)
+    x = n.input("input", [1, 8, 9, 11])
+    a = n.node("Relu", [n.conv(x, 8, 32, 3)])
+    b = n.conv(a, 32, 16, 1, pads=[0, 0, 0, 0])
+    n.output(n.node("Add", [n.conv(a, 32, 16, 3, stride=2), n.conv(b, 16, 16, 3, stride=2)]))
+    m = n.model()
+    rng = np.random.default_rng(4)
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim != 4:
+            continue
+        keep = rng.random((w.shape[0] // rows, 1, *w.shape[1:]))
+        keep = keep < np.where(np.arange(w.shape[0] // rows) < w.shape[0] // rows // 2,
+                               0.6, 0.05)[:, None, None, None, None]
+        w = w * np.repeat(keep, rows, axis=1).reshape(w.shape)
+        init.CopyFrom(numpy_helper.from_array(w.astype(np.float32), init.name))
+    return m
+
+
+def figures(art, what: str) -> list[tuple[float, float]]:
+    text = (art.out_dir / "report.txt").read_text()
+    return [(float(a), float(b)) for a, b in
+            re.findall(what + r" ([0-9.]+)%? -> ([0-9.]+)", text)]
+
+
+@pytest.mark.parametrize("rows,backend", [(1, "c"), (4, "c"), (1, "llvm")])
+def test_skewed_convolutions_are_balanced(rows, backend, tmp_path):
+    m = skewed_net(rows)
+    art = edgec.compile(m, tmp_path / "out", target="x86", name="sk", backend=backend)
+    kinds = [k["strategy"] for k in art.manifest["kernel_strategies"]
+             if k["op"] == "SparseConv"]
+    assert len(kinds) == 4, art.manifest["kernel_strategies"]
+    assert all(s.startswith("sparse csr" if rows == 1 else f"sparse bcsr {rows}x1")
+               for s in kinds), kinds
+    imb = figures(art, "imbalance")
+    assert len(imb) == 4 and all(a > 1.5 and b < 1.1 for a, b in imb), imb
+    check_against_onnxruntime(m, art)
+
+
+def skewed_mlp(shared: bool = False):
+    """60-100-40-10: column j of each weight keeps about (j % 7 + 1) / 10 of its entries, so
+    the sliced ELLPACK's slices mix long and short rows. `shared`: the first layer's output
+    also feeds a second reader, which cannot take a permutation."""
+    n = OnnxNet("mlp", seed=6)
+    x = n.input("input", [1, 60])
+    h = n.node("Relu", [n.node("Gemm", [x, n.weight((100, 60)), n.weight((100,), 0.1)],
+                               transB=1)])
+    g = n.node("Relu", [n.node("MatMul", [h, n.weight((100, 40))])])
+    y = n.node("MatMul", [g, n.weight((40, 10))])
+    if shared:
+        y = n.node("Add", [y, n.node("MatMul", [h, n.weight((100, 10))])])
+    n.output(y)
+    m = n.model()
+    rng = np.random.default_rng(2)
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 2:
+            axis = 0 if w.shape == (100, 60) else 1  # the outputs' axis (Gemm: transB)
+            share = np.expand_dims((np.arange(w.shape[axis]) % 7 + 1) / 10, 1 - axis)
+            w = np.where(rng.random(w.shape) < share, w, 0).astype(np.float32)
+            init.CopyFrom(numpy_helper.from_array(w, init.name))
+    return m
+
+
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_mlp_slices_sorted_and_folded_into_the_consumer(backend, tmp_path):
+    m = skewed_mlp()
+    art = edgec.compile(m, tmp_path / "out", target="x86", name="mlp", backend=backend)
+    ops = [k["op"] for k in art.manifest["kernel_strategies"]]
+    assert ops.count("SparseMatMul") >= 2, ops
+    pad = figures(art, "padding")
+    # the two hidden layers' slices sorted by length: less padding than in column order
+    assert len(pad) >= 2 and all(b < a for a, b in pad[:2]), pad
+    check_against_onnxruntime(m, art)
+
+
+def test_output_with_two_readers_keeps_its_order(tmp_path):
+    m = skewed_mlp(shared=True)
+    art = edgec.compile(m, tmp_path / "out", target="x86", name="mlp")
+    first = next(k for k in art.manifest["kernel_strategies"] if k["op"] == "SparseMatMul")
+    # padding unchanged: the first layer feeds two matrix products
+    a, b = re.search(r"padding ([0-9]+)% -> ([0-9]+)%", first["strategy"]).groups()
+    assert a == b, first
+    check_against_onnxruntime(m, art)
