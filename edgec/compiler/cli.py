@@ -42,7 +42,7 @@ def cmd_compile(a) -> None:
                   calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or (),
                   quantize_weights=a.quantize_weights, accuracy_budget=a.accuracy_budget,
                   prune=a.prune, prune_pattern=a.prune_pattern,
-                  prune_exclude=a.prune_exclude or ())
+                  prune_exclude=a.prune_exclude or (), compress=a.compress)
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -187,6 +187,9 @@ def parser() -> argparse.ArgumentParser:
                         "16x1) or N:M such as 2:4")
     c.add_argument("--prune-exclude", action="append", metavar="NODE",
                    help="leave this node's weights unpruned (repeatable)")
+    c.add_argument("--compress", action="store_true",
+                   help="store the weights canonical-Huffman coded; NAME_init (or the first "
+                        "run) decodes them into a static buffer (NAME_WEIGHTS_BUFFER_BYTES)")
     _add_pipeline_flags(c)
     c.set_defaults(fn=cmd_compile)
     o = sub.add_parser("opt", help="run a pass pipeline and print the IR")

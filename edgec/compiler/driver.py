@@ -220,7 +220,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             quantize: str | None = None, calib=None, calib_method: str = "minmax",
             quantize_skip: Sequence[str] = (), quantize_weights: str = "auto",
             accuracy_budget: float = 0.0, prune: float = 0.0,
-            prune_pattern: str = "unstructured", prune_exclude: Sequence[str] = ()) -> Artifact:
+            prune_pattern: str = "unstructured", prune_exclude: Sequence[str] = (),
+            compress: bool = False) -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
     `threads` False the library has no thread pool and links without pthreads; `backend`
     "llvm" compiles the kernels with LLVM instead of the C compiler.
@@ -240,7 +241,11 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     product's weights by magnitude before quantization (passes/prune.py), in
     `prune_pattern` (unstructured, 4x1 and the other Rx1 blocks, or N:M such as 2:4), but
     the layers named in `prune_exclude`; weights with enough zeros, pruned here or in
-    training, run on the sparse kernels (passes/sparsify.py) with or without it."""
+    training, run on the sparse kernels (passes/sparsify.py) with or without it.
+
+    `compress` stores the weights canonical-Huffman coded (targets/huffman.py), decoded once
+    by NAME_init or the first run into a static buffer of NAME_WEIGHTS_BUFFER_BYTES;
+    manifest.json's "weights" gives their bytes as float32, as packed and as coded."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -252,7 +257,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
                          quantize=quantize, calib=calib, calib_method=calib_method,
                          quantize_skip=quantize_skip, quantize_weights=quantize_weights,
                          accuracy_budget=accuracy_budget, prune=prune,
-                         prune_pattern=prune_pattern, prune_exclude=prune_exclude)
+                         prune_pattern=prune_pattern, prune_exclude=prune_exclude,
+                         compress=compress)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
@@ -264,7 +270,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   calib_method: str = "minmax", quantize_skip: Sequence[str] = (),
                   quantize_weights: str = "auto", accuracy_budget: float = 0.0,
                   prune: float = 0.0, prune_pattern: str = "unstructured",
-                  prune_exclude: Sequence[str] = ()) -> Artifact:
+                  prune_exclude: Sequence[str] = (), compress: bool = False) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
     from ..passes import default_pipeline, parse_pipeline, run_pipeline
 
@@ -291,12 +297,14 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                                quantize_weights, accuracy_budget, log)
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
+    float32_bytes = _float32_bytes(graph)
     report = run_pipeline(graph, steps, verify_each=verify_each,
                           print_ir_after_all=print_ir_after_all, check_numerics=check_numerics,
                           timing=timing, out=log or sys.stderr)
     plan = graph.meta["memory_plan"]
     t_passes = time.perf_counter()
-    src = generate(graph, plan, tgt, name, source, threads=threads, backend=backend)
+    src = generate(graph, plan, tgt, name, source, threads=threads, backend=backend,
+                   compress=compress)
 
     out = Path(out_dir)
     try:
@@ -333,6 +341,11 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         "outputs": [io(v) for v in graph.outputs],
         "workspace_bytes": src.workspace_bytes,
         "weights_bytes": src.weights_bytes,
+        # the weights' bytes as float32 (the imported model's), as the library packs them
+        # (int8 codes, sparse values and indices) and Huffman coded (--compress; else null)
+        "weights": {"float32_bytes": float32_bytes, "packed_bytes": src.weights_bytes,
+                    "coded_bytes": src.coded_bytes,
+                    "decoded_buffer_bytes": src.weights_buffer_bytes},
         "memory": {"arena_bytes": plan.arena_bytes, "activations_bytes": plan.total_bytes,
                    "lower_bound_bytes": plan.lower_bound_bytes},
         "ops": graph.op_counts(),
@@ -359,6 +372,12 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     return Artifact(out, name, manifest)
 
 
+def _float32_bytes(graph: Graph) -> int:
+    """The bytes of the graph's weights (its float and integer constants but int64 ones:
+    shapes and indices) held as float32."""
+    return sum(4 * v.type.numel for v in graph.constants() if v.dtype is not DType.I64)
+
+
 def _report(manifest: dict, pipeline_report, plan) -> str:
     lines = [f"edgec {manifest['edgec_version']}: {manifest['name']} for {manifest['target']}",
              f"pipeline: {manifest['pipeline']}", ""]
@@ -369,10 +388,18 @@ def _report(manifest: dict, pipeline_report, plan) -> str:
               for s in manifest["kernel_strategies"]]
     lines += ["",
               "ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(manifest["ops"].items())),
-              f"weights: {manifest['weights_bytes']} bytes",
+              _weights_line(manifest["weights"]),
               "compile time: " + ", ".join(f"{k} {v:.3f}s"
                                            for k, v in manifest["timing_s"].items())]
     return "\n".join(lines) + "\n"
+
+
+def _weights_line(w: dict) -> str:
+    line = f"weights: {w['packed_bytes']} bytes ({w['float32_bytes']} as float32"
+    if w["coded_bytes"] is not None:
+        line += (f"; Huffman coded {w['coded_bytes']}, "
+                 f"{w['float32_bytes'] / max(w['coded_bytes'], 1):.1f}x smaller than float32")
+    return line + ")"
 
 
 def _strategy_text(s: dict) -> str:

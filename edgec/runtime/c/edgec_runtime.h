@@ -120,6 +120,8 @@ static inline const char *edgec_status_string(int status)
     case EDGEC_ERR_THREADS: return "the thread pool could not be started";
     case EDGEC_ERR_LOOP_EXIT:
         return "a Loop ended before its trip count; edgec compiles fixed-count loops only";
+    case EDGEC_ERR_CORRUPT_WEIGHTS:
+        return "the library's coded weights do not decode: its data is damaged; rebuild it";
     default: return "unknown status";
     }
 }

@@ -14,6 +14,7 @@ enum edgec_status {
     EDGEC_ERR_NULL_ARGUMENT = 1,     /* inputs, outputs, one of their pointers, or workspace is NULL */
     EDGEC_ERR_MISALIGNED = 2,        /* workspace is not aligned to NAME_WORKSPACE_ALIGN bytes */
     EDGEC_ERR_THREADS = 3,           /* the thread pool could not be started */
-    EDGEC_ERR_LOOP_EXIT = 4          /* a Loop's condition turned false before its trip count */
+    EDGEC_ERR_LOOP_EXIT = 4,         /* a Loop's condition turned false before its trip count */
+    EDGEC_ERR_CORRUPT_WEIGHTS = 5    /* the coded weights (--compress) do not decode */
 };
 #endif
