@@ -180,11 +180,14 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--quantize-skip", action="append", metavar="NODE",
                    help="keep this node in float (repeatable)")
     c.add_argument("--prune", type=float, default=0.0, metavar="SPARSITY",
-                   help="zero this share (0-1) of each conv's and gemm's weights by magnitude; "
-                        "layers with enough zeros run on sparse kernels")
+                   help="zero this share (0-1) of each conv's and gemm's weights: by magnitude, "
+                        "or with --calib data-aware (the other weights updated to keep each "
+                        "layer's outputs on the samples); layers with enough zeros run on "
+                        "sparse kernels")
     c.add_argument("--prune-pattern", default="unstructured", metavar="PATTERN",
                    help="unstructured, 4x1 (blocks of 4 output channels; also 2x1, 8x1, "
-                        "16x1) or N:M such as 2:4")
+                        "16x1), N:M such as 2:4, or channel (whole output channels removed, "
+                        "their readers rewired: the shapes shrink)")
     c.add_argument("--prune-exclude", action="append", metavar="NODE",
                    help="leave this node's weights unpruned (repeatable)")
     c.add_argument("--compress", action="store_true",

@@ -200,12 +200,16 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
     return [*steps[:at], PipelineStep(q), *steps[at:]]
 
 
-def _with_prune(steps: list, sparsity: float, pattern: str, exclude: Sequence[str]) -> list:
+def _with_prune(steps: list, sparsity: float, pattern: str, exclude: Sequence[str],
+                calib=None) -> list:
     """`steps` with the prune pass after batch-norm folding (the weights it prunes are the
-    folded ones) and before quantization and fusion."""
-    from ..passes.manager import PipelineStep, make_pass
+    folded ones) and before quantization and fusion; data-aware given samples `calib`."""
+    from ..passes.manager import PipelineStep
+    from ..passes.prune import Prune
 
-    p = make_pass("prune", sparsity=sparsity, pattern=pattern, exclude=",".join(exclude))
+    feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
+    p = Prune(sparsity=sparsity, pattern=pattern, exclude=",".join(exclude), samples=samples,
+              feeds=feeds)
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
         raise EdgecError("prune needs the standard pipeline (it goes before fuse-qdq)")
@@ -238,9 +242,11 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     the host runs the target) beside the library.
 
     `prune` (a sparsity in (0, 1)) zeroes that share of each convolution's and matrix
-    product's weights by magnitude before quantization (passes/prune.py), in
-    `prune_pattern` (unstructured, 4x1 and the other Rx1 blocks, or N:M such as 2:4), but
-    the layers named in `prune_exclude`; weights with enough zeros, pruned here or in
+    product's weights before quantization (passes/prune.py), in `prune_pattern`
+    (unstructured, 4x1 and the other Rx1 blocks, N:M such as 2:4, or channel: whole output
+    channels removed and the shapes shrunk), but the layers named in `prune_exclude`: by
+    magnitude, or given `calib`, data-aware (the remaining weights updated to keep each
+    layer's outputs on the samples); weights with enough zeros, pruned here or in
     training, run on the sparse kernels (passes/sparsify.py) with or without it.
 
     `compress` stores the weights canonical-Huffman coded (targets/huffman.py), decoded once
@@ -290,7 +296,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                                                                        tgt.registers))
     steps = parse_pipeline(pipeline)
     if prune:
-        steps = _with_prune(steps, prune, prune_pattern, prune_exclude)
+        steps = _with_prune(steps, prune, prune_pattern, prune_exclude, calib)
         pipeline = ",".join(map(str, steps))
     if quantize is not None:
         steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,

@@ -15,15 +15,28 @@ With `scope` layer, each layer loses `sparsity` of its blocks; with global, one 
 the scores, each divided by its layer's root-mean-square weight, is set for all layers
 together so that `sparsity` of all blocks go (layers whose weights matter less lose more).
 Depthwise and grouped convolutions stay dense, as do the layers named in `exclude`.
+
+Given calibration samples (`samples`: an .npz; `feeds` from Python), the pruning is
+data-aware instead (prune_data.py): per layer, the weights whose removal costs the layer's
+output the least on those inputs go, and the remaining ones are updated to make up for them
+(OBS, in SparseGPT's form), in the same patterns, per layer.
+
+`channel` removes whole output channels (neurons) with the least weight norm and rewires
+the layers that read them, so that the shapes shrink (prune_channels.py).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..errors import PassError
 from ..ir import DType, Graph, Node
 from .manager import register_pass
+from .prune_channels import prune_channels
+from .prune_data import layer_hessians, obs_prune
 
 _WEIGHT_INPUT = {"Conv": 1, "FusedConv": 1, "Gemm": 1, "MatMul": 1, "FusedMatMul": 1}
 
@@ -58,9 +71,9 @@ def _back(node: Node, wo: np.ndarray) -> np.ndarray:
 
 
 def parse_pattern(pattern: str) -> tuple[str, int, int]:
-    """("unstructured", 1, 0), ("rows", R, 0) or ("nm", N, M)."""
-    if pattern == "unstructured":
-        return "unstructured", 1, 0
+    """("unstructured", 1, 0), ("rows", R, 0), ("nm", N, M) or ("channel", 1, 0)."""
+    if pattern in ("unstructured", "channel"):
+        return pattern, 1, 0
     try:
         if pattern.endswith("x1") and int(pattern[:-2]) in (1, 2, 4, 8, 16):
             return "rows", int(pattern[:-2]), 0
@@ -70,7 +83,7 @@ def parse_pattern(pattern: str) -> tuple[str, int, int]:
     except ValueError:
         pass
     raise PassError(f"prune: pattern {pattern!r} is not 'unstructured', 'Rx1' (R in 2, 4, 8, "
-                    "16) or 'N:M' (0 < N < M <= 16)")
+                    "16), 'N:M' (0 < N < M <= 16) or 'channel'")
 
 
 def _scores(wo: np.ndarray, rows: int) -> np.ndarray:
@@ -102,6 +115,9 @@ def prune_weight(wo: np.ndarray, sparsity: float, pattern: str = "unstructured")
     kind, a, b = parse_pattern(pattern)
     if kind == "nm":
         return _nm(wo, a, b)
+    if kind == "channel":
+        keep = _keep(np.sqrt((wo.astype(np.float64) ** 2).sum(axis=1, keepdims=True)), sparsity)
+        return np.where(keep, wo, 0).astype(wo.dtype)
     rows = a if kind == "rows" else 1
     return _apply(wo, _keep(_scores(wo, rows), sparsity), rows)
 
@@ -115,42 +131,73 @@ def _keep(scores: np.ndarray, sparsity: float) -> np.ndarray:
 
 
 @register_pass("prune")
-def prune(graph: Graph, *, sparsity: float = 0.5, pattern: str = "unstructured",
-          scope: str = "layer", exclude: str = "") -> bool:
+@dataclass(frozen=True)
+class Prune:
     """Set the smallest weights (or blocks of them) of convolutions and matrix products to
     zero: `sparsity` of them per layer, or over all layers together."""
-    kind, a, b = parse_pattern(pattern)
-    if not 0.0 <= sparsity < 1.0:
-        raise PassError(f"prune: sparsity must be in [0, 1), not {sparsity}")
-    if scope not in ("layer", "global"):
-        raise PassError(f"prune: scope must be 'layer' or 'global', not {scope!r}")
-    skip = {s for s in exclude.split(",") if s}
-    layers = [(n, w) for n in graph.nodes if n.name not in skip
-              and (w := _weight(n)) is not None and w.size]
-    unknown = skip - {n.name for n in graph.nodes}
-    if unknown:
-        raise PassError(f"prune: exclude names no node of the graph: {sorted(unknown)}")
-    if not layers or (kind != "nm" and sparsity == 0.0):
-        return False
-    rows = a if kind == "rows" else 1
-    threshold = None
-    if scope == "global" and kind != "nm":
-        norm = [_scores(w, rows) / max(float(np.sqrt(np.mean(w.astype(np.float64) ** 2))),
-                                       1e-30) for _, w in layers]
-        threshold = np.quantile(np.concatenate([s.reshape(-1) for s in norm]), sparsity)
-    for node, wo in layers:
-        if kind == "nm":
-            new = _nm(wo, a, b)
-        else:
-            s = _scores(wo, rows)
-            if threshold is not None:
-                rms = max(float(np.sqrt(np.mean(wo.astype(np.float64) ** 2))), 1e-30)
-                keep = s / rms > threshold
+
+    sparsity: float = 0.5
+    pattern: str = "unstructured"
+    scope: str = "layer"
+    exclude: str = ""
+    samples: str = ""  # an .npz of calibration samples: data-aware pruning
+    damp: float = 0.01  # data-aware: H += damp * mean(diag(H))
+    feeds: Any = field(default=None, compare=False, metadata={"option": False})
+
+    def run(self, graph: Graph) -> bool:
+        kind, a, b = parse_pattern(self.pattern)
+        if not 0.0 <= self.sparsity < 1.0:
+            raise PassError(f"prune: sparsity must be in [0, 1), not {self.sparsity}")
+        if self.scope not in ("layer", "global"):
+            raise PassError(f"prune: scope must be 'layer' or 'global', not {self.scope!r}")
+        skip = {s for s in self.exclude.split(",") if s}
+        unknown = skip - {n.name for n in graph.nodes}
+        if unknown:
+            raise PassError(f"prune: exclude names no node of the graph: {sorted(unknown)}")
+        if kind == "channel":
+            return self.sparsity > 0 and prune_channels(graph, self.sparsity, skip)
+        layers = [(n, w) for n in graph.nodes if n.name not in skip
+                  and (w := _weight(n)) is not None and w.size]
+        if not layers or (kind != "nm" and self.sparsity == 0.0):
+            return False
+        feeds = self._feeds(graph)
+        if feeds and self.scope == "global":
+            raise PassError("prune: data-aware pruning (with samples) is per layer; use "
+                            "scope=layer")
+        hess = layer_hessians(graph, [n for n, _ in layers], feeds) if feeds else {}
+        rows = a if kind == "rows" else 1
+        threshold = None
+        if self.scope == "global" and kind != "nm":
+            norm = [_scores(w, rows) / _rms(w) for _, w in layers]
+            threshold = np.quantile(np.concatenate([s.reshape(-1) for s in norm]),
+                                    self.sparsity)
+        for node, wo in layers:
+            if hess:
+                new = obs_prune(wo, hess[node.name], self.sparsity, kind, a, b,
+                                damp=self.damp)
+            elif kind == "nm":
+                new = _nm(wo, a, b)
             else:
-                keep = _keep(s, sparsity)
-            new = _apply(wo, keep, rows)
-        node.meta["pruned"] = {"pattern": pattern,
-                               "sparsity": round(1 - np.count_nonzero(new) / new.size, 4)}
-        wv = node.inputs[1]
-        graph.set_input(node, 1, graph.const(_back(node, new), f"{wv.name}_pruned"))
-    return True
+                s = _scores(wo, rows)
+                keep = s / _rms(wo) > threshold if threshold is not None else \
+                    _keep(s, self.sparsity)
+                new = _apply(wo, keep, rows)
+            node.meta["pruned"] = {"pattern": self.pattern,
+                                   "sparsity": round(1 - np.count_nonzero(new) / new.size, 4),
+                                   **({"data_aware": True} if hess else {})}
+            wv = node.inputs[1]
+            graph.set_input(node, 1, graph.const(_back(node, new), f"{wv.name}_pruned"))
+        return True
+
+    def _feeds(self, graph: Graph) -> list[dict]:
+        from .quantize import load_samples, sample_feeds
+
+        if self.feeds is not None and self.samples:
+            raise PassError("prune: give calibration samples once (feeds or samples)")
+        if self.samples:
+            return sample_feeds(graph, load_samples(self.samples))
+        return sample_feeds(graph, dict(self.feeds)) if self.feeds is not None else []
+
+
+def _rms(w: np.ndarray) -> float:
+    return max(float(np.sqrt(np.mean(w.astype(np.float64) ** 2))), 1e-30)
