@@ -141,7 +141,7 @@ class Prune:
     scope: str = "layer"
     exclude: str = ""
     samples: str = ""  # an .npz of calibration samples: data-aware pruning
-    damp: float = 0.01  # data-aware: H += damp * mean(diag(H))
+    damp: float = 1.0  # data-aware: H += damp * mean(diag(H)) (prune_data.py: why 1)
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
 
     def run(self, graph: Graph) -> bool:

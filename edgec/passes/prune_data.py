@@ -8,15 +8,23 @@ H's inverse, OBS gives both the weight whose removal raises the output error the
 SparseGPT's form does this for all rows at once, input by input, with the upper Cholesky
 factor U of H^-1 (U's row j holds what the inputs after j must absorb of an error at j):
 
-    for each block of `block` inputs: choose the mask over the block (the pattern's blocks
-        with the lowest summed w^2 / U_jj^2), then for each input j of it:
+    choose the mask: the pattern's blocks with the lowest summed saliency w^2 / U_jj^2
+    over the whole layer (N:M: within each group of M inputs);
+    for each block of `block` inputs, for each input j of it:
         err = (w_j - q_j) / U_jj    (q_j: w_j with the pruned entries set to 0)
         w_{j+1..} -= err * U_{j, j+1..}
     and the block's errors are carried into the inputs after it at once.
 
-Each entry is visited once: O(outputs * inputs^2), no per-row linear solve. H is damped by
-`damp` times its mean diagonal (inputs that never vary make it singular). The mask keeps the
-pattern: unstructured, R output rows sharing each input (Rx1), or N of every M inputs.
+Each entry is visited once: O(outputs * inputs^2), no per-row linear solve. The mask keeps
+the pattern: unstructured, R output rows sharing each input (Rx1), or N of every M inputs.
+
+H is damped by `damp` times its mean diagonal (inputs that never vary make it singular). The
+default, 1, is much more than SparseGPT's 0.01 (made for large models at 50%): on the MNIST
+MLP of benchmarks/accuracy_sparse.py (784-128-64-10, 1000 samples), 0.01 left 61% top-1 at
+90% sparsity where magnitude pruning keeps 85% (the compensation fits each layer's outputs
+more closely and the errors compound), 1 kept 87.8%; at 80%: 92.4, 93.7 and 92.1 (damp 0.01,
+damp 1, magnitude). Larger damping leans toward magnitude pruning (as damp grows, the
+saliency becomes w^2 and the updates vanish).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from ..ir.interpreter import interpret
 
 
 def obs_prune(wo: np.ndarray, h: np.ndarray, sparsity: float, kind: str, a: int, b: int,
-              block: int = 128, damp: float = 0.01) -> np.ndarray:
+              block: int = 128, damp: float = 1.0) -> np.ndarray:
     """Output-major weight `wo` [outputs, inputs] pruned with input second moments `h`
     [inputs, inputs] (pattern `kind`, `a`, `b` as prune.parse_pattern gives them), the
     remaining weights updated to keep the layer's outputs on those inputs."""
@@ -50,12 +58,16 @@ def obs_prune(wo: np.ndarray, h: np.ndarray, sparsity: float, kind: str, a: int,
     except np.linalg.LinAlgError:
         raise PassError("prune: the calibration inputs' second moments are not positive "
                         "definite even damped; give more samples or raise damp") from None
+    # the mask of the whole layer at once, by each weight's OBS saliency before any update
+    # (one share per block of inputs, as SparseGPT chooses, starves a layer whose useful
+    # inputs crowd together: the middle pixels of a digit)
+    mask = _block_mask(w, np.diag(u), sparsity, kind, a, b, rows) if kind != "nm" else None
     for i1 in range(0, n, block):
         i2 = min(i1 + block, n)
         w1, u1 = w[:, i1:i2].copy(), u[i1:i2, i1:i2]
         err1 = np.zeros_like(w1)
         d = np.diag(u1)
-        drop = _block_mask(w1, d, sparsity, kind, a, b, rows) if kind != "nm" else None
+        drop = mask[:, i1:i2] if mask is not None else None
         for i in range(i2 - i1):
             if kind == "nm" and (i1 + i) % b == 0:
                 span = slice(i, min(i + b, i2 - i1))
@@ -74,8 +86,8 @@ def obs_prune(wo: np.ndarray, h: np.ndarray, sparsity: float, kind: str, a: int,
 
 def _block_mask(w1: np.ndarray, d: np.ndarray, sparsity: float, kind: str, a: int, b: int,
                 rows: int) -> np.ndarray:
-    """The entries of a block of inputs to prune: `sparsity` of its blocks of `rows` outputs
-    with the lowest OBS saliency."""
+    """The entries to prune: `sparsity` of the blocks of `rows` outputs at one input with the
+    lowest OBS saliency w^2 / d^2."""
     s = (w1 ** 2 / d[None, :] ** 2).reshape(-1, rows, w1.shape[1]).sum(axis=1)
     cut = int(round(sparsity * s.size))
     drop = np.zeros(s.size, bool)

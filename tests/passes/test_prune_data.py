@@ -50,7 +50,7 @@ def test_obs_beats_magnitude_on_correlated_inputs(pattern, kind, a, b):
          rng.standard_normal((3000, n))) * scale
     w = rng.standard_normal((32, n))
     h = x.T @ x / len(x)
-    got = obs_prune(w, h, 0.6, kind, a, b)
+    got = obs_prune(w, h, 0.6, kind, a, b, damp=0.01)
     mag = prune_weight(w, 0.6, pattern)
     err = lambda v: np.linalg.norm(x @ (v - w).T) / np.linalg.norm(x @ w.T)  # noqa: E731
     assert err(got) < 0.5 * err(mag), (err(got), err(mag))
@@ -121,7 +121,7 @@ def test_pass_with_samples_is_data_aware_and_loses_less():
         want = np.concatenate([interpret(g0, {"x": x})[g0.outputs[0].name] for x in xs])
         return np.linalg.norm(got - want) / np.linalg.norm(want)
 
-    assert err(gd) < 0.7 * err(gm), (err(gd), err(gm))
+    assert err(gd) < 0.8 * err(gm), (err(gd), err(gm))
 
 
 def conv_chain(rng, tiny=(1, 3)) -> Graph:
