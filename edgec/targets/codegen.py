@@ -293,9 +293,10 @@ def _weights(weights: list[tuple[str, Value]], name: str) -> tuple[bytes, str]:
 
 
 def _coded_weights(weights: list[tuple[str, Value]], name: str
-                   ) -> tuple[bytes, str, list[tuple[int, int, int, int, bool]], int]:
-    """(coded blob, NAME_weights.S, [(buffer offset, bytes, blob offset, blob bytes, coded)]
-    per array, buffer bytes): each array coded on its own (huffman.py) into
+                   ) -> tuple[bytes, str, list[tuple[int, int, int, int, int]], int]:
+    """(coded blob, NAME_weights.S, [(buffer offset, bytes, blob offset, blob bytes,
+    alphabet: 0 stored as it is, else its symbols)] per array, buffer bytes): each array
+    coded on its own (huffman.py) into
     NAME_weights_coded (read-only), the weights' symbols laid out in NAME_weights_buffer, a
     zero-filled static buffer that NAME_init decodes them into."""
     from .huffman import code_array
@@ -320,7 +321,7 @@ def _coded_weights(weights: list[tuple[str, Value]], name: str
                 f"    .type {sym}, %object", f"    .size {sym}, {max(len(data), 1)}", f"{sym}:",
                 f"    .zero {max(len(data), 1)}"]
         ca = code_array(data)
-        arrays.append((off, len(data), at, len(ca.data), ca.coded))
+        arrays.append((off, len(data), at, len(ca.data), ca.alphabet))
         blob.append(ca.data)
         at += len(ca.data)
         off += max(len(data), 1)
@@ -334,13 +335,15 @@ def _init_function(name: str, arrays: list | None) -> list[str]:
     first); EDGEC_OK at once for a library whose weights are stored as they are."""
     if arrays is None:
         return [f"int {name}_init(void)", "{", "    return EDGEC_OK;", "}", ""]
-    rows = [f"    {{{o}u, {n}u, {i}u, {m}u, {int(c)}}}," for o, n, i, m, c in arrays]
+    rows = [f"    {{{o}u, {n}u, {i}u, {m}u, {c}}}," for o, n, i, m, c in arrays]
     return [
         f"extern const uint8_t {name}_weights_coded[];",
         f"extern uint8_t {name}_weights_buffer[];",
         "/* per weight: where it goes in the buffer, its bytes, where its data is in the coded",
-        "   blob, the data's bytes, and 1 when Huffman coded (0: stored as it is) */",
-        f"static const struct {{ size_t out, size, in, in_size; int coded; }} {name}_arrays[] = {{",
+        "   blob, the data's bytes, and its Huffman alphabet (256: bytes, 512: bytes and runs",
+        "   of zeros; 0: stored as it is) */",
+        f"static const struct {{ size_t out, size, in, in_size; int symbols; }} "
+        f"{name}_arrays[] = {{",
         *(rows or ["    {0u, 0u, 0u, 0u, 0},"]), "};",
         f"static int {name}_weights_state; /* 0 coded, 1 decoding, 2 ready, 3 damaged */", "",
         f"int {name}_init(void)", "{",
@@ -352,9 +355,10 @@ def _init_function(name: str, arrays: list | None) -> list[str]:
         f"        for (size_t k = 0; k < sizeof {name}_arrays / sizeof {name}_arrays[0]; ++k) {{",
         f"            const uint8_t *in = {name}_weights_coded + {name}_arrays[k].in;",
         f"            uint8_t *out = {name}_weights_buffer + {name}_arrays[k].out;",
-        f"            if ({name}_arrays[k].coded)",
+        f"            if ({name}_arrays[k].symbols)",
         f"                bad |= edgec_huffman_decode(in, {name}_arrays[k].in_size, out,",
-        f"                                            {name}_arrays[k].size) != 0;",
+        f"                                            {name}_arrays[k].size,",
+        f"                                            {name}_arrays[k].symbols) != 0;",
         f"            else if ({name}_arrays[k].size)",
         f"                memcpy(out, in, {name}_arrays[k].size);",
         "        }",

@@ -19,12 +19,17 @@ from onnx import numpy_helper
 import edgec
 from edgec.compiler.cli import main as cli_main
 from edgec.targets.huffman import (
+    BYTES,
     MAX_BITS,
+    RUNS,
     canonical_codes,
     code_array,
     code_lengths,
+    decode_array,
     decode_bytes,
     encode_bytes,
+    from_run_symbols,
+    run_symbols,
 )
 from edgec.targets.runtime_c import C_DIR
 
@@ -69,8 +74,8 @@ def test_lengths_are_limited_and_still_a_code():
 
 @pytest.fixture(scope="module")
 def decoder(tmp_path_factory):
-    """A program that decodes file argv[1] (a coded array) into argv[2] bytes on stdout and
-    exits with the decoder's result."""
+    """A program that decodes file argv[1] (a coded array) into argv[2] bytes in alphabet
+    argv[3] on stdout and exits with 3 when the decoder refuses it."""
     d = tmp_path_factory.mktemp("huff")
     (d / "main.c").write_text(
         '#include <stdio.h>\n#include <stdlib.h>\n#include "edgec_huffman.h"\n'
@@ -78,33 +83,46 @@ def decoder(tmp_path_factory):
         "    static uint8_t in[1 << 20]; FILE *f = fopen(argv[1], \"rb\");\n"
         "    size_t m = fread(in, 1, sizeof in, f); size_t n = (size_t)atol(argv[2]);\n"
         "    uint8_t *out = malloc(n + 1);\n"
-        "    if (edgec_huffman_decode(in, m, out, n) != 0) return 3;\n"
+        "    if (edgec_huffman_decode(in, m, out, n, atoi(argv[3])) != 0) return 3;\n"
         "    fwrite(out, 1, n, stdout); return 0; }\n")
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-I", str(C_DIR), str(d / "main.c"),
                     "-o", str(d / "dec")], check=True)
     return d
 
 
-def run_decoder(d, data: bytes, n: int) -> tuple[int, bytes]:
+def run_decoder(d, data: bytes, n: int, alphabet: int = BYTES) -> tuple[int, bytes]:
     (d / "in.bin").write_bytes(data)
-    p = subprocess.run([str(d / "dec"), str(d / "in.bin"), str(n)], capture_output=True)
+    p = subprocess.run([str(d / "dec"), str(d / "in.bin"), str(n), str(alphabet)],
+                       capture_output=True)
     return p.returncode, p.stdout
 
 
-@pytest.mark.parametrize("kind", ["sparse int8", "geometric", "uniform", "two symbols"])
-def test_c_decoder_gives_the_bytes_back(decoder, kind):
+def test_zero_runs_as_symbols_by_hand():
+    # 3, then 2 zeros, 7, 300 zeros (a run of 256 and one of 44), 9, then 1 zero
+    data = bytes([3, 0, 0, 7] + [0] * 300 + [9, 0])
+    assert run_symbols(data).tolist() == [3, 257, 7, 511, 299, 9, 256]
+    assert from_run_symbols(run_symbols(data)) == data
+    assert run_symbols(b"").size == 0 and run_symbols(bytes(256)).tolist() == [511]
+
+
+@pytest.mark.parametrize("kind,alphabet", [("sparse int8", RUNS), ("geometric", BYTES),
+                                           ("uniform", 0), ("two symbols", BYTES),
+                                           ("long zero runs", RUNS)])
+def test_c_decoder_gives_the_bytes_back(decoder, kind, alphabet):
     rng = np.random.default_rng(3)
     data = {"sparse int8": np.where(rng.random(50000) < 0.9, 0,
                                     rng.integers(-20, 20, 50000)).astype(np.int8).tobytes(),
             "geometric": np.minimum(rng.geometric(0.3, 20000), 255).astype(np.uint8).tobytes(),
             "uniform": rng.integers(0, 256, 30000, dtype=np.uint8).tobytes(),
-            "two symbols": bytes([1, 200] * 5000)}[kind]
+            "two symbols": bytes([1, 200] * 5000),
+            "long zero runs": bytes(5000) + bytes([4]) + bytes(700) + bytes([5, 6])}[kind]
     ca = code_array(data)
-    if kind == "uniform":
-        assert not ca.coded  # coding would not make it smaller: stored as it is
+    assert ca.alphabet == alphabet, ca.alphabet
+    assert decode_array(ca) == data
+    if not alphabet:  # coding would not make it smaller: stored as it is
         return
-    assert ca.coded and len(ca.data) < len(data)
-    rc, out = run_decoder(decoder, ca.data, len(data))
+    assert len(ca.data) < len(data)
+    rc, out = run_decoder(decoder, ca.data, len(data), alphabet)
     assert rc == 0 and out == data
 
 
@@ -120,6 +138,12 @@ def test_c_decoder_refuses_damaged_streams(decoder):
     bad = bytearray(ca.data)
     bad[:128] = bytes([0x11] * 128)  # 256 codes of one bit: not a prefix code
     assert run_decoder(decoder, bytes(bad), len(data))[0] == 3
+    assert run_decoder(decoder, ca.data, len(data), 300)[0] == 3  # no such alphabet
+    # a run of zeros past the array's end
+    runs = code_array(bytes(6000) + b"\x01")
+    assert runs.alphabet == RUNS
+    assert run_decoder(decoder, runs.data, 6001, RUNS) == (0, bytes(6000) + b"\x01")
+    assert run_decoder(decoder, runs.data, 5000, RUNS)[0] == 3
 
 
 def pruned_cnn():
