@@ -77,15 +77,20 @@ def gemm_matrix(node: Node) -> np.ndarray | None:
 
 
 @register_pass("pack-weights")
-def pack_weights(graph: Graph, *, registers: int = 16, lanes: int = 0) -> bool:
+def pack_weights(graph: Graph, *, registers: int = 16, lanes: int = 0, sparse: int = -1) -> bool:
     """Store the weights of blocked integer convolutions and integer GEMMs in their kernels'
-    encoding."""
+    encoding (`sparse` 0 or 1: the convolutions' tile, dense or sparse dot4 groups; -1: the
+    kernel's choice by the share of groups that hold a weight)."""
     packed: dict = {}
     changed = False
     for node in list(graph.nodes):
         if lanes >= 4 and node.op in _GEMM_INPUTS:
             changed |= _pack_gemm(graph, node, lanes, packed)
             continue
+        if node.op == "BlockedQLinearConv" and sparse != -1 and \
+                node.attrs.get("sparse", -1) != sparse:
+            node.attrs["sparse"] = sparse
+            changed = True
         if node.op != "BlockedQLinearConv" or node.attrs.get("wenc"):
             continue
         w, zw = node.inputs[3], node.input(5)

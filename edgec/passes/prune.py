@@ -71,19 +71,36 @@ def _back(node: Node, wo: np.ndarray) -> np.ndarray:
 
 
 def parse_pattern(pattern: str) -> tuple[str, int, int]:
-    """("unstructured", 1, 0), ("rows", R, 0), ("nm", N, M) or ("channel", 1, 0)."""
+    """("unstructured", 1, 0), ("rows", R, 0), ("groups", R, 4), ("nm", N, M) or
+    ("channel", 1, 0)."""
     if pattern in ("unstructured", "channel"):
         return pattern, 1, 0
     try:
         if pattern.endswith("x1") and int(pattern[:-2]) in (1, 2, 4, 8, 16):
             return "rows", int(pattern[:-2]), 0
+        if pattern.endswith("x4") and int(pattern[:-2]) in (1, 2, 4, 8, 16):
+            return "groups", int(pattern[:-2]), 4
         n, m = (int(p) for p in pattern.split(":"))
         if 0 < n < m <= 16:
             return "nm", n, m
     except ValueError:
         pass
-    raise PassError(f"prune: pattern {pattern!r} is not 'unstructured', 'Rx1' (R in 2, 4, 8, "
-                    "16), 'N:M' (0 < N < M <= 16) or 'channel'")
+    raise PassError(f"prune: pattern {pattern!r} is not 'unstructured', 'Rx1' or 'Rx4' (R in "
+                    "1, 2, 4, 8, 16), 'N:M' (0 < N < M <= 16) or 'channel'")
+
+
+def prune_groups(wo: np.ndarray, sparsity: float, rows: int, taps: int = 1) -> np.ndarray:
+    """`wo` [outputs, C * taps] (a convolution's, C-major) with `sparsity` of its blocks of
+    `rows` outputs x 4 consecutive input channels at one tap zeroed, by L2 norm: the dot4
+    groups of the int8 kernels (targets/kernels/blocked_quant.py), rows = their lanes."""
+    o, i = wo.shape
+    c = i // taps
+    w = np.zeros((-(-o // rows) * rows, -(-c // 4) * 4, taps), np.float64)
+    w[:o, :c] = wo.reshape(o, c, taps)
+    blocks = w.reshape(-1, rows, w.shape[1] // 4, 4, taps)
+    keep = _keep(np.sqrt((blocks ** 2).sum(axis=(1, 3))), sparsity)
+    mask = np.broadcast_to(keep[:, None, :, None, :], blocks.shape).reshape(w.shape)
+    return np.where(mask[:o, :c].reshape(o, i), wo, 0).astype(wo.dtype)
 
 
 def _scores(wo: np.ndarray, rows: int) -> np.ndarray:
@@ -110,14 +127,18 @@ def _nm(wo: np.ndarray, n: int, m: int) -> np.ndarray:
     return np.where(keep.reshape(o, -1)[:, :i], wo, 0).astype(wo.dtype)
 
 
-def prune_weight(wo: np.ndarray, sparsity: float, pattern: str = "unstructured") -> np.ndarray:
-    """One output-major weight [outputs, inputs] pruned by magnitude, alone (scope layer)."""
+def prune_weight(wo: np.ndarray, sparsity: float, pattern: str = "unstructured",
+                 taps: int = 1) -> np.ndarray:
+    """One output-major weight [outputs, inputs] pruned by magnitude, alone (scope layer);
+    `taps`: a convolution's KH * KW (its inputs are C-major), for the Rx4 groups."""
     kind, a, b = parse_pattern(pattern)
     if kind == "nm":
         return _nm(wo, a, b)
     if kind == "channel":
         keep = _keep(np.sqrt((wo.astype(np.float64) ** 2).sum(axis=1, keepdims=True)), sparsity)
         return np.where(keep, wo, 0).astype(wo.dtype)
+    if kind == "groups":
+        return prune_groups(wo, sparsity, a, taps)
     rows = a if kind == "rows" else 1
     return _apply(wo, _keep(_scores(wo, rows), sparsity), rows)
 
@@ -161,6 +182,9 @@ class Prune:
         if not layers or (kind != "nm" and self.sparsity == 0.0):
             return False
         feeds = self._feeds(graph)
+        if kind == "groups" and (feeds or self.scope == "global"):
+            raise PassError(f"prune: pattern {self.pattern} prunes by magnitude per layer "
+                            "(no samples, scope=layer)")
         if feeds and self.scope == "global":
             raise PassError("prune: data-aware pruning (with samples) is per layer; use "
                             "scope=layer")
@@ -177,6 +201,10 @@ class Prune:
                                 damp=self.damp)
             elif kind == "nm":
                 new = _nm(wo, a, b)
+            elif kind == "groups":
+                taps = int(np.prod(node.inputs[1].shape[2:])) if node.op in (
+                    "Conv", "FusedConv") else 1
+                new = prune_groups(wo, self.sparsity, a, taps)
             else:
                 s = _scores(wo, rows)
                 keep = s / _rms(wo) > threshold if threshold is not None else \

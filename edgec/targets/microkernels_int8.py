@@ -312,6 +312,51 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     return _CACHE[key]
 
 
+def qconv_sparse_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = False,
+                      add: bool = False) -> Kernel:
+    """One output block of L channels x R output pixels of one row of a blocked uint8
+    convolution whose weights are mostly zero, over the block's stored dot4 groups only: a
+    group is L output channels x 4 input channels at one tap whose 4L weights are not all
+    zero, stored as its weight vector ([lane][4] bytes) and its input offset (bytes from
+    the tile's first pixel: input block, tap, 4-channel group). Per group: one weight load,
+    R broadcasts of the pixels' 4 input bytes, R dot4; the epilogue is qconv_tile's.
+
+    Parameters: x (the tile's first pixel), w (the block's first group's weight vector),
+    offs (its first group's offset), corr, mult (the block's channels), y; then n (groups),
+    y_mb (unused: one block), zy (and the shift with `fixed`); with `add` the residual's
+    (`ResidualAdd`)."""
+    if add and not fixed:
+        raise ValueError("qconv_sparse_tile: a residual add needs fixed-point requantization")
+    key = ("qconv_sparse", lanes, r, x_pix, out, fixed, add)
+    if key in _CACHE:
+        return _CACHE[key]
+    kb = KernelBuilder(f"mk_qspconv_u8x{lanes}_r{r}_p{x_pix}_{out.name.lower()}"
+                       f"{'_fx' if fixed else ''}{'_add' if add else ''}",
+                       f"sparse int8 conv tile: {lanes} output channels x {r} pixels over "
+                       "the stored dot4 groups" + (", fixed-point requantization" if fixed
+                                                   else "") + (", residual add" if add else ""),
+                       opaque=True)
+    x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
+    offs = kb.pointer("offs", I32)
+    corr, mult = kb.pointer("corr", I32), kb.pointer("mult", I32 if fixed else F32)
+    y = kb.pointer("y", out, "out")
+    n, y_mb = kb.scalar("n"), kb.scalar("y_mb")
+    zy = kb.scalar("zy", I32)
+    shift = kb.scalar("shift", I32) if fixed else None
+    residual = ResidualAdd.params(kb, out) if add else None
+    vec = 4 * lanes
+    acc = [[kb.local(f"acc{t}_", broadcast(const(0, I32), lanes))] for t in range(r)]
+    with kb.loop(n, "e") as e:
+        xo = kb.local("xo", cast(offs[e], INDEX))
+        wv = kb.local("wv", vload(w, e * vec, vec))
+        for t in range(r):
+            xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix, vec, 4))
+            kb.assign(acc[t][0], dot4(acc[t][0], xb, wv))
+    _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual)
+    _CACHE[key] = kb.build()
+    return _CACHE[key]
+
+
 def qconv_unpack(lanes: int, groups: int, mb: int) -> Kernel:
     """The int4 weights of one group of MB output blocks (encoding "dot4 lL xX mMB nib") as
     the int8 vectors 16 * w of "dot4 lL xX mMB" (the layout `qconv_tile` reads without

@@ -54,6 +54,24 @@ def test_4x1_blocks_span_four_outputs_at_one_input():
                                   np.array([[2, 0, 1]] * 4, np.float32).T)
 
 
+def test_rx4_groups_are_4_input_channels_at_one_tap():
+    # a conv weight [2 outputs, 8 channels, 1 x 2 taps]: blocks of 2 outputs x channels
+    # 0-3 or 4-7 at tap 0 or 1; their norms: channels 0-3 weigh 1 (tap 0) and 3 (tap 1),
+    # channels 4-7 weigh 2 and 0.5: at 50% the groups (0-3, tap 0) and (4-7, tap 1) go
+    g = Graph("g")
+    x = g.add_input("x", TensorType((1, 8, 3, 3), DType.F32))
+    w = np.zeros((2, 8, 1, 2), np.float32)
+    w[:, :4, 0, 0], w[:, :4, 0, 1], w[:, 4:, 0, 0], w[:, 4:, 0, 1] = 1, 3, 2, 0.5
+    node = g.add_node("Conv", [x, g.const(w, "w")], {"dilations": [1, 1], "pads": [0] * 4,
+                                                     "strides": [1, 1]}, name="c")
+    g.outputs.append(node.output)
+    got = weight_after(g, "prune{sparsity=0.5,pattern=2x4}")
+    want = w.copy()
+    want[:, :4, 0, 0] = 0
+    want[:, 4:, 0, 1] = 0
+    np.testing.assert_array_equal(got, want)
+
+
 def test_2_of_4_keeps_the_two_largest_of_each_group():
     w = np.array([[1, -5, 2, 0.5, 7, 6, -8, 1]], np.float32)
     got = weight_after(gemm_graph(w), "prune{pattern=2:4}")

@@ -173,6 +173,12 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
     for m in (pruned_net(size=(14, 10)), pruned_mlp(batch=2)):  # the sparse kernels
         g = load_graph(m)
         check_pipelined(g, target, random_feeds(g), ran)
+    if target != "c-generic":  # the sparse int8 tile: weights zero in 16x4 dot4 groups
+        from test_sparse_int8 import net, prune_groups_of
+
+        d = tmp_path_factory.mktemp("qdq_sparse")
+        g = load_graph(zoo.quantize_qdq(prune_groups_of(net(), 0.8, "16x4"), d, samples=2))
+        check_pipelined(g, target, random_feeds(g), ran, tol=0)
     # with vectors, the integer convolutions run blocked on their padded inputs
     want = {"BlockedConv", "BlockedPool", "ReorderFromBlocked", "ReorderToBlocked",
             "BlockedQLinearConv", "BlockedPad"} \

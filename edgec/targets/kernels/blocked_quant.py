@@ -33,7 +33,7 @@ from ...ir.encodings import (
 from ...ir.graph import Node
 from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from .. import microkernels_int8 as mk
-from ..kernel_ir import Expr, const
+from ..kernel_ir import INDEX, Expr, cast, const
 from ..lowering import NodeKernelBuilder, kernel
 from .quant_common import constant_table
 
@@ -41,6 +41,11 @@ I32, F32 = DType.I32, DType.F32
 # the largest buffer (bytes, on the stack of each task) that int4 conv weights are unpacked
 # into; a larger weight group is unpacked in the tile's inner loop
 UNPACK_LIMIT = 128 * 1024
+# the share of dot4 groups (L output channels x 4 input channels at one tap) with a weight
+# that is not zero under which an int8 convolution runs on the sparse tile: a stored group
+# costs what a dense one does (one weight vector, R broadcasts, R dot4) plus its offset, and
+# the dense tile shares its broadcasts between 2 output blocks
+SPARSE_GROUPS = 0.5
 
 
 @kernel("BlockedPad")
@@ -83,20 +88,45 @@ class _QGeo:
         self.c = node.attrs["channels"]
 
 
-def _weights(kb: NodeKernelBuilder, node: Node, g: _QGeo):
+def _weights(kb: NodeKernelBuilder, node: Node, g: _QGeo, bind: bool = True):
     """(encoding, centred weights, buffer of the encoded weights): the input as the
-    pack-weights pass stored it, or, in a pipeline without that pass, packed here."""
+    pack-weights pass stored it, or, in a pipeline without that pass, packed here; without
+    `bind` no buffer (None): the kernel reads the weights in another form."""
     w = node.inputs[3]
     if node.attrs.get("wenc"):
         enc = QConvWeights.parse(node.attrs["wenc"])
-        return enc, decode_qconv(w.const, enc, node.attrs["wshape"]), kb.bind(w, "w")
+        return enc, decode_qconv(w.const, enc, node.attrs["wshape"]), \
+            kb.bind(w, "w") if bind else None
     zw = node.inputs[5]
     wc = centred_conv_weights(w.const, None if zw is None else zw.const)
     if wc.min(initial=0) < -128 or wc.max(initial=0) > 127:
         raise EdgecError(f"node {node.name}: weights minus their zero point leave int8")
     enc = qconv_encoding(node.attrs["block"], node.attrs["group"] > 1, g.xb, g.mblocks, g.ow,
                          wc, kb.target.registers)
-    return enc, wc, constant_table(kb, encode_qconv(wc, enc), str(enc).replace(" ", "_"), w)
+    return enc, wc, constant_table(kb, encode_qconv(wc, enc), str(enc).replace(" ", "_"), w) \
+        if bind else None
+
+
+def dot4_groups(wc: np.ndarray, g: _QGeo, lanes: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The stored dot4 groups of centred conv weights `wc` [M, C, KH, KW]: (weight vectors
+    [groups, L * 4] int8 ([lane][4]: output channel, input channel), input offsets [groups]
+    int32 (bytes: input block, tap, 4-channel group), pointers [output blocks + 1] int32,
+    the share of groups stored). Per output block, in the dense tile's order: input block,
+    kh, kw, group."""
+    m, c, kh, kw = wc.shape
+    q = g.xb // 4
+    w = np.zeros((g.mblocks * lanes, g.cbin * g.xb, kh, kw), np.int8)
+    w[:m, :c] = wc
+    # [block][cb][kh][kw][group][lane][4]
+    v = w.reshape(g.mblocks, lanes, g.cbin, q, 4, kh, kw).transpose(0, 2, 5, 6, 3, 1, 4)
+    v = v.reshape(g.mblocks, -1, lanes * 4)
+    keep = v.any(axis=2)
+    cb, i, j, k = np.unravel_index(np.arange(keep.shape[1]), (g.cbin, kh, kw, q))
+    off = cb * (g.h * g.w * g.xb) + i * g.dh * (g.w * g.xb) + j * g.dw * g.xb + 4 * k
+    offsets = np.broadcast_to(off, keep.shape)[keep].astype(np.int32)
+    ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
+    return v[keep], offsets, ptr, float(keep.mean()) if keep.size else 1.0
 
 
 def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale: int):
@@ -169,7 +199,14 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                          f"{kb.lanes(I32)}) and a padded input (pads 0); run the "
                          "layout-nchwc pass with the target's block")
     g = _QGeo(node)
-    enc, wc, w = _weights(kb, node, g)
+    enc, wc, _ = _weights(kb, node, g, bind=False)
+    sparse = None
+    if not enc.nibbles and enc.kind != "dw" and node.attrs.get("sparse", -1) != 0:
+        sparse = dot4_groups(wc, g, lanes)
+        if not (sparse[3] <= SPARSE_GROUPS or (node.attrs.get("sparse") == 1 and
+                                                 sparse[3] < 1)):
+            sparse = None
+    w = _weights(kb, node, g)[2] if sparse is None else None
     # the report says where the weights were packed: a pipeline without pack-weights packs
     # them here, into a table the text IR does not show
     where = "" if node.attrs.get("wenc") else ", weights packed by the kernel builder"
@@ -201,8 +238,28 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                         (mult, blk * lanes), (y, yo), g.kh, g.kw, g.dh * x_row, g.dw * lanes,
                         g.kw * lanes, zy, *tail, *fused(yo))
         return
-    mb_max = enc.mb
     _, r_max = qconv_tiles(lanes, kb.target.registers)
+    if sparse is not None:
+        vals, offs, ptr, density = sparse
+        kb.strategy = f"sparse int8 conv dot4 groups, density {density:.2f}" + rq
+        src = node.inputs[3]
+        wv = constant_table(kb, vals.reshape(-1), f"groups{lanes}", src)
+        ov = constant_table(kb, offs, f"group_offsets{lanes}", src)
+        pv = constant_table(kb, ptr, f"group_ptr{lanes}", src)
+        with kb.loop(g.n * g.oh * g.mblocks, "t", kind="parallel") as t:
+            ob = kb.local("ob", t % g.mblocks)
+            oh = kb.local("oh", (t // g.mblocks) % g.oh)
+            n = kb.local("n", t // (g.mblocks * g.oh))
+            lo = kb.local("lo", cast(pv[ob], INDEX))
+            cnt = kb.local("cnt", cast(pv[ob + 1], INDEX) - lo)
+            for ow0, r in row_tiles(g.ow, r_max):
+                fn = mk.qconv_sparse_tile(lanes, r, g.sw * g.xb, out, fixed, res is not None)
+                xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
+                yo = ((n * g.mblocks + ob) * g.oh + oh) * g.ow * lanes + ow0 * lanes
+                kb.call(fn, (x, xo), (wv, lo * (4 * lanes)), (ov, lo), (corr, ob * lanes),
+                        (mult, ob * lanes), (y, yo), cnt, y_mb, zy, *tail, *fused(yo))
+        return
+    mb_max = enc.mb
     groups = g.xb // 4
     ngroups = -(-g.mblocks // mb_max)
     taps = g.kh * g.kw

@@ -1,0 +1,103 @@
+"""Sparse int8 convolution: an int8 model whose weights are mostly zero in the int8 tile's
+dot4 groups (L output channels x 4 input channels at one tap) runs on the sparse dot4-group
+tile, bit for bit what the dense tile computes on the same weights (the dense tile is checked
+against onnxruntime in test_int8.py); x86 AVX-512 and AVX2, the LLVM backend, arm64 under
+qemu, 1 and 2 threads. The pruned int8 ResNet-18 of the benchmark stays on the sparse tile.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import onnx
+import pytest
+from convnets import OnnxNet, random_feeds
+from harness import runs_here
+from onnx import numpy_helper
+
+import edgec
+from edgec import zoo
+from edgec.ir import DType
+from edgec.passes import default_pipeline
+from edgec.passes.prune import prune_weight
+from edgec.targets.target import get_target
+
+
+def prune_groups_of(model, sparsity: float, pattern: str):
+    for init in model.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 4:
+            taps = w.shape[2] * w.shape[3]
+            w = prune_weight(w.reshape(w.shape[0], -1), sparsity, pattern, taps).reshape(w.shape)
+            init.CopyFrom(numpy_helper.from_array(w.astype(np.float32), init.name))
+    return model
+
+
+def net():
+    """20 input channels (two blocks of 16, the second partly padding), 3x3 stride 1 and 2,
+    a 1x1 stride-2 shortcut with a residual add, 48 outputs (three blocks)."""
+    n = OnnxNet("q", seed=3)
+    x = n.input("input", [1, 20, 13, 11])
+    a = n.node("Relu", [n.conv(x, 20, 32, 3)])
+    b = n.conv(a, 32, 32, 3, stride=2)
+    c = n.node("Relu", [n.node("Add", [b, n.conv(a, 32, 32, 1, stride=2,
+                                                 pads=[0, 0, 0, 0])])])
+    n.output(n.conv(c, 32, 48, 3))
+    return n.model()
+
+
+def dense_pipeline(target) -> str:
+    t = get_target(target)
+    pl = default_pipeline(t.lanes(DType.F32), t.registers)
+    return re.sub(r"pack-weights\{([^}]*)\}", r"pack-weights{\1,sparse=0}", pl)
+
+
+@pytest.mark.parametrize("target,backend", [("x86-avx512", "c"), ("x86-avx2", "c"),
+                                            ("x86", "llvm"), ("arm64", "c")])
+def test_sparse_groups_compute_what_the_dense_tile_does(target, backend, tmp_path):
+    lanes = get_target(target).lanes(DType.I32)
+    m = prune_groups_of(net(), 0.8, f"{lanes}x4")
+    qm = onnx.load(zoo.quantize_qdq(m, tmp_path))
+    arts = [edgec.compile(qm, tmp_path / k, target=target, name="q", backend=backend,
+                          pipeline=p, log=io.StringIO())
+            for k, p in (("sparse", None), ("dense", dense_pipeline(target)))]
+    convs = [[k["strategy"] for k in a.manifest["kernel_strategies"]
+              if k["op"] == "BlockedQLinearConv"] for a in arts]
+    assert len(convs[0]) == 4 and all(s.startswith("sparse int8 conv dot4 groups") for s in
+                                      convs[0]), convs[0]
+    assert all(s.startswith("blocked int8 conv dot4") for s in convs[1]), convs[1]
+    if not runs_here(target):
+        return
+    feeds = random_feeds(m)
+    want = edgec.load(arts[1].out_dir).run(feeds)
+    lib = edgec.load(arts[0].out_dir)
+    for t in (1, 2):
+        lib.set_num_threads(t)
+        got = lib.run(feeds)
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_dense_groups_stay_on_the_dense_tile(tmp_path):
+    # 16x1 blocks at 30%: nearly every group of 4 input channels keeps a weight
+    m = prune_groups_of(net(), 0.3, "16x1")
+    qm = onnx.load(zoo.quantize_qdq(m, tmp_path))
+    art = edgec.compile(qm, tmp_path / "out", target="x86-avx512", name="q", log=io.StringIO())
+    convs = [k["strategy"] for k in art.manifest["kernel_strategies"]
+             if k["op"] == "BlockedQLinearConv"]
+    assert convs and all(s.startswith("blocked int8 conv dot4") for s in convs), convs
+
+
+def test_pruned_int8_resnet18_stays_on_the_sparse_tile(tmp_path):
+    # the int8 sparse benchmark model (bench_sparse.py --int8 --patterns 16x4): all 20
+    # convolutions of the 90%-pruned, QDQ-quantized ResNet-18 run the sparse tile
+    qm = onnx.load(zoo.quantize_qdq(prune_groups_of(zoo.resnet18(), 0.9, "16x4"), tmp_path,
+                                    samples=1))
+    art = edgec.compile(qm, tmp_path / "out", target="x86-avx512", name="r18",
+                        log=io.StringIO())
+    convs = [k["strategy"] for k in art.manifest["kernel_strategies"]
+             if k["op"] == "BlockedQLinearConv"]
+    assert len(convs) == 20 and all(s.startswith("sparse int8 conv dot4 groups, density 0.1")
+                                    for s in convs), convs
