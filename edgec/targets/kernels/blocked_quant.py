@@ -112,8 +112,8 @@ def dot4_groups(wc: np.ndarray, g: _QGeo, lanes: int
     """The stored dot4 groups of centred conv weights `wc` [M, C, KH, KW]: (weight vectors
     [groups, L * 4] int8 ([lane][4]: output channel, input channel), input offsets [groups]
     int32 (bytes: input block, tap, 4-channel group), pointers [output blocks + 1] int32,
-    the share of groups stored). Per output block, in the dense tile's order: input block,
-    kh, kw, group."""
+    the share of the real channels' groups stored). Per output block, in the dense tile's
+    order: input block, kh, kw, group."""
     m, c, kh, kw = wc.shape
     q = g.xb // 4
     w = np.zeros((g.mblocks * lanes, g.cbin * g.xb, kh, kw), np.int8)
@@ -126,7 +126,12 @@ def dot4_groups(wc: np.ndarray, g: _QGeo, lanes: int
     off = cb * (g.h * g.w * g.xb) + i * g.dh * (g.w * g.xb) + j * g.dw * g.xb + 4 * k
     offsets = np.broadcast_to(off, keep.shape)[keep].astype(np.int32)
     ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
-    return v[keep], offsets, ptr, float(keep.mean()) if keep.size else 1.0
+    # the share among the groups of real channels: a dense layer whose channels do not fill
+    # the last block (a 3-channel stem) stays on the dense tile
+    real = np.broadcast_to(cb * g.xb + 4 * k < c, keep.shape) & \
+        (np.arange(g.mblocks * lanes).reshape(g.mblocks, lanes)[:, :1] < m)
+    share = float(keep[real].mean()) if real.any() else 1.0
+    return v[keep], offsets, ptr, share
 
 
 def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale: int):
