@@ -22,7 +22,9 @@ output the least on those inputs go, and the remaining ones are updated to make 
 (OBS, in SparseGPT's form), in the same patterns, per layer.
 
 `channel` removes whole output channels (neurons) with the least weight norm and rewires
-the layers that read them, so that the shapes shrink (prune_channels.py).
+the layers that read them, so that the shapes shrink (prune_channels.py). `channel` and the
+Rx4 groups prune by magnitude even when samples are given (they may be there to calibrate
+the quantization); the layers' meta["pruned"] says so.
 """
 
 from __future__ import annotations
@@ -182,9 +184,13 @@ class Prune:
         if not layers or (kind != "nm" and self.sparsity == 0.0):
             return False
         feeds = self._feeds(graph)
-        if kind == "groups" and (feeds or self.scope == "global"):
-            raise PassError(f"prune: pattern {self.pattern} prunes by magnitude per layer "
-                            "(no samples, scope=layer)")
+        if kind == "groups" and self.scope == "global":
+            raise PassError(f"prune: pattern {self.pattern} prunes per layer (scope=layer)")
+        # the samples may be there for quantization: the groups are pruned by magnitude,
+        # and each layer's meta says so
+        by_magnitude = "magnitude: data-aware pruning takes unstructured, Rx1 and N:M" \
+            if feeds and kind == "groups" else ""
+        feeds = [] if by_magnitude else feeds
         if feeds and self.scope == "global":
             raise PassError("prune: data-aware pruning (with samples) is per layer; use "
                             "scope=layer")
@@ -212,7 +218,8 @@ class Prune:
                 new = _apply(wo, keep, rows)
             node.meta["pruned"] = {"pattern": self.pattern,
                                    "sparsity": round(1 - np.count_nonzero(new) / new.size, 4),
-                                   **({"data_aware": True} if hess else {})}
+                                   **({"data_aware": True} if hess else {}),
+                                   **({"data_aware": by_magnitude} if by_magnitude else {})}
             wv = node.inputs[1]
             graph.set_input(node, 1, graph.const(_back(node, new), f"{wv.name}_pruned"))
         return True

@@ -244,3 +244,17 @@ def test_cli_channel_and_data_aware_pruning_against_onnxruntime(tmp_path):
         want = np.concatenate([full.run(None, {"x": x})[0] for x in xs])
         errs[name] = np.linalg.norm(got - want) / np.linalg.norm(want)
     assert errs["obs"] < 0.8 * errs["mag"], errs
+
+
+def test_groups_with_samples_prune_by_magnitude_and_say_so():
+    # samples given to calibrate a quantization do not stop an Rx4 pruning: it is by
+    # magnitude (the same weights as without samples) and the meta says why
+    rng = np.random.default_rng(9)
+    gs = [mlp_graph(np.random.default_rng(4)) for _ in range(2)]
+    run_pipeline(gs[0], [Prune(sparsity=0.5, pattern="4x4",
+                               feeds={"x": rng.standard_normal((8, 1, 32)).astype(np.float32)})])
+    run_pipeline(gs[1], "prune{sparsity=0.5,pattern=4x4}")
+    for a, b in zip(gs[0].nodes, gs[1].nodes):
+        if a.op != "Relu":
+            np.testing.assert_array_equal(a.inputs[1].const, b.inputs[1].const)
+            assert "magnitude" in a.meta["pruned"]["data_aware"]
