@@ -31,8 +31,9 @@ for a gathering kernel (SparseMatMul): a vector of C outputs reads C gathered in
 - `sell C` (sliced ELLPACK): the outputs in slices of C; a slice's entries in columns of C
   (one per output), as many columns as its row with the most non-zeros has, rounded up to
   a multiple of 2 (the kernel's two accumulators): entry (column j, row r) of a slice holds
-  a value (values, float32) and its input (columns, int32); padding entries are 0 at input
-  0. P [slices + 1] int32 counts columns: a slice's entries start at P[s] * C. C = 1 is
+  a value (values, float32) and its input (columns: uint16 where K <= 65536, which halves
+  the index bytes a memory-bound kernel streams, else int32); padding entries are 0 at
+  input 0. P [slices + 1] int32 counts columns: a slice's entries start at P[s] * C. C = 1 is
   plain CSR with rows padded to even lengths.
 """
 
@@ -174,6 +175,11 @@ class SlicedWeights:
         raise EdgecError(f"sparse weight encoding {text!r} is not 'sell C' (C > 0)")
 
 
+def column_dtype(k: int) -> type:
+    """The type of the input columns of a `sell C` weight with K inputs."""
+    return np.uint16 if k <= 1 << 16 else np.int32
+
+
 def encode_sliced(b: np.ndarray, enc: SlicedWeights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values, columns, slice pointers) of B [K, N] (see the module doc)."""
     k, n = b.shape
@@ -186,7 +192,7 @@ def encode_sliced(b: np.ndarray, enc: SlicedWeights) -> tuple[np.ndarray, np.nda
     widths = widths + widths % 2
     ptr = np.concatenate([[0], np.cumsum(widths)]).astype(np.int32)
     values = np.zeros(int(ptr[-1]) * c, np.float32)
-    cols = np.zeros(int(ptr[-1]) * c, np.int32)
+    cols = np.zeros(int(ptr[-1]) * c, column_dtype(k))
     for s in range(slices):
         for r in range(c):
             idx = np.flatnonzero(nz[s * c + r])

@@ -170,7 +170,8 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
         check_pipelined(g, target, feeds_for(g), ran)
         g = load_graph(chunks_model())
         check_pipelined(g, target, random_feeds(g), ran)
-    for m in (pruned_net(size=(14, 10)), pruned_mlp(batch=2)):  # the sparse kernels
+    for m in (pruned_net(size=(14, 10)), pruned_mlp(batch=2),  # the sparse kernels
+              pruned_mlp(0.5, inputs=400)):  # 160 KB of weights: prefetched ahead
         g = load_graph(m)
         check_pipelined(g, target, random_feeds(g), ran)
     if target != "c-generic":  # the sparse int8 tile: weights zero in 16x4 dot4 groups

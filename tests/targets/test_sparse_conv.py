@@ -13,6 +13,7 @@ on the same model.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -151,12 +152,13 @@ def test_dense_weights_stay_dense(tmp_path):
     assert "SparseConv" not in report
 
 
-def pruned_mlp(sparsity: float = 0.9, batch: int = 1):
+def pruned_mlp(sparsity: float = 0.9, batch: int = 1, inputs: int = 50):
     """50-200-30-10 at 90% zeros: bias + Relu, MatMul without bias, N not a multiple
-    of any vector (30, 10), a batch of rows."""
+    of any vector (30, 10), a batch of rows. More inputs: a first layer whose weights
+    outgrow the L1 (the kernel prefetches them)."""
     n = OnnxNet("mlp", seed=2)
-    x = n.input("input", [batch, 50])
-    h = n.node("Relu", [n.node("Gemm", [x, n.weight((200, 50)), n.weight((200,), 0.1)],
+    x = n.input("input", [batch, inputs])
+    h = n.node("Relu", [n.node("Gemm", [x, n.weight((200, inputs)), n.weight((200,), 0.1)],
                                transB=1)])
     g = n.node("MatMul", [h, n.weight((200, 30))])
     n.output(n.node("Gemm", [n.node("Tanh", [g]), n.weight((10, 30)), n.weight((10,), 0.1)],
@@ -182,6 +184,26 @@ def test_sparse_matmul_matches_onnxruntime(target, backend, tmp_path):
         assert ops.count("SparseMatMul") == 3, ops
         if runs_here(target):
             check_against_onnxruntime(m, art)
+
+
+@pytest.mark.parametrize("k,cols", [(784, "u16"), (70000, "i32")])
+def test_sparse_matmul_columns_widen_to_int32(k, cols, tmp_path):
+    # input columns are stored as uint16 up to 65536 inputs (half the index bytes), int32
+    # past that; both gather the right inputs
+    n = OnnxNet("wide", seed=3)
+    x = n.input("input", [1, k])
+    n.output(n.node("MatMul", [x, n.weight((k, 20))]))
+    m = n.model()
+    rng = np.random.default_rng(4)
+    w = m.graph.initializer[0]
+    b = numpy_helper.to_array(w)
+    b = np.where(rng.random(b.shape) < 0.95, 0, b).astype(np.float32)
+    w.CopyFrom(numpy_helper.from_array(b, w.name))
+    art = edgec.compile(m, tmp_path / "out", name="wide")
+    sig = re.search(r"SparseMatMul \S+: \(f32\[1,\d+\], f32\[\d+\], (\w+)\[",
+                    (art.out_dir / "wide.c").read_text())
+    assert sig and sig.group(1) == cols
+    check_against_onnxruntime(m, art, threads=(1,))
 
 
 @pytest.mark.parametrize("pattern", ["unstructured", "4x1"])

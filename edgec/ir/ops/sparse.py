@@ -21,7 +21,14 @@ import numpy as np
 from ...errors import ShapeError
 from ..dtypes import DType
 from ..registry import Attr, op
-from ..sparse import SlicedWeights, SparseWeights, Staging, decode_sliced, decode_sparse
+from ..sparse import (
+    SlicedWeights,
+    SparseWeights,
+    Staging,
+    column_dtype,
+    decode_sliced,
+    decode_sparse,
+)
 from ..types import TensorType
 from .fused import _EPILOGUE_ATTRS, _check_epilogue, _epilogue
 from .nn import conv_nd
@@ -135,10 +142,11 @@ def _infer_sparse_matmul(inputs, *, wenc, wshape, activation, activation_params)
                          f"{list(wshape)} = [K, N]")
     n = wshape[1]
     groups = -(-n // enc.c)
-    if (v.dtype != a.dtype or i.dtype is not DType.I32 or p.dtype is not DType.I32 or
+    cols = DType.from_numpy(column_dtype(wshape[0]))
+    if (v.dtype != a.dtype or i.dtype is not cols or p.dtype is not DType.I32 or
             v.rank != 1 or i.shape != v.shape or p.shape != (groups + 1,)):
         raise ShapeError(f"SparseMatMul: '{enc}' weights of {list(wshape)} need 1-D values "
-                         f"({a.dtype}), as many int32 columns and {groups + 1} slice pointers "
+                         f"({a.dtype}), as many {cols} columns and {groups + 1} slice pointers "
                          f"(int32); got {v}, {i}, {p}")
     if bias is not None and bias.shape != (n,):
         raise ShapeError(f"SparseMatMul: bias {bias.type} must be 1-D of length N={n}")

@@ -246,6 +246,10 @@ def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     act = activation_of(node)
     kb.strategy = f"sparse {enc} gather" + sparse_notes(node)
     tasks, per = parallel_split(slices, 2)
+    # prefetch distance (entries) and stride; none where the weights stay in L1
+    entries = node.inputs[1].shape[0]
+    line = kb.target.caches.line
+    ahead = 512 if c > 1 and entries * 4 > kb.target.caches.l1d else 0
     with kb.loop(tasks, "t", kind="parallel") as t, kb.loop(per, "q") as q:
         s = kb.local("s", t * per + q)
         base = kb.local("base", cast(ptr[s], INDEX) * c)
@@ -254,9 +258,17 @@ def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
         with kb.loop(m, "r") as r:
             acc = [kb.local(f"acc{u}_", broadcast(0.0, c)) for u in range(2)]
             with kb.loop(width // 2, "j") as j:
+                if ahead:
+                    # the values and columns stream from memory once per run; across a page
+                    # the hardware prefetcher stops and starts again, so ask ahead
+                    at = kb.local("pf", minimum(base + 2 * j * c + ahead, entries - 2 * c))
+                    for off in range(0, 2 * c * vals.dtype.itemsize, line):
+                        kb.prefetch(vals, at + off // vals.dtype.itemsize)
+                    for off in range(0, 2 * c * cols.dtype.itemsize, line):
+                        kb.prefetch(cols, at + off // cols.dtype.itemsize)
                 for u in range(2):
                     e = kb.local(f"e{u}_", base + (2 * j + u) * c)
-                    x = vgather(a, r * k, vload(cols, e, c))
+                    x = vgather(a, r * k, cast(vload(cols, e, c), DType.I32))
                     kb.assign(acc[u], fma(vload(vals, e, c), x, acc[u]))
             v = acc[0] + acc[1]
             if bias is not None:

@@ -157,8 +157,8 @@ class CRenderer:
         return self.vop("dot4", x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
 
     def _v_cast(self, e: Expr, x: Expr) -> str:
-        if (x.op == "vload" and x.args[2] is None and x.dtype.itemsize == 1
-                and e.dtype is DType.I32):  # L bytes widened to L int32 lanes
+        if (x.op == "vload" and x.args[2] is None and x.dtype.itemsize in (1, 2)
+                and e.dtype is DType.I32):  # L bytes or halfwords widened to L int32 lanes
             return self.vop("load_widen", x.dtype, p=self.pointer(x.args[0], x.args[1]))
         if (e.dtype is DType.I32 and x.op == "call" and x.args[0] == "round"
                 and ("round_to_i32", DType.F32) in self.isa.ops):

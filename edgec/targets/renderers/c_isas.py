@@ -82,6 +82,10 @@ def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
         ext = "epu8" if t is DType.U8 else "epi8"
         load = "_mm_loadl_epi64" if pre == "_mm256" else "_mm_loadu_si128"  # 8 or 16 bytes
         ops[("load_widen", t)] = f"{pre}_cvt{ext}_epi32({load}((const __m128i *)({{p}})))"
+    # L uint16 widened to L int32 lanes (a sparse matrix product's input columns)
+    ops[("load_widen", DType.U16)] = (
+        "_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)({p})))" if pre == "_mm512"
+        else "_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)({p})))")
     # kernel-IR nibble: x86 has no byte shift (the header's helper: GFNI's affine map, or a
     # 16-bit shift and a mask)
     ops[("nibble_lo", DType.I8)] = f"edgec_nibble_lo{64 if pre == '_mm512' else 32}({{a}})"
@@ -170,6 +174,7 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
                 ("dot4", dt): f"edgec_dot4_{t}s8({{c}}, {{a}}, {{b}})",
                 ("store_narrow_n", dt): f"edgec_vst1q_s32_narrow_{t}({{p}}, {{v}}, {{n}})",
                 ("load_widen", dt): f"edgec_vld4_{t}_s32({{p}})"}
+    ops[("load_widen", DType.U16)] = "vreinterpretq_s32_u32(vmovl_u16(vld1_u16({p})))"
     ops |= {("nibble_lo", DType.I8): "vshlq_n_s8({a}, 4)",
             ("nibble_hi", DType.I8): "vandq_s8({a}, vdupq_n_s8((int8_t)0xF0))"}
     ops |= {("to_f32", DType.I32): "vcvtq_f32_s32({a})",
