@@ -2,7 +2,9 @@
 kernels (the same pruned weights, the `sparsify` pass left out) and through onnxruntime (the
 peer that does not exploit sparsity), interleaved in one run (BENCHMARKING.md); with
 `--no-reorder`, also the sparse build without the `reorder` pass (output channels left in the
-model's order) beside, to time what reordering gains at each thread count.
+model's order) beside, to time what reordering gains at each thread count; with
+`--no-padding`, the sparse build whose convolutions may not pad their channels to the block
+height (`sparsify{pad_channels=0}`), for the model yolo_head (255 channels).
 
 Per model, sparsity and pattern: the model's conv and gemm weights are pruned by magnitude
 (edgec.passes.prune.prune_weight, on the ONNX initializers, so that all three run the same
@@ -13,9 +15,9 @@ medians and the median per-round ratio dense / sparse (the speed-up). "sparse la
 counts the convolutions and matrix products that took a sparse kernel (the cost model's
 choice, in report.txt).
 
-    python benchmarks/bench_sparse.py [--models resnet18,mlp] [--sparsity 0.7,0.9]
+    python benchmarks/bench_sparse.py [--models resnet18,mlp,yolo_head] [--sparsity 0.7,0.9]
         [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
-        [--no-reorder] [--int8]
+        [--no-reorder] [--no-padding] [--int8]
 
 --int8: the pruned model quantized as onnxruntime users do it (edgec.zoo.quantize_qdq: QDQ,
 per-channel int8 weights, uint8 activations); sparse = edgec's int8 kernels choosing the
@@ -66,6 +68,26 @@ def pruned(model: onnx.ModelProto, sparsity: float, pattern: str) -> onnx.ModelP
     return m
 
 
+def yolo_head(opset: int = 13, seed: int = 0) -> onnx.ModelProto:
+    """A YOLO detection head at stride 16 of a 640-pixel image: 1x1 convolution 256 -> 255
+    channels (3 anchors x (80 classes + 5)) over 40 x 40, batch 1: the channel count no block
+    height divides (the sparse kernel pads it to the block, `--no-padding` times it without)."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((255, 256, 1, 1)) * np.sqrt(2 / 256)).astype(np.float32)
+    b = (rng.standard_normal(255) * 0.1).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["input", "w", "b"], ["output"], kernel_shape=[1, 1])],
+        "yolo_head", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 256, 40, 40])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 255, 40, 40])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
+
+
+MODELS = {**zoo.MODELS, "yolo_head": yolo_head}
+
+
 def worst_imbalance(out: Path) -> str:
     """The largest imbalance before -> after reordering among the sparse kernels of the
     artifact at `out`, read from its report."""
@@ -103,10 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", default="x86")
     ap.add_argument("--no-reorder", action="store_true",
                     help="time the sparse build without the reorder pass too")
+    ap.add_argument("--no-padding", action="store_true",
+                    help="time the sparse build without channel padding too")
     ap.add_argument("--int8", action="store_true", help="quantize the pruned models to int8")
     args = ap.parse_args(argv)
     tgt = get_target(args.target)
     dense_pipeline = default_pipeline(tgt.lanes(edgec.ir.DType.F32), tgt.registers)
+    unpadded_pipeline = re.sub(r"sparsify\{([^}]*)\}", r"sparsify{\1,pad_channels=0}",
+                               dense_pipeline)
     plain_pipeline = dense_pipeline.replace("reorder,", "")
     dense_pipeline = re.sub(r"sparsify(\{[^}]*\})?,", "", plain_pipeline)
     if args.int8:  # the dense int8 tile everywhere
@@ -114,13 +140,14 @@ def main(argv: list[str] | None = None) -> int:
                                 dense_pipeline)
     print(f"target {args.target}, onnxruntime {ort.__version__}, {args.rounds} rounds")
     extra = " edgec sparse, no reorder ms | reorder gain | imbalance |" if args.no_reorder else ""
+    extra += " edgec sparse, no padding ms | padding gain |" if args.no_padding else ""
     print("| model | sparsity | pattern | threads | sparse layers | edgec sparse ms |" + extra +
           " edgec dense ms | speed-up | onnxruntime ms | sparse / onnxruntime |")
-    print("|---" * (10 + 3 * args.no_reorder) + "|")
+    print("|---" * (10 + 3 * args.no_reorder + 2 * args.no_padding) + "|")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
-            base = zoo.MODELS[name]()
+            base = MODELS[name]()
             for sp in (float(s) for s in args.sparsity.split(",")):
                 for pattern in args.patterns.split(","):
                     m = pruned(base, sp, pattern)
@@ -139,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
                         libs["p"] = edgec.load(edgec.compile(
                             m, d / "plain", target=args.target, name="m",
                             pipeline=plain_pipeline).out_dir)
+                    if args.no_padding:
+                        libs["u"] = edgec.load(edgec.compile(
+                            m, d / "unpadded", target=args.target, name="m",
+                            pipeline=unpadded_pipeline).out_dir)
                     inp = m.graph.input[0]
                     shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
                     feeds = {inp.name: rng.standard_normal(shape).astype(np.float32)}
@@ -172,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
                                                      zip(times["s"], times["p"]))
                             cols = (f" {statistics.median(times['p']):.3f} | {gain:.3f}x | "
                                     f"{worst_imbalance(sparse_art.out_dir)} |")
+                        if args.no_padding:
+                            gain = statistics.median(b / a for a, b in
+                                                     zip(times["s"], times["u"]))
+                            cols += f" {statistics.median(times['u']):.3f} | {gain:.3f}x |"
                         print(f"| {name} | {sp:.0%} | {pattern} | {t} | {layers} | {s:.3f} |"
                               f"{cols} {dn:.3f} | **{up:.2f}x** | {o:.3f} | {vs:.2f} |",
                               flush=True)

@@ -22,8 +22,11 @@ Encodings (node attribute `wenc`; the logical W' in `wshape`), three constant in
 
 - `bcsr Rx1`: block rows of R output channels that share their zero pattern (`csr` is
   R = 1): values [nnzb * R] float32 ([block][r]: the R weights of one input position),
-  offsets [nnzb] int32 (g * Hq * Wq + i * Wq + j), rowptr [M / R + 1] int32. A block is
-  stored when any of its R weights is not zero; M % R == 0.
+  offsets [nnzb] int32 (g * Hq * Wq + i * Wq + j), rowptr [ceil(M / R) + 1] int32. A
+  block is stored when any of its R weights is not zero. Where M % R != 0 the channels are
+  padded: the last block row holds M % R channels and R - M % R whose weights are zero (the
+  kernel computes them with the block and stores none), so that R-row blocks serve a
+  layer of, say, 255 channels.
 
 The weight of a matrix product with a constant B (W = B as [K, N]) is stored output-major
 for a gathering kernel (SparseMatMul): a vector of C outputs reads C gathered inputs at once.
@@ -124,9 +127,7 @@ def encode_sparse(ws: np.ndarray, enc: SparseWeights, hq: int, wq: int
     """(values, offsets, rowptr) of staged weights W' [M, G, KH', KW'] over planes of Hq x Wq."""
     m, g, kh, kw = ws.shape
     r = enc.rows
-    if m % r:
-        raise EdgecError(f"'{enc}' needs the output channels ({m}) to be a multiple of {r}")
-    blocks = ws.reshape(m // r, r, g * kh * kw)
+    blocks = pad_channels(ws, r).reshape(-(-m // r), r, g * kh * kw)
     keep = np.any(blocks != 0, axis=1)  # [M/R, G*KH'*KW']
     gg, ii, jj = np.unravel_index(np.arange(g * kh * kw), (g, kh, kw))
     where = (gg * hq + ii) * wq + jj
@@ -139,11 +140,14 @@ def encode_sparse(ws: np.ndarray, enc: SparseWeights, hq: int, wq: int
 
 def decode_sparse(values: np.ndarray, offsets: np.ndarray, rowptr: np.ndarray,
                   enc: SparseWeights, wshape, hq: int, wq: int) -> np.ndarray:
-    """The staged weights W' (`wshape`) that `encode_sparse` stored."""
+    """The staged weights W' (`wshape`) that `encode_sparse` stored, in the order of the
+    stored block rows and with the padding channels (ceil(M / R) * R rows; the first M are
+    the weights when the block rows are in channel order)."""
     m, g, kh, kw = (int(d) for d in wshape)
     r = enc.rows
+    m = -(-m // r) * r
     nnzb = int(offsets.size)
-    if (m % r or rowptr.size != m // r + 1 or values.size != nnzb * r or int(rowptr[0]) != 0
+    if (rowptr.size != m // r + 1 or values.size != nnzb * r or int(rowptr[0]) != 0
             or int(rowptr[-1]) != nnzb or np.any(np.diff(rowptr) < 0)):
         raise EdgecError(f"sparse weights '{enc}' of {list(wshape)}: {values.size} values, "
                          f"{nnzb} offsets and {rowptr.size} row pointers do not fit together")
@@ -220,12 +224,16 @@ def decode_sliced(values: np.ndarray, cols: np.ndarray, ptr: np.ndarray, enc: Sl
     return np.ascontiguousarray(wo[:n].T)
 
 
+def pad_channels(w: np.ndarray, rows: int) -> np.ndarray:
+    """w [M, ...] with zero channels appended up to a multiple of `rows`."""
+    pad = -w.shape[0] % rows
+    return np.concatenate([w, np.zeros((pad, *w.shape[1:]), w.dtype)]) if pad else w
+
+
 def density(w: np.ndarray, rows: int = 1) -> float:
-    """The share of blocks of `rows` output channels x one position that are not all zero."""
-    m = w.shape[0]
-    if m % rows:
-        return 1.0
-    blocks = w.reshape(m // rows, rows, -1)
+    """The share of blocks of `rows` output channels x one position that are not all zero
+    (channels padded to a multiple of `rows`)."""
+    blocks = pad_channels(w, rows).reshape(-(-w.shape[0] // rows), rows, -1)
     return float(np.any(blocks != 0, axis=1).mean()) if blocks.size else 1.0
 
 

@@ -13,7 +13,9 @@ blocked kernel one per weight and output pixel at `DENSE_RATE`; the sparse one R
 block of R channels and computed pixel (Wq of every OW kept) at `SPARSE_RATE[R]`, plus the
 staging copy and the output's copy through the epilogue. The block height R (1, 4, 8) is
 the one with the least cost: R = 1 for unstructured zeros, larger for weights pruned in
-blocks of output channels. Each convolution's choice and its figures go to
+blocks of output channels; where M % R != 0 the channels are padded to a multiple of R (zero
+weights the blocks compute and the kernel drops; numerics unchanged) when that still costs
+least. Each convolution's choice and its figures go to
 `node.meta["sparse"]` for the report.
 """
 
@@ -41,9 +43,10 @@ GATHER_RATE = 0.15
 COPY_COST = 1.0
 
 
-def sparse_plan(node: Node) -> dict:
+def sparse_plan(node: Node, pad_channels: bool = True) -> dict:
     """The cost model's figures for convolution `node`: the block height R it would use,
-    its block density, the estimated cost of each kernel, and whether sparse wins."""
+    its block density, the estimated cost of each kernel, and whether sparse wins (without
+    `pad_channels`, only the R that divide the output channels)."""
     w = node.inputs[1].const
     x = node.inputs[0].type
     st = staging_of(x, list(w.shape[2:]), node.attrs["pads"], node.attrs["strides"])
@@ -53,18 +56,24 @@ def sparse_plan(node: Node) -> dict:
     dense = w.size * oh * ow / DENSE_RATE
     best = None
     for r, rate in SPARSE_RATE.items():
-        if m % r:
+        # channels padded to a multiple of R: the padding's zeros are computed with the
+        # blocks they fill (counted in the cost), then dropped
+        if m % r and not pad_channels:
             continue
+        mp = -(-m // r) * r
         d = density(ws, r)
-        cost = d * ws.size * oh * st.wq / rate
+        cost = d * (ws.size // m * mp) * oh * st.wq / rate
         if best is None or cost < best[2]:
             best = (r, d, cost)
     r, d, cost = best
     copy = 0 if _identity_stage(node, w) else x.numel
     cost += COPY_COST * (copy + m * oh * st.wq)
-    return {"rows": r, "density": round(float(np.count_nonzero(w)) / w.size, 4),
+    plan = {"rows": r, "density": round(float(np.count_nonzero(w)) / w.size, 4),
             "block_density": round(d, 4), "dense_cost": dense, "sparse_cost": cost,
             "sparse": cost < dense}
+    if m % r:
+        plan["padded_channels"] = -m % r
+    return plan
 
 
 def _identity_stage(node: Node, w: np.ndarray) -> bool:
@@ -106,10 +115,12 @@ def matmul_plan(node: Node, lanes: int) -> dict:
 
 
 @register_pass("sparsify")
-def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False) -> bool:
+def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
+             pad_channels: bool = True) -> bool:
     """Run convolutions and matrix products whose weights are mostly zero on the sparse
     kernels (`lanes`: the target's float vector, the slices of the gathering kernel;
-    `force`: every candidate with any zero weight, whatever the cost model says; for tests)."""
+    `force`: every candidate with any zero weight, whatever the cost model says, for tests;
+    `pad_channels`: let a convolution's channels be padded to a multiple of the block)."""
     changed = False
     for node in list(graph.nodes):
         if _matmul_candidate(node) and (node.inputs[1].const == 0).any():
@@ -123,7 +134,7 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False) -> bool:
         w = node.inputs[1].const
         if not (w == 0).any():
             continue
-        plan = sparse_plan(node)
+        plan = sparse_plan(node, pad_channels)
         node.meta["sparse"] = plan
         if not (plan["sparse"] or force):
             continue

@@ -42,7 +42,7 @@ from edgec.targets.target import get_target
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "passes"))
 from test_layout import chunks_model, feeds_for, mixed_graph  # noqa: E402
-from test_sparse_conv import pruned_mlp, pruned_net  # noqa: E402
+from test_sparse_conv import odd_channels_net, pruned_mlp, pruned_net  # noqa: E402
 
 TARGETS = ("c-generic", "x86-avx512")
 
@@ -171,7 +171,8 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
         g = load_graph(chunks_model())
         check_pipelined(g, target, random_feeds(g), ran)
     for m in (pruned_net(size=(14, 10)), pruned_mlp(batch=2),  # the sparse kernels
-              pruned_mlp(0.5, inputs=400)):  # 160 KB of weights: prefetched ahead
+              pruned_mlp(0.5, inputs=400),  # 160 KB of weights: prefetched ahead
+              odd_channels_net(4)):  # channels padded to the blocks
         g = load_graph(m)
         check_pipelined(g, target, random_feeds(g), ran)
     if target != "c-generic":  # the sparse int8 tile: weights zero in 16x4 dot4 groups

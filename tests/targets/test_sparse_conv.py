@@ -103,6 +103,58 @@ def test_staging_and_encoding_give_the_convolution(stride, pads, k):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def odd_channels_net(rows: int):
+    """Convolutions of 30 and 255 output channels (a detector head's 3 x (80 + 5)), one with
+    a residual, pruned by magnitude in blocks of `rows` output channels (the last block of
+    each holds fewer channels)."""
+    from edgec.passes.prune import prune_weight
+
+    n = OnnxNet("odd", seed=7)
+    x = n.input("input", [1, 16, 12, 10])
+    a = n.node("Relu", [n.conv(x, 16, 30, 3)])
+    b = n.node("Relu", [n.node("Add", [n.conv(a, 30, 30, 3, bias=False), a])])
+    n.output(n.conv(b, 30, 255, 1, pads=[0, 0, 0, 0]))
+    m = n.model()
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 4:
+            taps = w.shape[2] * w.shape[3]
+            w = prune_weight(w.reshape(w.shape[0], -1), 0.85, f"{rows}x1", taps)
+            init.CopyFrom(numpy_helper.from_array(w.reshape(init.dims).astype(np.float32),
+                                                  init.name))
+    return m
+
+
+def test_channels_pad_to_a_multiple_of_the_block():
+    rng = np.random.default_rng(3)
+    ws = rng.standard_normal((30, 4, 3, 3)).astype(np.float32)
+    ws[rng.random(ws.shape) < 0.8] = 0
+    for rows in (4, 8):
+        enc = SparseWeights(rows)
+        v, o, p = encode_sparse(ws, enc, 6, 6)
+        assert p.size == -(-30 // rows) + 1 and v.size == o.size * rows
+        got = decode_sparse(v, o, p, enc, ws.shape, 6, 6)
+        assert got.shape[0] == 32 and np.array_equal(got[:30], ws) and not got[30:].any()
+
+
+@pytest.mark.parametrize("target,backend", [("x86", "c"), ("x86", "llvm"), ("arm64", "c")])
+@pytest.mark.parametrize("rows", [4, 8])
+def test_odd_channel_counts_run_padded_blocks(rows, target, backend, tmp_path):
+    m = odd_channels_net(rows)
+    art = edgec.compile(m, tmp_path / "out", target=target, name="odd", backend=backend)
+    layers = sparse_layers(art)
+    assert len(layers) == 3, layers
+    assert all(f"bcsr {rows}x1" in t for t in layers.values()), layers
+    assert sum("channels padded 30 -> 32" in t for t in layers.values()) == 2, layers
+    assert sum("channels padded 255 -> 256" in t for t in layers.values()) == 1, layers
+    if runs_here(target):
+        check_against_onnxruntime(m, art)
+    if (target, backend, rows) == ("x86", "c", 4):  # without padding: no block height fits
+        pipe = art.manifest["pipeline"].replace("sparsify{", "sparsify{pad_channels=0,")
+        art = edgec.compile(m, tmp_path / "unpadded", name="odd", pipeline=pipe)
+        assert all(t.startswith("sparse csr") for t in sparse_layers(art).values())
+
+
 def test_bad_encodings_are_refused():
     for text in ("csr r2", "bcsr 3x1", "bcsr 4x2", ""):
         with pytest.raises(EdgecError, match="sparse weight encoding"):

@@ -83,16 +83,17 @@ def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params, o
         raise ShapeError(f"SparseConv: wshape {list(wshape)} must be [M, G, KH', KW'] with "
                          f"G = {x.shape[1]} planes and a window inside {list(x.shape[2:])}")
     m = wshape[0]
+    brows = -(-m // enc.rows)  # the last one padded where M % R != 0
     nnzb = i.numel
     if (v.dtype != x.dtype or i.dtype is not DType.I32 or p.dtype is not DType.I32 or
-            v.rank != 1 or i.rank != 1 or p.rank != 1 or m % enc.rows or
-            p.numel != m // enc.rows + 1 or v.numel != nnzb * enc.rows):
+            v.rank != 1 or i.rank != 1 or p.rank != 1 or
+            p.numel != brows + 1 or v.numel != nnzb * enc.rows):
         raise ShapeError(f"SparseConv: '{enc}' weights of {list(wshape)} need 1-D values "
                          f"({x.dtype}, R per block), offsets (int32, one per block) and "
-                         f"{m // max(enc.rows, 1) + 1} row pointers (int32); got {v}, {i}, {p}")
-    if order and sorted(order) != list(range(m // enc.rows)):
+                         f"{brows + 1} row pointers (int32); got {v}, {i}, {p}")
+    if order and sorted(order) != list(range(brows)):
         raise ShapeError(f"SparseConv: order {list(order)} is not a permutation of the "
-                         f"{m // enc.rows} block rows")
+                         f"{brows} block rows")
     if b is not None and b.shape != (m,):
         raise ShapeError(f"SparseConv: bias {b.type} must be 1-D of length M={m}")
     out = TensorType((x.shape[0], m, x.shape[2] - wshape[2] + 1, x.shape[3] - wshape[3] + 1),
@@ -108,7 +109,7 @@ def sparse_conv(xs, v, i, p, b=None, z=None, *, wenc, wshape, activation, activa
     hq, wq = xs.shape[2:]
     enc = SparseWeights.parse(wenc)
     w = in_channel_order(decode_sparse(v, i, p, enc, wshape, hq, wq), enc.rows,
-                         order).astype(xs.dtype)
+                         order)[:wshape[0]].astype(xs.dtype)
     y = conv_nd(xs, w, b, dilations=[1, 1], group=1, pads=[0] * 4, strides=[1, 1])
     return _epilogue(y, z, activation, activation_params)
 
@@ -117,9 +118,10 @@ def dense_weights(node) -> np.ndarray:
     """The staged weights W' of SparseConv `node` (constant inputs), decoded."""
     xs = node.inputs[0].shape
     enc = SparseWeights.parse(node.attrs["wenc"])
+    wshape = node.attrs["wshape"]
     return in_channel_order(decode_sparse(*(node.inputs[k].const for k in (1, 2, 3)), enc,
-                                          node.attrs["wshape"], xs[2], xs[3]),
-                            enc.rows, node.attrs.get("order", []))
+                                          wshape, xs[2], xs[3]),
+                            enc.rows, node.attrs.get("order", []))[:wshape[0]]
 
 
 def in_channel_order(w: np.ndarray, rows: int, order) -> np.ndarray:

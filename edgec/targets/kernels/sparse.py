@@ -12,6 +12,8 @@ through the epilogue act(sum + bias + residual). Tasks go to the thread pool.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
 from ...errors import EdgecError
@@ -105,9 +107,9 @@ def _chunk_pointers(offsets: np.ndarray, rowptr: np.ndarray, plane: int, gc: int
 
 def sparse_notes(node: Node) -> str:
     """The report's figures of a sparse kernel: the share of the weight's entries stored
-    (density of blocks or slices), the values stored as padding (zeros of a block or of a
-    slice's short rows) per non-zero, and, after the reorder pass, the load imbalance across
-    threads (and for slices the padding) before and after it."""
+    (density of blocks or slices), the values stored as padding (zeros of a block, of a
+    padding channel or of a slice's short rows) per non-zero, and, after the reorder pass,
+    the load imbalance across threads (and for slices the padding) before and after it."""
     ro = node.meta.get("reorder")
     vals = node.inputs[1].const
     nnz = max(int(np.count_nonzero(vals)), 1)
@@ -115,6 +117,10 @@ def sparse_notes(node: Node) -> str:
     if ro and "padding" in ro:
         text += f"{ro['padding'][0] - 1:.0%} -> "
     text += f"{(vals.size - nnz) / nnz:.0%}"
+    if node.op == "SparseConv":
+        m, rows = node.attrs["wshape"][0], SparseWeights.parse(node.attrs["wenc"]).rows
+        if m % rows:
+            text += f" (channels padded {m} -> {m + -m % rows})"
     if ro:
         text += (f", imbalance {ro['imbalance'][0]:.2f} -> {ro['imbalance'][1]:.2f} at "
                  f"{ro['threads']} threads")
@@ -141,7 +147,7 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     lds = -(-bh * wq // lanes) * lanes
     gc = max(1, kb.target.caches.l1d // ((bh + khq - 1) * wq * fsize + tile * fsize))
     chunks = -(-g // gc)
-    brows = m // rows
+    brows = -(-m // rows)  # the last one holds padding channels where M % R != 0
     per_group = max(1, brows // max(1, -(-_MIN_TASKS // (n * nbands))))
     # the group's scratch rows live on the task's stack: a worker thread's stack may be small
     per_group = min(per_group, max(1, _SCRATCH_BYTES // (rows * lds * fsize)))
@@ -191,22 +197,27 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
 
     def store_rows(s, s0, br, img, oh0, nrows: int) -> None:
         """y[img, co, oh0 + i, :OW] = act(s[s0 + r*lds + i*Wq, :OW] + b[co] + z[...]) for the
-        R channels co = br*R + r of block row br: the Wq - OW computed columns dropped."""
-        nvec = -(-ow // lanes)
+        R channels co = br*R + r of block row br (but padding channels, co >= M): the
+        Wq - OW computed columns dropped."""
         blk = kb.local("blk", cast(cb[br], INDEX)) if cb is not None else br
         for r in range(rows):
             co = kb.local("co", blk * rows + r)
-            bias = kb.local("bias", b[co]) if b is not None else None
-            with kb.loop(nrows, "i") as i:
-                yrow = kb.local("yo", ((img * m + co) * oh + oh0 + i) * ow)
-                with kb.loop(nvec, "v") as v:
-                    cnt = minimum(ow - v * lanes, lanes) if ow % lanes else None
-                    val = vload(s, s0 + r * lds + i * wq + v * lanes, lanes, cnt)
-                    if bias is not None:
-                        val = val + bias
-                    if z is not None:
-                        val = val + vload(z, yrow + v * lanes, lanes, cnt)
-                    kb.store(y, yrow + v * lanes, _apply(kb, act, val), cnt)
+            with kb.if_(co < m) if r >= m % rows > 0 else nullcontext():
+                store_row(s, s0 + r * lds, co, img, oh0, nrows)
+
+    def store_row(s, s0, co, img, oh0, nrows: int) -> None:
+        nvec = -(-ow // lanes)
+        bias = kb.local("bias", b[co]) if b is not None else None
+        with kb.loop(nrows, "i") as i:
+            yrow = kb.local("yo", ((img * m + co) * oh + oh0 + i) * ow)
+            with kb.loop(nvec, "v") as v:
+                cnt = minimum(ow - v * lanes, lanes) if ow % lanes else None
+                val = vload(s, s0 + i * wq + v * lanes, lanes, cnt)
+                if bias is not None:
+                    val = val + bias
+                if z is not None:
+                    val = val + vload(z, yrow + v * lanes, lanes, cnt)
+                kb.store(y, yrow + v * lanes, _apply(kb, act, val), cnt)
 
     with kb.loop(n * nbands * ngroups, "t", kind="parallel") as t:
         grp = kb.local("grp", t % ngroups) if ngroups > 1 else const(0)
