@@ -170,7 +170,7 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
         check_pipelined(g, target, feeds_for(g), ran)
         g = load_graph(chunks_model())
         check_pipelined(g, target, random_feeds(g), ran)
-    for m in (pruned_net(size=(14, 10)), pruned_mlp(batch=2),  # the sparse kernels
+    for m in (pruned_net(size=(22, 18)), pruned_mlp(batch=2),  # the sparse kernels
               pruned_mlp(0.5, inputs=400),  # 160 KB of weights: prefetched ahead
               odd_channels_net(4)):  # channels padded to the blocks
         g = load_graph(m)

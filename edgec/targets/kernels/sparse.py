@@ -105,7 +105,25 @@ def _chunk_pointers(offsets: np.ndarray, rowptr: np.ndarray, plane: int, gc: int
     return out.reshape(-1)
 
 
-def sparse_notes(node: Node) -> str:
+def task_imbalance(work: np.ndarray, order, n: int, band_rows: list[int], per_group: int,
+                   threads: int) -> tuple[float, float]:
+    """max / mean work of `threads` contiguous slices of the sparse convolution's tasks
+    (image, band of rows, group of `per_group` block rows; a task's work: its band's rows x
+    its block rows' stored blocks), with the block rows in the model's channel order and in
+    the stored one (`order`: stored block row q computes channel block order[q])."""
+    def spread(w: np.ndarray) -> float:
+        groups = np.add.reduceat(w, np.arange(0, w.size, per_group))
+        tasks = np.outer(np.tile(band_rows, n), groups).reshape(-1)
+        parts = [tasks[tasks.size * k // threads:tasks.size * (k + 1) // threads].sum()
+                 for k in range(threads)]
+        return float(max(parts) / max(np.mean(parts), 1e-30))
+
+    before = np.empty_like(work)
+    before[np.asarray(order, np.int64) if len(order) else np.arange(work.size)] = work
+    return spread(before), spread(work)
+
+
+def sparse_notes(node: Node, imbalance: tuple[float, float] | None = None) -> str:
     """The report's figures of a sparse kernel: the share of the weight's entries stored
     (density of blocks or slices), the values stored as padding (zeros of a block, of a
     padding channel or of a slice's short rows) per non-zero, and, after the reorder pass,
@@ -122,8 +140,8 @@ def sparse_notes(node: Node) -> str:
         if m % rows:
             text += f" (channels padded {m} -> {m + -m % rows})"
     if ro:
-        text += (f", imbalance {ro['imbalance'][0]:.2f} -> {ro['imbalance'][1]:.2f} at "
-                 f"{ro['threads']} threads")
+        a, b = imbalance or ro["imbalance"]
+        text += f", imbalance {a:.2f} -> {b:.2f} at {ro['threads']} threads"
     return text
 
 
@@ -142,8 +160,13 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     nv = sparse_tile_shape(lanes, kb.target.registers, rows)
     tile = nv * lanes
     fsize = F32.itemsize
-    bh = min(oh, -(-tile // wq))  # a band holds one tile at least
-    nbands = -(-oh // bh)
+    # bands of rows hold one tile at least; an even count of them, their heights differing
+    # by one row at most and spread so that every first half, quarter.. of them holds its
+    # share of the rows (the threads take contiguous runs of tasks, bands first: 28 rows as
+    # 6 bands of 5, 5, 5, 5, 5, 3 gave 2 threads 15 and 13 rows)
+    nbands = -(-oh // min(oh, -(-tile // wq)))
+    nbands -= nbands % 2 if nbands > 1 else 0
+    bh = -(-oh // nbands)  # the tallest
     lds = -(-bh * wq // lanes) * lanes
     gc = max(1, kb.target.caches.l1d // ((bh + khq - 1) * wq * fsize + tile * fsize))
     chunks = -(-g // gc)
@@ -164,7 +187,13 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     order = node.attrs.get("order", [])
     cb = derived_constant(kb, node.inputs[3], "order",
                           lambda rp: np.asarray(order, np.int32), "cb") if order else None
-    kb.strategy = f"sparse {enc}" + sparse_notes(node)
+    ro = node.meta.get("reorder")
+    spread = None
+    if ro:  # the threads' shares of this kernel's tasks (row bands first, then channels)
+        spread = task_imbalance(np.diff(node.inputs[3].const).astype(np.int64), order, n,
+                                np.diff(np.arange(nbands + 1) * oh // nbands), per_group,
+                                ro["threads"])
+    kb.strategy = f"sparse {enc}" + sparse_notes(node, spread)
 
     def band_tiles(nrows: int, x0, s, br, c, q) -> None:
         """The tiles over a band of `nrows` rows for block row br, chunk c."""
@@ -223,15 +252,14 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
         grp = kb.local("grp", t % ngroups) if ngroups > 1 else const(0)
         bnd = kb.local("band", (t // ngroups) % nbands) if nbands > 1 else const(0)
         img = kb.local("img", t // (ngroups * nbands)) if n > 1 else const(0)
-        oh0 = kb.local("oh0", bnd * bh)
-        tail_rows = oh - (nbands - 1) * bh
-        if tail_rows == bh:
-            band(bh, img, grp, oh0)
+        if oh % nbands == 0:
+            band(bh, img, grp, kb.local("oh0", bnd * bh))
         else:
-            with kb.if_(bnd < nbands - 1):
+            oh0 = kb.local("oh0", bnd * oh // nbands)
+            with kb.if_(((bnd + 1) * oh // nbands - oh0).eq(bh)):
                 band(bh, img, grp, oh0)
             with kb.else_():
-                band(tail_rows, img, grp, oh0)
+                band(bh - 1, img, grp, oh0)
 
 
 @kernel("SparseMatMul")
