@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     dense_pipeline = default_pipeline(tgt.lanes(edgec.ir.DType.F32), tgt.registers)
     unpadded_pipeline = re.sub(r"sparsify\{([^}]*)\}", r"sparsify{\1,pad_channels=0}",
                                dense_pipeline)
-    plain_pipeline = dense_pipeline.replace("reorder,", "")
+    plain_pipeline = re.sub(r"reorder(\{[^}]*\})?,", "", dense_pipeline)
     dense_pipeline = re.sub(r"sparsify(\{[^}]*\})?,", "", plain_pipeline)
     if args.int8:  # the dense int8 tile everywhere
         dense_pipeline = re.sub(r"pack-weights\{([^}]*)\}", r"pack-weights{\1,sparse=0}",

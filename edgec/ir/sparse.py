@@ -271,3 +271,74 @@ def imbalance(work: np.ndarray, parts: int) -> float:
     cuts = [n * k // parts for k in range(parts + 1)]
     loads = [work[cuts[k]:cuts[k + 1]].sum() for k in range(parts)]
     return float(max(loads) / (sum(loads) / parts))
+
+
+def sparse_tile_shape(lanes: int, registers: int, rows: int) -> int:
+    """V, the vectors of pixels per tile of the sparse convolution for blocks of `rows`
+    channels: R*V accumulators, V input vectors and a broadcast in the register file, and 8
+    accumulators or more where the rows allow (FMA latency x throughput)."""
+    budget = 24 if registers >= 32 else 10
+    return max(1, min(8, budget // rows))
+
+
+MIN_TASKS = 16  # enough tasks for the thread pool to balance
+SCRATCH_BYTES = 128 * 1024  # most of a task's scratch rows (on a worker's stack)
+
+
+@dataclass(frozen=True)
+class ConvTasks:
+    """How the sparse convolution splits its work into the thread pool's tasks: (image,
+    band of output rows, group of `per_group` block rows), bands first. Bands hold one tile
+    of pixels at least; there is an even number of them, their heights within one row of
+    each other and spread so that every first half, quarter.. of them holds its share of the
+    rows (the threads take contiguous runs of tasks: 28 rows as 6 bands of 5, 5, 5, 5, 5, 3
+    gave 2 threads 15 and 13)."""
+
+    n: int
+    oh: int
+    nbands: int
+    bh: int  # the tallest band
+    lds: int  # scratch row stride: a band's pixels in whole vectors
+    tile: int  # pixels per tile
+    per_group: int
+    brows: int
+
+    @staticmethod
+    def of(n: int, m: int, oh: int, wq: int, rows: int, lanes: int,
+           registers: int) -> ConvTasks:
+        tile = sparse_tile_shape(lanes, registers, rows) * lanes
+        nbands = -(-oh // min(oh, -(-tile // wq)))
+        nbands -= nbands % 2 if nbands > 1 else 0
+        bh = -(-oh // nbands)
+        lds = -(-bh * wq // lanes) * lanes
+        brows = -(-m // rows)  # the last one holds padding channels where M % R != 0
+        per_group = max(1, brows // max(1, -(-MIN_TASKS // (n * nbands))))
+        per_group = min(per_group, max(1, SCRATCH_BYTES // (rows * lds * 4)))
+        return ConvTasks(n, oh, nbands, bh, lds, tile, per_group, brows)
+
+    @property
+    def ngroups(self) -> int:
+        return -(-self.brows // self.per_group)
+
+    @property
+    def band_rows(self) -> np.ndarray:
+        return np.diff(np.arange(self.nbands + 1) * self.oh // self.nbands)
+
+    def imbalance(self, work: np.ndarray, threads: int) -> float:
+        """max / mean work of `threads` contiguous slices of the tasks, for block rows (in
+        the stored order) with `work` blocks each; a task's work is its band's rows x its
+        block rows' blocks."""
+        groups = np.add.reduceat(np.asarray(work, np.float64),
+                                 np.arange(0, len(work), self.per_group))
+        tasks = np.outer(np.tile(self.band_rows, self.n), groups).reshape(-1)
+        parts = [tasks[tasks.size * k // threads:tasks.size * (k + 1) // threads].sum()
+                 for k in range(threads)]
+        return float(max(parts) / max(np.mean(parts), 1e-30))
+
+
+def channel_order_work(work: np.ndarray, order) -> np.ndarray:
+    """The work of stored block rows (stored row q computes channel block order[q]) in the
+    channels' order."""
+    out = np.empty_like(work)
+    out[np.asarray(order, np.int64) if len(order) else np.arange(len(work))] = work
+    return out

@@ -71,6 +71,7 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
     if vector_lanes < 2:
         return DEFAULT_PIPELINE
     return DEFAULT_PIPELINE.replace("sparsify,", f"sparsify{{lanes={vector_lanes}}},").replace(
+        "reorder,", f"reorder{{lanes={vector_lanes},registers={registers}}},").replace(
         ",plan-memory", f",layout-nchwc{{block={vector_lanes}}},pack-weights{{registers="
                         f"{registers},lanes={vector_lanes}}},fixed-point,fuse-residual,dce,"
                         "plan-memory")

@@ -20,14 +20,6 @@ from .microkernels import _cached
 F32, I32 = DType.F32, DType.I32
 
 
-def sparse_tile_shape(lanes: int, registers: int, rows: int) -> int:
-    """V, the vectors of pixels per tile for blocks of `rows` channels: R*V accumulators, V
-    input vectors and a broadcast in the register file, and 8 accumulators or more where the
-    rows allow (FMA latency x throughput)."""
-    budget = 24 if registers >= 32 else 10
-    return max(1, min(8, budget // rows))
-
-
 def sparse_conv_tile(lanes: int, rows: int, nv: int, masked: bool) -> Kernel:
     """The tile (see the module doc). It starts from zero where `first` is not 0, else from
     the partial sums in s (an earlier chunk of input planes); `masked`: the last vector

@@ -19,8 +19,7 @@ from onnx import numpy_helper
 from test_sparse_conv import check_against_onnxruntime
 
 import edgec
-from edgec.ir.sparse import balanced_order, imbalance
-from edgec.targets.kernels.sparse import task_imbalance
+from edgec.ir.sparse import ConvTasks, balanced_order, channel_order_work, imbalance
 
 
 def test_balanced_order_by_hand():
@@ -87,17 +86,25 @@ def test_skewed_convolutions_are_balanced(rows, backend, tmp_path):
     check_against_onnxruntime(m, art)
 
 
-def test_task_imbalance_counts_the_kernels_tasks():
+def test_conv_tasks_imbalance_counts_the_kernels_tasks():
     # stored block rows with 3, 1, 2, 2 blocks; stored row q computes channel block order[q]
     work, order = np.array([3, 1, 2, 2]), [0, 2, 1, 3]
-    # one band: the threads take block rows 0-1 and 2-3: in channel order 3 + 2 against
-    # 1 + 2 (5 / 4), in the stored order 4 and 4
-    assert task_imbalance(work, order, 1, [1], 1, 2) == pytest.approx((1.25, 1.0))
-    # two bands of 5 and 4 rows, band first: the threads get one band each, whatever the
-    # channel order: 5 * 8 against 4 * 8
-    assert task_imbalance(work, order, 1, [5, 4], 1, 2) == pytest.approx((40 / 36, 40 / 36))
-    # groups of 2 block rows, two images: 4 tasks of (img, group), 2 each
-    assert task_imbalance(work, [], 2, [1], 2, 2) == pytest.approx((1.0, 1.0))
+    before = channel_order_work(work, order)
+    assert before.tolist() == [3, 2, 1, 2]
+    # one band (n, oh, nbands, bh, lds, tile, per_group, brows): the threads take block
+    # rows 0-1 and 2-3: in channel order 3 + 2 against 1 + 2 (5 / 4), stored 4 and 4
+    one = ConvTasks(1, 7, 1, 7, 112, 128, 1, 4)
+    assert (one.imbalance(before, 2), one.imbalance(work, 2)) == pytest.approx((1.25, 1.0))
+    # 9 rows in two bands, 4 and 5 (9 * 1 // 2 = 4), band first: a band per thread whatever
+    # the channel order, 4 * 8 against 5 * 8
+    two = ConvTasks(1, 9, 2, 5, 80, 128, 1, 4)
+    assert two.band_rows.tolist() == [4, 5]
+    assert two.imbalance(before, 2) == two.imbalance(work, 2) == pytest.approx(40 / 36)
+    # groups of 2 block rows, two images: 4 tasks of (image, group), 2 each
+    assert ConvTasks(2, 7, 1, 7, 112, 128, 2, 4).imbalance(work, 2) == pytest.approx(1.0)
+    # the kernel's split of 28 rows: 6 bands (4, 5, 5, 4, 5, 5), halves of 14 rows
+    split = ConvTasks.of(1, 64, 28, 30, 1, 16, 32)
+    assert split.nbands == 6 and split.band_rows.tolist() == [4, 5, 5, 4, 5, 5]
 
 
 def skewed_mlp(shared: bool = False):

@@ -20,17 +20,15 @@ from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node
 from ...ir.ops.sparse import staging_of
-from ...ir.sparse import SlicedWeights, SparseWeights
+from ...ir.sparse import ConvTasks, SlicedWeights, SparseWeights, channel_order_work
 from ..kernel_ir import INDEX, broadcast, cast, const, fma, minimum, vgather, vload
 from ..lowering import NodeKernelBuilder, kernel
 from ..microkernels import _apply
-from ..microkernels_sparse import sparse_conv_tile, sparse_tile_shape
+from ..microkernels_sparse import sparse_conv_tile
 from .common import derived_constant, parallel_split
 from .fused import activation_of
 
 F32 = DType.F32
-_MIN_TASKS = 16  # enough tasks for the thread pool to balance
-_SCRATCH_BYTES = 128 * 1024  # most of a task's scratch rows (stack memory)
 
 
 def _valid(off: int, step: int, limit: int, extent: int) -> tuple[int, int]:
@@ -105,24 +103,6 @@ def _chunk_pointers(offsets: np.ndarray, rowptr: np.ndarray, plane: int, gc: int
     return out.reshape(-1)
 
 
-def task_imbalance(work: np.ndarray, order, n: int, band_rows: list[int], per_group: int,
-                   threads: int) -> tuple[float, float]:
-    """max / mean work of `threads` contiguous slices of the sparse convolution's tasks
-    (image, band of rows, group of `per_group` block rows; a task's work: its band's rows x
-    its block rows' stored blocks), with the block rows in the model's channel order and in
-    the stored one (`order`: stored block row q computes channel block order[q])."""
-    def spread(w: np.ndarray) -> float:
-        groups = np.add.reduceat(w, np.arange(0, w.size, per_group))
-        tasks = np.outer(np.tile(band_rows, n), groups).reshape(-1)
-        parts = [tasks[tasks.size * k // threads:tasks.size * (k + 1) // threads].sum()
-                 for k in range(threads)]
-        return float(max(parts) / max(np.mean(parts), 1e-30))
-
-    before = np.empty_like(work)
-    before[np.asarray(order, np.int64) if len(order) else np.arange(work.size)] = work
-    return spread(before), spread(work)
-
-
 def sparse_notes(node: Node, imbalance: tuple[float, float] | None = None) -> str:
     """The report's figures of a sparse kernel: the share of the weight's entries stored
     (density of blocks or slices), the values stored as padding (zeros of a block, of a
@@ -157,24 +137,13 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     _, m, oh, ow = node.output.shape
     khq = node.attrs["wshape"][2]
     lanes = kb.lanes(F32)
-    nv = sparse_tile_shape(lanes, kb.target.registers, rows)
-    tile = nv * lanes
     fsize = F32.itemsize
-    # bands of rows hold one tile at least; an even count of them, their heights differing
-    # by one row at most and spread so that every first half, quarter.. of them holds its
-    # share of the rows (the threads take contiguous runs of tasks, bands first: 28 rows as
-    # 6 bands of 5, 5, 5, 5, 5, 3 gave 2 threads 15 and 13 rows)
-    nbands = -(-oh // min(oh, -(-tile // wq)))
-    nbands -= nbands % 2 if nbands > 1 else 0
-    bh = -(-oh // nbands)  # the tallest
-    lds = -(-bh * wq // lanes) * lanes
+    split = ConvTasks.of(n, m, oh, wq, rows, lanes, kb.target.registers)
+    tile, nbands, bh, lds = split.tile, split.nbands, split.bh, split.lds
+    nv = tile // lanes
+    brows, per_group, ngroups = split.brows, split.per_group, split.ngroups
     gc = max(1, kb.target.caches.l1d // ((bh + khq - 1) * wq * fsize + tile * fsize))
     chunks = -(-g // gc)
-    brows = -(-m // rows)  # the last one holds padding channels where M % R != 0
-    per_group = max(1, brows // max(1, -(-_MIN_TASKS // (n * nbands))))
-    # the group's scratch rows live on the task's stack: a worker thread's stack may be small
-    per_group = min(per_group, max(1, _SCRATCH_BYTES // (rows * lds * fsize)))
-    ngroups = -(-brows // per_group)
     xs = kb.bind(node.inputs[0], "x")
     vals, offs = kb.bind(node.inputs[1], "vals"), kb.bind(node.inputs[2], "offs")
     ptr = derived_constant(
@@ -190,9 +159,9 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     ro = node.meta.get("reorder")
     spread = None
     if ro:  # the threads' shares of this kernel's tasks (row bands first, then channels)
-        spread = task_imbalance(np.diff(node.inputs[3].const).astype(np.int64), order, n,
-                                np.diff(np.arange(nbands + 1) * oh // nbands), per_group,
-                                ro["threads"])
+        work = np.diff(node.inputs[3].const).astype(np.int64)
+        spread = (split.imbalance(channel_order_work(work, order), ro["threads"]),
+                  split.imbalance(work, ro["threads"]))
     kb.strategy = f"sparse {enc}" + sparse_notes(node, spread)
 
     def band_tiles(nrows: int, x0, s, br, c, q) -> None:
