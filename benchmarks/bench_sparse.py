@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                     sparse_art = edgec.compile(m, d / "sparse", target=args.target, name="m")
                     dense_art = edgec.compile(m, d / "dense", target=args.target, name="m",
                                               pipeline=dense_pipeline)
-                    layers = sum(k["strategy"].startswith("sparse")
+                    layers = sum("sparse" in k["strategy"]
                                  for k in sparse_art.manifest["kernel_strategies"])
                     sparse, dense = edgec.load(sparse_art.out_dir), edgec.load(dense_art.out_dir)
                     libs = {"s": sparse, "d": dense}

@@ -233,19 +233,23 @@ class GemmWeights:
     lanes: int
     nv: int
     nibbles: bool = False
+    sparse: bool = False  # the kernel reads only the dot4 groups whose bytes are not all 0
 
     def __str__(self) -> str:
-        return f"gemm l{self.lanes} v{self.nv}" + (" nib" if self.nibbles else "")
+        return f"gemm l{self.lanes} v{self.nv}" + (" nib" if self.nibbles else "") + \
+            (" sparse" if self.sparse else "")
 
     @staticmethod
     def parse(text: str) -> GemmWeights:
         words = text.split()
         try:
-            if words[0] == "gemm" and len(words) in (3, 4) and words[3:] in ([], ["nib"]):
-                return GemmWeights(_num(words[1], "l"), _num(words[2], "v"), len(words) == 4)
+            if words[0] == "gemm" and len(words) in (3, 4) and words[3:] in ([], ["nib"],
+                                                                             ["sparse"]):
+                return GemmWeights(_num(words[1], "l"), _num(words[2], "v"),
+                                   words[3:] == ["nib"], words[3:] == ["sparse"])
         except (IndexError, ValueError):
             pass
-        raise EdgecError(f"weight encoding {text!r} is not 'gemm lL vV [nib]'")
+        raise EdgecError(f"weight encoding {text!r} is not 'gemm lL vV [nib|sparse]'")
 
     @property
     def width(self) -> int:
@@ -317,10 +321,37 @@ def decode_gemm(data: np.ndarray, enc: GemmWeights, shape) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(rows)[:, :n]).astype(np.int8)
 
 
-def gemm_encoding(lanes: int, b: np.ndarray) -> GemmWeights:
+# the share of dot4 groups (L output channels or columns x 4 inputs, at one tap of a
+# convolution) with a weight that is not zero under which the int8 kernels read only the
+# stored ones: a stored group costs what a dense one does (one weight vector, a broadcast
+# and a dot4 per row or pixel) plus its index, and the dense tiles share their broadcasts
+# between several vectors of outputs
+SPARSE_GROUPS = 0.5
+
+
+def gemm_groups(b: np.ndarray, lanes: int, nv: int) -> np.ndarray:
+    """[panels * nv, K // 4] bool: which dot4 groups of B [K, N] (4 rows x `lanes` columns,
+    per vector of each panel of nv vectors) hold a weight; the K % 4 tail rows not counted."""
+    k, n = b.shape
+    w = lanes * nv
+    panels = -(-n // w)
+    bpad = np.zeros((k // 4 * 4, panels * w), bool)
+    bpad[:, :n] = b[:k // 4 * 4] != 0
+    return bpad.reshape(k // 4, 4, panels * nv, lanes).any(axis=(1, 3)).T
+
+
+def gemm_encoding(lanes: int, b: np.ndarray, sparse: int = -1) -> GemmWeights:
     """The encoding the int8 GEMM micro-kernel reads for B at `lanes` int32 lanes: the
-    tile's V vectors (`gemm_tile_shape`), two to a byte where B fits 4 bits."""
-    return GemmWeights(lanes, gemm_tile_shape(lanes)[1], fits_nibbles(b))
+    tile's V vectors (`gemm_tile_shape`), two to a byte where B fits 4 bits, else the stored
+    dot4 groups only (`sparse`: 1 always, 0 never, -1 where at most `SPARSE_GROUPS` of the
+    groups of the real columns hold a weight)."""
+    nv = gemm_tile_shape(lanes)[1]
+    if fits_nibbles(b) or b.shape[0] < 4:
+        return GemmWeights(lanes, nv, True) if fits_nibbles(b) else GemmWeights(lanes, nv)
+    if sparse == -1:
+        groups = gemm_groups(b, lanes, nv)[:-(-b.shape[1] // lanes)]
+        sparse = int(groups.size > 0 and groups.mean() <= SPARSE_GROUPS)
+    return GemmWeights(lanes, nv, sparse=bool(sparse))
 
 
 def gemm_tile_shape(lanes: int) -> tuple[int, int]:

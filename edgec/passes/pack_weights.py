@@ -79,13 +79,14 @@ def gemm_matrix(node: Node) -> np.ndarray | None:
 @register_pass("pack-weights")
 def pack_weights(graph: Graph, *, registers: int = 16, lanes: int = 0, sparse: int = -1) -> bool:
     """Store the weights of blocked integer convolutions and integer GEMMs in their kernels'
-    encoding (`sparse` 0 or 1: the convolutions' tile, dense or sparse dot4 groups; -1: the
-    kernel's choice by the share of groups that hold a weight)."""
+    encoding (`sparse` 0 or 1: dense or sparse dot4 groups, for the convolutions' tile and
+    the GEMMs' encoding, "gemm lL vV sparse"; -1: by the share of groups that hold a
+    weight)."""
     packed: dict = {}
     changed = False
     for node in list(graph.nodes):
         if lanes >= 4 and node.op in _GEMM_INPUTS:
-            changed |= _pack_gemm(graph, node, lanes, packed)
+            changed |= _pack_gemm(graph, node, lanes, packed, sparse)
             continue
         if node.op == "BlockedQLinearConv" and sparse != -1 and \
                 node.attrs.get("sparse", -1) != sparse:
@@ -109,13 +110,13 @@ def pack_weights(graph: Graph, *, registers: int = 16, lanes: int = 0, sparse: i
     return changed
 
 
-def _pack_gemm(graph: Graph, node: Node, lanes: int, packed: dict) -> bool:
+def _pack_gemm(graph: Graph, node: Node, lanes: int, packed: dict, sparse: int) -> bool:
     bmat = gemm_matrix(node)
     if bmat is None:
         return False
     ib = _GEMM_INPUTS[node.op][2]
     b = node.inputs[ib]
-    enc = gemm_encoding(lanes, bmat)
+    enc = gemm_encoding(lanes, bmat, sparse)
     key = (id(b), node.op == "QGemm" and node.attrs["transB"], str(enc))
     if key not in packed:
         packed[key] = graph.const(encode_gemm(bmat, enc), f"{b.name}_packed")

@@ -76,7 +76,8 @@ class Int8Epilogue:
 
 
 def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
-              epi: Int8Epilogue, nibbles: bool = False, used: int = 0) -> Kernel:
+              epi: Int8Epilogue, nibbles: bool = False, used: int = 0,
+              sparse: bool = False) -> Kernel:
     """MR rows x NV vectors of y = epilogue(A @ B) (see the module doc): parameters a (row 0
     of the tile), bp and bt (the panel's k-groups and its K % 4 rows, ir/encodings.py
     "gemm lL vNV [nib]": with `nibbles` two vectors to a byte, summed as 16 * b and the
@@ -84,18 +85,26 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
     (K/4), lda, ldy, ncols (columns to store, <= W), and the epilogue's scalars (za, the row
     sums, the multiplier per tensor, zy, the shift). With `used` < NV only the first `used`
     vectors of each k-group are summed and stored: a last panel that holds fewer columns
-    (N = 196: 4 of a 64-column panel) takes a quarter of the work instead of the whole."""
-    used = used or nv
-    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used)
+    (N = 196: 4 of a 64-column panel) takes a quarter of the work instead of the whole.
+
+    `sparse` ("gemm lL vV sparse"): one vector of the panel (bp, bt and the tables at its
+    columns; `used` 1), over its stored k-groups only: two more parameters after bp/bt,
+    gidx (the groups' indices, int32) and nst (their count)."""
+    used = 1 if sparse else used or nv
+    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used, sparse)
     if key in _CACHE:
         return _CACHE[key]
     enc = GemmWeights(lanes, nv, nibbles)
     kb = KernelBuilder(f"mk_gemm_{a_type.name.lower()}{'i4' if nibbles else 'i8'}x{lanes}_m{mr}"
-                       f"_v{nv}{f'u{used}' if used < nv else ''}_t{ktail}{epi.tag}",
+                       f"_v{nv}{f'u{used}' if used < nv and not sparse else ''}"
+                       f"{'_sp' if sparse else ''}_t{ktail}{epi.tag}",
                        f"int8 gemm tile: {mr} rows x {used * lanes} columns, int32 accumulators"
-                       + (", int4 weights two to a byte" if nibbles else ""), opaque=True)
+                       + (", int4 weights two to a byte" if nibbles else "")
+                       + (", the stored dot4 groups only" if sparse else ""), opaque=True)
     a, bp = kb.pointer("a", a_type), kb.pointer("bp", I8)
     bt = kb.pointer("bt", I8) if ktail else None
+    gidx = kb.pointer("gidx", I32) if sparse else None
+    nst = kb.scalar("nst") if sparse else None
     cz = kb.pointer("cz", I32) if epi.zero_a else None
     zb = kb.pointer("zb", I32) if epi.zero_b else None
     requant = epi.out is not I32
@@ -130,8 +139,13 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
             for v in range(used):
                 kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v]))
 
-    with kb.loop(groups, "g") as g:
-        group(bp, g * (4 * lanes * gv), g * 4)
+    if sparse:
+        with kb.loop(nst, "e") as e:
+            g = kb.local("g", cast(gidx[e], INDEX))
+            group(bp, g * (4 * lanes * gv), g * 4)
+    else:
+        with kb.loop(groups, "g") as g:
+            group(bp, g * (4 * lanes * gv), g * 4)
     if ktail:  # rows K-4 .. K-1 against the tail group (its rows before 4 * groups are 0)
         group(bt, const(0), groups * 4 + (ktail - 4))
 

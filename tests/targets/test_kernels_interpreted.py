@@ -176,10 +176,12 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
         g = load_graph(m)
         check_pipelined(g, target, random_feeds(g), ran)
     if target != "c-generic":  # the sparse int8 tile: weights zero in 16x4 dot4 groups
-        from test_sparse_int8 import net, prune_groups_of
+        from test_sparse_int8 import mlp_net, net, prune_groups_of
 
         d = tmp_path_factory.mktemp("qdq_sparse")
         g = load_graph(zoo.quantize_qdq(prune_groups_of(net(), 0.8, "16x4"), d, samples=2))
+        check_pipelined(g, target, random_feeds(g), ran, tol=0)
+        g = load_graph(zoo.quantize_qdq(mlp_net(16), d / "mlp", samples=2))  # sparse GEMM
         check_pipelined(g, target, random_feeds(g), ran, tol=0)
     # with vectors, the integer convolutions run blocked on their padded inputs
     want = {"BlockedConv", "BlockedPool", "ReorderFromBlocked", "ReorderToBlocked",

@@ -3,6 +3,8 @@ dot4 groups (L output channels x 4 input channels at one tap) runs on the sparse
 tile, bit for bit what the dense tile computes on the same weights (the dense tile is checked
 against onnxruntime in test_int8.py); x86 AVX-512 and AVX2, the LLVM backend, arm64 under
 qemu, 1 and 2 threads. The pruned int8 ResNet-18 of the benchmark stays on the sparse tile.
+The int8 GEMM likewise ("gemm lL vV sparse": each vector of L columns over its stored
+k-groups), and the pruned int8 MLP of the benchmark stays on it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from onnx import numpy_helper
 
 import edgec
 from edgec import zoo
+from edgec.errors import EdgecError
 from edgec.ir import DType
+from edgec.ir.encodings import GemmWeights, gemm_encoding, gemm_groups
 from edgec.passes import default_pipeline
 from edgec.passes.prune import prune_weight
 from edgec.targets.target import get_target
@@ -101,3 +105,84 @@ def test_pruned_int8_resnet18_stays_on_the_sparse_tile(tmp_path):
              if k["op"] == "BlockedQLinearConv"]
     assert len(convs) == 20 and all(s.startswith("sparse int8 conv dot4 groups, density 0.1")
                                     for s in convs), convs
+
+
+def mlp_net(lanes: int, sparsity: float = 0.8):
+    """A Gemm (transB) 50 -> 40 and a MatMul 40 -> 23, batch 3: K % 4 = 2 (a tail group),
+    columns that fill no whole panel; weights pruned in groups of `lanes` outputs x 4
+    inputs (the int8 GEMM's dot4 groups)."""
+    n = OnnxNet("qmlp", seed=4)
+    x = n.input("input", [3, 50])
+    h = n.node("Relu", [n.node("Gemm", [x, n.weight((40, 50)), n.weight((40,), 0.1)],
+                               transB=1)])
+    n.output(n.node("MatMul", [h, n.weight((40, 23))]))
+    m = n.model()
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 2:
+            out_major = w if w.shape == (40, 50) else w.T
+            p = prune_weight(out_major, sparsity, f"{lanes}x4")
+            init.CopyFrom(numpy_helper.from_array(
+                (p if w.shape == (40, 50) else p.T).astype(np.float32), init.name))
+    return m
+
+
+def test_gemm_groups_and_encoding():
+    # B [K=9, N=5] at 2 lanes, 2 vectors a panel: panels of 4 columns, 2 whole k-groups
+    b = np.zeros((9, 5), np.int8)
+    b[1, 0] = 3  # group 0 of vector 0 (columns 0-1)
+    b[6, 3] = -2  # group 1 of vector 1 (columns 2-3)
+    b[8, 4] = 1  # the tail row: not a group
+    got = gemm_groups(b, 2, 2)
+    assert got.tolist() == [[True, False], [False, True], [False, False], [False, False]]
+    enc = GemmWeights(16, 4, sparse=True)
+    assert str(enc) == "gemm l16 v4 sparse" and GemmWeights.parse(str(enc)) == enc
+    with pytest.raises(EdgecError, match="not 'gemm"):
+        GemmWeights.parse("gemm l16 v4 nib sparse")
+    # half the real groups stored: sparse; more: dense; int4 weights stay two to a byte
+    b = np.ones((64, 32), np.int8) * 9
+    b[:32, :] = 0
+    assert gemm_encoding(16, b).sparse and not gemm_encoding(16, b, 0).sparse
+    b[:28, :16] = 9
+    assert not gemm_encoding(16, b).sparse and gemm_encoding(16, b, 1).sparse
+    assert gemm_encoding(16, np.ones((64, 32), np.int8)).nibbles
+
+
+@pytest.mark.parametrize("target,backend", [("x86-avx512", "c"), ("x86-avx2", "c"),
+                                            ("x86", "llvm"), ("arm64", "c")])
+def test_sparse_int8_gemm_computes_what_the_dense_tile_does(target, backend, tmp_path):
+    lanes = get_target(target).lanes(DType.I32)
+    m = mlp_net(lanes)
+    qm = onnx.load(zoo.quantize_qdq(m, tmp_path))
+    arts = [edgec.compile(qm, tmp_path / k, target=target, name="q", backend=backend,
+                          pipeline=p, log=io.StringIO())
+            for k, p in (("sparse", None), ("dense", dense_pipeline(target)))]
+    gemms = [[k["strategy"] for k in a.manifest["kernel_strategies"]
+              if "GEMM" in k["strategy"]] for a in arts]
+    assert len(gemms[0]) == 2 and all("sparse dot4 groups" in s for s in gemms[0]), gemms[0]
+    assert len(gemms[1]) == 2 and not any("sparse" in s for s in gemms[1]), gemms[1]
+    if not runs_here(target):
+        return
+    feeds = random_feeds(m)
+    want = edgec.load(arts[1].out_dir).run(feeds)
+    lib = edgec.load(arts[0].out_dir)
+    for t in (1, 2):
+        lib.set_num_threads(t)
+        got = lib.run(feeds)
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_pruned_int8_mlp_stays_on_the_sparse_gemm(tmp_path):
+    # the int8 sparse benchmark MLP (bench_sparse.py --int8 --models mlp --patterns 16x4)
+    m = zoo.mlp()
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 2:  # Gemm weights [outputs, inputs] (transB)
+            init.CopyFrom(numpy_helper.from_array(prune_weight(w, 0.9, "16x4"), init.name))
+    qm = onnx.load(zoo.quantize_qdq(m, tmp_path, samples=1))
+    art = edgec.compile(qm, tmp_path / "out", target="x86-avx512", name="mlp",
+                        log=io.StringIO())
+    gemms = [k["strategy"] for k in art.manifest["kernel_strategies"] if "GEMM" in k["strategy"]]
+    assert len(gemms) == 3 and all("sparse dot4 groups, density 0.1" in s or
+                                   "sparse dot4 groups, density 0.0" in s for s in gemms), gemms

@@ -23,6 +23,7 @@ import numpy as np
 from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.encodings import (
+    SPARSE_GROUPS,
     QConvWeights,
     decode_qconv,
     encode_qconv,
@@ -41,11 +42,6 @@ I32, F32 = DType.I32, DType.F32
 # the largest buffer (bytes, on the stack of each task) that int4 conv weights are unpacked
 # into; a larger weight group is unpacked in the tile's inner loop
 UNPACK_LIMIT = 128 * 1024
-# the share of dot4 groups (L output channels x 4 input channels at one tap) with a weight
-# that is not zero under which an int8 convolution runs on the sparse tile: a stored group
-# costs what a dense one does (one weight vector, R broadcasts, R dot4) plus its offset, and
-# the dense tile shares its broadcasts between 2 output blocks
-SPARSE_GROUPS = 0.5
 
 
 @kernel("BlockedPad")

@@ -13,10 +13,10 @@ import numpy as np
 
 from ...errors import EdgecError
 from ...ir.dtypes import DType
-from ...ir.encodings import GemmWeights, encode_gemm
+from ...ir.encodings import GemmWeights, encode_gemm, gemm_groups
 from ...ir.graph import Node, Value
 from .. import microkernels_int8 as mk8
-from ..kernel_ir import Buffer, Expr, cast, const, minimum
+from ..kernel_ir import INDEX, Buffer, Expr, cast, const, minimum
 from ..lowering import NodeKernelBuilder
 from .quant_common import constant_table, zero_point
 
@@ -71,10 +71,13 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
                          f"{lanes}-lane tiles of {nv}: run pack-weights with the target's "
                          "lanes")
     scale = 16 if enc.nibbles else 1  # the tile sums 16 * b
+    panels, groups, ktail = -(-n // width), k // 4, k % 4
+    stored = gemm_groups(bmat, lanes, nv) if enc.sparse else None
     kb.strategy = "int8 GEMM" + (", int4 weights two to a byte" if enc.nibbles else "") + \
+        (f", sparse dot4 groups, density {stored[:-(-n // lanes)].mean():.2f}"
+         if enc.sparse else "") + \
         (", fixed-point requantization" if rq is not None and rq.fixed else "") + \
         ("" if benc else ", weights packed by the kernel builder")
-    panels, groups, ktail = -(-n // width), k // 4, k % 4
     last_used = -(-(n - (panels - 1) * width) // lanes)  # vectors of the last panel in use
     b = bmat.astype(np.int32)
     zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
@@ -119,6 +122,10 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
     else:
         mult = column_table(m_table.reshape(-1), f"mult{width}x{scale}", np.float32)
     y = kb.bind(node.output, "y")
+    if enc.sparse:  # per vector of each panel: its stored k-groups' indices, and where they start
+        gidx = constant_table(kb, np.nonzero(stored)[1].astype(np.int32), f"gidx{width}", b_v)
+        gptr = constant_table(kb, np.concatenate([[0], np.cumsum(stored.sum(1))]).astype(
+            np.int32), f"gptr{width}", b_v)
     full, rest = rows // mr_max, rows % mr_max
     # B larger than half the L2 is swept in chunks of panels that fit: every row block then
     # reads the chunk from L2 instead of the whole B from memory (2000^3: 47.7 -> 31.3 ms
@@ -161,6 +168,10 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
                             sums.append(rs)
 
                     def tile(p, used: int = 0, mr: int = mr, sums: list = sums) -> None:
+                        if enc.sparse:  # each vector of the panel over its stored groups
+                            for v in range(used or nv):
+                                vector(p, v, mr, sums)
+                            return
                         fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles,
                                            used)
                         args = [(a, r0 * k), (bp, p * (groups * 4 * lanes * enc.group_vectors))]
@@ -171,6 +182,22 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
                         args += [(mult, p * width)] if mult is not None else []
                         args += [(y, r0 * n + p * width), groups, k, n,
                                  minimum(const(n) - p * width, const(width))]
+                        kb.call(fn, *args, *scalars, *sums, *tail_scalars)
+
+                    def vector(p, v: int, mr: int, sums: list) -> None:
+                        fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, sparse=True)
+                        col = kb.local("col", p * width + v * lanes)
+                        q = kb.local("q", p * nv + v)
+                        lo = kb.local("lo", cast(gptr[q], INDEX))
+                        gv = 4 * lanes * enc.group_vectors
+                        args = [(a, r0 * k), (bp, p * (groups * gv) + v * 4 * lanes)]
+                        args += [(bt, full_size + p * gv + v * 4 * lanes)] if ktail else []
+                        args += [(gidx, lo), cast(gptr[q + 1], INDEX) - lo]
+                        args += [(cz, col)] if cz is not None else []
+                        args += [(zbt, col)] if zbt is not None else []
+                        args += [(mult, col)] if mult is not None else []
+                        args += [(y, r0 * n + col), groups, k, n,
+                                 minimum(const(n) - col, const(lanes))]
                         kb.call(fn, *args, *scalars, *sums, *tail_scalars)
 
                     narrow = last_used < nv and p0 + chunk == panels
