@@ -62,26 +62,33 @@ def dense_pipeline(target) -> str:
                                             ("x86", "llvm"), ("arm64", "c")])
 def test_sparse_groups_compute_what_the_dense_tile_does(target, backend, tmp_path):
     lanes = get_target(target).lanes(DType.I32)
-    m = prune_groups_of(net(), 0.8, f"{lanes}x4")
-    qm = onnx.load(zoo.quantize_qdq(m, tmp_path))
-    arts = [edgec.compile(qm, tmp_path / k, target=target, name="q", backend=backend,
-                          pipeline=p, log=io.StringIO())
-            for k, p in (("sparse", None), ("dense", dense_pipeline(target)))]
+    arts = sparse_and_dense(prune_groups_of(net(), 0.8, f"{lanes}x4"), target, backend,
+                            tmp_path)
     convs = [[k["strategy"] for k in a.manifest["kernel_strategies"]
               if k["op"] == "BlockedQLinearConv"] for a in arts]
     assert len(convs[0]) == 4 and all(s.startswith("sparse int8 conv dot4 groups") for s in
                                       convs[0]), convs[0]
     assert all(s.startswith("blocked int8 conv dot4") for s in convs[1]), convs[1]
-    if not runs_here(target):
-        return
-    feeds = random_feeds(m)
-    want = edgec.load(arts[1].out_dir).run(feeds)
-    lib = edgec.load(arts[0].out_dir)
-    for t in (1, 2):
-        lib.set_num_threads(t)
-        got = lib.run(feeds)
-        for k in want:
-            np.testing.assert_array_equal(got[k], want[k])
+
+
+def sparse_and_dense(m, target: str, backend: str, tmp_path):
+    """The float model `m` QDQ-quantized and compiled with the kernels' choice and with the
+    dense tiles only; where the target runs here, both builds' outputs are checked equal bit
+    for bit at 1 and 2 threads. Returns the two artifacts."""
+    qm = onnx.load(zoo.quantize_qdq(m, tmp_path))
+    arts = [edgec.compile(qm, tmp_path / k, target=target, name="q", backend=backend,
+                          pipeline=p, log=io.StringIO())
+            for k, p in (("sparse", None), ("dense", dense_pipeline(target)))]
+    if runs_here(target):
+        feeds = random_feeds(m)
+        want = edgec.load(arts[1].out_dir).run(feeds)
+        lib = edgec.load(arts[0].out_dir)
+        for t in (1, 2):
+            lib.set_num_threads(t)
+            got = lib.run(feeds)
+            for k in want:
+                np.testing.assert_array_equal(got[k], want[k])
+    return arts
 
 
 def test_dense_groups_stay_on_the_dense_tile(tmp_path):
@@ -152,25 +159,11 @@ def test_gemm_groups_and_encoding():
                                             ("x86", "llvm"), ("arm64", "c")])
 def test_sparse_int8_gemm_computes_what_the_dense_tile_does(target, backend, tmp_path):
     lanes = get_target(target).lanes(DType.I32)
-    m = mlp_net(lanes)
-    qm = onnx.load(zoo.quantize_qdq(m, tmp_path))
-    arts = [edgec.compile(qm, tmp_path / k, target=target, name="q", backend=backend,
-                          pipeline=p, log=io.StringIO())
-            for k, p in (("sparse", None), ("dense", dense_pipeline(target)))]
+    arts = sparse_and_dense(mlp_net(lanes), target, backend, tmp_path)
     gemms = [[k["strategy"] for k in a.manifest["kernel_strategies"]
               if "GEMM" in k["strategy"]] for a in arts]
     assert len(gemms[0]) == 2 and all("sparse dot4 groups" in s for s in gemms[0]), gemms[0]
     assert len(gemms[1]) == 2 and not any("sparse" in s for s in gemms[1]), gemms[1]
-    if not runs_here(target):
-        return
-    feeds = random_feeds(m)
-    want = edgec.load(arts[1].out_dir).run(feeds)
-    lib = edgec.load(arts[0].out_dir)
-    for t in (1, 2):
-        lib.set_num_threads(t)
-        got = lib.run(feeds)
-        for k in want:
-            np.testing.assert_array_equal(got[k], want[k])
 
 
 def test_pruned_int8_mlp_stays_on_the_sparse_gemm(tmp_path):
