@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import PassError
 from ..ir import DType, Graph, Node
+from ..ir.sparse import pad_channels
 from .manager import register_pass
 from .prune_channels import prune_channels
 from .prune_data import layer_hessians, obs_prune
@@ -107,10 +108,8 @@ def prune_groups(wo: np.ndarray, sparsity: float, rows: int, taps: int = 1) -> n
 
 def _scores(wo: np.ndarray, rows: int) -> np.ndarray:
     """Per block of `rows` outputs x one input: the L2 norm, [ceil(outputs/R), inputs]."""
-    o, i = wo.shape
-    pad = -o % rows
-    w = np.concatenate([wo, np.zeros((pad, i), wo.dtype)]) if pad else wo
-    return np.sqrt((w.astype(np.float64) ** 2).reshape(-1, rows, i).sum(axis=1))
+    w = pad_channels(wo, rows)
+    return np.sqrt((w.astype(np.float64) ** 2).reshape(-1, rows, wo.shape[1]).sum(axis=1))
 
 
 def _apply(wo: np.ndarray, keep: np.ndarray, rows: int) -> np.ndarray:
