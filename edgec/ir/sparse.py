@@ -20,13 +20,17 @@ ow >= OW are computed and dropped (Wq - OW of every Wq).
 
 Encodings (node attribute `wenc`; the logical W' in `wshape`), three constant inputs:
 
-- `bcsr Rx1`: block rows of R output channels that share their zero pattern (`csr` is
-  R = 1): values [nnzb * R] float32 ([block][r]: the R weights of one input position),
-  offsets [nnzb] int32 (g * Hq * Wq + i * Wq + j), rowptr [ceil(M / R) + 1] int32. A
-  block is stored when any of its R weights is not zero. Where M % R != 0 the channels are
-  padded: the last block row holds M % R channels and R - M % R whose weights are zero (the
-  kernel computes them with the block and stores none), so that R-row blocks serve a
-  layer of, say, 255 channels.
+- `bcsr RxC` (`csr` is 1x1): blocks of R output channels x C input channels at one tap
+  of the window, stored when any of their R * C weights is not zero: values [nnzb * C * R]
+  float32 ([block][c][r]: column c's R weights together), offsets [nnzb] int32 (where the
+  block's first column reads: g * Hq * Wq + i * Wq + j), rowptr [ceil(M / R) + 1] int32.
+  A block's columns are C consecutive input channels, whose planes lie `step` planes apart
+  (the stride phases between them): `bcsr 1x4 step 4` for a 3 x 3 stride-2 convolution.
+  Rx1 blocks share one input load among R channels; 1xC blocks share one offset among C
+  inputs (the `1x4` pruning pattern's blocks, the int8 kernels' dot4 groups). Where
+  M % R != 0 the channels are padded: the last block row holds M % R channels and
+  R - M % R whose weights are zero (the kernel computes them with the block and stores
+  none), so that R-row blocks serve a layer of, say, 255 channels.
 
 The weight of a matrix product with a constant B (W = B as [K, N]) is stored output-major
 for a gathering kernel (SparseMatMul): a vector of C outputs reads C gathered inputs at once.
@@ -49,31 +53,54 @@ import numpy as np
 from ..errors import EdgecError
 
 BLOCK_ROWS = (1, 2, 4, 8, 16)
+BLOCK_COLS = (1, 4)
 
 
 @dataclass(frozen=True)
 class SparseWeights:
-    """Block-CSR with blocks of `rows` output channels by one input position."""
+    """Block-CSR with blocks of `rows` output channels by `cols` input channels (their
+    planes `step` apart) at one position of the window."""
 
     rows: int = 1
+    cols: int = 1
+    step: int = 1
 
     def __str__(self) -> str:
-        return "csr" if self.rows == 1 else f"bcsr {self.rows}x1"
+        if (self.rows, self.cols) == (1, 1):
+            return "csr"
+        text = f"bcsr {self.rows}x{self.cols}"
+        return text + (f" step {self.step}" if self.cols > 1 and self.step != 1 else "")
+
+    @property
+    def block(self) -> int:
+        """Values per stored block."""
+        return self.rows * self.cols
 
     @staticmethod
     def parse(text: str) -> SparseWeights:
         words = text.split()
         if words == ["csr"]:
-            return SparseWeights(1)
-        if len(words) == 2 and words[0] == "bcsr" and words[1].endswith("x1"):
-            try:
-                rows = int(words[1][:-2])
-            except ValueError:
-                rows = 0
-            if rows in BLOCK_ROWS:
-                return SparseWeights(rows)
-        raise EdgecError(f"sparse weight encoding {text!r} is not 'csr' or 'bcsr Rx1' with R in "
-                         f"{list(BLOCK_ROWS)}")
+            return SparseWeights()
+        step = 1
+        if len(words) == 4 and words[2] == "step" and words[3].isdigit():
+            step, words = int(words[3]), words[:2]
+        if len(words) == 2 and words[0] == "bcsr" and "x" in words[1] and step > 0:
+            r, _, c = words[1].partition("x")
+            if r.isdigit() and c.isdigit() and int(r) in BLOCK_ROWS and int(c) in BLOCK_COLS:
+                return SparseWeights(int(r), int(c), step if int(c) > 1 else 1)
+        raise EdgecError(f"sparse weight encoding {text!r} is not 'csr' or 'bcsr RxC [step S]' "
+                         f"with R in {list(BLOCK_ROWS)} and C in {list(BLOCK_COLS)}")
+
+    def blocks(self, ws: np.ndarray) -> np.ndarray:
+        """Staged weights W' [M, G, KH', KW'] as blocks [ceil(M / R), G / (C * step), step,
+        KH', KW', C, R] (channels padded to a multiple of R)."""
+        m, g, kh, kw = ws.shape
+        r, c, s = self.rows, self.cols, self.step
+        if g % (c * s):
+            raise EdgecError(f"sparse weights '{self}': {g} input planes are not whole blocks "
+                             f"of {c} channels {s} planes apart")
+        w = pad_channels(ws, r).reshape(-(-m // r), r, g // (c * s), c, s, kh, kw)
+        return w.transpose(0, 2, 4, 5, 6, 3, 1)
 
 
 @dataclass(frozen=True)
@@ -125,14 +152,13 @@ class Staging:
 def encode_sparse(ws: np.ndarray, enc: SparseWeights, hq: int, wq: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values, offsets, rowptr) of staged weights W' [M, G, KH', KW'] over planes of Hq x Wq."""
-    m, g, kh, kw = ws.shape
-    r = enc.rows
-    blocks = pad_channels(ws, r).reshape(-(-m // r), r, g * kh * kw)
-    keep = np.any(blocks != 0, axis=1)  # [M/R, G*KH'*KW']
-    gg, ii, jj = np.unravel_index(np.arange(g * kh * kw), (g, kh, kw))
-    where = (gg * hq + ii) * wq + jj
+    blocks = enc.blocks(ws)
+    nb, ncb, s, kh, kw = blocks.shape[:5]
+    keep = np.any(blocks != 0, axis=(5, 6)).reshape(nb, -1)
+    cb, ph, ii, jj = np.unravel_index(np.arange(keep.shape[1]), (ncb, s, kh, kw))
+    where = ((cb * enc.cols * s + ph) * hq + ii) * wq + jj
     rows, cols = np.nonzero(keep)
-    values = blocks.transpose(0, 2, 1)[rows, cols].reshape(-1).astype(np.float32)
+    values = blocks.reshape(nb, keep.shape[1], -1)[rows, cols].reshape(-1).astype(np.float32)
     offsets = where[cols].astype(np.int32)
     rowptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
     return values, offsets, rowptr
@@ -144,22 +170,27 @@ def decode_sparse(values: np.ndarray, offsets: np.ndarray, rowptr: np.ndarray,
     stored block rows and with the padding channels (ceil(M / R) * R rows; the first M are
     the weights when the block rows are in channel order)."""
     m, g, kh, kw = (int(d) for d in wshape)
-    r = enc.rows
+    r, c, s = enc.rows, enc.cols, enc.step
     m = -(-m // r) * r
     nnzb = int(offsets.size)
-    if (rowptr.size != m // r + 1 or values.size != nnzb * r or int(rowptr[0]) != 0
+    if (rowptr.size != m // r + 1 or values.size != nnzb * enc.block or int(rowptr[0]) != 0
             or int(rowptr[-1]) != nnzb or np.any(np.diff(rowptr) < 0)):
         raise EdgecError(f"sparse weights '{enc}' of {list(wshape)}: {values.size} values, "
                          f"{nnzb} offsets and {rowptr.size} row pointers do not fit together")
+    if g % (c * s):
+        raise EdgecError(f"sparse weights '{enc}': {g} input planes are not whole blocks of "
+                         f"{c} channels {s} planes apart")
     gg, rest = np.divmod(offsets.astype(np.int64), hq * wq)
     ii, jj = np.divmod(rest, wq)
-    if nnzb and (gg.max() >= g or ii.max() >= kh or jj.max() >= kw or offsets.min() < 0):
+    if nnzb and (gg.max() >= g or ii.max() >= kh or jj.max() >= kw or offsets.min() < 0
+                 or np.any(gg % (c * s) >= s)):
         raise EdgecError(f"sparse weights '{enc}': an offset lies outside the {g} planes of "
-                         f"{hq} x {wq} and the {kh} x {kw} window")
-    out = np.zeros((m // r, r, g, kh, kw), np.float32)
+                         f"{hq} x {wq} and the {kh} x {kw} window, or not at a block's "
+                         "first channel")
+    out = np.zeros((m // r, g // (c * s), s, kh, kw, c, r), np.float32)
     brow = np.repeat(np.arange(m // r), np.diff(rowptr))
-    out[brow, :, gg, ii, jj] = values.reshape(nnzb, r)
-    return out.reshape(m, g, kh, kw)
+    out[brow, gg // (c * s), gg % (c * s), ii, jj] = values.reshape(nnzb, c, r)
+    return out.transpose(0, 6, 1, 5, 2, 3, 4).reshape(m, g, kh, kw)
 
 
 @dataclass(frozen=True)
@@ -230,11 +261,14 @@ def pad_channels(w: np.ndarray, rows: int) -> np.ndarray:
     return np.concatenate([w, np.zeros((pad, *w.shape[1:]), w.dtype)]) if pad else w
 
 
-def density(w: np.ndarray, rows: int = 1) -> float:
-    """The share of blocks of `rows` output channels x one position that are not all zero
-    (channels padded to a multiple of `rows`)."""
-    blocks = pad_channels(w, rows).reshape(-(-w.shape[0] // rows), rows, -1)
-    return float(np.any(blocks != 0, axis=1).mean()) if blocks.size else 1.0
+def density(w: np.ndarray, rows: int = 1, cols: int = 1, step: int = 1) -> float:
+    """The share of blocks (`rows` output channels x `cols` inputs `step` planes apart at
+    one position, as SparseWeights.blocks) of staged weights w [M, G, KH', KW'] that are not
+    all zero (channels padded to a multiple of `rows`)."""
+    if not w.size:
+        return 1.0
+    blocks = SparseWeights(rows, cols, step).blocks(w)
+    return float(np.any(blocks != 0, axis=(5, 6)).mean())
 
 
 def balanced_order(work: np.ndarray) -> np.ndarray:

@@ -8,6 +8,9 @@ Gemm's B transposed as needed), and scored by pattern:
 - `unstructured`: each weight by |w|;
 - `Rx1` (2x1, 4x1, 8x1, 16x1): blocks of R consecutive outputs at one input by their L2 norm
   (the blocks of the sparse kernels' `bcsr Rx1`: one input load serves R channels);
+- `Rx4` (1x4, 16x4, ...): blocks of R consecutive outputs x 4 consecutive input channels at
+  one tap by their L2 norm (1x4: the float kernels' `bcsr 1x4`; Rx4: the int8 kernels' dot4
+  groups, R their lanes);
 - `N:M` (2:4, 1:4, ...): within every M consecutive inputs of an output, all but the N
   largest |w| (the sparsity is 1 - N/M, whatever `sparsity` says).
 

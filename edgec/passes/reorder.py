@@ -80,7 +80,7 @@ def _reorder_conv(graph: Graph, node: Node, threads: int, lanes: int, registers:
         return False
     pick = np.concatenate([np.arange(rowptr[q], rowptr[q + 1]) for q in order]).astype(np.int64)
     new_ptr = np.concatenate([[0], np.cumsum(work[order])]).astype(np.int32)
-    new_vals = vals.reshape(-1, enc.rows)[pick].reshape(-1)
+    new_vals = vals.reshape(-1, enc.block)[pick].reshape(-1)
     names = [node.inputs[k].name for k in (1, 2, 3)]
     for k, arr, nm in zip((1, 2, 3), (new_vals, offs[pick], new_ptr), names):
         graph.set_input(node, k, graph.const(arr, f"{nm}_reordered"))

@@ -9,23 +9,32 @@ whose zeros make the sparse kernel cheaper by the cost model becomes
 
 with W staged and stored as block-CSR (ir/sparse.py). The cost model counts FMAs, each kernel's at
 the share of the FMA peak it reaches (the same share on the vector ISAs measured): the dense
-blocked kernel one per weight and output pixel at `DENSE_RATE`; the sparse one R per stored
-block of R channels and computed pixel (Wq of every OW kept) at `SPARSE_RATE[R]`, plus the
-staging copy and the output's copy through the epilogue. The block height R (1, 4, 8, 16) is
-the one with the least cost: R = 1 for unstructured zeros, larger for weights pruned in
-blocks of output channels; where M % R != 0 the channels are padded to a multiple of R (zero
-weights the blocks compute and the kernel drops; numerics unchanged) when that still costs
-least. Each convolution's choice and its figures go to
-`node.meta["sparse"]` for the report.
+blocked kernel one per weight and output pixel at `DENSE_RATE`; the sparse one R x C per
+stored block of R channels x C inputs and computed pixel (Wq of every OW kept) at
+`SPARSE_RATE[R, C]`, plus the staging copy and the output's copy through the epilogue. The
+block (R in 1, 4, 8, 16; C in 1, 4) is the one with the least cost: 1x1 (`csr`) for
+unstructured zeros, Rx1 for weights pruned in blocks of output channels, 1x4 and Rx4 for
+blocks of input channels (the `1x4` pruning pattern, the int8 kernels' dot4 groups); where
+M % R != 0 the channels are padded to a multiple of R (zero weights the blocks compute and
+the kernel drops; numerics unchanged) when that still costs least. Each convolution's
+choice and its figures go to `node.meta["sparse"]` for the report.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import PassError
 from ..ir import DType, Graph, Node
 from ..ir.ops.sparse import staging_of
-from ..ir.sparse import SlicedWeights, SparseWeights, density, encode_sliced, encode_sparse
+from ..ir.sparse import (
+    BLOCK_COLS,
+    SlicedWeights,
+    SparseWeights,
+    density,
+    encode_sliced,
+    encode_sparse,
+)
 from .manager import register_pass
 from .rewrite import replace_value
 
@@ -38,18 +47,23 @@ from .rewrite import replace_value
 # 16-row blocks fit one vector of pixels per tile (16 accumulators): ResNet-18 pruned to 90%
 # in 16x1 blocks ran 1.13x slower on them than on 8-row blocks of the same weights, so
 # 16 is chosen only where it stores fewer blocks than 8 would (never: the same zeros)
+# 1x4 blocks (one offset for 4 input channels) ran ResNet-18 pruned in them 1.05x faster than
+# 1x1 blocks of the same weights, at 90% and 70%; 4x4 blocks ran as fast as 4x1 (0.97-1.00x)
+# and never store fewer blocks, so Rx4 with R > 1 is left to the Rx1 blocks (the kernel runs
+# them where a graph holds them)
 DENSE_RATE = 0.8
-SPARSE_RATE = {1: 0.35, 4: 0.55, 8: 0.6, 16: 0.53}
+SPARSE_RATE = {(1, 1): 0.35, (4, 1): 0.55, (8, 1): 0.6, (16, 1): 0.53, (1, 4): 0.37}
 GEMV_RATE = 0.1  # one row of A: B streams from the caches once per call
 GATHER_RATE = 0.15
 # the staging copy and the compaction of the output, in FMA-equivalents per element
 COPY_COST = 1.0
 
 
-def sparse_plan(node: Node, pad_channels: bool = True) -> dict:
-    """The cost model's figures for convolution `node`: the block height R it would use,
-    its block density, the estimated cost of each kernel, and whether sparse wins (without
-    `pad_channels`, only the R that divide the output channels)."""
+def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0) -> dict:
+    """The cost model's figures for convolution `node`: the block (R output channels x C
+    input channels) it would use, its block density, the estimated cost of each kernel, and
+    whether sparse wins (without `pad_channels`, only the R that divide the output
+    channels; with `cols`, only blocks of that many input channels)."""
     w = node.inputs[1].const
     x = node.inputs[0].type
     st = staging_of(x, list(w.shape[2:]), node.attrs["pads"], node.attrs["strides"])
@@ -58,20 +72,21 @@ def sparse_plan(node: Node, pad_channels: bool = True) -> dict:
     m = w.shape[0]
     dense = w.size * oh * ow / DENSE_RATE
     best = None
-    for r, rate in SPARSE_RATE.items():
+    for (r, c), rate in SPARSE_RATE.items():
         # channels padded to a multiple of R: the padding's zeros are computed with the
         # blocks they fill (counted in the cost), then dropped
-        if m % r and not pad_channels:
+        if (m % r and not pad_channels) or (cols and c != cols) or w.shape[1] % c:
             continue
         mp = -(-m // r) * r
-        d = density(ws, r)
+        d = density(ws, r, c, st.phases)
         cost = d * (ws.size // m * mp) * oh * st.wq / rate
-        if best is None or cost < best[2]:
-            best = (r, d, cost)
-    r, d, cost = best
+        if best is None or cost < best[3]:
+            best = (r, c, d, cost)
+    r, c, d, cost = best
     copy = 0 if _identity_stage(node, w) else x.numel
     cost += COPY_COST * (copy + m * oh * st.wq)
-    plan = {"rows": r, "density": round(float(np.count_nonzero(w)) / w.size, 4),
+    plan = {"rows": r, "cols": c, "step": st.phases,
+            "density": round(float(np.count_nonzero(w)) / w.size, 4),
             "block_density": round(d, 4), "dense_cost": dense, "sparse_cost": cost,
             "sparse": cost < dense}
     if m % r:
@@ -119,11 +134,14 @@ def matmul_plan(node: Node, lanes: int) -> dict:
 
 @register_pass("sparsify")
 def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
-             pad_channels: bool = True) -> bool:
+             pad_channels: bool = True, cols: int = 0) -> bool:
     """Run convolutions and matrix products whose weights are mostly zero on the sparse
     kernels (`lanes`: the target's float vector, the slices of the gathering kernel;
     `force`: every candidate with any zero weight, whatever the cost model says, for tests;
-    `pad_channels`: let a convolution's channels be padded to a multiple of the block)."""
+    `pad_channels`: let a convolution's channels be padded to a multiple of the block;
+    `cols`: only a convolution's blocks of that many input channels, 1 or 4; 0: any)."""
+    if cols not in (0, *BLOCK_COLS):
+        raise PassError(f"sparsify: cols={cols} is not 0 (any) or one of {list(BLOCK_COLS)}")
     changed = False
     for node in list(graph.nodes):
         if _matmul_candidate(node) and (node.inputs[1].const == 0).any():
@@ -137,7 +155,7 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
         w = node.inputs[1].const
         if not (w == 0).any():
             continue
-        plan = sparse_plan(node, pad_channels)
+        plan = sparse_plan(node, pad_channels, cols)
         node.meta["sparse"] = plan
         if not (plan["sparse"] or force):
             continue
@@ -178,7 +196,7 @@ def _rewrite(graph: Graph, node: Node, plan: dict) -> None:
         xs = graph.add_node("ConvStage", [x], {"kernel_shape": list(w.shape[2:]), "pads": pads,
                                                "strides": strides},
                             name=f"{node.name}_stage", before=node).output
-    enc = SparseWeights(plan["rows"])
+    enc = SparseWeights(plan["rows"], plan["cols"], plan["step"] if plan["cols"] > 1 else 1)
     ws = st.weights(w)
     vals, offs, rowptr = encode_sparse(ws, enc, st.hq, st.wq)
     ins = [xs, graph.const(vals, f"{wv.name}_values"), graph.const(offs, f"{wv.name}_offsets"),

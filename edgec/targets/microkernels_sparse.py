@@ -1,9 +1,10 @@
 """The sparse convolution tile: R output channels x V vectors of L flattened output pixels
-over a staged input (ir/sparse.py), one stored block of weights at a time:
+over a staged input (ir/sparse.py), one stored block of R x C weights at a time:
 
     for each block j of the block row:  o = offsets[j]
-        xv[v] = x[o + v*L : o + (v+1)*L]                      V loads, shared by the R rows
-        acc[r][v] += values[j*R + r] * xv[v]                  R broadcasts, R*V FMAs
+        for each of its C columns c:     (their planes `cstep` elements apart)
+            xv[v] = x[o + c*cstep + v*L ...]                  V loads, shared by the R rows
+            acc[r][v] += values[(j*C + c)*R + r] * xv[v]      R broadcasts, R*V FMAs
 
 The sums go to a scratch row s[r * lds + v*L ...], partial until the last chunk of input
 planes; the caller drops the Wq - OW columns and applies the epilogue while it copies them
@@ -20,20 +21,23 @@ from .microkernels import _cached
 F32, I32 = DType.F32, DType.I32
 
 
-def sparse_conv_tile(lanes: int, rows: int, nv: int, masked: bool) -> Kernel:
+def sparse_conv_tile(lanes: int, rows: int, nv: int, masked: bool, cols: int = 1) -> Kernel:
     """The tile (see the module doc). It starts from zero where `first` is not 0, else from
     the partial sums in s (an earlier chunk of input planes); `masked`: the last vector
-    reads only its first `count` pixels."""
-    key = ("spconv", lanes, rows, nv, masked)
+    reads only its first `count` pixels; blocks of `cols` > 1 columns take `cstep` (after
+    `first`, before `count`)."""
+    key = ("spconv", lanes, rows, nv, masked, cols)
 
     def build() -> Kernel:
-        name = f"mk_spconv_f32x{lanes}_r{rows}_v{nv}{'_tail' if masked else ''}"
+        shape = f"r{rows}" + (f"c{cols}" if cols > 1 else "")
+        name = f"mk_spconv_f32x{lanes}_{shape}_v{nv}{'_tail' if masked else ''}"
         kb = KernelBuilder(name, f"sparse conv tile: {rows} channels x {nv} vectors of "
-                                 f"{lanes} pixels")
+                                 f"{lanes} pixels, blocks of {cols} inputs")
         x, vals = kb.pointer("x", F32), kb.pointer("vals", F32)
         offs = kb.pointer("offs", I32)
         s = kb.pointer("s", F32, "out")
         nnz, lds, first = kb.scalar("nnz"), kb.scalar("lds"), kb.scalar("first")
+        cstep = kb.scalar("cstep") if cols > 1 else None
         counts = [None] * nv
         if masked:
             counts[-1] = kb.scalar("count")
@@ -45,12 +49,14 @@ def sparse_conv_tile(lanes: int, rows: int, nv: int, masked: bool) -> Kernel:
                     kb.assign(acc[r][v], vload(s, r * lds + v * lanes, lanes))
         with kb.loop(nnz, "j") as j:
             o = kb.local("o", cast(offs[j], INDEX))
-            xv = [kb.local(f"x{v}_", vload(x, o + v * lanes, lanes, counts[v]))
-                  for v in range(nv)]
-            for r in range(rows):
-                wb = kb.local(f"w{r}_", broadcast(vals[j * rows + r], lanes))
-                for v in range(nv):
-                    kb.assign(acc[r][v], fma(wb, xv[v], acc[r][v]))
+            for c in range(cols):
+                oc = o if c == 0 else kb.local("oc", o + c * cstep)
+                xv = [kb.local(f"x{v}_", vload(x, oc + v * lanes, lanes, counts[v]))
+                      for v in range(nv)]
+                for r in range(rows):
+                    wb = kb.local(f"w{r}_", broadcast(vals[(j * cols + c) * rows + r], lanes))
+                    for v in range(nv):
+                        kb.assign(acc[r][v], fma(wb, xv[v], acc[r][v]))
         for r in range(rows):
             for v in range(nv):
                 kb.store(s, r * lds + v * lanes, acc[r][v])

@@ -36,11 +36,11 @@ def ort_conv(x, w, b, pads, strides):
 
 @pytest.mark.parametrize("k,pads,strides", [(3, [1, 1, 1, 1], [1, 1]), (3, [1, 0, 0, 1], [2, 2]),
                                             (5, [2, 2, 2, 2], [2, 1]), (1, [0] * 4, [2, 2])])
-@pytest.mark.parametrize("rows", [1, 4])
-def test_stage_then_sparse_conv_is_the_conv(k, pads, strides, rows):
+@pytest.mark.parametrize("rows,cols", [(1, 1), (4, 1), (1, 4), (4, 4)])
+def test_stage_then_sparse_conv_is_the_conv(k, pads, strides, rows, cols):
     rng = np.random.default_rng(k)
-    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
-    w = rng.standard_normal((8, 3, k, k)).astype(np.float32)
+    x = rng.standard_normal((2, 4, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 4, k, k)).astype(np.float32)
     w[rng.random(w.shape) < 0.6] = 0
     b = rng.standard_normal(8).astype(np.float32)
     z_shape = ort_conv(x, w, b, pads, strides).shape
@@ -48,18 +48,20 @@ def test_stage_then_sparse_conv_is_the_conv(k, pads, strides, rows):
     want = np.maximum(ort_conv(x, w, b, pads, strides) + z, 0)
     xs = get_op("ConvStage").reference(x, kernel_shape=[k, k], pads=pads, strides=strides)
     st = Staging.of((k, k), pads, strides, z_shape[2:])
-    assert xs.shape == (2, 3 * st.phases, st.hq, st.wq)
+    assert xs.shape == (2, 4 * st.phases, st.hq, st.wq)
     ws = st.weights(w)
-    v, i, p = encode_sparse(ws, SparseWeights(rows), st.hq, st.wq)
-    got = get_op("SparseConv").reference(xs, v, i, p, b, z, wenc=str(SparseWeights(rows)),
+    # blocks of `cols` input channels: their planes lie the stride phases apart
+    enc = SparseWeights(rows, cols, st.phases if cols > 1 else 1)
+    v, i, p = encode_sparse(ws, enc, st.hq, st.wq)
+    got = get_op("SparseConv").reference(xs, v, i, p, b, z, wenc=str(enc),
                                          wshape=list(ws.shape), activation="Relu",
                                          activation_params=[])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     # block rows stored in another order: `order` names each one's channels, same result
     order = np.random.default_rng(rows).permutation(8 // rows)
     vo, io, po = encode_sparse(ws.reshape(8 // rows, rows, -1)[order]
-                               .reshape(ws.shape), SparseWeights(rows), st.hq, st.wq)
-    got = get_op("SparseConv").reference(xs, vo, io, po, b, z, wenc=str(SparseWeights(rows)),
+                               .reshape(ws.shape), enc, st.hq, st.wq)
+    got = get_op("SparseConv").reference(xs, vo, io, po, b, z, wenc=str(enc),
                                          wshape=list(ws.shape), activation="Relu",
                                          activation_params=[], order=order.tolist())
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -77,6 +79,7 @@ def test_shape_inference_refuses_what_does_not_fit():
                          ({"wenc": "csr", "wshape": [2, 4, 6, 3]}, "wshape"),
                          ({"wenc": "bcsr 4x1", "wshape": [2, 4, 3, 3]}, "row pointers"),
                          ({"wenc": "coo", "wshape": [2, 4, 3, 3]}, "encoding"),
+                         ({"wenc": "bcsr 1x4 step 2", "wshape": [2, 4, 3, 3]}, "whole blocks"),
                          ({**ok, "order": [1, 1]}, "not a permutation"),
                          ({**ok, "order": [0, 1, 2]}, "not a permutation")]:
         with pytest.raises(EdgecError, match=match):

@@ -42,7 +42,12 @@ from edgec.targets.target import get_target
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "passes"))
 from test_layout import chunks_model, feeds_for, mixed_graph  # noqa: E402
-from test_sparse_conv import odd_channels_net, pruned_mlp, pruned_net  # noqa: E402
+from test_sparse_conv import (  # noqa: E402
+    input_block_net,
+    odd_channels_net,
+    pruned_mlp,
+    pruned_net,
+)
 
 TARGETS = ("c-generic", "x86-avx512")
 
@@ -172,7 +177,8 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
         check_pipelined(g, target, random_feeds(g), ran)
     for m in (pruned_net(size=(22, 18)), pruned_mlp(batch=2),  # the sparse kernels
               pruned_mlp(0.5, inputs=400),  # 160 KB of weights: prefetched ahead
-              odd_channels_net(4)):  # channels padded to the blocks
+              odd_channels_net(4),  # channels padded to the blocks
+              input_block_net((14, 12))):  # blocks of 4 input channels
         g = load_graph(m)
         check_pipelined(g, target, random_feeds(g), ran)
     if target != "c-generic":  # the sparse int8 tile: weights zero in 16x4 dot4 groups

@@ -155,8 +155,31 @@ def test_odd_channel_counts_run_padded_blocks(rows, target, backend, tmp_path):
         assert all(t.startswith("sparse csr") for t in sparse_layers(art).values())
 
 
+def test_input_channel_blocks_round_trip():
+    # blocks of 4 input channels at one tap: a 3 x 3 stride-2 layer's staged planes are the
+    # channels' 4 stride phases, so a block's planes lie 4 apart (`step 4`)
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((12, 8, 3, 3)).astype(np.float32)
+    st = Staging.of((3, 3), [1, 1, 1, 1], (2, 2), (5, 5))
+    for rows, cols, step in [(1, 4, 1), (4, 4, 1), (1, 4, 4), (8, 4, 4)]:
+        ws = st.weights(w) if step == 4 else w.copy()
+        keep = rng.random((ws.shape[0], ws.shape[1] // (4 * step), 1, step, *ws.shape[2:]))
+        ws = ws * np.repeat(keep >= 0.7, 4, axis=2).reshape(ws.shape)
+        enc = SparseWeights(rows, cols, step)
+        assert SparseWeights.parse(str(enc)) == enc
+        assert str(enc).endswith(f"{rows}x4" + (" step 4" if step == 4 else ""))
+        v, o, p = encode_sparse(ws, enc, st.hq, st.wq)
+        assert v.size == o.size * rows * cols
+        if (rows, step) == (1, 1):  # pruned in these blocks: as many stored as kept
+            assert o.size == np.count_nonzero(keep >= 0.7)
+        got = decode_sparse(v, o, p, enc, ws.shape, st.hq, st.wq)
+        assert np.array_equal(got[:12], ws)
+    with pytest.raises(EdgecError, match="whole blocks"):
+        encode_sparse(np.ones((4, 6, 1, 1), np.float32), SparseWeights(1, 4), 3, 3)
+
+
 def test_bad_encodings_are_refused():
-    for text in ("csr r2", "bcsr 3x1", "bcsr 4x2", ""):
+    for text in ("csr r2", "bcsr 3x1", "bcsr 4x2", "bcsr 1x4 step 0", "bcsr 1x", ""):
         with pytest.raises(EdgecError, match="sparse weight encoding"):
             SparseWeights.parse(text)
     ws = np.zeros((4, 2, 3, 3), np.float32)
@@ -166,6 +189,36 @@ def test_bad_encodings_are_refused():
         decode_sparse(v, o + 100, p, SparseWeights(1), ws.shape, 5, 5)
     with pytest.raises(EdgecError, match="do not fit"):
         decode_sparse(v, o, p[:-1], SparseWeights(1), ws.shape, 5, 5)
+
+
+def input_block_net(size=(30, 26)):
+    """pruned_net's layers pruned by magnitude in blocks of 1 output x 4 input channels at
+    one tap (the `1x4` pattern); the stem (3 inputs) stays dense."""
+    from edgec.passes.prune import prune_weight
+
+    m = pruned_net(sparsity=0.0, size=size)
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 4 and w.shape[1] % 4 == 0:
+            wo = prune_weight(w.reshape(w.shape[0], -1), 0.85, "1x4", w.shape[2] * w.shape[3])
+            init.CopyFrom(numpy_helper.from_array(wo.reshape(w.shape).astype(np.float32),
+                                                  init.name))
+    return m
+
+
+@pytest.mark.parametrize("target,backend", [("x86", "c"), ("x86", "llvm"), ("arm64", "c")])
+def test_input_channel_blocks_match_onnxruntime(target, backend, tmp_path):
+    m = input_block_net()
+    art = edgec.compile(m, tmp_path / "out", target=target, name="net", backend=backend)
+    layers = sparse_layers(art)
+    assert len(layers) == 6 and all("bcsr 1x4" in t for t in layers.values()), layers
+    assert sum("bcsr 1x4 step 4," in t for t in layers.values()) == 1, layers  # 3x3 stride 2
+    if runs_here(target):
+        check_against_onnxruntime(m, art)
+    if (target, backend) == ("x86", "c"):  # held to one input channel a block: csr
+        pipe = art.manifest["pipeline"].replace("sparsify{", "sparsify{cols=1,")
+        art = edgec.compile(m, tmp_path / "one", name="net", pipeline=pipe)
+        assert all(t.startswith("sparse csr") for t in sparse_layers(art).values())
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +311,7 @@ def test_sparse_matmul_columns_widen_to_int32(k, cols, tmp_path):
     check_against_onnxruntime(m, art, threads=(1,))
 
 
-@pytest.mark.parametrize("pattern", ["unstructured", "4x1"])
+@pytest.mark.parametrize("pattern", ["unstructured", "4x1", "1x4"])
 def test_pruned_resnet18_stays_on_the_sparse_kernels(pattern, tmp_path):
     # the sparse benchmark model (benchmarks/bench_sparse.py): every convolution and the
     # classifier of ResNet-18 pruned to 90% run sparse, in the blocks the pattern made
@@ -270,5 +323,6 @@ def test_pruned_resnet18_stays_on_the_sparse_kernels(pattern, tmp_path):
     convs = [s for op, s in kinds if op == "SparseConv"]
     assert len(convs) == 20 and [op for op, _ in kinds].count("SparseMatMul") == 1, kinds
     assert not any(op in ("BlockedConv", "FusedConv", "FusedMatMul") for op, _ in kinds), kinds
-    want = "sparse bcsr 4x1" if pattern == "4x1" else "sparse csr"
-    assert all(s.startswith(want) for s in convs), convs
+    want = {"4x1": "sparse bcsr 4x1", "1x4": "sparse bcsr 1x4"}.get(pattern, "sparse csr")
+    # (the stem's 3 input channels make no block of 4: its 1x4-pruned weights run as csr)
+    assert sum(s.startswith(want) for s in convs) == 20 - (pattern == "1x4"), convs

@@ -82,14 +82,17 @@ def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params, o
             wshape[2] > x.shape[2] or wshape[3] > x.shape[3]:
         raise ShapeError(f"SparseConv: wshape {list(wshape)} must be [M, G, KH', KW'] with "
                          f"G = {x.shape[1]} planes and a window inside {list(x.shape[2:])}")
+    if wshape[1] % (enc.cols * enc.step):
+        raise ShapeError(f"SparseConv: '{enc}' blocks take {enc.cols} channels {enc.step} "
+                         f"planes apart: {wshape[1]} planes are not whole blocks")
     m = wshape[0]
     brows = -(-m // enc.rows)  # the last one padded where M % R != 0
     nnzb = i.numel
     if (v.dtype != x.dtype or i.dtype is not DType.I32 or p.dtype is not DType.I32 or
             v.rank != 1 or i.rank != 1 or p.rank != 1 or
-            p.numel != brows + 1 or v.numel != nnzb * enc.rows):
+            p.numel != brows + 1 or v.numel != nnzb * enc.block):
         raise ShapeError(f"SparseConv: '{enc}' weights of {list(wshape)} need 1-D values "
-                         f"({x.dtype}, R per block), offsets (int32, one per block) and "
+                         f"({x.dtype}, R x C per block), offsets (int32, one per block) and "
                          f"{brows + 1} row pointers (int32); got {v}, {i}, {p}")
     if order and sorted(order) != list(range(brows)):
         raise ShapeError(f"SparseConv: order {list(order)} is not a permutation of the "

@@ -132,7 +132,7 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     row of the group: the chunk's input is read from L1 by all of them, the partial sums
     wait in the scratch rows."""
     enc = SparseWeights.parse(node.attrs["wenc"])
-    rows = enc.rows
+    rows, cols = enc.rows, enc.cols
     n, g, hq, wq = node.inputs[0].shape
     _, m, oh, ow = node.output.shape
     khq = node.attrs["wshape"][2]
@@ -172,14 +172,16 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
         first = c.eq(0) if chunks > 1 else const(1)
         so = q * (rows * lds)
         full, rest = divmod(npix, tile)
+        step = (enc.step * hq * wq,) if cols > 1 else ()
         with kb.loop(full, "k") as k:
-            kb.call(sparse_conv_tile(lanes, rows, nv, False), (xs, x0 + k * tile),
-                    (vals, lo * rows), (offs, lo), (s, so + k * tile), cnt, lds, first)
+            kb.call(sparse_conv_tile(lanes, rows, nv, False, cols), (xs, x0 + k * tile),
+                    (vals, lo * enc.block), (offs, lo), (s, so + k * tile), cnt, lds, first,
+                    *step)
         if rest:
             tv = -(-rest // lanes)
-            kb.call(sparse_conv_tile(lanes, rows, tv, True), (xs, x0 + full * tile),
-                    (vals, lo * rows), (offs, lo), (s, so + full * tile), cnt, lds, first,
-                    rest - (tv - 1) * lanes)
+            kb.call(sparse_conv_tile(lanes, rows, tv, True, cols), (xs, x0 + full * tile),
+                    (vals, lo * enc.block), (offs, lo), (s, so + full * tile), cnt, lds,
+                    first, *step, rest - (tv - 1) * lanes)
 
     def band(nrows: int, img, grp, oh0) -> None:
         nbr = min(per_group, brows)
