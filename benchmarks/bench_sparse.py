@@ -6,7 +6,8 @@ model's order) beside, to time what reordering gains at each thread count; with
 `--no-padding`, the sparse build whose convolutions may not pad their channels to the block
 height (`sparsify{pad_channels=0}`), for the model yolo_head (255 channels); with
 `--no-columns`, the sparse build whose convolutions keep to blocks of one input channel
-(`sparsify{cols=1}`), to time what 1x4 / Rx4 blocks gain on weights pruned in them.
+(`sparsify{cols=1}`), to time what 1x4 blocks gain on weights pruned in them; with
+`--no-nm`, the sparse build that stores N:M-pruned weights as CSR (`sparsify{nm=0}`).
 
 Per model, sparsity and pattern: the model's conv and gemm weights are pruned by magnitude
 (edgec.passes.prune.prune_weight, on the ONNX initializers, so that all three run the same
@@ -19,7 +20,7 @@ choice, in report.txt).
 
     python benchmarks/bench_sparse.py [--models resnet18,mlp,yolo_head] [--sparsity 0.7,0.9]
         [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
-        [--no-reorder] [--no-padding] [--no-columns] [--int8]
+        [--no-reorder] [--no-padding] [--no-columns] [--no-nm] [--int8]
 
 --int8: the pruned model quantized as onnxruntime users do it (edgec.zoo.quantize_qdq: QDQ,
 per-channel int8 weights, uint8 activations); sparse = edgec's int8 kernels choosing the
@@ -117,6 +118,12 @@ def interleaved(runs: dict, rounds: int, pause: float) -> dict[str, list[float]]
     return times
 
 
+# the sparse builds each flag adds: (column, sparsify option, flag)
+VARIANTS = (("no padding", "pad_channels=0", "no_padding"),
+            ("one column", "cols=1", "no_columns"),
+            ("no N:M", "nm=0", "no_nm"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="resnet18,mlp")
@@ -127,18 +134,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", default="x86")
     ap.add_argument("--no-reorder", action="store_true",
                     help="time the sparse build without the reorder pass too")
-    ap.add_argument("--no-padding", action="store_true",
-                    help="time the sparse build without channel padding too")
-    ap.add_argument("--no-columns", action="store_true",
-                    help="time the sparse build without blocks of input channels too")
+    for _, option, flag in VARIANTS:
+        ap.add_argument("--" + flag.replace("_", "-"), action="store_true",
+                        help=f"time the sparse build with sparsify{{{option}}} too")
     ap.add_argument("--int8", action="store_true", help="quantize the pruned models to int8")
     args = ap.parse_args(argv)
     tgt = get_target(args.target)
     dense_pipeline = default_pipeline(tgt.lanes(edgec.ir.DType.F32), tgt.registers)
-    unpadded_pipeline = re.sub(r"sparsify\{([^}]*)\}", r"sparsify{\1,pad_channels=0}",
-                               dense_pipeline)
-    one_column_pipeline = re.sub(r"sparsify\{([^}]*)\}", r"sparsify{\1,cols=1}",
-                                 dense_pipeline)
+    variants = {key: re.sub(r"sparsify\{([^}]*)\}", r"sparsify{\1," + option + "}",
+                            dense_pipeline)
+                for key, option, flag in VARIANTS if getattr(args, flag)}
     plain_pipeline = re.sub(r"reorder(\{[^}]*\})?,", "", dense_pipeline)
     dense_pipeline = re.sub(r"sparsify(\{[^}]*\})?,", "", plain_pipeline)
     if args.int8:  # the dense int8 tile everywhere
@@ -146,11 +151,10 @@ def main(argv: list[str] | None = None) -> int:
                                 dense_pipeline)
     print(f"target {args.target}, onnxruntime {ort.__version__}, {args.rounds} rounds")
     extra = " edgec sparse, no reorder ms | reorder gain | imbalance |" if args.no_reorder else ""
-    extra += " edgec sparse, no padding ms | padding gain |" if args.no_padding else ""
-    extra += " edgec sparse, one column ms | columns gain |" if args.no_columns else ""
+    extra += "".join(f" edgec sparse, {key} ms | {key} gain |" for key in variants)
     print("| model | sparsity | pattern | threads | sparse layers | edgec sparse ms |" + extra +
           " edgec dense ms | speed-up | onnxruntime ms | sparse / onnxruntime |")
-    print("|---" * (10 + 3 * args.no_reorder + 2 * args.no_padding + 2 * args.no_columns) + "|")
+    print("|---" * (10 + 3 * args.no_reorder + 2 * len(variants)) + "|")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
@@ -173,12 +177,10 @@ def main(argv: list[str] | None = None) -> int:
                         libs["p"] = edgec.load(edgec.compile(
                             m, d / "plain", target=args.target, name="m",
                             pipeline=plain_pipeline).out_dir)
-                    for key, flag, pipe in (("u", args.no_padding, unpadded_pipeline),
-                                            ("c", args.no_columns, one_column_pipeline)):
-                        if flag:
-                            libs[key] = edgec.load(edgec.compile(
-                                m, d / key, target=args.target, name="m",
-                                pipeline=pipe).out_dir)
+                    for key, pipe in variants.items():
+                        libs[key] = edgec.load(edgec.compile(
+                            m, d / key.replace(" ", "_"), target=args.target, name="m",
+                            pipeline=pipe).out_dir)
                     inp = m.graph.input[0]
                     shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
                     feeds = {inp.name: rng.standard_normal(shape).astype(np.float32)}
@@ -212,11 +214,10 @@ def main(argv: list[str] | None = None) -> int:
                                                      zip(times["s"], times["p"]))
                             cols = (f" {statistics.median(times['p']):.3f} | {gain:.3f}x | "
                                     f"{worst_imbalance(sparse_art.out_dir)} |")
-                        for key in ("u", "c"):
-                            if key in times:
-                                gain = statistics.median(b / a for a, b in
-                                                         zip(times["s"], times[key]))
-                                cols += f" {statistics.median(times[key]):.3f} | {gain:.3f}x |"
+                        for key in variants:
+                            gain = statistics.median(b / a for a, b in
+                                                     zip(times["s"], times[key]))
+                            cols += f" {statistics.median(times[key]):.3f} | {gain:.3f}x |"
                         print(f"| {name} | {sp:.0%} | {pattern} | {t} | {layers} | {s:.3f} |"
                               f"{cols} {dn:.3f} | **{up:.2f}x** | {o:.3f} | {vs:.2f} |",
                               flush=True)

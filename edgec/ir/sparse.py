@@ -32,6 +32,16 @@ Encodings (node attribute `wenc`; the logical W' in `wshape`), three constant in
   R - M % R whose weights are zero (the kernel computes them with the block and stores
   none), so that R-row blocks serve a layer of, say, 255 channels.
 
+- `nm N:M [step S]`: every output channel keeps at most N weights in each group of M
+  consecutive input channels at one tap (N:M pruning, 2:4 and the like), so each channel
+  stores exactly N entries per group and no row pointers: values [M_out * groups * N]
+  float32 ([channel][group][n]), indices [M_out * groups * N] uint8 (the entry's input
+  channel within its group: 1 byte where CSR stores a 4-byte offset), and the one table of
+  the groups' offsets [groups] int32 (where a group's first channel reads, ascending), which
+  all channels share; a group no channel uses (a stride phase's taps past the window) is
+  left out. A group with fewer than N weights stores zeros at inputs it does not use. The
+  channels' planes lie S apart as in `bcsr`.
+
 The weight of a matrix product with a constant B (W = B as [K, N]) is stored output-major
 for a gathering kernel (SparseMatMul): a vector of C outputs reads C gathered inputs at once.
 
@@ -253,6 +263,119 @@ def decode_sliced(values: np.ndarray, cols: np.ndarray, ptr: np.ndarray, enc: Sl
         np.repeat(np.arange(slices) * c, np.diff(ptr)), c)
     np.add.at(wo, (rows, cols), values)
     return np.ascontiguousarray(wo[:n].T)
+
+
+@dataclass(frozen=True)
+class NMWeights:
+    """At most `n` weights in every group of `m` input channels (`step` planes apart) at
+    one tap, per output channel (see the module doc)."""
+
+    n: int
+    m: int
+    step: int = 1
+
+    def __str__(self) -> str:
+        return f"nm {self.n}:{self.m}" + (f" step {self.step}" if self.step != 1 else "")
+
+    @staticmethod
+    def parse(text: str) -> NMWeights:
+        words = text.split()
+        step = 1
+        if len(words) == 4 and words[2] == "step" and words[3].isdigit():
+            step, words = int(words[3]), words[:2]
+        if len(words) == 2 and words[0] == "nm" and ":" in words[1] and step > 0:
+            n, _, m = words[1].partition(":")
+            if n.isdigit() and m.isdigit() and 0 < int(n) < int(m) <= NM_GROUP_MAX:
+                return NMWeights(int(n), int(m), step)
+        raise EdgecError(f"sparse weight encoding {text!r} is not 'nm N:M [step S]' with "
+                         f"0 < N < M <= {NM_GROUP_MAX}")
+
+    def groups(self, ws: np.ndarray) -> np.ndarray:
+        """Staged weights W' [M_out, G, KH', KW'] as [M_out, groups, M] (groups ordered as
+        their offsets: channel group, phase, row, column of the window)."""
+        mo, g, kh, kw = ws.shape
+        if g % (self.m * self.step):
+            raise EdgecError(f"sparse weights '{self}': {g} input planes are not whole "
+                             f"groups of {self.m} channels {self.step} planes apart")
+        w = ws.reshape(mo, g // (self.m * self.step), self.m, self.step, kh, kw)
+        return w.transpose(0, 1, 3, 4, 5, 2).reshape(mo, -1, self.m)
+
+    def offsets(self, wshape, hq: int, wq: int) -> np.ndarray:
+        """Where each group of W' (`wshape`) reads its first channel: int32 [groups]."""
+        _, g, kh, kw = wshape
+        cg, ph, ii, jj = np.unravel_index(np.arange(g // self.m * kh * kw),
+                                          (g // (self.m * self.step), self.step, kh, kw))
+        return (((cg * self.m * self.step + ph) * hq + ii) * wq + jj).astype(np.int32)
+
+    def fits(self, ws: np.ndarray) -> bool:
+        """Whether no group of `ws` holds more than N weights."""
+        return bool(np.count_nonzero(self.groups(ws), axis=2).max(initial=0) <= self.n)
+
+
+NM_GROUP_MAX = 16
+
+
+def encode_nm(ws: np.ndarray, enc: NMWeights, hq: int, wq: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, indices, group offsets) of staged weights W' [M_out, G, KH', KW'] whose
+    groups hold N weights at most."""
+    mo, g, kh, kw = ws.shape
+    grp = enc.groups(ws)
+    nz = grp != 0
+    if nz.sum(axis=2).max(initial=0) > enc.n:
+        raise EdgecError(f"sparse weights '{enc}': a group of {enc.m} input channels holds "
+                         f"{int(nz.sum(axis=2).max())} weights, more than {enc.n}")
+    # per group the N entries: its weights first, then zeros at inputs it leaves out, each
+    # part by input (a stable sort on "is zero")
+    used = np.flatnonzero(nz.any(axis=(0, 2)))
+    grp, nz = grp[:, used], nz[:, used]
+    idx = np.argsort(~nz, axis=2, kind="stable")[:, :, :enc.n]
+    idx = np.sort(idx, axis=2)
+    values = np.take_along_axis(grp, idx, axis=2).astype(np.float32).reshape(-1)
+    return values, idx.astype(np.uint8).reshape(-1), enc.offsets(ws.shape, hq, wq)[used]
+
+
+def decode_nm(values: np.ndarray, indices: np.ndarray, base: np.ndarray, enc: NMWeights,
+              wshape, hq: int, wq: int) -> np.ndarray:
+    """The staged weights W' (`wshape`) that `encode_nm` stored."""
+    mo, g, kh, kw = (int(d) for d in wshape)
+    if g % (enc.m * enc.step) or values.size != mo * base.size * enc.n or \
+            indices.size != values.size:
+        raise EdgecError(f"sparse weights '{enc}' of {list(wshape)}: {values.size} values, "
+                         f"{indices.size} indices and {base.size} group offsets do not fit "
+                         f"together (groups of {enc.m} channels {enc.step} planes apart)")
+    every = enc.offsets(wshape, hq, wq)
+    at = np.searchsorted(every, base)
+    if np.any(at >= every.size) or not np.array_equal(every[np.minimum(at, every.size - 1)],
+                                                      base) or np.any(np.diff(at) <= 0) or \
+            (indices.size and int(indices.max()) >= enc.m):
+        raise EdgecError(f"sparse weights '{enc}': a group offset is not a group's (ascending) "
+                         f"or an input index lies outside its group of {enc.m} channels")
+    grp = np.zeros((mo, every.size, enc.m), np.float32)
+    part = np.zeros((mo, base.size, enc.m), np.float32)
+    np.put_along_axis(part, indices.reshape(mo, base.size, enc.n).astype(np.int64),
+                      values.reshape(mo, base.size, enc.n), axis=2)
+    grp[:, at] = part
+    w = grp.reshape(mo, g // (enc.m * enc.step), enc.step, kh, kw, enc.m)
+    return w.transpose(0, 1, 5, 2, 3, 4).reshape(mo, g, kh, kw)
+
+
+def conv_encoding(text: str) -> SparseWeights | NMWeights:
+    """A SparseConv's weight encoding (`bcsr`/`csr` or `nm`)."""
+    return NMWeights.parse(text) if text.split()[:1] == ["nm"] else SparseWeights.parse(text)
+
+
+def encode_conv(ws: np.ndarray, enc: SparseWeights | NMWeights, hq: int, wq: int):
+    """The three constant inputs of a SparseConv that stores `ws` as `enc`."""
+    return (encode_nm if isinstance(enc, NMWeights) else encode_sparse)(ws, enc, hq, wq)
+
+
+def decode_conv(v: np.ndarray, i: np.ndarray, p: np.ndarray, enc: SparseWeights | NMWeights,
+                wshape, hq: int, wq: int) -> np.ndarray:
+    """The staged weights a SparseConv's three constant inputs hold (for `bcsr` in the
+    stored block rows' order, with its padding channels)."""
+    return (decode_nm if isinstance(enc, NMWeights) else decode_sparse)(v, i, p, enc, wshape,
+                                                                         hq, wq)
 
 
 def pad_channels(w: np.ndarray, rows: int) -> np.ndarray:

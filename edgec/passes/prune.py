@@ -11,8 +11,10 @@ Gemm's B transposed as needed), and scored by pattern:
 - `Rx4` (1x4, 16x4, ...): blocks of R consecutive outputs x 4 consecutive input channels at
   one tap by their L2 norm (1x4: the float kernels' `bcsr 1x4`; Rx4: the int8 kernels' dot4
   groups, R their lanes);
-- `N:M` (2:4, 1:4, ...): within every M consecutive inputs of an output, all but the N
-  largest |w| (the sparsity is 1 - N/M, whatever `sparsity` says).
+- `N:M` (2:4, 1:4, ...): within every M consecutive input channels of an output at one tap
+  of a convolution's window (a Gemm's M consecutive inputs), all but the N largest |w|
+  (the sparsity is 1 - N/M, whatever `sparsity` says): the groups of the sparse kernels'
+  `nm N:M` and of N:M hardware, which take a convolution's channels innermost.
 
 With `scope` layer, each layer loses `sparsity` of its blocks; with global, one threshold on
 the scores, each divided by its layer's root-mean-square weight, is set for all layers
@@ -120,15 +122,29 @@ def _apply(wo: np.ndarray, keep: np.ndarray, rows: int) -> np.ndarray:
     return np.where(mask, wo, 0).astype(wo.dtype)
 
 
-def _nm(wo: np.ndarray, n: int, m: int) -> np.ndarray:
+def _nm(wo: np.ndarray, n: int, m: int, taps: int = 1) -> np.ndarray:
+    """All but the N largest |w| of every M consecutive input channels at one tap (`wo`
+    [outputs, C * taps], C-major: a Gemm's taps are 1)."""
     o, i = wo.shape
-    pad = -i % m
-    w = np.concatenate([wo, np.zeros((o, pad), wo.dtype)], axis=1) if pad else wo
-    groups = np.abs(w).reshape(o, -1, m)
-    order = np.argsort(-groups, axis=2, kind="stable")
+    c = i // taps
+    w = np.zeros((o, taps, -(-c // m) * m), np.float64)
+    w[:, :, :c] = np.abs(wo.reshape(o, c, taps).transpose(0, 2, 1))
+    groups = w.reshape(o, taps, -1, m)
+    order = np.argsort(-groups, axis=3, kind="stable")
     keep = np.zeros_like(groups, bool)
-    np.put_along_axis(keep, order[..., :n], True, axis=2)
-    return np.where(keep.reshape(o, -1)[:, :i], wo, 0).astype(wo.dtype)
+    np.put_along_axis(keep, order[..., :n], True, axis=3)
+    keep = keep.reshape(o, taps, -1)[:, :, :c].transpose(0, 2, 1).reshape(o, i)
+    return np.where(keep, wo, 0).astype(wo.dtype)
+
+
+def _taps(node: Node) -> int:
+    """The window positions of a convolution's weight (C-major inputs); 1 for the rest."""
+    return int(np.prod(node.inputs[1].shape[2:])) if node.op in ("Conv", "FusedConv") else 1
+
+
+def _tap_major(taps: int, inputs: int) -> np.ndarray:
+    """The permutation of C-major inputs [C * taps] that puts each tap's channels together."""
+    return np.arange(inputs).reshape(inputs // taps, taps).T.reshape(-1)
 
 
 def prune_weight(wo: np.ndarray, sparsity: float, pattern: str = "unstructured",
@@ -137,7 +153,7 @@ def prune_weight(wo: np.ndarray, sparsity: float, pattern: str = "unstructured",
     `taps`: a convolution's KH * KW (its inputs are C-major), for the Rx4 groups."""
     kind, a, b = parse_pattern(pattern)
     if kind == "nm":
-        return _nm(wo, a, b)
+        return _nm(wo, a, b, taps)
     if kind == "channel":
         keep = _keep(np.sqrt((wo.astype(np.float64) ** 2).sum(axis=1, keepdims=True)), sparsity)
         return np.where(keep, wo, 0).astype(wo.dtype)
@@ -204,15 +220,18 @@ class Prune:
             threshold = np.quantile(np.concatenate([s.reshape(-1) for s in norm]),
                                     self.sparsity)
         for node, wo in layers:
-            if hess:
+            if hess and kind == "nm":  # its groups: consecutive channels at one tap
+                perm = _tap_major(_taps(node), wo.shape[1])
+                new = np.empty_like(wo)
+                new[:, perm] = obs_prune(wo[:, perm], hess[node.name][np.ix_(perm, perm)],
+                                         self.sparsity, kind, a, b, damp=self.damp)
+            elif hess:
                 new = obs_prune(wo, hess[node.name], self.sparsity, kind, a, b,
                                 damp=self.damp)
             elif kind == "nm":
-                new = _nm(wo, a, b)
+                new = _nm(wo, a, b, _taps(node))
             elif kind == "groups":
-                taps = int(np.prod(node.inputs[1].shape[2:])) if node.op in (
-                    "Conv", "FusedConv") else 1
-                new = prune_groups(wo, self.sparsity, a, taps)
+                new = prune_groups(wo, self.sparsity, a, _taps(node))
             else:
                 s = _scores(wo, rows)
                 keep = s / _rms(wo) > threshold if threshold is not None else \

@@ -54,6 +54,8 @@ def reorder(graph: Graph, *, threads: int = 2, lanes: int = 0, registers: int = 
     shares of its kernel's tasks (ir/sparse.py `ConvTasks`: row bands first)."""
     changed = False
     for node in list(graph.nodes):
+        if node.op == "SparseConv" and node.attrs["wenc"].startswith("nm "):
+            continue  # N:M: every channel holds as many weights, in a fixed layout
         if node.op == "SparseConv":
             changed |= _reorder_conv(graph, node, threads, lanes, registers)
         elif node.op == "SparseMatMul":

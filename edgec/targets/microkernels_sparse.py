@@ -6,6 +6,13 @@ over a staged input (ir/sparse.py), one stored block of R x C weights at a time:
             xv[v] = x[o + c*cstep + v*L ...]                  V loads, shared by the R rows
             acc[r][v] += values[(j*C + c)*R + r] * xv[v]      R broadcasts, R*V FMAs
 
+The N:M tile computes one output channel whose weights come N to each group of M input
+channels at one tap: per group j, its offset o = base[j] (a table all channels share), then
+for each of its N entries the input channel within the group from a byte:
+
+    for each group j:  o = base[j]
+        for t < N:  xv[v] = x[o + idx[j*N + t]*cstep + v*L ...]; acc[v] += values[j*N + t] * xv[v]
+
 The sums go to a scratch row s[r * lds + v*L ...], partial until the last chunk of input
 planes; the caller drops the Wq - OW columns and applies the epilogue while it copies them
 out. A band's last tile has as many vectors as its pixels need, its last one masked to
@@ -18,7 +25,7 @@ from ..ir.dtypes import DType
 from .kernel_ir import INDEX, Kernel, KernelBuilder, broadcast, cast, fma, vload
 from .microkernels import _cached
 
-F32, I32 = DType.F32, DType.I32
+F32, I32, U8 = DType.F32, DType.I32, DType.U8
 
 
 def sparse_conv_tile(lanes: int, rows: int, nv: int, masked: bool, cols: int = 1) -> Kernel:
@@ -60,6 +67,41 @@ def sparse_conv_tile(lanes: int, rows: int, nv: int, masked: bool, cols: int = 1
         for r in range(rows):
             for v in range(nv):
                 kb.store(s, r * lds + v * lanes, acc[r][v])
+        return kb.build()
+
+    return _cached(key, build)
+
+
+def sparse_nm_tile(lanes: int, n: int, nv: int, masked: bool) -> Kernel:
+    """The N:M tile (see the module doc): one channel, `nv` vectors of pixels, over `ngroups`
+    groups; `first` and `count` as in sparse_conv_tile."""
+    key = ("spconv_nm", lanes, n, nv, masked)
+
+    def build() -> Kernel:
+        name = f"mk_spconv_nm_f32x{lanes}_n{n}_v{nv}{'_tail' if masked else ''}"
+        kb = KernelBuilder(name, f"N:M sparse conv tile: {n} weights a group, {nv} vectors "
+                                 f"of {lanes} pixels")
+        x, vals = kb.pointer("x", F32), kb.pointer("vals", F32)
+        idx, base = kb.pointer("idx", U8), kb.pointer("base", I32)
+        s = kb.pointer("s", F32, "out")
+        ngroups, first, cstep = kb.scalar("ngroups"), kb.scalar("first"), kb.scalar("cstep")
+        counts = [None] * nv
+        if masked:
+            counts[-1] = kb.scalar("count")
+        acc = [kb.local(f"acc{v}_", broadcast(0.0, lanes)) for v in range(nv)]
+        with kb.if_(first.eq(0)):
+            for v in range(nv):
+                kb.assign(acc[v], vload(s, v * lanes, lanes))
+        with kb.loop(ngroups, "j") as j:
+            o = kb.local("o", cast(base[j], INDEX))
+            for t in range(n):
+                oc = kb.local("oc", o + cast(idx[j * n + t], INDEX) * cstep)
+                wb = kb.local("w", broadcast(vals[j * n + t], lanes))
+                for v in range(nv):
+                    xv = kb.local(f"x{v}_", vload(x, oc + v * lanes, lanes, counts[v]))
+                    kb.assign(acc[v], fma(wb, xv, acc[v]))
+        for v in range(nv):
+            kb.store(s, v * lanes, acc[v])
         return kb.build()
 
     return _cached(key, build)

@@ -14,10 +14,12 @@ from edgec.errors import EdgecError, ShapeError
 from edgec.ir import DType, Graph, TensorType
 from edgec.ir.registry import get_op
 from edgec.ir.sparse import (
+    NMWeights,
     SlicedWeights,
     SparseWeights,
     Staging,
     decode_sliced,
+    encode_nm,
     encode_sliced,
     encode_sparse,
 )
@@ -65,6 +67,37 @@ def test_stage_then_sparse_conv_is_the_conv(k, pads, strides, rows, cols):
                                          wshape=list(ws.shape), activation="Relu",
                                          activation_params=[], order=order.tolist())
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("k,pads,strides", [(3, [1, 1, 1, 1], [1, 1]), (3, [1, 0, 0, 1], [2, 2])])
+def test_stage_then_nm_sparse_conv_is_the_conv(k, pads, strides):
+    from edgec.passes.prune import prune_weight
+
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((2, 8, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((5, 8, k, k)).astype(np.float32)
+    w = prune_weight(w.reshape(5, -1), 0.0, "2:4", k * k).reshape(w.shape)
+    b = rng.standard_normal(5).astype(np.float32)
+    want = ort_conv(x, w, b, pads, strides)
+    xs = get_op("ConvStage").reference(x, kernel_shape=[k, k], pads=pads, strides=strides)
+    st = Staging.of((k, k), pads, strides, want.shape[2:])
+    ws = st.weights(w)
+    enc = NMWeights(2, 4, st.phases)
+    v, i, p = encode_nm(ws, enc, st.hq, st.wq)
+    got = get_op("SparseConv").reference(xs, v, i, p, b, wenc=str(enc), wshape=list(ws.shape),
+                                         activation="", activation_params=[])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    g = Graph()
+    ins = [g.add_input("x", TensorType(xs.shape, DType.F32)), g.const(v), g.const(i),
+           g.const(p)]
+    attrs = {"wenc": str(enc), "wshape": list(ws.shape)}
+    assert g.add_node("SparseConv", ins, attrs).output.shape == want.shape
+    for bad, match in [((g.const(v), g.const(i.astype(np.int32)), g.const(p)), "uint8"),
+                       ((g.const(v[:-2]), g.const(i[:-2]), g.const(p)), "per group"),
+                       ((g.const(v), g.const(i), g.const(np.arange(999, dtype=np.int32))),
+                        "at most")]:
+        with pytest.raises(ShapeError, match=match):
+            g.add_node("SparseConv", [ins[0], *bad], attrs)
 
 
 def test_shape_inference_refuses_what_does_not_fit():

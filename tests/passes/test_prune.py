@@ -78,6 +78,20 @@ def test_2_of_4_keeps_the_two_largest_of_each_group():
     np.testing.assert_array_equal(got, [[0, -5, 2, 0, 7, 0, -8, 0]])
 
 
+def test_2_of_4_groups_a_convolutions_channels_at_one_tap():
+    # conv weight [1 output, 4 channels, 1 x 2 taps]: the group is channels 0-3 at a tap (as
+    # N:M hardware and the `nm` kernels take them), not the 4 consecutive C-major entries
+    g = Graph("g")
+    x = g.add_input("x", TensorType((1, 4, 3, 3), DType.F32))
+    w = np.array([[[[1, 8]], [[-5, 7]], [[2, 6]], [[0.5, -9]]]], np.float32)  # [1, 4, 1, 2]
+    node = g.add_node("Conv", [x, g.const(w, "w")], {"dilations": [1, 1], "pads": [0] * 4,
+                                                     "strides": [1, 1]}, name="c")
+    g.outputs.append(node.output)
+    got = weight_after(g, "prune{pattern=2:4}")
+    want = np.array([[[[0, 8]], [[-5, 0]], [[2, 0]], [[0, -9]]]], np.float32)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_global_scope_prunes_the_layer_that_matters_less_more():
     rng = np.random.default_rng(0)
     g = Graph("g")

@@ -178,7 +178,8 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
     for m in (pruned_net(size=(22, 18)), pruned_mlp(batch=2),  # the sparse kernels
               pruned_mlp(0.5, inputs=400),  # 160 KB of weights: prefetched ahead
               odd_channels_net(4),  # channels padded to the blocks
-              input_block_net((14, 12))):  # blocks of 4 input channels
+              input_block_net((14, 12)),  # blocks of 4 input channels
+              input_block_net((14, 12), "2:8")):  # N:M
         g = load_graph(m)
         check_pipelined(g, target, random_feeds(g), ran)
     if target != "c-generic":  # the sparse int8 tile: weights zero in 16x4 dot4 groups

@@ -23,7 +23,15 @@ from onnx import numpy_helper
 
 import edgec
 from edgec.errors import EdgecError
-from edgec.ir.sparse import SparseWeights, Staging, decode_sparse, encode_sparse
+from edgec.ir.sparse import (
+    NMWeights,
+    SparseWeights,
+    Staging,
+    decode_nm,
+    decode_sparse,
+    encode_nm,
+    encode_sparse,
+)
 
 
 def prune(model, sparsity: float, rows: int = 1, seed: int = 0):
@@ -178,8 +186,37 @@ def test_input_channel_blocks_round_trip():
         encode_sparse(np.ones((4, 6, 1, 1), np.float32), SparseWeights(1, 4), 3, 3)
 
 
+def test_nm_groups_round_trip():
+    # 2:8 along input channels at each tap of a 3 x 3 stride-2 window (channels 4 planes
+    # apart); the stride phases' taps past the window are no channel's group: left out
+    from edgec.passes.prune import prune_weight
+
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((6, 16, 3, 3)).astype(np.float32)
+    w = prune_weight(w.reshape(6, -1), 0.0, "2:8", 9).reshape(w.shape)
+    w[2] = 0  # a channel without weights: all its entries are padding
+    st = Staging.of((3, 3), [1, 1, 1, 1], (2, 2), (5, 5))
+    ws = st.weights(w)
+    enc = NMWeights(2, 8, 4)
+    assert NMWeights.parse(str(enc)) == enc and str(enc) == "nm 2:8 step 4"
+    assert enc.fits(ws) and not NMWeights(1, 8, 4).fits(ws)
+    v, i, base = encode_nm(ws, enc, st.hq, st.wq)
+    assert base.size == 2 * 9 and v.size == 6 * base.size * 2  # 2 channel groups x 9 taps
+    assert i.dtype == np.uint8 and np.all(np.diff(base) > 0)
+    assert np.array_equal(decode_nm(v, i, base, enc, ws.shape, st.hq, st.wq), ws)
+    with pytest.raises(EdgecError, match="more than 1"):
+        encode_nm(ws, NMWeights(1, 8, 4), st.hq, st.wq)
+    with pytest.raises(EdgecError, match="not a group's"):
+        decode_nm(v, i, base + 1, enc, ws.shape, st.hq, st.wq)
+    with pytest.raises(EdgecError, match="outside its group"):
+        decode_nm(v, i + 8, base, enc, ws.shape, st.hq, st.wq)
+    with pytest.raises(EdgecError, match="do not fit"):
+        decode_nm(v[:-1], i, base, enc, ws.shape, st.hq, st.wq)
+
+
 def test_bad_encodings_are_refused():
-    for text in ("csr r2", "bcsr 3x1", "bcsr 4x2", "bcsr 1x4 step 0", "bcsr 1x", ""):
+    for text in ("csr r2", "bcsr 3x1", "bcsr 4x2", "bcsr 1x4 step 0", "bcsr 1x", "", "nm 4:4",
+                 "nm 0:4", "nm 2:32", "nm 2-4"):
         with pytest.raises(EdgecError, match="sparse weight encoding"):
             SparseWeights.parse(text)
     ws = np.zeros((4, 2, 3, 3), np.float32)
@@ -191,16 +228,17 @@ def test_bad_encodings_are_refused():
         decode_sparse(v, o, p[:-1], SparseWeights(1), ws.shape, 5, 5)
 
 
-def input_block_net(size=(30, 26)):
+def input_block_net(size=(30, 26), pattern: str = "1x4"):
     """pruned_net's layers pruned by magnitude in blocks of 1 output x 4 input channels at
-    one tap (the `1x4` pattern); the stem (3 inputs) stays dense."""
+    one tap (the `1x4` pattern), or N:M along the input channels at a tap (`pattern` "2:8"
+    and the like); the stem (3 inputs) stays dense."""
     from edgec.passes.prune import prune_weight
 
     m = pruned_net(sparsity=0.0, size=size)
     for init in m.graph.initializer:
         w = numpy_helper.to_array(init)
         if w.ndim == 4 and w.shape[1] % 4 == 0:
-            wo = prune_weight(w.reshape(w.shape[0], -1), 0.85, "1x4", w.shape[2] * w.shape[3])
+            wo = prune_weight(w.reshape(w.shape[0], -1), 0.85, pattern, w.shape[2] * w.shape[3])
             init.CopyFrom(numpy_helper.from_array(wo.reshape(w.shape).astype(np.float32),
                                                   init.name))
     return m
@@ -218,6 +256,22 @@ def test_input_channel_blocks_match_onnxruntime(target, backend, tmp_path):
     if (target, backend) == ("x86", "c"):  # held to one input channel a block: csr
         pipe = art.manifest["pipeline"].replace("sparsify{", "sparsify{cols=1,")
         art = edgec.compile(m, tmp_path / "one", name="net", pipeline=pipe)
+        assert all(t.startswith("sparse csr") for t in sparse_layers(art).values())
+
+
+@pytest.mark.parametrize("target,backend", [("x86", "c"), ("x86", "llvm"), ("arm64", "c")])
+@pytest.mark.parametrize("pattern", ["1:4", "2:8"])
+def test_nm_pruned_layers_match_onnxruntime(pattern, target, backend, tmp_path):
+    m = input_block_net(pattern=pattern)
+    art = edgec.compile(m, tmp_path / "out", target=target, name="net", backend=backend)
+    layers = sparse_layers(art)
+    assert len(layers) == 6 and all(f"nm {pattern}" in t for t in layers.values()), layers
+    assert sum(f"nm {pattern} step 4," in t for t in layers.values()) == 1, layers
+    if runs_here(target):
+        check_against_onnxruntime(m, art)
+    if (target, backend, pattern) == ("x86", "c", "1:4"):  # N:M turned off: csr
+        pipe = art.manifest["pipeline"].replace("sparsify{", "sparsify{nm=0,")
+        art = edgec.compile(m, tmp_path / "csr", name="net", pipeline=pipe)
         assert all(t.startswith("sparse csr") for t in sparse_layers(art).values())
 
 
@@ -311,7 +365,7 @@ def test_sparse_matmul_columns_widen_to_int32(k, cols, tmp_path):
     check_against_onnxruntime(m, art, threads=(1,))
 
 
-@pytest.mark.parametrize("pattern", ["unstructured", "4x1", "1x4"])
+@pytest.mark.parametrize("pattern", ["unstructured", "4x1", "1x4", "1:4"])
 def test_pruned_resnet18_stays_on_the_sparse_kernels(pattern, tmp_path):
     # the sparse benchmark model (benchmarks/bench_sparse.py): every convolution and the
     # classifier of ResNet-18 pruned to 90% run sparse, in the blocks the pattern made
@@ -323,6 +377,7 @@ def test_pruned_resnet18_stays_on_the_sparse_kernels(pattern, tmp_path):
     convs = [s for op, s in kinds if op == "SparseConv"]
     assert len(convs) == 20 and [op for op, _ in kinds].count("SparseMatMul") == 1, kinds
     assert not any(op in ("BlockedConv", "FusedConv", "FusedMatMul") for op, _ in kinds), kinds
-    want = {"4x1": "sparse bcsr 4x1", "1x4": "sparse bcsr 1x4"}.get(pattern, "sparse csr")
-    # (the stem's 3 input channels make no block of 4: its 1x4-pruned weights run as csr)
-    assert sum(s.startswith(want) for s in convs) == 20 - (pattern == "1x4"), convs
+    want = {"4x1": "sparse bcsr 4x1", "1x4": "sparse bcsr 1x4",
+            "1:4": "sparse nm 1:4"}.get(pattern, "sparse csr")
+    # (the stem's 3 input channels make no block or group of 4: it runs as csr)
+    assert sum(s.startswith(want) for s in convs) == 20 - (pattern in ("1x4", "1:4")), convs

@@ -5,7 +5,8 @@
     SparseConv(XS, V, I, P, B?, Z?){wenc, wshape, activation, activation_params, order}
         = act(Conv(XS, W') + B[m] + Z), a stride-1 unpadded convolution over the staged XS
           whose weights W' (`wshape` [M, G, KH', KW']) are stored as block-CSR: values V,
-          offsets I into XS's planes, row pointers P (`wenc`). `order` (empty: 0, 1, ...)
+          offsets I into XS's planes, row pointers P (`wenc` "bcsr RxC"), or N:M: values V,
+          in-group inputs I, group offsets P (`wenc` "nm N:M"). `order` (empty: 0, 1, ...)
           says which block of R output channels each stored block row computes (the
           `reorder` pass balances the threads with it); B, Z and the output keep the
           channels' order
@@ -22,12 +23,14 @@ from ...errors import ShapeError
 from ..dtypes import DType
 from ..registry import Attr, op
 from ..sparse import (
+    NMWeights,
     SlicedWeights,
     SparseWeights,
     Staging,
     column_dtype,
+    conv_encoding,
+    decode_conv,
     decode_sliced,
-    decode_sparse,
 )
 from ..types import TensorType
 from .fused import _EPILOGUE_ATTRS, _check_epilogue, _epilogue
@@ -71,21 +74,27 @@ def conv_stage(x, *, kernel_shape, pads, strides):
 _SPARSE_ATTRS = {"wenc": Attr.str(), "wshape": Attr.ints(), **_EPILOGUE_ATTRS}
 
 
-def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params, order):
-    x, v, i, p = (t.type for t in inputs[:4])
-    b = inputs[4] if len(inputs) > 4 else None
-    z = inputs[5] if len(inputs) > 5 else None
-    enc = SparseWeights.parse(wenc)
-    if x.rank != 4 or not x.dtype.is_float:
-        raise ShapeError(f"SparseConv: input {x} must be a float [N, G, Hq, Wq]")
-    if len(wshape) != 4 or min(wshape) < 1 or wshape[1] != x.shape[1] or \
-            wshape[2] > x.shape[2] or wshape[3] > x.shape[3]:
-        raise ShapeError(f"SparseConv: wshape {list(wshape)} must be [M, G, KH', KW'] with "
-                         f"G = {x.shape[1]} planes and a window inside {list(x.shape[2:])}")
-    if wshape[1] % (enc.cols * enc.step):
+def _check_stored(x: TensorType, v: TensorType, i: TensorType, p: TensorType, enc, wshape
+                  ) -> int:
+    """Check the three constant inputs of a SparseConv against its encoding; the number of
+    stored rows (block rows; `order` permutes them)."""
+    m, g, kh, kw = wshape
+    if isinstance(enc, NMWeights):
+        if g % (enc.m * enc.step):
+            raise ShapeError(f"SparseConv: '{enc}' groups take {enc.m} channels {enc.step} "
+                             f"planes apart: {g} planes are not whole groups")
+        most = g // enc.m * kh * kw
+        if (v.dtype != x.dtype or i.dtype is not DType.U8 or p.dtype is not DType.I32 or
+                p.rank != 1 or p.numel > most or v.shape != (m * p.numel * enc.n,) or
+                i.shape != v.shape):
+            raise ShapeError(f"SparseConv: '{enc}' weights of {list(wshape)} need group "
+                             f"offsets (int32, {most} at most) and N values ({x.dtype}) and "
+                             f"N input indices (uint8) per group and channel; got {v}, {i}, "
+                             f"{p}")
+        return m
+    if g % (enc.cols * enc.step):
         raise ShapeError(f"SparseConv: '{enc}' blocks take {enc.cols} channels {enc.step} "
-                         f"planes apart: {wshape[1]} planes are not whole blocks")
-    m = wshape[0]
+                         f"planes apart: {g} planes are not whole blocks")
     brows = -(-m // enc.rows)  # the last one padded where M % R != 0
     nnzb = i.numel
     if (v.dtype != x.dtype or i.dtype is not DType.I32 or p.dtype is not DType.I32 or
@@ -94,6 +103,22 @@ def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params, o
         raise ShapeError(f"SparseConv: '{enc}' weights of {list(wshape)} need 1-D values "
                          f"({x.dtype}, R x C per block), offsets (int32, one per block) and "
                          f"{brows + 1} row pointers (int32); got {v}, {i}, {p}")
+    return brows
+
+
+def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params, order):
+    x, v, i, p = (t.type for t in inputs[:4])
+    b = inputs[4] if len(inputs) > 4 else None
+    z = inputs[5] if len(inputs) > 5 else None
+    enc = conv_encoding(wenc)
+    if x.rank != 4 or not x.dtype.is_float:
+        raise ShapeError(f"SparseConv: input {x} must be a float [N, G, Hq, Wq]")
+    if len(wshape) != 4 or min(wshape) < 1 or wshape[1] != x.shape[1] or \
+            wshape[2] > x.shape[2] or wshape[3] > x.shape[3]:
+        raise ShapeError(f"SparseConv: wshape {list(wshape)} must be [M, G, KH', KW'] with "
+                         f"G = {x.shape[1]} planes and a window inside {list(x.shape[2:])}")
+    m = wshape[0]
+    brows = _check_stored(x, v, i, p, enc, wshape)
     if order and sorted(order) != list(range(brows)):
         raise ShapeError(f"SparseConv: order {list(order)} is not a permutation of the "
                          f"{brows} block rows")
@@ -110,21 +135,12 @@ def _infer_sparse_conv(inputs, *, wenc, wshape, activation, activation_params, o
 def sparse_conv(xs, v, i, p, b=None, z=None, *, wenc, wshape, activation, activation_params,
                 order=()):
     hq, wq = xs.shape[2:]
-    enc = SparseWeights.parse(wenc)
-    w = in_channel_order(decode_sparse(v, i, p, enc, wshape, hq, wq), enc.rows,
+    enc = conv_encoding(wenc)
+    rows = enc.rows if isinstance(enc, SparseWeights) else 1
+    w = in_channel_order(decode_conv(v, i, p, enc, wshape, hq, wq), rows,
                          order)[:wshape[0]].astype(xs.dtype)
     y = conv_nd(xs, w, b, dilations=[1, 1], group=1, pads=[0] * 4, strides=[1, 1])
     return _epilogue(y, z, activation, activation_params)
-
-
-def dense_weights(node) -> np.ndarray:
-    """The staged weights W' of SparseConv `node` (constant inputs), decoded."""
-    xs = node.inputs[0].shape
-    enc = SparseWeights.parse(node.attrs["wenc"])
-    wshape = node.attrs["wshape"]
-    return in_channel_order(decode_sparse(*(node.inputs[k].const for k in (1, 2, 3)), enc,
-                                          wshape, xs[2], xs[3]),
-                            enc.rows, node.attrs.get("order", []))[:wshape[0]]
 
 
 def in_channel_order(w: np.ndarray, rows: int, order) -> np.ndarray:

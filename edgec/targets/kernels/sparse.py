@@ -20,11 +20,18 @@ from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node
 from ...ir.ops.sparse import staging_of
-from ...ir.sparse import ConvTasks, SlicedWeights, SparseWeights, channel_order_work
+from ...ir.sparse import (
+    ConvTasks,
+    NMWeights,
+    SlicedWeights,
+    SparseWeights,
+    channel_order_work,
+    conv_encoding,
+)
 from ..kernel_ir import INDEX, broadcast, cast, const, fma, minimum, vgather, vload
 from ..lowering import NodeKernelBuilder, kernel
 from ..microkernels import _apply
-from ..microkernels_sparse import sparse_conv_tile
+from ..microkernels_sparse import sparse_conv_tile, sparse_nm_tile
 from .common import derived_constant, parallel_split
 from .fused import activation_of
 
@@ -116,7 +123,8 @@ def sparse_notes(node: Node, imbalance: tuple[float, float] | None = None) -> st
         text += f"{ro['padding'][0] - 1:.0%} -> "
     text += f"{(vals.size - nnz) / nnz:.0%}"
     if node.op == "SparseConv":
-        m, rows = node.attrs["wshape"][0], SparseWeights.parse(node.attrs["wenc"]).rows
+        m, enc = node.attrs["wshape"][0], conv_encoding(node.attrs["wenc"])
+        rows = enc.rows if isinstance(enc, SparseWeights) else 1
         if m % rows:
             text += f" (channels padded {m} -> {m + -m % rows})"
     if ro:
@@ -131,8 +139,9 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     input planes in chunks whose band of rows fits L1, each chunk over every block
     row of the group: the chunk's input is read from L1 by all of them, the partial sums
     wait in the scratch rows."""
-    enc = SparseWeights.parse(node.attrs["wenc"])
-    rows, cols = enc.rows, enc.cols
+    enc = conv_encoding(node.attrs["wenc"])
+    nm = isinstance(enc, NMWeights)
+    rows, cols = (1, 1) if nm else (enc.rows, enc.cols)
     n, g, hq, wq = node.inputs[0].shape
     _, m, oh, ow = node.output.shape
     khq = node.attrs["wshape"][2]
@@ -146,9 +155,17 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     chunks = -(-g // gc)
     xs = kb.bind(node.inputs[0], "x")
     vals, offs = kb.bind(node.inputs[1], "vals"), kb.bind(node.inputs[2], "offs")
-    ptr = derived_constant(
-        kb, node.inputs[3], f"chunks{gc}x{chunks}",
-        lambda rp: _chunk_pointers(node.inputs[2].const, rp, hq * wq, gc, chunks), "cp")
+    if nm:  # the groups of each chunk of planes, the same for every channel
+        base = kb.bind(node.inputs[3], "base")
+        ngrp = node.inputs[3].shape[0]
+        ptr = derived_constant(
+            kb, node.inputs[3], f"chunks{gc}x{chunks}",
+            lambda bs: np.searchsorted(bs, np.arange(chunks + 1) * gc * hq * wq)
+            .astype(np.int32), "cp")
+    else:
+        ptr = derived_constant(
+            kb, node.inputs[3], f"chunks{gc}x{chunks}",
+            lambda rp: _chunk_pointers(node.inputs[2].const, rp, hq * wq, gc, chunks), "cp")
     b = kb.bind(node.input(4), "b") if node.input(4) is not None else None
     z = kb.bind(node.input(5), "z") if node.input(5) is not None else None
     y = kb.bind(node.output, "y")
@@ -164,8 +181,29 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
                   split.imbalance(work, ro["threads"]))
     kb.strategy = f"sparse {enc}" + sparse_notes(node, spread)
 
+    def nm_tiles(nrows: int, x0, s, br, c, q) -> None:
+        """The N:M tiles over a band of `nrows` rows for channel br, chunk c."""
+        npix = nrows * wq
+        lo = kb.local("lo", cast(ptr[c], INDEX))
+        cnt = kb.local("cnt", cast(ptr[c + 1], INDEX) - lo)
+        first = c.eq(0) if chunks > 1 else const(1)
+        at = kb.local("at", (br * ngrp + lo) * enc.n)
+        cstep = enc.step * hq * wq
+        full, rest = divmod(npix, tile)
+        with kb.loop(full, "k") as k:
+            kb.call(sparse_nm_tile(lanes, enc.n, nv, False), (xs, x0 + k * tile), (vals, at),
+                    (offs, at), (base, lo), (s, q * lds + k * tile), cnt, first, cstep)
+        if rest:
+            tv = -(-rest // lanes)
+            kb.call(sparse_nm_tile(lanes, enc.n, tv, True), (xs, x0 + full * tile),
+                    (vals, at), (offs, at), (base, lo), (s, q * lds + full * tile), cnt,
+                    first, cstep, rest - (tv - 1) * lanes)
+
     def band_tiles(nrows: int, x0, s, br, c, q) -> None:
         """The tiles over a band of `nrows` rows for block row br, chunk c."""
+        if nm:
+            nm_tiles(nrows, x0, s, br, c, q)
+            return
         npix = nrows * wq
         lo = kb.local("lo", cast(ptr[br * (chunks + 1) + c], INDEX))
         cnt = kb.local("cnt", cast(ptr[br * (chunks + 1) + c + 1], INDEX) - lo)
