@@ -15,6 +15,10 @@ centred (W - zw: the op's zero point input is then absent).
   when M is odd), their sequence [g][j] padded to an even count, and vector 2p goes to the
   low nibbles of packed vector p, vector 2p+1 to the high ones. The tile unpacks a byte with
   kernel-IR `nibble` into 16 * w (the requantization divides by 16 exactly);
+- `... sparse`: the `dot4` bytes, and the kernel runs the sparse tile over the dot4 groups
+  (L output channels x 4 input channels at one tap) that hold a weight only, skipping the
+  rest (its tables of stored groups derived from these bytes); chosen where at most
+  `SPARSE_GROUPS` of the groups hold one (`qconv_group_share`);
 - `dw l16`: a depthwise weight [C, 1, KH, KW] as [cb][kh][kw][lane], zero past C.
 
 The constant int8 B [K, N] of an integer GEMM (MatMulInteger, QLinearMatMul, QGemm: attributes
@@ -48,11 +52,13 @@ class QConvWeights:
     xb: int = 0  # input block (dot4)
     mb: int = 0  # output blocks per group (dot4)
     nibbles: bool = False
+    sparse: bool = False  # the kernel skips the dot4 groups whose bytes are all 0
 
     def __str__(self) -> str:
         if self.kind == "dw":
             return f"dw l{self.lanes}"
-        return f"dot4 l{self.lanes} x{self.xb} m{self.mb}" + (" nib" if self.nibbles else "")
+        return f"dot4 l{self.lanes} x{self.xb} m{self.mb}" + (" nib" if self.nibbles else "") \
+            + (" sparse" if self.sparse else "")
 
     @staticmethod
     def parse(text: str) -> QConvWeights:
@@ -60,13 +66,15 @@ class QConvWeights:
         try:
             if words[0] == "dw" and len(words) == 2:
                 return QConvWeights("dw", _num(words[1], "l"))
-            if words[0] == "dot4" and len(words) in (4, 5) and words[4:] in ([], ["nib"]):
+            if words[0] == "dot4" and len(words) in (4, 5) and \
+                    words[4:] in ([], ["nib"], ["sparse"]):
                 return QConvWeights("dot4", _num(words[1], "l"), _num(words[2], "x"),
-                                    _num(words[3], "m"), len(words) == 5)
+                                    _num(words[3], "m"), words[4:] == ["nib"],
+                                    words[4:] == ["sparse"])
         except (IndexError, ValueError):
             pass
-        raise EdgecError(f"weight encoding {text!r} is not one of 'dot4 lL xX mM [nib]' or "
-                         "'dw lL'")
+        raise EdgecError(f"weight encoding {text!r} is not one of 'dot4 lL xX mM [nib|sparse]' "
+                         "or 'dw lL'")
 
     def chunk(self, groups: int, mb: int) -> int:
         """Groups of 4 input channels packed together for M output blocks: 2 when two
@@ -215,13 +223,30 @@ def qconv_blocks(lanes: int, registers: int, ow: int, mblocks: int) -> tuple[int
 
 
 def qconv_encoding(lanes: int, depthwise: bool, xb: int, mblocks: int, ow: int,
-                   wc: np.ndarray, registers: int) -> QConvWeights:
+                   wc: np.ndarray, registers: int, sparse: int = -1) -> QConvWeights:
     """The encoding a blocked int8 convolution's kernel reads: output blocks of `lanes`,
-    input blocks of `xb`, `mblocks` output blocks, rows of `ow`, centred weights `wc`."""
+    input blocks of `xb`, `mblocks` output blocks, rows of `ow`, centred weights `wc`; int8
+    weights run sparse where `sparse` is 1 and a group is empty, or -1 and at most
+    `SPARSE_GROUPS` of the groups hold a weight (0: never)."""
     if depthwise:
         return QConvWeights("dw", lanes)
     mb, _ = qconv_blocks(lanes, registers, ow, mblocks)
-    return QConvWeights("dot4", lanes, xb, mb, fits_nibbles(wc))
+    if fits_nibbles(wc):
+        return QConvWeights("dot4", lanes, xb, mb, True)
+    share = qconv_group_share(wc, lanes) if sparse else 1.0
+    return QConvWeights("dot4", lanes, xb, mb,
+                        sparse=share <= SPARSE_GROUPS if sparse == -1 else share < 1)
+
+
+def qconv_group_share(wc: np.ndarray, lanes: int) -> float:
+    """The share of the dot4 groups of centred conv weights `wc` [M, C, KH, KW] (blocks of
+    `lanes` output channels x 4 input channels at one tap; channels zero-padded to whole
+    groups) that hold a weight."""
+    m, c, kh, kw = wc.shape
+    w = np.zeros((-(-m // lanes) * lanes, -(-c // 4) * 4, kh, kw), bool)
+    w[:m, :c] = wc != 0
+    groups = w.reshape(-1, lanes, w.shape[1] // 4, 4, kh, kw).any(axis=(1, 3))
+    return float(groups.mean()) if groups.size else 1.0
 
 
 # -- integer GEMM weights -------------------------------------------------------------------------

@@ -23,19 +23,31 @@ is stored in its panels (two to a byte where B fits 4 bits); QGemm's transB is a
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..ir import DType, Graph, Node
-from ..ir.encodings import QConvWeights, encode_gemm, encode_qconv, gemm_encoding, qconv_encoding
+from ..ir.encodings import (
+    QConvWeights,
+    decode_qconv,
+    encode_gemm,
+    encode_qconv,
+    gemm_encoding,
+    qconv_encoding,
+    qconv_group_share,
+)
 from ..ir.ops.quant import centred_conv_weights
 from .manager import register_pass
 
 
-def weight_encoding(node: Node, wc: np.ndarray, registers: int) -> QConvWeights:
-    """The encoding the kernel of BlockedQLinearConv `node` reads for centred weights `wc`."""
+def weight_encoding(node: Node, wc: np.ndarray, registers: int, sparse: int = -1
+                    ) -> QConvWeights:
+    """The encoding the kernel of BlockedQLinearConv `node` reads for centred weights `wc`
+    (`sparse` as in encodings.qconv_encoding)."""
     y = node.output.shape
     return qconv_encoding(node.attrs["block"], node.attrs["group"] > 1,
-                          node.inputs[0].shape[-1], y[1], y[3], wc, registers)
+                          node.inputs[0].shape[-1], y[1], y[3], wc, registers, sparse)
 
 
 # (A, A's zero point, B, B's zero point) inputs of the integer GEMMs
@@ -88,17 +100,16 @@ def pack_weights(graph: Graph, *, registers: int = 16, lanes: int = 0, sparse: i
         if lanes >= 4 and node.op in _GEMM_INPUTS:
             changed |= _pack_gemm(graph, node, lanes, packed, sparse)
             continue
-        if node.op == "BlockedQLinearConv" and sparse != -1 and \
-                node.attrs.get("sparse", -1) != sparse:
-            node.attrs["sparse"] = sparse
-            changed = True
-        if node.op != "BlockedQLinearConv" or node.attrs.get("wenc"):
+        if node.op != "BlockedQLinearConv":
+            continue
+        if node.attrs.get("wenc"):  # packed: `sparse` may still switch the tile
+            changed |= _switch_tile(node, sparse)
             continue
         w, zw = node.inputs[3], node.input(5)
         if not w.is_const or (zw is not None and not zw.is_const):
             continue
         wc = centred_conv_weights(w.const, None if zw is None else zw.const)
-        enc = weight_encoding(node, wc, registers)
+        enc = weight_encoding(node, wc, registers, sparse)
         key = (id(w), id(zw), str(enc))
         if key not in packed:
             packed[key] = graph.const(encode_qconv(wc, enc), f"{w.name}_packed")
@@ -108,6 +119,20 @@ def pack_weights(graph: Graph, *, registers: int = 16, lanes: int = 0, sparse: i
         node.attrs["wenc"], node.attrs["wshape"] = str(enc), list(w.shape)
         changed = True
     return changed
+
+
+def _switch_tile(node: Node, sparse: int) -> bool:
+    """A packed convolution's encoding with `sparse` 0 or 1 (the same bytes: only the tile
+    that reads them changes); -1 keeps it."""
+    enc = QConvWeights.parse(node.attrs["wenc"])
+    if sparse == -1 or enc.kind != "dot4" or enc.nibbles or enc.sparse == bool(sparse):
+        return False
+    if sparse:
+        wc = decode_qconv(node.inputs[3].const, enc, node.attrs["wshape"])
+        if qconv_group_share(wc, enc.lanes) >= 1:
+            return False  # no group to skip
+    node.attrs["wenc"] = str(dataclasses.replace(enc, sparse=bool(sparse)))
+    return True
 
 
 def _pack_gemm(graph: Graph, node: Node, lanes: int, packed: dict, sparse: int) -> bool:

@@ -21,10 +21,18 @@ from onnx import numpy_helper
 
 import edgec
 from edgec import zoo
+from edgec.compiler.driver import load_graph
 from edgec.errors import EdgecError
 from edgec.ir import DType
-from edgec.ir.encodings import GemmWeights, gemm_encoding, gemm_groups
-from edgec.passes import default_pipeline
+from edgec.ir.encodings import (
+    GemmWeights,
+    QConvWeights,
+    gemm_encoding,
+    gemm_groups,
+    qconv_encoding,
+    qconv_group_share,
+)
+from edgec.passes import default_pipeline, run_pipeline
 from edgec.passes.prune import prune_weight
 from edgec.targets.target import get_target
 
@@ -153,6 +161,37 @@ def test_gemm_groups_and_encoding():
     b[:28, :16] = 9
     assert not gemm_encoding(16, b).sparse and gemm_encoding(16, b, 1).sparse
     assert gemm_encoding(16, np.ones((64, 32), np.int8)).nibbles
+
+
+def test_conv_group_share_and_encoding(tmp_path):
+    # wc [M=3, C=6, 1, 2] at 2 lanes: output blocks {0, 1}, {2, pad}; input groups {0-3},
+    # {4, 5, pad}; 2 taps: 8 groups, of which 2 hold a weight
+    wc = np.zeros((3, 6, 1, 2), np.int8)
+    wc[1, 2, 0, 0] = 20  # block 0, group 0, tap 0
+    wc[2, 5, 0, 1] = -20  # block 1, group 1, tap 1
+    assert qconv_group_share(wc, 2) == 2 / 8
+    enc = QConvWeights("dot4", 16, 16, 2, sparse=True)
+    assert str(enc) == "dot4 l16 x16 m2 sparse" and QConvWeights.parse(str(enc)) == enc
+    with pytest.raises(EdgecError, match="not one of"):
+        QConvWeights.parse("dot4 l16 x16 m2 nib sparse")
+    assert qconv_encoding(2, False, 8, 2, 5, wc, 32).sparse
+    assert not qconv_encoding(2, False, 8, 2, 5, wc, 32, sparse=0).sparse
+    wc[:, :, :, :] = 20
+    assert not qconv_encoding(2, False, 8, 2, 5, wc, 32, sparse=1).sparse  # nothing to skip
+    wc[0, 0, 0, 0] = 0
+    assert qconv_encoding(2, False, 8, 2, 5, wc, 32).nibbles is False
+    # in the graph: the pruned net's convolutions name the sparse tile in their encoding,
+    # pack-weights{sparse=0} the dense one (same bytes), and the kernels follow it
+    qm = onnx.load(zoo.quantize_qdq(prune_groups_of(net(), 0.8, "16x4"), tmp_path))
+    for pipe, sparse in ((None, True), (dense_pipeline("x86-avx512"), False)):
+        g = load_graph(qm)
+        run_pipeline(g, pipe or default_pipeline(16, 32))
+        encs = [QConvWeights.parse(n.attrs["wenc"]) for n in g.nodes
+                if n.op == "BlockedQLinearConv"]
+        assert len(encs) == 4 and all(e.sparse is sparse for e in encs), encs
+    run_pipeline(g, "pack-weights{sparse=1,lanes=16,registers=32}")  # switched back
+    assert all(QConvWeights.parse(n.attrs["wenc"]).sparse for n in g.nodes
+               if n.op == "BlockedQLinearConv")
 
 
 @pytest.mark.parametrize("target,backend", [("x86-avx512", "c"), ("x86-avx2", "c"),

@@ -239,9 +239,6 @@ _QCONV_ATTRS = {k: a for k, a in _QLINEAR_CONV.attrs.items()}
 _QCONV_ATTRS |= {"channels": Attr.int(), "block": Attr.int(), "wenc": Attr.str(""),
                  "wshape": Attr.ints([]), "rq_mult": Attr.ints([]), "rq_shift": Attr.int(0)}
 _QCONV_ATTRS |= {"add_mult": Attr.ints([]), "add_shift": Attr.int(0)}
-# which tile runs it: -1 the kernel's choice (the sparse dot4-group tile where few groups
-# hold a weight, targets/kernels/blocked_quant.py), 0 the dense tile, 1 the sparse one
-_QCONV_ATTRS |= {"sparse": Attr.int(-1)}
 
 
 def _weights_type(w, zw, wenc: str, wshape) -> _Typed:
@@ -270,7 +267,7 @@ def _check_fixed_point(m: int, rq_mult, rq_shift) -> None:
 
 
 def _infer_blocked_qconv(inputs, *, channels, block, wenc, wshape, rq_mult, rq_shift,
-                         add_mult, add_shift, sparse=-1, **attrs):
+                         add_mult, add_shift, **attrs):
     t = inputs[0].type
     _check_blocked("BlockedQLinearConv", t, channels)
     x = TensorType((t.shape[0], channels, *t.shape[2:-1]), t.dtype)
@@ -300,7 +297,7 @@ def _infer_blocked_qconv(inputs, *, channels, block, wenc, wshape, rq_mult, rq_s
 @op("BlockedQLinearConv", inputs=(8, 14), attrs=_QCONV_ATTRS, infer=_infer_blocked_qconv)
 def blocked_qlinear_conv(x, sx, zx, w, sw, zw, sy, zy, b=None, r=None, sr=None, zr=None,
                          sc=None, zc=None, *, channels, block, wenc="", wshape=(), rq_mult=(),
-                         rq_shift=0, add_mult=(), add_shift=0, sparse=-1, **attrs):
+                         rq_shift=0, add_mult=(), add_shift=0, **attrs):
     if wenc:  # centred weights, stored as the kernel reads them
         w = decode_qconv(w, QConvWeights.parse(wenc), wshape).astype(np.int8)
     xn = from_blocked(x, channels)

@@ -23,7 +23,6 @@ import numpy as np
 from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.encodings import (
-    SPARSE_GROUPS,
     QConvWeights,
     decode_qconv,
     encode_qconv,
@@ -201,12 +200,9 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                          "layout-nchwc pass with the target's block")
     g = _QGeo(node)
     enc, wc, _ = _weights(kb, node, g, bind=False)
-    sparse = None
-    if not enc.nibbles and enc.kind != "dw" and node.attrs.get("sparse", -1) != 0:
-        sparse = dot4_groups(wc, g, lanes)
-        if not (sparse[3] <= SPARSE_GROUPS or (node.attrs.get("sparse") == 1 and
-                                                 sparse[3] < 1)):
-            sparse = None
+    # the encoding names the tile ("dot4 ... sparse": pack-weights' choice, or the same rule
+    # for weights packed here)
+    sparse = dot4_groups(wc, g, lanes) if enc.sparse else None
     w = _weights(kb, node, g)[2] if sparse is None else None
     # the report says where the weights were packed: a pipeline without pack-weights packs
     # them here, into a table the text IR does not show
