@@ -445,11 +445,14 @@ SCRATCH_BYTES = 128 * 1024  # most of a task's scratch rows (on a worker's stack
 @dataclass(frozen=True)
 class ConvTasks:
     """How the sparse convolution splits its work into the thread pool's tasks: (image,
-    band of output rows, group of `per_group` block rows), bands first. Bands hold one tile
-    of pixels at least; there is an even number of them, their heights within one row of
-    each other and spread so that every first half, quarter.. of them holds its share of the
-    rows (the threads take contiguous runs of tasks: 28 rows as 6 bands of 5, 5, 5, 5, 5, 3
-    gave 2 threads 15 and 13)."""
+    band of output rows, group of block rows), bands first. Bands hold one tile of pixels
+    at least; there is an even number of them, their heights within one row of each other
+    and spread so that every first half, quarter.. of them holds its share of the rows (the
+    threads take contiguous runs of tasks: 28 rows as 6 bands of 5, 5, 5, 5, 5, 3 gave 2
+    threads 15 and 13). Groups likewise: `ngroups` of them, group k holds block rows
+    [k * B / G, (k + 1) * B / G), `per_group` or one fewer (120 rows in groups of at most 7
+    as 17 of 7 and a last one of 1 left 2 threads 63 and 57 rows), and an even number where
+    the images and bands are odd."""
 
     n: int
     oh: int
@@ -457,8 +460,9 @@ class ConvTasks:
     bh: int  # the tallest band
     lds: int  # scratch row stride: a band's pixels in whole vectors
     tile: int  # pixels per tile
-    per_group: int
+    per_group: int  # the most block rows a group holds
     brows: int
+    ngroups: int
 
     @staticmethod
     def of(n: int, m: int, oh: int, wq: int, rows: int, lanes: int,
@@ -466,16 +470,24 @@ class ConvTasks:
         tile = sparse_tile_shape(lanes, registers, rows) * lanes
         nbands = -(-oh // min(oh, -(-tile // wq)))
         nbands -= nbands % 2 if nbands > 1 else 0
+        if nbands > 1 and oh % 2 and oh < 20:
+            # an odd number of rows leaves the threads' halves one row apart, 1 + 1/OH (3
+            # rows: 2 to 1, a recognizer's 3 x 80 maps); under 20 rows (5%), one band, and
+            # the tasks cut across the channels instead
+            nbands = 1
         bh = -(-oh // nbands)
         lds = -(-bh * wq // lanes) * lanes
         brows = -(-m // rows)  # the last one holds padding channels where M % R != 0
         per_group = max(1, brows // max(1, -(-MIN_TASKS // (n * nbands))))
         per_group = min(per_group, max(1, SCRATCH_BYTES // (rows * lds * 4)))
-        return ConvTasks(n, oh, nbands, bh, lds, tile, per_group, brows)
+        ngroups = -(-brows // per_group)
+        if (n * nbands) % 2 and ngroups % 2 and 1 < ngroups < brows:
+            ngroups += 1
+        return ConvTasks(n, oh, nbands, bh, lds, tile, -(-brows // ngroups), brows, ngroups)
 
     @property
-    def ngroups(self) -> int:
-        return -(-self.brows // self.per_group)
+    def group_starts(self) -> np.ndarray:
+        return np.arange(self.ngroups) * self.brows // self.ngroups
 
     @property
     def band_rows(self) -> np.ndarray:
@@ -485,8 +497,7 @@ class ConvTasks:
         """max / mean work of `threads` contiguous slices of the tasks, for block rows (in
         the stored order) with `work` blocks each; a task's work is its band's rows x its
         block rows' blocks."""
-        groups = np.add.reduceat(np.asarray(work, np.float64),
-                                 np.arange(0, len(work), self.per_group))
+        groups = np.add.reduceat(np.asarray(work, np.float64), self.group_starts)
         tasks = np.outer(np.tile(self.band_rows, self.n), groups).reshape(-1)
         parts = [tasks[tasks.size * k // threads:tasks.size * (k + 1) // threads].sum()
                  for k in range(threads)]

@@ -91,20 +91,30 @@ def test_conv_tasks_imbalance_counts_the_kernels_tasks():
     work, order = np.array([3, 1, 2, 2]), [0, 2, 1, 3]
     before = channel_order_work(work, order)
     assert before.tolist() == [3, 2, 1, 2]
-    # one band (n, oh, nbands, bh, lds, tile, per_group, brows): the threads take block
-    # rows 0-1 and 2-3: in channel order 3 + 2 against 1 + 2 (5 / 4), stored 4 and 4
-    one = ConvTasks(1, 7, 1, 7, 112, 128, 1, 4)
+    # one band (n, oh, nbands, bh, lds, tile, per_group, brows, ngroups): the threads take
+    # block rows 0-1 and 2-3: in channel order 3 + 2 against 1 + 2 (5 / 4), stored 4 and 4
+    one = ConvTasks(1, 7, 1, 7, 112, 128, 1, 4, 4)
     assert (one.imbalance(before, 2), one.imbalance(work, 2)) == pytest.approx((1.25, 1.0))
     # 9 rows in two bands, 4 and 5 (9 * 1 // 2 = 4), band first: a band per thread whatever
     # the channel order, 4 * 8 against 5 * 8
-    two = ConvTasks(1, 9, 2, 5, 80, 128, 1, 4)
+    two = ConvTasks(1, 9, 2, 5, 80, 128, 1, 4, 4)
     assert two.band_rows.tolist() == [4, 5]
     assert two.imbalance(before, 2) == two.imbalance(work, 2) == pytest.approx(40 / 36)
     # groups of 2 block rows, two images: 4 tasks of (image, group), 2 each
-    assert ConvTasks(2, 7, 1, 7, 112, 128, 2, 4).imbalance(work, 2) == pytest.approx(1.0)
+    assert ConvTasks(2, 7, 1, 7, 112, 128, 2, 4, 2).imbalance(work, 2) == pytest.approx(1.0)
     # the kernel's split of 28 rows: 6 bands (4, 5, 5, 4, 5, 5), halves of 14 rows
     split = ConvTasks.of(1, 64, 28, 30, 1, 16, 32)
     assert split.nbands == 6 and split.band_rows.tolist() == [4, 5, 5, 4, 5, 5]
+    # 3 rows of 80 (a text recognizer's maps): 2 bands would be 2 rows and 1; one band, the
+    # threads split the channels
+    split = ConvTasks.of(1, 480, 3, 80, 1, 16, 32)
+    assert split.nbands == 1 and split.imbalance(np.ones(480), 2) == pytest.approx(1.0)
+    # 120 block rows in groups of at most 7: 18 groups of 6 or 7 (not 17 of 7 and one of 1,
+    # 63 rows against 57), an even number of them
+    split = ConvTasks.of(1, 120, 1, 1, 1, 16, 32)
+    assert (split.ngroups, split.per_group) == (18, 7)
+    assert set(np.diff([*split.group_starts, 120])) == {6, 7}
+    assert split.imbalance(np.ones(120), 2) == pytest.approx(1.0)
 
 
 def skewed_mlp(shared: bool = False):

@@ -275,6 +275,25 @@ def test_nm_pruned_layers_match_onnxruntime(pattern, target, backend, tmp_path):
         assert all(t.startswith("sparse csr") for t in sparse_layers(art).values())
 
 
+def short_map_net():
+    """Maps of 3 rows (a text recognizer's): one band of rows, the threads split 120 and 60
+    channels in groups of block rows that do not divide them evenly (6 or 7 a group)."""
+    n = OnnxNet("short", seed=8)
+    x = n.input("input", [1, 32, 3, 20])
+    a = n.node("Relu", [n.conv(x, 32, 120, 1, pads=[0, 0, 0, 0])])
+    n.output(n.conv(a, 120, 60, 3))
+    return prune(n.model(), 0.85)
+
+
+@pytest.mark.parametrize("target,backend", [("x86", "c"), ("x86", "llvm"), ("arm64", "c")])
+def test_short_maps_split_channels_in_even_groups(target, backend, tmp_path):
+    m = short_map_net()
+    art = edgec.compile(m, tmp_path / "out", target=target, name="short", backend=backend)
+    assert len(sparse_layers(art)) == 2
+    if runs_here(target):
+        check_against_onnxruntime(m, art)
+
+
 @pytest.fixture(scope="module")
 def nets():
     return {(rows, batch): pruned_net(rows=rows, batch=batch) for rows in (1, 4)

@@ -222,16 +222,19 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
                     first, *step, rest - (tv - 1) * lanes)
 
     def band(nrows: int, img, grp, oh0) -> None:
-        nbr = min(per_group, brows)
-        s = kb.alloc("s", F32, (nbr * rows * lds,))
+        s = kb.alloc("s", F32, (per_group * rows * lds,))
         x0 = kb.local("x0", img * (g * hq * wq) + oh0 * wq)
-        last = brows - (ngroups - 1) * per_group
-        count = kb.local("nbr", minimum(brows - grp * per_group, per_group)) \
-            if last != per_group else const(per_group)
+        # group grp: block rows [grp * B / G, (grp + 1) * B / G), sizes within one of each
+        # other (ConvTasks)
+        if brows % ngroups:
+            br0 = kb.local("br0", grp * brows // ngroups)
+            count = kb.local("nbr", (grp + 1) * brows // ngroups - br0)
+        else:
+            br0, count = kb.local("br0", grp * per_group), const(per_group)
         with kb.loop(chunks, "c") as c, kb.loop(count, "q") as q:
-            band_tiles(nrows, x0, s, grp * per_group + q, c, q)
+            band_tiles(nrows, x0, s, br0 + q, c, q)
         with kb.loop(count, "q") as q:
-            store_rows(s, q * (rows * lds), grp * per_group + q, img, oh0, nrows)
+            store_rows(s, q * (rows * lds), br0 + q, img, oh0, nrows)
 
     def store_rows(s, s0, br, img, oh0, nrows: int) -> None:
         """y[img, co, oh0 + i, :OW] = act(s[s0 + r*lds + i*Wq, :OW] + b[co] + z[...]) for the
