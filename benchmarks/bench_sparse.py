@@ -18,7 +18,7 @@ medians and the median per-round ratio dense / sparse (the speed-up). "sparse la
 counts the convolutions and matrix products that took a sparse kernel (the cost model's
 choice, in report.txt).
 
-    python benchmarks/bench_sparse.py [--models resnet18,mlp,yolo_head] [--sparsity 0.7,0.9]
+    python benchmarks/bench_sparse.py [--models resnet18,mlp,yolo_head,ocr_rec] [--sparsity 0.7,0.9]
         [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
         [--no-reorder] [--no-padding] [--no-columns] [--no-nm] [--int8]
 
@@ -53,20 +53,28 @@ from edgec.targets.target import get_target
 
 
 def pruned(model: onnx.ModelProto, sparsity: float, pattern: str) -> onnx.ModelProto:
-    """`model` with its Conv (group 1) and Gemm (transB=1) weights pruned."""
+    """`model` with its Conv (group 1), Gemm (transB=1) and MatMul (constant 2-D B)
+    weights pruned."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     weights = {}
+    consts = {i.name: len(i.dims) for i in m.graph.initializer}
     for n in m.graph.node:
         group = next((a.i for a in n.attribute if a.name == "group"), 1)
         trans_b = next((a.i for a in n.attribute if a.name == "transB"), 0)
         if (n.op_type == "Conv" and group == 1) or (n.op_type == "Gemm" and trans_b):
             weights[n.input[1]] = n.op_type
+        elif n.op_type == "MatMul" and consts.get(n.input[1]) == 2:
+            weights[n.input[1]] = n.op_type
     for init in m.graph.initializer:
         if init.name in weights:
             w = numpy_helper.to_array(init)
-            taps = int(np.prod(w.shape[2:])) if w.ndim == 4 else 1
-            wo = prune_weight(w.reshape(w.shape[0], -1), sparsity, pattern, taps).reshape(w.shape)
+            if weights[init.name] == "MatMul":  # B [K, N]: outputs are its columns
+                wo = prune_weight(np.ascontiguousarray(w.T), sparsity, pattern).T
+            else:
+                taps = int(np.prod(w.shape[2:])) if w.ndim == 4 else 1
+                wo = prune_weight(w.reshape(w.shape[0], -1), sparsity, pattern,
+                                  taps).reshape(w.shape)
             init.CopyFrom(numpy_helper.from_array(wo.astype(np.float32), init.name))
     return m
 
@@ -88,7 +96,32 @@ def yolo_head(opset: int = 13, seed: int = 0) -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
 
 
-MODELS = {**zoo.MODELS, "yolo_head": yolo_head}
+def ocr_rec(wheel: str | None = None) -> onnx.ModelProto:
+    """PaddleOCR's PP-OCRv4 text-line recognizer as the rapidocr-onnxruntime wheel ships it
+    (trained by PaddleOCR: real weights, whose pruned channels are not spread evenly), its
+    input fixed to rapidocr's [1, 3, 48, 320]. The wheel: `wheel`, or `pip download`ed."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from textlines import RECOGNIZER, fetch_wheel, load_model
+
+    if wheel is None:
+        folder = Path(tempfile.mkdtemp())
+        wheel = fetch_wheel("rapidocr-onnxruntime", folder)
+    m = load_model(wheel, RECOGNIZER)
+    for dim, v in zip(m.graph.input[0].type.tensor_type.shape.dim, (1, 3, 48, 320)):
+        dim.dim_value = v
+    # its weights come as Constant nodes: as initializers, pruned() finds them
+    consts = [n for n in m.graph.node if n.op_type == "Constant" and
+              [a.name for a in n.attribute] == ["value"]]
+    for n in consts:
+        t = onnx.TensorProto()
+        t.CopyFrom(n.attribute[0].t)
+        t.name = n.output[0]
+        m.graph.initializer.append(t)
+        m.graph.node.remove(n)
+    return m
+
+
+MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "ocr_rec": ocr_rec}
 
 
 def worst_imbalance(out: Path) -> str:
@@ -138,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument("--" + flag.replace("_", "-"), action="store_true",
                         help=f"time the sparse build with sparsify{{{option}}} too")
     ap.add_argument("--int8", action="store_true", help="quantize the pruned models to int8")
+    ap.add_argument("--rapidocr-wheel", help="the rapidocr-onnxruntime wheel (ocr_rec); "
+                    "default: pip download it")
     args = ap.parse_args(argv)
     tgt = get_target(args.target)
     dense_pipeline = default_pipeline(tgt.lanes(edgec.ir.DType.F32), tgt.registers)
@@ -158,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
-            base = MODELS[name]()
+            base = ocr_rec(args.rapidocr_wheel) if name == "ocr_rec" else MODELS[name]()
             for sp in (float(s) for s in args.sparsity.split(",")):
                 for pattern in args.patterns.split(","):
                     m = pruned(base, sp, pattern)

@@ -247,8 +247,9 @@ def encode_sliced(b: np.ndarray, enc: SlicedWeights) -> tuple[np.ndarray, np.nda
 
 
 def decode_sliced(values: np.ndarray, cols: np.ndarray, ptr: np.ndarray, enc: SlicedWeights,
-                  wshape) -> np.ndarray:
-    """The B [K, N] that `encode_sliced` stored."""
+                  wshape, order=()) -> np.ndarray:
+    """The B [K, N] that `encode_sliced` stored; `order`: stored slice q holds the outputs
+    of slice order[q] (a slice's padding lanes, where C does not divide N, go with it)."""
     k, n = (int(d) for d in wshape)
     c = enc.c
     slices = -(-n // c)
@@ -262,6 +263,10 @@ def decode_sliced(values: np.ndarray, cols: np.ndarray, ptr: np.ndarray, enc: Sl
     rows = np.tile(np.arange(c), int(ptr[-1])) + np.repeat(
         np.repeat(np.arange(slices) * c, np.diff(ptr)), c)
     np.add.at(wo, (rows, cols), values)
+    if len(order):
+        out = np.empty_like(wo)
+        out.reshape(slices, c, k)[np.asarray(order)] = wo.reshape(slices, c, k)
+        wo = out
     return np.ascontiguousarray(wo[:n].T)
 
 

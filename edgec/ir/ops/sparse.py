@@ -12,7 +12,8 @@
           channels' order
     SparseMatMul(A, V, I, P, Bias?, Z?){wenc, wshape, activation, activation_params}
         = act(A @ W + Bias + Z) for A [M, K] and W (`wshape` [K, N]) stored as sliced
-          ELLPACK (`wenc` "sell C"): values V, input columns I, slice pointers P
+          ELLPACK (`wenc` "sell C"): values V, input columns I, slice pointers P; `order`
+          (empty: 0, 1, ...) says which slice of C outputs each stored slice computes
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def in_channel_order(w: np.ndarray, rows: int, order) -> np.ndarray:
 
 
 
-def _infer_sparse_matmul(inputs, *, wenc, wshape, activation, activation_params):
+def _infer_sparse_matmul(inputs, *, wenc, wshape, activation, activation_params, order):
     a, v, i, p = (t.type for t in inputs[:4])
     bias = inputs[4] if len(inputs) > 4 else None
     z = inputs[5] if len(inputs) > 5 else None
@@ -169,6 +170,9 @@ def _infer_sparse_matmul(inputs, *, wenc, wshape, activation, activation_params)
         raise ShapeError(f"SparseMatMul: '{enc}' weights of {list(wshape)} need 1-D values "
                          f"({a.dtype}), as many {cols} columns and {groups + 1} slice pointers "
                          f"(int32); got {v}, {i}, {p}")
+    if order and sorted(order) != list(range(groups)):
+        raise ShapeError(f"SparseMatMul: order {list(order)} is not a permutation of the "
+                         f"{groups} slices")
     if bias is not None and bias.shape != (n,):
         raise ShapeError(f"SparseMatMul: bias {bias.type} must be 1-D of length N={n}")
     out = TensorType((a.shape[0], n), a.dtype)
@@ -176,10 +180,11 @@ def _infer_sparse_matmul(inputs, *, wenc, wshape, activation, activation_params)
     return out
 
 
-@op("SparseMatMul", inputs=(4, 6), attrs=_SPARSE_ATTRS, infer=_infer_sparse_matmul)
+@op("SparseMatMul", inputs=(4, 6), attrs={**_SPARSE_ATTRS, "order": Attr.ints([])},
+    infer=_infer_sparse_matmul)
 def sparse_matmul(a, v, i, p, bias=None, z=None, *, wenc, wshape, activation,
-                  activation_params):
-    w = decode_sliced(v, i, p, SlicedWeights.parse(wenc), wshape).astype(a.dtype)
+                  activation_params, order=()):
+    w = decode_sliced(v, i, p, SlicedWeights.parse(wenc), wshape, order).astype(a.dtype)
     y = a @ w
     if bias is not None:
         y = y + bias

@@ -276,9 +276,12 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
 
 @kernel("SparseMatMul")
 def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
-    """Parallel over slices of C outputs (C: the vector's lanes). Per slice and row of A,
-    two accumulators take alternate columns of the slice: each column is C values, C input
-    indices and one gather of A's row."""
+    """Parallel over runs of slices of C outputs (C: the vector's lanes), an even number of
+    runs whose lengths differ by one slice at most (the threads take contiguous runs of
+    them). Per slice, up to `ROW_BLOCK` rows of A at once, two accumulators a row taking
+    alternate columns of the slice: each column is C values and C input indices, loaded once
+    for the rows, and one gather of each row. Stored slice q computes the outputs of slice
+    `order[q]` (the reorder pass balances the threads with it) and writes them there."""
     enc = SlicedWeights.parse(node.attrs["wenc"])
     c = enc.c
     if c != kb.lanes(F32) and c != 1:
@@ -295,35 +298,68 @@ def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     z = kb.bind(node.input(5), "z") if node.input(5) is not None else None
     y = kb.bind(node.output, "y")
     act = activation_of(node)
+    order = node.attrs.get("order", [])
+    so = derived_constant(kb, node.inputs[3], "order",
+                          lambda p: np.asarray(order, np.int32), "so") if order else None
     kb.strategy = f"sparse {enc} gather" + sparse_notes(node)
-    tasks, per = parallel_split(slices, 2)
-    # prefetch distance (entries) and stride; none where the weights stay in L1
+    tasks = slice_tasks(slices)
+    # prefetch distance (entries) and stride; none where the weights stay in L1 or several
+    # passes of rows read them
     entries = node.inputs[1].shape[0]
     line = kb.target.caches.line
-    ahead = 512 if c > 1 and entries * 4 > kb.target.caches.l1d else 0
-    with kb.loop(tasks, "t", kind="parallel") as t, kb.loop(per, "q") as q:
-        s = kb.local("s", t * per + q)
-        base = kb.local("base", cast(ptr[s], INDEX) * c)
-        width = kb.local("w", cast(ptr[s + 1], INDEX) - cast(ptr[s], INDEX))
-        cnt = minimum(n - s * c, c) if n % c else None
-        with kb.loop(m, "r") as r:
-            acc = [kb.local(f"acc{u}_", broadcast(0.0, c)) for u in range(2)]
-            with kb.loop(width // 2, "j") as j:
-                if ahead:
-                    # the values and columns stream from memory once per run; across a page
-                    # the hardware prefetcher stops and starts again, so ask ahead
-                    at = kb.local("pf", minimum(base + 2 * j * c + ahead, entries - 2 * c))
-                    for off in range(0, 2 * c * vals.dtype.itemsize, line):
-                        kb.prefetch(vals, at + off // vals.dtype.itemsize)
-                    for off in range(0, 2 * c * cols.dtype.itemsize, line):
-                        kb.prefetch(cols, at + off // cols.dtype.itemsize)
-                for u in range(2):
-                    e = kb.local(f"e{u}_", base + (2 * j + u) * c)
-                    x = vgather(a, r * k, cast(vload(cols, e, c), DType.I32))
-                    kb.assign(acc[u], fma(vload(vals, e, c), x, acc[u]))
-            v = acc[0] + acc[1]
+    ahead = 512 if c > 1 and m <= ROW_BLOCK and entries * 4 > kb.target.caches.l1d else 0
+
+    def rows(s, os, base, width, r0, nr: int) -> None:
+        """Rows r0 .. r0 + nr - 1 of A against stored slice s (outputs of slice os)."""
+        acc = [[kb.local(f"acc{i}_{u}_", broadcast(0.0, c)) for u in range(2)]
+               for i in range(nr)]
+        with kb.loop(width // 2, "j") as j:
+            if ahead:
+                # the values and columns stream from memory once per run; across a page
+                # the hardware prefetcher stops and starts again, so ask ahead
+                at = kb.local("pf", minimum(base + 2 * j * c + ahead, entries - 2 * c))
+                for off in range(0, 2 * c * vals.dtype.itemsize, line):
+                    kb.prefetch(vals, at + off // vals.dtype.itemsize)
+                for off in range(0, 2 * c * cols.dtype.itemsize, line):
+                    kb.prefetch(cols, at + off // cols.dtype.itemsize)
+            for u in range(2):
+                e = kb.local(f"e{u}_", base + (2 * j + u) * c)
+                w = kb.local(f"w{u}_", vload(vals, e, c))
+                idx = kb.local(f"i{u}_", cast(vload(cols, e, c), DType.I32))
+                for i in range(nr):
+                    x = vgather(a, (r0 + i) * k, idx)
+                    kb.assign(acc[i][u], fma(w, x, acc[i][u]))
+        cnt = minimum(n - os * c, c) if n % c else None
+        for i in range(nr):
+            v = acc[i][0] + acc[i][1]
             if bias is not None:
-                v = v + vload(bias, s * c, c, cnt)
+                v = v + vload(bias, os * c, c, cnt)
             if z is not None:
-                v = v + vload(z, r * n + s * c, c, cnt)
-            kb.store(y, r * n + s * c, _apply(kb, act, v), cnt)
+                v = v + vload(z, (r0 + i) * n + os * c, c, cnt)
+            kb.store(y, (r0 + i) * n + os * c, _apply(kb, act, v), cnt)
+
+    with kb.loop(tasks, "t", kind="parallel") as t:
+        lo = kb.local("lo", t * slices // tasks) if tasks > 1 else const(0)
+        hi = (t + 1) * slices // tasks if tasks > 1 else const(slices)
+        with kb.loop(hi - lo, "q") as q:
+            s = kb.local("s", lo + q)
+            os = kb.local("os", cast(so[s], INDEX)) if so is not None else s
+            base = kb.local("base", cast(ptr[s], INDEX) * c)
+            width = kb.local("wd", cast(ptr[s + 1], INDEX) - cast(ptr[s], INDEX))
+            full = m // ROW_BLOCK
+            if full:
+                with kb.loop(full, "r") as r:
+                    rows(s, os, base, width, kb.local("r0", r * ROW_BLOCK), ROW_BLOCK)
+            if m % ROW_BLOCK:
+                rows(s, os, base, width, const(full * ROW_BLOCK), m % ROW_BLOCK)
+
+
+ROW_BLOCK = 4  # rows of A per pass over a slice: its values and indices loaded once for them
+
+
+def slice_tasks(slices: int) -> int:
+    """The thread pool's tasks over `slices` slices: runs of 2 slices or more, an even
+    number of them (up to 64) where there are 2 or more, so that the threads' contiguous
+    halves hold equal counts (a prime count of 23 slices had been one serial task)."""
+    tasks = max(1, min(64, slices // 2))
+    return tasks - tasks % 2 if tasks > 1 else tasks
