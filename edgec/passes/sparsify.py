@@ -63,6 +63,22 @@ NM_RATE = SPARSE_RATE[1, 1]
 NM_GROUPS = (4, 8, 16)  # the M of N:M tried
 GEMV_RATE = 0.1  # one row of A: B streams from the caches once per call
 GATHER_RATE = 0.15
+# with rows of A the dense kernel reaches DENSE_RATE, the gathers do not get faster: [16, 512]
+# x [512, 512] at 90% zeros gathered in 102 us against 56 us dense
+GATHER_RATE_ROWS = 0.06
+CONV_ROWS = 4  # rows of A from which a matrix product may run as a convolution over them
+# a matrix product as a convolution over its rows, [M, 512] x [512, 512] at 90% zeros
+# (AVX-512): a stored entry cost about 1.2 ns of offset load and broadcast plus 0.43 ns per
+# vector of 16 rows, so the tile's rate falls with fewer vectors (`_tile_fill`); its two
+# transposes (a strided scalar copy) 0.65 ns an element, 60 times an FMA at the dense rate.
+# M = 16, 32, 64, 128: 1.08x, 1.57x, 1.81x, 2.23x faster than dense; M = 6: 0.57x (dense)
+TRANSPOSE_COST = 60.0
+
+
+def _tile_fill(vectors: int) -> float:
+    """The sparse tile's cost per vector of pixels with `vectors` of them, relative to a
+    full tile of 8 (the one `SPARSE_RATE` was measured on)."""
+    return (1 + 2.8 / min(vectors, 8)) / (1 + 2.8 / 8)
 # the staging copy and the compaction of the output, in FMA-equivalents per element
 COPY_COST = 1.0
 
@@ -78,39 +94,48 @@ def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
     x = node.inputs[0].type
     st = staging_of(x, list(w.shape[2:]), node.attrs["pads"], node.attrs["strides"])
     oh, ow = st.hq - (w.shape[2] - 1) // st.sh, st.wq - (w.shape[3] - 1) // st.sw
-    ws = st.weights(w)
     m = w.shape[0]
-    dense = w.size * oh * ow / DENSE_RATE
+    plan = _blocks_plan(st.weights(w), oh * st.wq, st.phases, pad_channels, cols, use_nm)
+    copy = 0 if _identity_stage(node, w) else x.numel
+    plan["sparse_cost"] += COPY_COST * (copy + m * oh * st.wq)
+    plan["density"] = round(float(np.count_nonzero(w)) / w.size, 4)
+    plan["dense_cost"] = w.size * oh * ow / DENSE_RATE
+    plan["sparse"] = plan["sparse_cost"] < plan["dense_cost"]
+    return plan
+
+
+def _blocks_plan(ws: np.ndarray, pixels: int, phases: int, pad_channels: bool = True,
+                 cols: int = 0, use_nm: bool = True) -> dict:
+    """The cheapest stored form of staged weights `ws` [M, G, KH', KW'] for the sparse
+    convolution over `pixels` computed pixels: {rows, cols, step, nm?, block_density,
+    sparse_cost (the tile's work alone), padded_channels?}."""
+    m, g = ws.shape[:2]
     best = None
     for (r, c), rate in SPARSE_RATE.items():
         # channels padded to a multiple of R: the padding's zeros are computed with the
         # blocks they fill (counted in the cost), then dropped
-        if (m % r and not pad_channels) or (cols and c != cols) or w.shape[1] % c:
+        if (m % r and not pad_channels) or (cols and c != cols) or (g // phases) % c:
             continue
         mp = -(-m // r) * r
-        d = density(ws, r, c, st.phases)
-        cost = d * (ws.size // m * mp) * oh * st.wq / rate
+        d = density(ws, r, c, phases)
+        cost = d * (ws.size // m * mp) * pixels / rate
         if best is None or cost < best[3]:
             best = (r, c, d, cost)
     r, c, d, cost = best
     nm = None
     for gm in NM_GROUPS if use_nm else ():
         # N:M: each channel's groups of M inputs at a tap hold N weights at most
-        if w.shape[1] % gm:
+        if (g // phases) % gm:
             continue
-        per = np.count_nonzero(NMWeights(1, gm, st.phases).groups(ws), axis=2)
+        per = np.count_nonzero(NMWeights(1, gm, phases).groups(ws), axis=2)
         n = int(per.max(initial=1))
         stored = m * int(np.any(per, axis=0).sum()) * n  # groups no channel uses left out
-        nm_cost = stored * oh * st.wq / NM_RATE
+        nm_cost = stored * pixels / NM_RATE
         # ties: N:M over blocks (fewer bytes), the smaller M (1:4 weights stay 1:4)
         if n < gm and (nm_cost < cost or (nm_cost == cost and nm is None)):
             nm, d, cost = (n, gm), stored / ws.size, nm_cost
-    copy = 0 if _identity_stage(node, w) else x.numel
-    cost += COPY_COST * (copy + m * oh * st.wq)
-    plan = {"rows": r, "cols": c, "step": st.phases,
-            "density": round(float(np.count_nonzero(w)) / w.size, 4),
-            "block_density": round(d, 4), "dense_cost": dense, "sparse_cost": cost,
-            "sparse": cost < dense}
+    plan = {"rows": r, "cols": c, "step": phases, "block_density": round(d, 4),
+            "sparse_cost": cost}
     if nm:
         plan["nm"] = list(nm)
         plan["rows"] = plan["cols"] = 1
@@ -141,20 +166,37 @@ def _matmul_candidate(node: Node) -> bool:
             and b.type.rank == 2 and node.output.dtype is DType.F32)
 
 
-def matmul_plan(node: Node, lanes: int) -> dict:
+def matmul_plan(node: Node, lanes: int, **blocks) -> dict:
     """The cost model's figures for a matrix product with constant B: the dense kernel at
     `DENSE_RATE` of the peak with rows of A to share each weight's load, `GEMV_RATE` with one
     row (it streams B once per call); the gathering kernel at `GATHER_RATE` of it per stored
-    entry (padding included) and row."""
+    entry (padding included) and row (`GATHER_RATE_ROWS` from 4 rows); from `CONV_ROWS`
+    rows of A (and no residual), the
+    sparse convolution over the rows as its pixels (A and the result transposed: `conv` in
+    the plan, with its blocks as `_blocks_plan` chooses them under `blocks`)."""
     b = node.inputs[1].const
     m = node.inputs[0].shape[0]
+    k, n = b.shape
     _, _, ptr = encode_sliced(b, SlicedWeights(lanes))
     stored = int(ptr[-1]) * lanes
     dense = b.size * m / (DENSE_RATE if m >= 4 else GEMV_RATE)
-    sparse = stored * m / GATHER_RATE
-    return {"rows": lanes, "density": round(float(np.count_nonzero(b)) / b.size, 4),
+    sparse = stored * m / (GATHER_RATE if m < 4 else GATHER_RATE_ROWS)
+    plan = {"rows": lanes, "density": round(float(np.count_nonzero(b)) / b.size, 4),
             "block_density": round(stored / max(b.size, 1), 4), "dense_cost": dense,
-            "sparse_cost": sparse, "sparse": sparse < dense}
+            "sparse_cost": sparse}
+    if m >= CONV_ROWS and node.input(3) is None and lanes > 1:
+        # the tile computes whole vectors of rows (M = 40 as 48) and pays each entry's offset
+        # load and broadcast over them: few vectors, less of the rate
+        nv = -(-m // lanes)
+        conv = _blocks_plan(np.ascontiguousarray(b.T).reshape(n, k, 1, 1), nv * lanes, 1,
+                            **blocks)
+        conv["sparse_cost"] *= _tile_fill(nv)
+        conv["sparse_cost"] += TRANSPOSE_COST * (m * k + m * n)
+        if conv["sparse_cost"] < sparse:
+            plan.update(conv=conv, sparse_cost=conv["sparse_cost"],
+                        block_density=conv["block_density"])
+    plan["sparse"] = plan["sparse_cost"] < dense
+    return plan
 
 
 @register_pass("sparsify")
@@ -171,9 +213,13 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
     changed = False
     for node in list(graph.nodes):
         if _matmul_candidate(node) and (node.inputs[1].const == 0).any():
-            plan = node.meta["sparse"] = matmul_plan(node, lanes)
+            plan = node.meta["sparse"] = matmul_plan(
+                node, lanes, pad_channels=pad_channels, cols=cols, use_nm=nm)
             if plan["sparse"] or force:
-                _rewrite_matmul(graph, node, lanes)
+                if "conv" in plan:
+                    _rewrite_matmul_as_conv(graph, node, plan["conv"])
+                else:
+                    _rewrite_matmul(graph, node, lanes)
                 changed = True
             continue
         if not _candidate(node):
@@ -205,6 +251,52 @@ def _rewrite_matmul(graph: Graph, node: Node, lanes: int) -> None:
     _replace(graph, node, "SparseMatMul", ins, attrs)
 
 
+def _rewrite_matmul_as_conv(graph: Graph, node: Node, plan: dict) -> None:
+    """y = act(A @ B + bias) for A [M, K] as a 1x1 SparseConv over M pixels:
+
+        at = Transpose(A) -> [1, K, 1, M];  yc = SparseConv(at, B^T stored){...} [1, N, 1, M]
+        y = Transpose([N, M] of yc)
+    """
+    a, bv = node.inputs[0], node.inputs[1]
+    m, k = a.shape
+    n = bv.shape[1]
+
+    def add(op: str, ins: list, attrs: dict, suffix: str):
+        return graph.add_node(op, ins, attrs, name=f"{node.name}_{suffix}", before=node).output
+
+    def reshape(v, shape, suffix: str):
+        return add("Reshape", [v, graph.const(np.array(shape, np.int64), f"{node.name}_"
+                                              f"{suffix}_shape")], {}, suffix)
+
+    src = a.producer
+    if src is not None and src.op == "Transpose" and list(src.attrs.get("perm") or []) == [1, 0]:
+        at = src.inputs[0]  # A is a transpose already (the previous product's, run so)
+    else:
+        at = add("Transpose", [a], {"perm": [1, 0]}, "rows_t")
+    x = reshape(at, [1, k, 1, m], "rows")
+    enc = _encoding(plan)
+    ws = np.ascontiguousarray(bv.const.T).reshape(n, k, 1, 1)
+    names = ("values", "indices", "groups") if "nm" in plan else ("values", "offsets", "rowptr")
+    stored = encode_conv(ws, enc, 1, m)
+    ins = [x, *(graph.const(arr, f"{bv.name}_{nm}") for arr, nm in zip(stored, names))]
+    if node.input(2) is not None:
+        ins.append(node.input(2))
+    attrs = {"wenc": str(enc), "wshape": list(ws.shape),
+             "activation": node.attrs.get("activation", ""),
+             "activation_params": node.attrs.get("activation_params", [])}
+    conv = graph.add_node("SparseConv", ins, attrs, name=node.name, before=node)
+    conv.meta.update(node.meta)
+    y = add("Transpose", [reshape(conv.output, [n, m], "cols")], {"perm": [1, 0]}, "out")
+    replace_value(graph, node.output, y)
+    graph.remove_node(node)
+
+
+def _encoding(plan: dict) -> SparseWeights | NMWeights:
+    if "nm" in plan:
+        return NMWeights(*plan["nm"], plan["step"])
+    return SparseWeights(plan["rows"], plan["cols"], plan["step"] if plan["cols"] > 1 else 1)
+
+
 def _replace(graph: Graph, node: Node, op: str, ins: list, attrs: dict) -> None:
     new = graph.add_node(op, ins, attrs, name=node.name, before=node)
     new.meta.update(node.meta)
@@ -222,10 +314,7 @@ def _rewrite(graph: Graph, node: Node, plan: dict) -> None:
         xs = graph.add_node("ConvStage", [x], {"kernel_shape": list(w.shape[2:]), "pads": pads,
                                                "strides": strides},
                             name=f"{node.name}_stage", before=node).output
-    if "nm" in plan:
-        enc = NMWeights(*plan["nm"], plan["step"])
-    else:
-        enc = SparseWeights(plan["rows"], plan["cols"], plan["step"] if plan["cols"] > 1 else 1)
+    enc = _encoding(plan)
     ws = st.weights(w)
     vals, offs, rowptr = encode_conv(ws, enc, st.hq, st.wq)
     names = ("values", "indices", "groups") if "nm" in plan else ("values", "offsets", "rowptr")

@@ -47,6 +47,7 @@ from test_sparse_conv import (  # noqa: E402
     odd_channels_net,
     pruned_mlp,
     pruned_net,
+    sequence_mlp,
     short_map_net,
 )
 
@@ -181,7 +182,8 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
               odd_channels_net(4),  # channels padded to the blocks
               input_block_net((14, 12)),  # blocks of 4 input channels
               input_block_net((14, 12), "2:8"),  # N:M
-              short_map_net()):  # one band, uneven groups of channels
+              short_map_net(),  # one band, uneven groups of channels
+              sequence_mlp(rows=20)):  # matrix products as convolutions over their rows
         g = load_graph(m)
         check_pipelined(g, target, random_feeds(g), ran)
     if target != "c-generic":  # the sparse int8 tile: weights zero in 16x4 dot4 groups

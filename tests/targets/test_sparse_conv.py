@@ -364,6 +364,39 @@ def test_sparse_matmul_matches_onnxruntime(target, backend, tmp_path):
             check_against_onnxruntime(m, art)
 
 
+def sequence_mlp(rows: int = 40, sparsity: float = 0.92):
+    """A sequence's projections: [40, 256] through Gemm (transB, bias, Relu) to 200, then
+    MatMul to 300 and a residual add of a third MatMul's product; at 92% zeros. With 40 rows
+    the first two run as convolutions over the rows; the one whose sum takes a residual
+    stays a matrix product."""
+    n = OnnxNet("seq", seed=11)
+    x = n.input("input", [rows, 256])
+    h = n.node("Relu", [n.node("Gemm", [x, n.weight((200, 256)), n.weight((200,), 0.1)],
+                               transB=1)])
+    g = n.node("MatMul", [h, n.weight((200, 300))])
+    n.output(n.node("Add", [n.node("MatMul", [g, n.weight((300, 300))]), g]))
+    m = n.model()
+    rng = np.random.default_rng(5)
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 2:
+            init.CopyFrom(numpy_helper.from_array(
+                np.where(rng.random(w.shape) < sparsity, 0, w).astype(np.float32), init.name))
+    return m
+
+
+@pytest.mark.parametrize("target,backend", [("x86", "c"), ("x86", "llvm"), ("arm64", "c")])
+def test_matrix_products_of_many_rows_run_as_convolutions(target, backend, tmp_path):
+    m = sequence_mlp()
+    art = edgec.compile(m, tmp_path / "out", target=target, name="seq", backend=backend)
+    ops = [k["op"] for k in art.manifest["kernel_strategies"]]
+    # A transposed, the product as a 1x1 convolution over its 40 rows, the result transposed
+    # (the second product reads the first's result before its transpose: 2 transposes)
+    assert ops.count("SparseConv") == 2 and ops.count("Transpose") == 2, ops
+    if runs_here(target):
+        check_against_onnxruntime(m, art)
+
+
 @pytest.mark.parametrize("k,cols", [(784, "u16"), (70000, "i32")])
 def test_sparse_matmul_columns_widen_to_int32(k, cols, tmp_path):
     # input columns are stored as uint16 up to 65536 inputs (half the index bytes), int32

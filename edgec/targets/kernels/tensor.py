@@ -73,8 +73,11 @@ def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
     # stride in y) so both buffers are read and written a cache line at a time
     j, k, tj, tk = tiles
     rest = [d for d in range(len(dims)) if d not in (j, k)]
+    # a 2-D transpose of 16K elements or more (a batched sparse matrix product's operands,
+    # sparsify.py) goes to the thread pool by rows of tiles
+    kind = "parallel" if not rest and math.prod(ext) >= PARALLEL_TRANSPOSE else "serial"
     with kb.loops([ext[d] for d in rest], [f"i{d}" for d in rest]) as vr, \
-            kb.loop(ext[j] // tj, "tj") as bj, kb.loop(ext[k] // tk, "tk") as bk, \
+            kb.loop(ext[j] // tj, "tj", kind=kind) as bj, kb.loop(ext[k] // tk, "tk") as bk, \
             kb.loop(tk, "u") as u, kb.loop(tj, "v") as v:
         vs: list[Expr] = [const(0)] * len(dims)
         for d, var_ in zip(rest, vr, strict=True):
@@ -84,6 +87,7 @@ def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
 
 
 TILE_MIN_ELEMENTS = 4096  # smaller transposes stay in cache: a plain loop nest is as fast
+PARALLEL_TRANSPOSE = 16384
 
 
 def _transpose_tiles(dims: Sequence[tuple[int, int]]) -> tuple[int, int, int, int] | None:
