@@ -18,9 +18,10 @@ medians and the median per-round ratio dense / sparse (the speed-up). "sparse la
 counts the convolutions and matrix products that took a sparse kernel (the cost model's
 choice, in report.txt).
 
-    python benchmarks/bench_sparse.py [--models resnet18,mlp,yolo_head,ocr_rec] [--sparsity 0.7,0.9]
-        [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
-        [--no-reorder] [--no-padding] [--no-columns] [--no-nm] [--int8]
+    python benchmarks/bench_sparse.py [--models resnet18,mlp,yolo_head,ocr_rec,ocr_head]
+        [--sparsity 0.7,0.9] [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20]
+        [--target x86] [--no-reorder] [--no-padding] [--no-columns] [--no-nm] [--int8]
+        [--rapidocr-wheel WHEEL]
 
 --int8: the pruned model quantized as onnxruntime users do it (edgec.zoo.quantize_qdq: QDQ,
 per-channel int8 weights, uint8 activations); sparse = edgec's int8 kernels choosing the
@@ -42,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.utils
 import onnxruntime as ort
 from onnx import numpy_helper
 
@@ -121,7 +123,26 @@ def ocr_rec(wheel: str | None = None) -> onnx.ModelProto:
     return m
 
 
-MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "ocr_rec": ocr_rec}
+def ocr_head(wheel: str | None = None) -> onnx.ModelProto:
+    """The sequence head of ocr_rec: from its backbone's output [1, 480, 1, 40] (40 time
+    steps) through the neck (1x1 and 1 x 3 convolutions, the SVTR block: a fused
+    query-key-value projection, attention, the feed-forward layers) to the CTC classifier's
+    6625 characters: the part of the trained recognizer where products over the 40 steps do
+    the work."""
+    full = ocr_rec(wheel)
+    # its reshapes compute their shapes from the input's: onnxruntime's constant folding
+    # (basic level, standard ops only) makes them constants, so the head stands alone
+    with tempfile.TemporaryDirectory() as tmp:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        opts.optimized_model_filepath = str(Path(tmp) / "folded.onnx")
+        ort.InferenceSession(full.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        full = onnx.shape_inference.infer_shapes(onnx.load(opts.optimized_model_filepath))
+    return onnx.utils.Extractor(full).extract_model(["p2o.AveragePool.1"],
+                                                    [full.graph.output[0].name])
+
+
+MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "ocr_rec": ocr_rec, "ocr_head": ocr_head}
 
 
 def worst_imbalance(out: Path) -> str:
@@ -193,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
-            base = ocr_rec(args.rapidocr_wheel) if name == "ocr_rec" else MODELS[name]()
+            base = MODELS[name](args.rapidocr_wheel) if name.startswith("ocr_") else \
+                MODELS[name]()
             for sp in (float(s) for s in args.sparsity.split(",")):
                 for pattern in args.patterns.split(","):
                     m = pruned(base, sp, pattern)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import PassError
-from ..ir import DType, Graph, Node
+from ..ir import DType, Graph, Node, Value
 from ..ir.ops.sparse import staging_of
 from ..ir.sparse import (
     BLOCK_COLS,
@@ -162,8 +162,9 @@ def _matmul_candidate(node: Node) -> bool:
     if node.op not in ("MatMul", "FusedMatMul"):
         return False
     a, b = node.inputs[0], node.inputs[1]
-    return (b.is_const and b.dtype is DType.F32 and a.dtype is DType.F32 and a.type.rank == 2
-            and b.type.rank == 2 and node.output.dtype is DType.F32)
+    return (b.is_const and b.dtype is DType.F32 and a.dtype is DType.F32 and a.type.rank >= 2
+            and b.type.rank == 2 and node.output.dtype is DType.F32
+            and (node.input(3) is None or node.input(3).shape == node.output.shape))
 
 
 def matmul_plan(node: Node, lanes: int, **blocks) -> dict:
@@ -175,7 +176,7 @@ def matmul_plan(node: Node, lanes: int, **blocks) -> dict:
     sparse convolution over the rows as its pixels (A and the result transposed: `conv` in
     the plan, with its blocks as `_blocks_plan` chooses them under `blocks`)."""
     b = node.inputs[1].const
-    m = node.inputs[0].shape[0]
+    m = node.inputs[0].type.numel // b.shape[0]  # A's leading dimensions are its rows
     k, n = b.shape
     _, _, ptr = encode_sliced(b, SlicedWeights(lanes))
     stored = int(ptr[-1]) * lanes
@@ -216,10 +217,7 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
             plan = node.meta["sparse"] = matmul_plan(
                 node, lanes, pad_channels=pad_channels, cols=cols, use_nm=nm)
             if plan["sparse"] or force:
-                if "conv" in plan:
-                    _rewrite_matmul_as_conv(graph, node, plan["conv"])
-                else:
-                    _rewrite_matmul(graph, node, lanes)
+                _rewrite_product(graph, node, plan, lanes)
                 changed = True
             continue
         if not _candidate(node):
@@ -236,59 +234,80 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
     return changed
 
 
-def _rewrite_matmul(graph: Graph, node: Node, lanes: int) -> None:
+def _rewrite_product(graph: Graph, node: Node, plan: dict, lanes: int) -> None:
+    """The matrix product `node` on the sparse kernel `plan` chose: A with leading
+    dimensions [..., K] (a sequence's [1, 40, K]) taken as [rows, K] and the result
+    reshaped back (views); the gathering SparseMatMul, or the convolution over the rows."""
+    a, z = node.inputs[0], node.input(3)
+    k, n = node.inputs[1].shape
+    rows = a.type.numel // k
+    if a.type.rank > 2:
+        a = _reshape(graph, node, a, [rows, k], "rows2d")
+        z = _reshape(graph, node, z, [rows, n], "z2d") if z is not None else None
+    y = _conv_product(graph, node, a, plan["conv"]) if "conv" in plan else \
+        _gather_product(graph, node, a, z, lanes)
+    if node.output.type.rank > 2:
+        y = _reshape(graph, node, y, list(node.output.shape), "nd")
+    replace_value(graph, node.output, y)
+    graph.remove_node(node)
+
+
+def _reshape(graph: Graph, node: Node, v: Value, shape: list[int], suffix: str) -> Value:
+    """v reshaped to `shape`, by a node before `node`."""
+    dims = graph.const(np.array(shape, np.int64), f"{node.name}_{suffix}_shape")
+    return graph.add_node("Reshape", [v, dims], {}, name=f"{node.name}_{suffix}",
+                          before=node).output
+
+
+def _epilogue_attrs(node: Node) -> dict:
+    return {"activation": node.attrs.get("activation", ""),
+            "activation_params": node.attrs.get("activation_params", [])}
+
+
+def _gather_product(graph: Graph, node: Node, a: Value, z: Value | None, lanes: int) -> Value:
     bv = node.inputs[1]
     enc = SlicedWeights(lanes)
     vals, cols, ptr = encode_sliced(bv.const, enc)
-    ins = [node.inputs[0], graph.const(vals, f"{bv.name}_values"),
-           graph.const(cols, f"{bv.name}_columns"), graph.const(ptr, f"{bv.name}_slices"),
-           node.input(2), node.input(3)]
+    ins = [a, graph.const(vals, f"{bv.name}_values"), graph.const(cols, f"{bv.name}_columns"),
+           graph.const(ptr, f"{bv.name}_slices"), node.input(2), z]
     while ins[-1] is None:
         ins.pop()
-    attrs = {"wenc": str(enc), "wshape": list(bv.shape),
-             "activation": node.attrs.get("activation", ""),
-             "activation_params": node.attrs.get("activation_params", [])}
-    _replace(graph, node, "SparseMatMul", ins, attrs)
+    new = graph.add_node("SparseMatMul", ins, {"wenc": str(enc), "wshape": list(bv.shape),
+                                               **_epilogue_attrs(node)},
+                         name=node.name, before=node)
+    new.meta.update(node.meta)
+    return new.output
 
 
-def _rewrite_matmul_as_conv(graph: Graph, node: Node, plan: dict) -> None:
-    """y = act(A @ B + bias) for A [M, K] as a 1x1 SparseConv over M pixels:
+def _conv_product(graph: Graph, node: Node, a: Value, plan: dict) -> Value:
+    """act(A @ B + bias) for A [M, K] as a 1x1 SparseConv over M pixels:
 
         at = Transpose(A) -> [1, K, 1, M];  yc = SparseConv(at, B^T stored){...} [1, N, 1, M]
         y = Transpose([N, M] of yc)
     """
-    a, bv = node.inputs[0], node.inputs[1]
+    bv = node.inputs[1]
     m, k = a.shape
     n = bv.shape[1]
-
-    def add(op: str, ins: list, attrs: dict, suffix: str):
-        return graph.add_node(op, ins, attrs, name=f"{node.name}_{suffix}", before=node).output
-
-    def reshape(v, shape, suffix: str):
-        return add("Reshape", [v, graph.const(np.array(shape, np.int64), f"{node.name}_"
-                                              f"{suffix}_shape")], {}, suffix)
-
     src = a.producer
     if src is not None and src.op == "Transpose" and list(src.attrs.get("perm") or []) == [1, 0]:
         at = src.inputs[0]  # A is a transpose already (the previous product's, run so)
     else:
-        at = add("Transpose", [a], {"perm": [1, 0]}, "rows_t")
-    x = reshape(at, [1, k, 1, m], "rows")
+        at = graph.add_node("Transpose", [a], {"perm": [1, 0]}, name=f"{node.name}_rows_t",
+                            before=node).output
     enc = _encoding(plan)
     ws = np.ascontiguousarray(bv.const.T).reshape(n, k, 1, 1)
     names = ("values", "indices", "groups") if "nm" in plan else ("values", "offsets", "rowptr")
     stored = encode_conv(ws, enc, 1, m)
-    ins = [x, *(graph.const(arr, f"{bv.name}_{nm}") for arr, nm in zip(stored, names))]
+    ins = [_reshape(graph, node, at, [1, k, 1, m], "rows"),
+           *(graph.const(arr, f"{bv.name}_{nm}") for arr, nm in zip(stored, names))]
     if node.input(2) is not None:
         ins.append(node.input(2))
-    attrs = {"wenc": str(enc), "wshape": list(ws.shape),
-             "activation": node.attrs.get("activation", ""),
-             "activation_params": node.attrs.get("activation_params", [])}
-    conv = graph.add_node("SparseConv", ins, attrs, name=node.name, before=node)
+    conv = graph.add_node("SparseConv", ins, {"wenc": str(enc), "wshape": list(ws.shape),
+                                              **_epilogue_attrs(node)},
+                          name=node.name, before=node)
     conv.meta.update(node.meta)
-    y = add("Transpose", [reshape(conv.output, [n, m], "cols")], {"perm": [1, 0]}, "out")
-    replace_value(graph, node.output, y)
-    graph.remove_node(node)
+    return graph.add_node("Transpose", [_reshape(graph, node, conv.output, [n, m], "cols")],
+                          {"perm": [1, 0]}, name=f"{node.name}_out", before=node).output
 
 
 def _encoding(plan: dict) -> SparseWeights | NMWeights:
@@ -320,9 +339,7 @@ def _rewrite(graph: Graph, node: Node, plan: dict) -> None:
     names = ("values", "indices", "groups") if "nm" in plan else ("values", "offsets", "rowptr")
     ins = [xs, *(graph.const(a, f"{wv.name}_{nm}") for a, nm in zip((vals, offs, rowptr), names)),
            node.input(2), node.input(3)]
-    attrs = {"wenc": str(enc), "wshape": list(ws.shape),
-             "activation": node.attrs.get("activation", ""),
-             "activation_params": node.attrs.get("activation_params", [])}
+    attrs = {"wenc": str(enc), "wshape": list(ws.shape), **_epilogue_attrs(node)}
     while ins[-1] is None:
         ins.pop()
     _replace(graph, node, "SparseConv", ins, attrs)

@@ -397,6 +397,29 @@ def test_matrix_products_of_many_rows_run_as_convolutions(target, backend, tmp_p
         check_against_onnxruntime(m, art)
 
 
+@pytest.mark.parametrize("steps", [40, 2])
+def test_products_of_a_sequence_flatten_its_rows(steps, tmp_path):
+    # A [1, steps, 256] (a sequence, as exported): its leading dimensions are the rows; 40
+    # of them run as a convolution, 2 on the gathering kernel; a residual of the same shape
+    n = OnnxNet("seq3", seed=12)
+    x = n.input("input", [1, steps, 256])
+    h = n.node("MatMul", [x, n.weight((256, 200))])
+    n.output(n.node("Add", [n.node("MatMul", [n.node("Relu", [h]), n.weight((200, 200))]), h]))
+    m = n.model()
+    rng = np.random.default_rng(6)
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        init.CopyFrom(numpy_helper.from_array(
+            np.where(rng.random(w.shape) < 0.95, 0, w).astype(np.float32), init.name))
+    art = edgec.compile(m, tmp_path / "out", name="seq3")
+    ops = [k["op"] for k in art.manifest["kernel_strategies"]]
+    if steps == 40:  # (the second takes a residual: no convolution; gathers lose to dense)
+        assert ops[:3] == ["Transpose", "SparseConv", "Transpose"], ops
+    else:
+        assert ops.count("SparseMatMul") == 2, ops
+    check_against_onnxruntime(m, art)
+
+
 @pytest.mark.parametrize("k,cols", [(784, "u16"), (70000, "i32")])
 def test_sparse_matmul_columns_widen_to_int32(k, cols, tmp_path):
     # input columns are stored as uint16 up to 65536 inputs (half the index bytes), int32
