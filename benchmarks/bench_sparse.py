@@ -18,9 +18,10 @@ medians and the median per-round ratio dense / sparse (the speed-up). "sparse la
 counts the convolutions and matrix products that took a sparse kernel (the cost model's
 choice, in report.txt).
 
-    python benchmarks/bench_sparse.py [--models resnet18,mlp,yolo_head,ocr_rec,ocr_head]
-        [--sparsity 0.7,0.9] [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20]
-        [--target x86] [--no-reorder] [--no-padding] [--no-columns] [--no-nm] [--int8]
+    python benchmarks/bench_sparse.py [--sparsity 0.7,0.9]
+        [--models resnet18,mlp,yolo_head,ocr_rec,ocr_head,ocr_qkv,ocr_ctc]
+        [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
+        [--no-reorder] [--no-padding] [--no-columns] [--no-nm] [--int8]
         [--rapidocr-wheel WHEEL]
 
 --int8: the pruned model quantized as onnxruntime users do it (edgec.zoo.quantize_qdq: QDQ,
@@ -55,8 +56,7 @@ from edgec.targets.target import get_target
 
 
 def pruned(model: onnx.ModelProto, sparsity: float, pattern: str) -> onnx.ModelProto:
-    """`model` with its Conv (group 1), Gemm (transB=1) and MatMul (constant 2-D B)
-    weights pruned."""
+    """`model` with its Conv (group 1), Gemm and MatMul (constant 2-D B) weights pruned."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     weights = {}
@@ -66,8 +66,8 @@ def pruned(model: onnx.ModelProto, sparsity: float, pattern: str) -> onnx.ModelP
         trans_b = next((a.i for a in n.attribute if a.name == "transB"), 0)
         if (n.op_type == "Conv" and group == 1) or (n.op_type == "Gemm" and trans_b):
             weights[n.input[1]] = n.op_type
-        elif n.op_type == "MatMul" and consts.get(n.input[1]) == 2:
-            weights[n.input[1]] = n.op_type
+        elif n.op_type in ("MatMul", "Gemm") and consts.get(n.input[1]) == 2:
+            weights[n.input[1]] = "MatMul"  # B [K, N]
     for init in m.graph.initializer:
         if init.name in weights:
             w = numpy_helper.to_array(init)
@@ -142,7 +142,24 @@ def ocr_head(wheel: str | None = None) -> onnx.ModelProto:
                                                     [full.graph.output[0].name])
 
 
-MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "ocr_rec": ocr_rec, "ocr_head": ocr_head}
+def ocr_layer(weight: str, wheel: str | None = None) -> onnx.ModelProto:
+    """One trained matrix product of ocr_rec over its 40 time steps, with its bias:
+    x [40, K] @ W + b. `weight`: linear_77 (the SVTR block's fused query-key-value
+    projection, 120 -> 360) or linear_85 (the CTC classifier, 120 -> 6625 characters)."""
+    full = {i.name: i for i in ocr_rec(wheel).graph.initializer}
+    w, b = full[f"{weight}.w_0"], full[f"{weight}.b_0"]
+    k, n = w.dims
+    g = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["x", w.name], ["xw"]),
+         onnx.helper.make_node("Add", ["xw", b.name], ["y"])], weight,
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [40, k])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [40, n])], [w, b])
+    return onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", 13)],
+                                  ir_version=10)
+
+
+MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "ocr_rec": ocr_rec, "ocr_head": ocr_head,
+          "ocr_qkv": partial(ocr_layer, "linear_77"), "ocr_ctc": partial(ocr_layer, "linear_85")}
 
 
 def worst_imbalance(out: Path) -> str:

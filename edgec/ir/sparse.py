@@ -399,12 +399,19 @@ def density(w: np.ndarray, rows: int = 1, cols: int = 1, step: int = 1) -> float
     return float(np.any(blocks != 0, axis=(5, 6)).mean())
 
 
-def balanced_order(work: np.ndarray) -> np.ndarray:
+def balanced_order(work: np.ndarray, runs: int = 0) -> np.ndarray:
     """An order of items (block rows, slices) with weights `work` that balances every split
     of it into 2, 4, 8, ... contiguous parts of equal count (the thread pool's slices):
     recursive bisection, each half filled heaviest item first into the lighter side with
-    room. Equal weights keep their order."""
+    room. Equal weights keep their order. With `runs`, the items move in that many runs of
+    consecutive ones (about), each kept in order: a kernel that writes its outputs in the
+    order it computes them then writes long runs in place, not scattered rows."""
     work = np.asarray(work, np.float64)
+    if runs and work.size > runs:
+        starts = np.arange(runs) * work.size // runs
+        order = balanced_order(np.add.reduceat(work, starts))
+        bounds = np.append(starts, work.size)
+        return np.concatenate([np.arange(bounds[q], bounds[q + 1]) for q in order])
 
     def split(idx: np.ndarray) -> np.ndarray:
         if idx.size < 2:

@@ -70,9 +70,13 @@ def test_transpose_all_perms(check):
     big = g.add_input("big", TensorType((2, 16, 24, 20), F32))
     mat = g.add_input("mat", TensorType((72, 96), F32))
     odd = g.add_input("odd", TensorType((32, 5, 128), F32))
+    # dims no tile divides (edge tiles), and one of 16K elements or more (on the pool)
+    edge = g.add_input("edge", TensorType((37, 203), F32))
+    wide = g.add_input("wide", TensorType((40, 6625), F32))
     nodes += [g.add_node("Transpose", [big], {"perm": [0, 2, 3, 1]}),
               g.add_node("Transpose", [big], {"perm": [0, 3, 1, 2]}),
-              g.add_node("Transpose", [mat]), g.add_node("Transpose", [odd])]
+              g.add_node("Transpose", [mat]), g.add_node("Transpose", [odd]),
+              g.add_node("Transpose", [edge]), g.add_node("Transpose", [wide])]
     _outputs(g, nodes)
     check(g)
 
@@ -87,7 +91,7 @@ def test_transpose_copies_contiguous_runs():
     assert "i2 < 20" in text and "x[i0 * 20 + i1 * 60 + i2]" in text
     big = g.add_input("big", TensorType((2, 64, 56, 56), F32))
     tiled = _kernel_c(g, g.add_node("Transpose", [big], {"perm": [0, 2, 3, 1]}))
-    assert "tj < 196" in tiled and "tk < 4" in tiled  # 16 x 16 tiles of (H*W, C)
+    assert "ta < 196" in tiled and "tb < 4" in tiled  # 16 x 16 tiles of (H*W, C)
     assert coalesce_strided([(2, 12), (3, 4), (4, 1)]) == [(24, 1)]
     assert coalesce_strided([(3, 4), (2, 12), (1, 7), (4, 1)]) == [(3, 4), (2, 12), (4, 1)]
 

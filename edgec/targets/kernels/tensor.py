@@ -29,7 +29,7 @@ from ...ir.ops.tensor import (
     split_sizes,
 )
 from ...ir.registry import get_op
-from ..kernel_ir import INDEX, Buffer, Expr, cast, const, convert, linear_index, select
+from ..kernel_ir import INDEX, Buffer, Expr, cast, const, convert, linear_index, minimum, select
 from ..lowering import NodeKernelBuilder, kernel, operand, scalar
 
 
@@ -70,20 +70,27 @@ def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
             kb.store(y, linear_index(vs, ext), x[_offset(base, vs, dims)])
         return
     # a transpose: walk T x T tiles of the two swapped dims (j: unit stride in x, k: unit
-    # stride in y) so both buffers are read and written a cache line at a time
+    # stride in y) so both buffers are read and written a cache line at a time; edge tiles
+    # (a dim T does not divide: 6625 characters) hold what is left
     j, k, tj, tk = tiles
     rest = [d for d in range(len(dims)) if d not in (j, k)]
+    nj, nk = -(-ext[j] // tj), -(-ext[k] // tk)
     # a 2-D transpose of 16K elements or more (a batched sparse matrix product's operands,
-    # sparsify.py) goes to the thread pool by rows of tiles
+    # sparsify.py) goes to the thread pool by rows of tiles, along the dim with more of them
     kind = "parallel" if not rest and math.prod(ext) >= PARALLEL_TRANSPOSE else "serial"
+    outer_j = nj >= nk or kind == "serial"
     with kb.loops([ext[d] for d in rest], [f"i{d}" for d in rest]) as vr, \
-            kb.loop(ext[j] // tj, "tj", kind=kind) as bj, kb.loop(ext[k] // tk, "tk") as bk, \
-            kb.loop(tk, "u") as u, kb.loop(tj, "v") as v:
-        vs: list[Expr] = [const(0)] * len(dims)
-        for d, var_ in zip(rest, vr, strict=True):
-            vs[d] = var_
-        vs[j], vs[k] = bj * tj + v, bk * tk + u
-        kb.store(y, linear_index(vs, ext), x[_offset(base, vs, dims)])
+            kb.loop(nj if outer_j else nk, "ta", kind=kind) as ba, \
+            kb.loop(nk if outer_j else nj, "tb") as bb:
+        bj, bk = (ba, bb) if outer_j else (bb, ba)
+        cu = minimum(ext[k] - bk * tk, tk) if ext[k] % tk else tk
+        cv = minimum(ext[j] - bj * tj, tj) if ext[j] % tj else tj
+        with kb.loop(cu, "u") as u, kb.loop(cv, "v") as v:
+            vs: list[Expr] = [const(0)] * len(dims)
+            for d, var_ in zip(rest, vr, strict=True):
+                vs[d] = var_
+            vs[j], vs[k] = bj * tj + v, bk * tk + u
+            kb.store(y, linear_index(vs, ext), x[_offset(base, vs, dims)])
 
 
 TILE_MIN_ELEMENTS = 4096  # smaller transposes stay in cache: a plain loop nest is as fast
@@ -92,16 +99,17 @@ PARALLEL_TRANSPOSE = 16384
 
 def _transpose_tiles(dims: Sequence[tuple[int, int]]) -> tuple[int, int, int, int] | None:
     """(j, k, Tj, Tk) when the innermost output dim k is strided in x and an outer dim j is
-    x's unit-stride dim, both large enough and divisible by a tile of 4 to 16; else None."""
+    x's unit-stride dim, both of 4 or more and together large: tiles of up to 16 (the
+    largest of 16, 8, 4 that divides the dim, else 16 with an edge tile); else None."""
     if len(dims) < 2 or dims[-1][1] == 1:
         return None
     k = len(dims) - 1
     j = next((d for d, (_, s) in enumerate(dims) if s == 1), None)
-    if j is None or dims[j][0] * dims[k][0] < TILE_MIN_ELEMENTS:
+    if j is None or dims[j][0] * dims[k][0] < TILE_MIN_ELEMENTS or \
+            min(dims[j][0], dims[k][0]) < 4:
         return None
-    tj = next((t for t in (16, 8, 4) if dims[j][0] % t == 0), None)
-    tk = next((t for t in (16, 8, 4) if dims[k][0] % t == 0), None)
-    return None if tj is None or tk is None else (j, k, tj, tk)
+    tj, tk = (next((t for t in (16, 8, 4) if dims[d][0] % t == 0), 16) for d in (j, k))
+    return j, k, tj, tk
 
 
 def _offset(base: int, vs: Sequence[Expr], dims: Sequence[tuple[int, int]]) -> Expr:
