@@ -19,7 +19,7 @@ counts the convolutions and matrix products that took a sparse kernel (the cost 
 choice, in report.txt).
 
     python benchmarks/bench_sparse.py [--sparsity 0.7,0.9]
-        [--models resnet18,mlp,yolo_head,ocr_rec,ocr_head,ocr_qkv,ocr_ctc]
+        [--models resnet18,mlp,yolo_head,seq512,ocr_rec,ocr_head,ocr_qkv,ocr_ctc]
         [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
         [--no-reorder] [--no-padding] [--no-columns] [--no-nm] [--int8]
         [--rapidocr-wheel WHEEL]
@@ -158,7 +158,24 @@ def ocr_layer(weight: str, wheel: str | None = None) -> onnx.ModelProto:
                                   ir_version=10)
 
 
-MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "ocr_rec": ocr_rec, "ocr_head": ocr_head,
+def seq512(seed: int = 0) -> onnx.ModelProto:
+    """A sequence's projection: x [40, 512] @ W [512, 512] + b (random weights), the shape of
+    a small transformer's layer over 40 tokens."""
+    rng = np.random.default_rng(seed)
+    w = numpy_helper.from_array((rng.standard_normal((512, 512)) / 22.6).astype(np.float32),
+                                "w")
+    b = numpy_helper.from_array((rng.standard_normal(512) * 0.1).astype(np.float32), "b")
+    g = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["x", "w"], ["xw"]),
+         onnx.helper.make_node("Add", ["xw", "b"], ["y"])], "seq512",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [40, 512])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [40, 512])], [w, b])
+    return onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", 13)],
+                                  ir_version=10)
+
+
+MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "seq512": seq512,
+          "ocr_rec": ocr_rec, "ocr_head": ocr_head,
           "ocr_qkv": partial(ocr_layer, "linear_77"), "ocr_ctc": partial(ocr_layer, "linear_85")}
 
 

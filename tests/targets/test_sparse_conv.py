@@ -420,6 +420,25 @@ def test_products_of_a_sequence_flatten_its_rows(steps, tmp_path):
     check_against_onnxruntime(m, art)
 
 
+def test_sequence_projection_benchmark_stays_on_the_convolution(tmp_path):
+    # bench_sparse.py's seq512 ([40, 512] x [512, 512] + b) pruned to 90%: a convolution
+    # over the 40 rows (the gathers ran it 0.5x dense), bias fused
+    n = OnnxNet("seq512", seed=13)
+    x = n.input("input", [40, 512])
+    n.output(n.node("Add", [n.node("MatMul", [x, n.weight((512, 512))]),
+                            n.weight((512,), 0.1)]))
+    m = n.model()
+    w = m.graph.initializer[0]
+    b = numpy_helper.to_array(w)
+    from edgec.passes.prune import prune_weight
+    w.CopyFrom(numpy_helper.from_array(prune_weight(np.ascontiguousarray(b.T), 0.9).T
+                                       .astype(np.float32), w.name))
+    art = edgec.compile(m, tmp_path / "out", name="seq512")
+    kinds = [(k["op"], k["strategy"]) for k in art.manifest["kernel_strategies"]]
+    assert [op for op, _ in kinds] == ["Transpose", "SparseConv", "Transpose"], kinds
+    assert kinds[1][1].startswith("sparse csr"), kinds
+
+
 @pytest.mark.parametrize("k,cols", [(784, "u16"), (70000, "i32")])
 def test_sparse_matmul_columns_widen_to_int32(k, cols, tmp_path):
     # input columns are stored as uint16 up to 65536 inputs (half the index bytes), int32
