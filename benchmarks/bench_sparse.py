@@ -9,6 +9,14 @@ height (`sparsify{pad_channels=0}`), for the model yolo_head (255 channels); wit
 (`sparsify{cols=1}`), to time what 1x4 blocks gain on weights pruned in them; with
 `--no-nm`, the sparse build that stores N:M-pruned weights as CSR (`sparsify{nm=0}`).
 
+--blocks N (with --no-reorder, at 2 threads or more): calls that alternate between libraries
+at 2 threads measure their thread pools (the one just called spins on the second core while
+the next runs; after a pause, each call wakes its pool from sleep: on this host every sub-ms
+layer ran slower at 2 threads than at 1 so). So the sparse build, a copy of it and the build
+without reordering are also timed in blocks: each alone for the rounds back to back, the
+builds alternating block by block, N blocks each; per run, the sparse kernels' wall time
+and all kernels' (edgec.compiler.profile.instrument). The copy's ratio shows the noise.
+
 Per model, sparsity and pattern: the model's conv and gemm weights are pruned by magnitude
 (edgec.passes.prune.prune_weight, on the ONNX initializers, so that all three run the same
 weights), the outputs of the three are checked against each other (exit 1 if edgec departs
@@ -34,7 +42,10 @@ groups: --patterns 16x4 (AVX-512; 8x4 for AVX2).
 from __future__ import annotations
 
 import argparse
+import ctypes
+import json
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -50,6 +61,7 @@ from onnx import numpy_helper
 
 import edgec
 from edgec import zoo
+from edgec.compiler.profile import instrument, node_key
 from edgec.passes import default_pipeline
 from edgec.passes.prune import prune_weight
 from edgec.targets.target import get_target
@@ -190,6 +202,42 @@ def worst_imbalance(out: Path) -> str:
     return f"{a:.2f} -> {b:.2f}"
 
 
+def blocked_ab(builds: dict[str, Path], feeds: dict, threads: int, runs: int,
+               blocks: int) -> dict[str, tuple[float, float]]:
+    """{build: (median us per run of its sparse kernels, of all its kernels)}: each
+    build alone for `runs` back-to-back runs a block (its thread pool warm, no other
+    library's pool spinning on the second core, as when calls alternate between libraries),
+    the builds alternating block by block, `blocks` blocks each; the kernels timed by
+    edgec.compiler.profile.instrument (wall time with threads)."""
+    libs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, out in builds.items():
+            timed = Path(tmp) / key
+            shutil.copytree(out, timed)
+            names = instrument(timed, threads)
+            manifest = json.loads((timed / "manifest.json").read_text())
+            sparse = {node_key(k["node"]) for k in manifest["kernel_strategies"]
+                      if k["op"] in ("SparseConv", "SparseMatMul")}
+            mine = [i for i, n in enumerate(names)
+                    if node_key(re.sub(r"^k\d+_", "", n)) in sparse]
+            lib = edgec.load(timed)
+            lib.set_num_threads(threads)
+            ns = (ctypes.c_double * len(names)).in_dll(lib._lib, "edgec_profile_ns")
+            libs[key] = (lib, mine, ns)
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in libs}
+    for b in range(blocks):
+        for key in list(libs)[::1 if b % 2 == 0 else -1]:
+            lib, mine, ns = libs[key]
+            for _ in range(10):
+                lib.run(feeds)
+            ctypes.memset(ns, 0, ctypes.sizeof(ns))
+            for _ in range(runs):
+                lib.run(feeds)
+            got[key].append((sum(ns[i] for i in mine) / runs / 1e3, sum(ns) / runs / 1e3))
+    return {k: (statistics.median(a for a, _ in v), statistics.median(t for _, t in v))
+            for k, v in got.items()}
+
+
 def interleaved(runs: dict, rounds: int, pause: float) -> dict[str, list[float]]:
     """ms per call of each of `runs`, called in turn `rounds` times after 3 warm-up rounds,
     each after `pause` seconds (with threads: the previous one's spinning pool threads, edgec's
@@ -226,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument("--" + flag.replace("_", "-"), action="store_true",
                         help=f"time the sparse build with sparsify{{{option}}} too")
     ap.add_argument("--int8", action="store_true", help="quantize the pruned models to int8")
+    ap.add_argument("--blocks", type=int, default=0,
+                    help="with --no-reorder and more than one thread: also time the sparse "
+                         "build, a copy of it and the one without reordering in N blocks "
+                         "each (blocked_ab), their sparse kernels and whole runs")
     ap.add_argument("--rapidocr-wheel", help="the rapidocr-onnxruntime wheel (ocr_rec); "
                     "default: pip download it")
     args = ap.parse_args(argv)
@@ -246,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
           " edgec dense ms | speed-up | onnxruntime ms | sparse / onnxruntime |")
     print("|---" * (10 + 3 * args.no_reorder + 2 * len(variants)) + "|")
     rng = np.random.default_rng(0)
+    blocked = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
             base = MODELS[name](args.rapidocr_wheel) if name.startswith("ocr_") else \
@@ -312,6 +365,19 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"| {name} | {sp:.0%} | {pattern} | {t} | {layers} | {s:.3f} |"
                               f"{cols} {dn:.3f} | **{up:.2f}x** | {o:.3f} | {vs:.2f} |",
                               flush=True)
+                        if args.blocks and args.no_reorder and t > 1:
+                            copy = edgec.compile(m, d / "copy", target=args.target, name="m")
+                            ab = blocked_ab({"sparse": sparse_art.out_dir,
+                                             "copy": copy.out_dir, "no reorder": d / "plain"},
+                                            feeds, t, max(args.rounds, 30), args.blocks)
+                            blocked.append((name, t, ab))
+    for name, t, ab in blocked:
+        s_k, s_all = ab["sparse"]
+        print(f"\nblocks, {name}, {t} threads (us per run: sparse kernels, all kernels): " +
+              ", ".join(f"{k} {a:.1f} / {b:.1f}" for k, (a, b) in ab.items()) +
+              f"; reorder gain {ab['no reorder'][0] / s_k:.3f}x / "
+              f"{ab['no reorder'][1] / s_all:.3f}x, copy {ab['copy'][0] / s_k:.3f}x / "
+              f"{ab['copy'][1] / s_all:.3f}x")
     return 0
 
 
