@@ -68,17 +68,17 @@ GATHER_RATE = 0.15
 GATHER_RATE_ROWS = 0.06
 CONV_ROWS = 4  # rows of A from which a matrix product may run as a convolution over them
 # a matrix product as a convolution over its rows, [M, 512] x [512, 512] at 90% zeros
-# (AVX-512): a stored entry cost about 1.2 ns of offset load and broadcast plus 0.43 ns per
+# (AVX-512): a stored entry cost about 0.2 ns of offset load and broadcast plus 0.44 ns per
 # vector of 16 rows, so the tile's rate falls with fewer vectors (`_tile_fill`); its two
 # transposes (a strided scalar copy) 0.65 ns an element, 60 times an FMA at the dense rate.
-# M = 16, 32, 64, 128: 1.08x, 1.57x, 1.81x, 2.23x faster than dense; M = 6: 0.57x (dense)
+# M = 16, 64, 128: 1.9x, 2.2x, 2.3x faster than dense
 TRANSPOSE_COST = 60.0
 
 
 def _tile_fill(vectors: int) -> float:
     """The sparse tile's cost per vector of pixels with `vectors` of them, relative to a
     full tile of 8 (the one `SPARSE_RATE` was measured on)."""
-    return (1 + 2.8 / min(vectors, 8)) / (1 + 2.8 / 8)
+    return (1 + 0.45 / min(vectors, 8)) / (1 + 0.45 / 8)
 # the staging copy and the compaction of the output, in FMA-equivalents per element
 COPY_COST = 1.0
 

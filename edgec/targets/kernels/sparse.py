@@ -151,7 +151,7 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     tile, nbands, bh, lds = split.tile, split.nbands, split.bh, split.lds
     nv = tile // lanes
     brows, per_group, ngroups = split.brows, split.per_group, split.ngroups
-    gc = max(1, kb.target.caches.l1d // ((bh + khq - 1) * wq * fsize + tile * fsize))
+    gc = max(1, (kb.target.caches.l1d - tile * fsize * rows) // ((bh + khq - 1) * wq * fsize))
     chunks = -(-g // gc)
     xs = kb.bind(node.inputs[0], "x")
     vals, offs = kb.bind(node.inputs[1], "vals"), kb.bind(node.inputs[2], "offs")
