@@ -27,7 +27,7 @@ counts the convolutions and matrix products that took a sparse kernel (the cost 
 choice, in report.txt).
 
     python benchmarks/bench_sparse.py [--sparsity 0.7,0.9]
-        [--models resnet18,mlp,yolo_head,seq512,ocr_rec,ocr_head,ocr_qkv,ocr_ctc]
+        [--models resnet18,mlp,yolo_head,seq512,qkv_skewed,ocr_rec,ocr_head,ocr_qkv,ocr_ctc]
         [--patterns unstructured,4x1] [--threads 1,2] [--rounds 20] [--target x86]
         [--no-reorder] [--no-padding] [--no-columns] [--no-nm] [--int8]
         [--rapidocr-wheel WHEEL]
@@ -186,7 +186,24 @@ def seq512(seed: int = 0) -> onnx.ModelProto:
                                   ir_version=10)
 
 
-MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "seq512": seq512,
+def qkv_skewed(seed: int = 0) -> onnx.ModelProto:
+    """A fused projection x [40, 512] @ W [512, 3 x 512] + b whose thirds' weights differ in
+    scale (1, 1.5, 3: as a trained projection's query, key and value parts may), so that
+    pruning the layer by magnitude leaves its thirds unevenly dense (random weights)."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((512, 1536)) / 22.6 * np.repeat([1.0, 1.5, 3.0], 512)
+    g = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["x", "w"], ["xw"]),
+         onnx.helper.make_node("Add", ["xw", "b"], ["y"])], "qkv_skewed",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [40, 512])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [40, 1536])],
+        [numpy_helper.from_array(w.astype(np.float32), "w"),
+         numpy_helper.from_array((rng.standard_normal(1536) * 0.1).astype(np.float32), "b")])
+    return onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", 13)],
+                                  ir_version=10)
+
+
+MODELS = {**zoo.MODELS, "yolo_head": yolo_head, "seq512": seq512, "qkv_skewed": qkv_skewed,
           "ocr_rec": ocr_rec, "ocr_head": ocr_head,
           "ocr_qkv": partial(ocr_layer, "linear_77"), "ocr_ctc": partial(ocr_layer, "linear_85")}
 

@@ -198,3 +198,26 @@ def test_split_projection_balances_its_slices_in_the_kernel(target, backend, tmp
     assert a > 1.2 and b < 1.1, (a, b)  # the kernel computes the slices in another order
     if runs_here(target):
         check_against_onnxruntime(m, art)
+
+
+def test_skewed_projection_over_rows_is_balanced(tmp_path):
+    # bench_sparse.py's qkv_skewed in small: [40, 256] x [256, 3 x 128], thirds scaled 1, 1.5, 3
+    # and pruned by magnitude: the value third keeps most weights. It runs as a convolution
+    # over the 40 rows, whose channel halves the pass balances (in runs of channels)
+    from edgec.passes.prune import prune_weight
+
+    n = OnnxNet("qkvs", seed=14)
+    x = n.input("input", [40, 256])
+    w = n.weight((256, 384))
+    n.output(n.node("Add", [n.node("MatMul", [x, w]), n.weight((384,), 0.1)]))
+    m = n.model()
+    init = next(i for i in m.graph.initializer if i.name == w)
+    b = numpy_helper.to_array(init) * np.repeat([1.0, 1.5, 3.0], 128)
+    b = prune_weight(np.ascontiguousarray(b.T), 0.9).T
+    init.CopyFrom(numpy_helper.from_array(b.astype(np.float32), init.name))
+    art = edgec.compile(m, tmp_path / "out", name="qkvs")
+    ops = [k["op"] for k in art.manifest["kernel_strategies"]]
+    assert ops == ["Transpose", "SparseConv", "Transpose"], ops
+    (a, b), = figures(art, "imbalance")
+    assert a > 1.5 and b < 1.1, (a, b)
+    check_against_onnxruntime(m, art)
