@@ -37,6 +37,7 @@ from ..ir.sparse import (
     SlicedWeights,
     SparseWeights,
     balanced_order,
+    block_row_work,
     decode_sliced,
     encode_sliced,
     imbalance,
@@ -72,7 +73,7 @@ def reorder(graph: Graph, *, threads: int = 2, lanes: int = 0, registers: int = 
 def _reorder_conv(graph: Graph, node: Node, threads: int, lanes: int, registers: int) -> bool:
     enc = SparseWeights.parse(node.attrs["wenc"])
     vals, offs, rowptr = (node.inputs[k].const for k in (1, 2, 3))
-    work = np.diff(rowptr).astype(np.int64)  # blocks per block row: R FMAs per pixel each
+    work = block_row_work(rowptr)  # blocks per block row (R FMAs per pixel each), and its own
     if work.size < threads:
         return False  # one block row per thread at most: nothing to balance
     # runs of block rows, not single ones: the kernel writes each channel's rows where they
@@ -90,7 +91,7 @@ def _reorder_conv(graph: Graph, node: Node, threads: int, lanes: int, registers:
     if after > before - gain:
         return False
     pick = np.concatenate([np.arange(rowptr[q], rowptr[q + 1]) for q in order]).astype(np.int64)
-    new_ptr = np.concatenate([[0], np.cumsum(work[order])]).astype(np.int32)
+    new_ptr = np.concatenate([[0], np.cumsum(np.diff(rowptr)[order])]).astype(np.int32)
     new_vals = vals.reshape(-1, enc.block)[pick].reshape(-1)
     names = [node.inputs[k].name for k in (1, 2, 3)]
     for k, arr, nm in zip((1, 2, 3), (new_vals, offs[pick], new_ptr), names):

@@ -25,6 +25,7 @@ from ...ir.sparse import (
     NMWeights,
     SlicedWeights,
     SparseWeights,
+    block_row_work,
     channel_order_work,
     conv_encoding,
 )
@@ -176,7 +177,7 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     ro = node.meta.get("reorder")
     spread = None
     if ro:  # the threads' shares of this kernel's tasks (row bands first, then channels)
-        work = np.diff(node.inputs[3].const).astype(np.int64)
+        work = block_row_work(node.inputs[3].const)
         spread = (split.imbalance(channel_order_work(work, order), ro["threads"]),
                   split.imbalance(work, ro["threads"]))
     kb.strategy = f"sparse {enc}" + sparse_notes(node, spread)
