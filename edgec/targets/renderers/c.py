@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...ir.dtypes import SUB_BYTE, DType
+from ..ctext import c_comment
 from ..kernel_ir import (
     Alloc,
     Assign,
@@ -460,7 +461,7 @@ class CRenderer:
         if any(isinstance(s, Loop) and s.kind == "parallel" for s in body):
             body = self._outline(k, lines)
         if k.doc:
-            lines.append("/* " + k.doc.replace("*/", "* /") + " */")
+            lines.append("/* " + c_comment(k.doc) + " */")
         lines.append(self.signature(k))
         lines.append("{")
         used = used_params(Kernel(k.name, k.params, body))
@@ -482,7 +483,7 @@ class CRenderer:
             return None
         fast.function_prefix = f"{d.attribute} {self.function_prefix}"
         args = ", ".join(p.name for p in k.params)
-        doc = k.doc.replace("*/", "* /") or k.name
+        doc = c_comment(k.doc) or k.name
         return "\n".join([
             fast.kernel(replace(k, name=f"{k.name}_{d.tag}", doc=f"{k.doc} ({d.tag})")), "",
             self.kernel(replace(k, name=f"{k.name}_{d.base_tag}", doc=f"{k.doc} ({d.base_tag})")),
