@@ -31,8 +31,17 @@ def _shapes(pairs) -> dict[str, list[int]] | None:
     return dict(pairs) if pairs else None
 
 
+def _load_user_passes(a) -> None:
+    from ..passes.manager import load_passes
+
+    for path in a.load or ():
+        load_passes(path)
+
+
 def cmd_compile(a) -> None:
     from .driver import compile
+
+    _load_user_passes(a)
 
     art = compile(a.model, a.output, target=a.target, name=a.name,
                   input_shapes=_shapes(a.input_shape), pipeline=a.pipeline,
@@ -54,6 +63,7 @@ def cmd_opt(a) -> None:
     from ..passes import run_pipeline
     from .driver import load_graph
 
+    _load_user_passes(a)
     graph = load_graph(a.model, _shapes(a.input_shape))
     run_pipeline(graph, a.pipeline, verify_each=a.verify_each,
                  print_ir_after_all=a.print_ir_after_all, check_numerics=a.check_numerics,
@@ -137,6 +147,9 @@ def cmd_inspect(a) -> None:
 
 
 def _add_pipeline_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--load", action="append", metavar="FILE.py",
+                   help="import this Python file first, so that the passes it registers "
+                        "(edgec.passes.register_pass) can be named in --pipeline (repeatable)")
     p.add_argument("--verify-each", action="store_true", help="verify the IR after every pass")
     p.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass")

@@ -18,6 +18,7 @@ from . import (
     fuse_qdq,
     fuse_residual,
     layout,
+    manager,
     pack_weights,
     plan_memory,
     prune,
@@ -90,3 +91,5 @@ __all__ = [
     "remove_identity", "replace_value", "require", "run_pipeline", "sample_inputs",
     "sole_user", "sparsify", "prune", "reorder",
 ]
+
+manager.mark_builtin()  # every pass registered so far is edgec's own

@@ -17,6 +17,7 @@ import time
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 import numpy as np
@@ -125,13 +126,97 @@ def register_pass(name: str | Pass) -> Callable:
 
 
 def registered_passes() -> dict[str, PassInfo]:
-    """Every registered pass by name (the built-in ones included)."""
+    """Every registered pass by name: the built-in ones, those of the installed packages'
+    `edgec.passes` entry points, and those of modules loaded with `load_passes`."""
     _load_builtin_passes()
+    _load_entry_points()
     return dict(_PASSES)
 
 
 def _load_builtin_passes() -> None:
     from .. import passes  # noqa: F401  (importing the package registers the built-ins)
+
+
+ENTRY_POINT_GROUP = "edgec.passes"
+_entry_points_loaded = False
+
+
+def _load_entry_points() -> None:
+    """Import what each `edgec.passes` entry point names, once: a module that registers its
+    passes, or a pass (class, function or instance) to register under its entry point's
+    name."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+        except Exception as e:  # a third party's module: anything can go wrong in it
+            raise PassError(f"the '{ep.name}' entry point of group {ENTRY_POINT_GROUP} "
+                            f"({ep.value}) failed to load: {type(e).__name__}: {e}") from None
+        if not inspect.ismodule(obj) and ep.name not in _PASSES:
+            register_pass(ep.name)(obj)
+
+
+def load_passes(path: str | Path) -> list[str]:
+    """Import the Python file at `path` (once per file), which registers passes with
+    `register_pass`; the names of the passes it registered. Raises PassError naming the file
+    when it is missing or fails to import."""
+    import hashlib
+    import importlib.util
+
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise PassError(f"--load {path}: no such file (a Python module that registers passes)")
+    module = "edgec_user_passes_" + hashlib.sha1(str(file).encode()).hexdigest()[:12]
+    if module in sys.modules:
+        return _ORIGIN_NAMES.get(module, [])
+    _load_builtin_passes()
+    before = set(_PASSES)
+    spec = importlib.util.spec_from_file_location(module, file)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except PassError as e:
+        del sys.modules[module]
+        raise PassError(f"--load {path}: {e}") from None
+    except Exception as e:  # the user's code: report it as theirs, with where it failed
+        del sys.modules[module]
+        raise PassError(f"--load {path} failed: {type(e).__name__}: {e}") from None
+    names = sorted(set(_PASSES) - before)
+    for name in names:
+        _LOADED_FROM[name] = file.name
+    _ORIGIN_NAMES[module] = names
+    return names
+
+
+_LOADED_FROM: dict[str, str] = {}  # pass -> the file --load took it from
+_ORIGIN_NAMES: dict[str, list[str]] = {}
+
+
+def _pass_list(passes: dict[str, PassInfo]) -> str:
+    """The registered passes for an error message: built-in, then the others with where
+    they came from."""
+    builtin = sorted(n for n in passes if n in _BUILTIN)
+    others = sorted(n for n in passes if n not in builtin)
+    text = ", ".join(builtin)
+    if others:
+        text += "; loaded: " + ", ".join(
+            f"{n} (from {_LOADED_FROM[n]})" if n in _LOADED_FROM else n for n in others)
+    return text
+
+
+_BUILTIN: frozenset[str] = frozenset()
+
+
+def mark_builtin() -> None:
+    """Called once the package has registered its own passes (edgec/passes/__init__.py)."""
+    global _BUILTIN
+    _BUILTIN = frozenset(_PASSES)
 
 
 def _convert(value: str, ty, where: str):
@@ -154,7 +239,9 @@ def make_pass(name: str, **options: Any) -> Pass:
     """An instance of the registered pass `name`; string option values are converted."""
     passes = registered_passes()
     if name not in passes:
-        raise PassError(f"unknown pass '{name}'; registered passes: {', '.join(sorted(passes))}")
+        raise PassError(f"unknown pass '{name}'; registered passes: {_pass_list(passes)} "
+                        "(a pass of your own: --load FILE.py, or an installed package's "
+                        f"'{ENTRY_POINT_GROUP}' entry point)")
     info = passes[name]
     kw = {}
     for key, value in options.items():
