@@ -55,7 +55,7 @@ def cmd_compile(a) -> None:
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
-          f"{m['timing_s']['total']:.2f} s")
+          f"{art.timing['total']:.2f} s")
 
 
 def cmd_opt(a) -> None:
