@@ -448,7 +448,10 @@ def _header(graph: Graph, name: str, up: str, ws: int, source: str,
               f"const char *{name}_status_string(int status);",
               f"const char *{name}_version(void);",
               "/* Threads the next runs use, the caller included (default: the environment",
-              "   variable EDGEC_NUM_THREADS, else 1); call it between runs, not during one. */",
+              "   variable EDGEC_NUM_THREADS, else 1; below 1 means 1, above 64 means 64); call",
+              "   it between runs, not during one. Two app threads may run at once, each with",
+              "   its own workspace: while one run's loop holds the threads, the other's runs",
+              "   on its caller alone. */",
               f"void {name}_set_num_threads(int n);", f"int {name}_get_num_threads(void);", ""]
     if dot_product_kernels:
         lines += ["/* 1 when the int8 kernels run with the CPU's dot-product extension (Armv8.2-A",

@@ -9,7 +9,10 @@
  * EDGEC_NUM_THREADS environment variable); after that no call allocates. Between loops the
  * workers spin briefly (the next loop of an inference follows within microseconds), then
  * sleep on a condition variable. Build with EDGEC_SINGLE_THREADED defined for a library
- * that needs no pthreads: every loop then runs on the caller. */
+ * that needs no pthreads: every loop then runs on the caller.
+ *
+ * Two app threads may run the library at once (each with its own workspace): a loop takes
+ * the pool only when no other loop holds it, else it runs on its caller alone. */
 #ifndef EDGEC_THREADS_H
 #define EDGEC_THREADS_H
 
@@ -64,10 +67,12 @@ static struct {
     int stop;
     unsigned long long claim; /* generation << 32 | next slice to take */
     int done;           /* slices finished in the current loop */
+    int busy;           /* 1 while a loop holds the pool (another app thread runs alone) */
     edgec_task task;
     void *ctx;
     ptrdiff_t n;
 } edgec_pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+static pthread_once_t edgec_pool_once = PTHREAD_ONCE_INIT;
 
 static inline void edgec_slice(int k, int parts, ptrdiff_t n, ptrdiff_t *first, ptrdiff_t *end)
 {
@@ -155,7 +160,7 @@ static inline void edgec_set_num_threads(int n)
         n = 1;
     if (n > EDGEC_MAX_THREADS)
         n = EDGEC_MAX_THREADS;
-    edgec_pool.configured = 1;
+    __atomic_store_n(&edgec_pool.configured, 1, __ATOMIC_RELEASE);
     if (n == edgec_pool.nthreads && edgec_pool.started == n - 1)
         return;
     edgec_stop_workers();
@@ -168,21 +173,32 @@ static inline void edgec_set_num_threads(int n)
     }
 }
 
-static inline int edgec_get_num_threads(void)
+/* The first use without edgec_set_num_threads: the thread count from the environment,
+ * once, whichever app thread comes first. */
+static void edgec_configure_from_env(void)
 {
-    if (!edgec_pool.configured) {
+    if (!__atomic_load_n(&edgec_pool.configured, __ATOMIC_ACQUIRE)) {
         const char *env = getenv("EDGEC_NUM_THREADS");
         edgec_set_num_threads(env != NULL ? atoi(env) : 1);
     }
+}
+
+static inline int edgec_get_num_threads(void)
+{
+    if (!__atomic_load_n(&edgec_pool.configured, __ATOMIC_ACQUIRE))
+        pthread_once(&edgec_pool_once, edgec_configure_from_env);
     return edgec_pool.nthreads;
 }
 
 static inline void edgec_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)
 {
     int parts = edgec_get_num_threads();
-    if (parts <= 1 || n <= 1) {
+    int idle = 0;
+    if (parts <= 1 || n <= 1 ||
+        !__atomic_compare_exchange_n(&edgec_pool.busy, &idle, 1, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED)) {
         if (n > 0)
-            task(ctx, 0, n);
+            task(ctx, 0, n); /* one thread, a loop too small, or another run holds the pool */
         return;
     }
     edgec_pool.task = task;
@@ -193,6 +209,7 @@ static inline void edgec_parallel_for(edgec_task task, void *ctx, ptrdiff_t n)
         ;
     while (__atomic_load_n(&edgec_pool.done, __ATOMIC_ACQUIRE) < parts)
         EDGEC_PAUSE();
+    __atomic_store_n(&edgec_pool.busy, 0, __ATOMIC_RELEASE);
 }
 
 #endif /* EDGEC_SINGLE_THREADED */
