@@ -69,6 +69,15 @@ def cmd_opt(a) -> None:
                  print_ir_after_all=a.print_ir_after_all, check_numerics=a.check_numerics,
                  timing=a.timing, out=sys.stderr)
     print(print_graph(graph, elide=not a.full))
+    if a.emit_onnx:
+        import onnx
+
+        from ..frontends.onnx_export import export_onnx
+
+        try:
+            onnx.save(export_onnx(graph), a.emit_onnx)
+        except OSError as e:
+            raise EdgecError(f"--emit-onnx {a.emit_onnx}: {e.strerror}") from None
 
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
@@ -214,6 +223,9 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("model", help="MODEL.onnx or FILE.ir")
     o.add_argument("--pipeline", default="fold-constants,dce")
     o.add_argument("--full", action="store_true", help="print weights in full (parseable)")
+    o.add_argument("--emit-onnx", metavar="FILE.onnx",
+                   help="also write the optimized graph as ONNX (to open in Netron): ONNX's "
+                        "ops in the standard domain, edgec's fused and packed ops in 'edgec'")
     _add_pipeline_flags(o)
     o.set_defaults(fn=cmd_opt)
     r = sub.add_parser("run", help="run a compiled artifact on inputs from an .npz file")
