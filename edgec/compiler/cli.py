@@ -134,6 +134,14 @@ def _onnxruntime(model_path: str, feeds) -> dict[str, np.ndarray]:
         raise EdgecError(f"onnxruntime could not run {model_path}: {e}") from None
 
 
+def cmd_bench(a) -> None:
+    from .bench import bench
+
+    if a.pairs < 1:
+        raise EdgecError(f"--pairs must be 1 or more, not {a.pairs}")
+    bench(a.artifact, a.vs, a.threads, a.pairs, a.tolerance, out=sys.stdout)
+
+
 def cmd_inspect(a) -> None:
     from ..runtime.loader import read_manifest
 
@@ -238,6 +246,17 @@ def parser() -> argparse.ArgumentParser:
                         '("" runs it as a program directly); a cross target (arm64, armv7) '
                         'runs under its qemu by default')
     r.set_defaults(fn=cmd_run)
+    b = sub.add_parser("bench", help="time a compiled artifact (and onnxruntime on the model)")
+    b.add_argument("artifact")
+    b.add_argument("--vs", metavar="MODEL.onnx",
+                   help="also time onnxruntime on this model, same inputs, calls alternating; "
+                        "the outputs are checked against it first")
+    b.add_argument("--threads", type=int, action="append", metavar="N",
+                   help="thread count (repeatable; default: 1 and this machine's CPUs)")
+    b.add_argument("--pairs", type=int, default=50, help="timed rounds (default 50)")
+    b.add_argument("--tolerance", type=float, default=1e-3,
+                   help="largest relative error against onnxruntime (default 1e-3)")
+    b.set_defaults(fn=cmd_bench)
     i = sub.add_parser("inspect", help="describe a compiled artifact")
     i.add_argument("artifact")
     i.add_argument("--json", action="store_true", help="print the manifest")

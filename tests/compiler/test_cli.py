@@ -134,3 +134,21 @@ def test_bad_pipeline_and_target(tiny, tmp_path):
                              "fold-constants,no-such-pass"), "no-such-pass")
     res = edgec_cli("compile", str(tiny), "-o", str(tmp_path / "o"), "--target", "z80")
     assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def test_bench_times_the_artifact_beside_onnxruntime(tiny, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["compile", str(tiny), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["bench", str(out), "--vs", str(tiny), "--threads", "1", "--threads", "2",
+                 "--pairs", "5"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| threads | edgec ms | onnxruntime ms")
+    assert [r.split("|")[1].strip() for r in rows[1:]] == ["1", "2"]
+    assert all(float(r.split("|")[5]) < 1e-3 for r in rows[1:])  # numerics checked first
+    # an artifact whose outputs depart from the model's is refused, not timed
+    other = tmp_path / "other.onnx"
+    zoo.save(zoo.tiny_cnn(seed=1), other)
+    res = edgec_cli("bench", str(out), "--vs", str(other), "--pairs", "2")
+    one_line_error(res, "departs from onnxruntime")
+    one_line_error(edgec_cli("bench", str(out), "--pairs", "0"), "--pairs")
