@@ -8,8 +8,11 @@ shape-computation chains such as `Shape -> Gather -> Unsqueeze -> Concat -> Resh
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -90,6 +93,7 @@ def _load(model) -> tuple[onnx.ModelProto, str]:
     except OSError as e:
         raise FrontendError(f"{source}: cannot read it: {e.strerror or e}") from e
     proto = _parse(data, source)
+    _check_external_locations(proto, source, path.parent)
     try:
         external_data_helper.load_external_data_for_model(proto, str(path.parent))
     except Exception as e:
@@ -109,7 +113,28 @@ def _parse(data: bytes, source: str) -> onnx.ModelProto:
         raise FrontendError(f"{source} is not an ONNX model: {e}") from e
     if proto.ir_version <= 0 or not proto.HasField("graph"):
         raise FrontendError(f"{source} is not an ONNX model: it has no IR version or no graph")
+    bad = _undecodable_string(proto)
+    if bad is not None:
+        raise FrontendError(f"{source} is not a valid ONNX model: its {bad} is not UTF-8 text "
+                            "(a corrupt file?)")
     return proto
+
+
+def _undecodable_string(msg, path: str = "model") -> str | None:
+    """The path of the first string field of `msg` that protobuf could not decode as UTF-8
+    (it hands those over as bytes), or None."""
+    for field, value in msg.ListFields():
+        where = f"{path}.{field.name}"
+        repeated = field.is_repeated
+        if field.type == field.TYPE_STRING:
+            if any(isinstance(v, bytes) for v in (value if repeated else [value])):
+                return where
+        elif field.type == field.TYPE_MESSAGE:
+            for v in value if repeated else [value]:
+                found = _undecodable_string(v, where)
+                if found is not None:
+                    return found
+    return None
 
 
 def _tensors_with_external_data(proto: onnx.ModelProto):
@@ -123,6 +148,20 @@ def _tensors_with_external_data(proto: onnx.ModelProto):
 def _external_file(t: onnx.TensorProto, base: Path) -> Path:
     info = {e.key: e.value for e in t.external_data}
     return base / info.get("location", "")
+
+
+def _check_external_locations(proto: onnx.ModelProto, source: str, base: Path) -> None:
+    """Refuse external data that lies outside the model's folder (an absolute path, `..`, a
+    symbolic link out of it): a model file must not make edgec read other files."""
+    folder = base.resolve()
+    for t in _tensors_with_external_data(proto):
+        location = {e.key: e.value for e in t.external_data}.get("location", "")
+        target = (base / location).resolve()
+        if not location or Path(location).is_absolute() or not target.is_relative_to(folder) \
+                or target == folder:
+            raise FrontendError(f"{source}: tensor '{t.name}' keeps its data in '{location}', "
+                                f"which is not a file inside the model's folder {base}; edgec "
+                                "reads external data only from there")
 
 
 def _reject_external_data(proto: onnx.ModelProto, source: str, why: str) -> None:
@@ -142,19 +181,31 @@ def _default_opset(proto: onnx.ModelProto, source: str) -> int:
     return v
 
 
+# ONNX's version converter, run in a child process: its C++ assumes a well-formed graph and
+# crashed on a graph output that no node makes, which would take the caller down with it
+_CONVERT = ("import sys, onnx, onnx.version_converter as v; "
+            "m = onnx.load_from_string(sys.stdin.buffer.read()); "
+            "sys.stdout.buffer.write(v.convert_version(m, int(sys.argv[1])).SerializeToString())")
+
+
 def _upgrade(proto: onnx.ModelProto, source: str, opset: int) -> tuple[onnx.ModelProto, int]:
     """Models older than MIN_OPSET are upgraded by ONNX's own version converter, whose
     adapters rewrite each op's old form (Upsample, attribute forms, ...) into the new one."""
+    why = f"{source} uses ONNX opset {opset}; edgec imports opsets {MIN_OPSET}..{MAX_OPSET} " \
+          "and ONNX's version converter could not upgrade it: "
     try:
-        import onnx.version_converter
-
-        up = onnx.version_converter.convert_version(proto, MIN_OPSET)
-    except Exception as e:  # the converter raises RuntimeError / ConvertError / ValueError
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise FrontendError(f"{source} uses ONNX opset {opset}; edgec imports opsets "
-                            f"{MIN_OPSET}..{MAX_OPSET} and ONNX's version converter could not "
-                            f"upgrade it: {first}") from None
-    return up, MIN_OPSET
+        done = subprocess.run([sys.executable, "-c", _CONVERT, str(MIN_OPSET)],
+                              input=proto.SerializeToString(), capture_output=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise FrontendError(why + "it ran for 10 minutes") from None
+    if done.returncode != 0:
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        first = next((ln for ln in reversed(lines) if ln.strip()), "")
+        if done.returncode < 0:
+            raise FrontendError(why + f"it crashed (signal {-done.returncode}); is the graph "
+                                "well formed?")
+        raise FrontendError(why + first.split(": ", 1)[-1])  # the exception's message
+    return onnx.load_from_string(done.stdout), MIN_OPSET
 
 
 def _op_key(node: onnx.NodeProto) -> str:
@@ -202,6 +253,53 @@ def check_supported(graph: onnx.GraphProto) -> None:
         listed = ", ".join(f"{k} (x{n})" for k, n in sorted(counts.items()))
         raise UnsupportedOpError(
             f"unsupported ONNX ops: {listed}; edgec supports: {', '.join(supported_ops())}")
+
+
+def check_against_schema(node: onnx.NodeProto, opset: int, where: str) -> None:
+    """Raise a FrontendError when `node` fits none of ONNX's schemas of its op up to `opset`:
+    the count of its inputs and outputs, its required inputs and attributes, each attribute's
+    type. (Earlier versions count: the converters take the old forms that functions declared
+    against old opsets bring.) The converters rely on it: a Conv's `pads` is a list of ints,
+    its `W` is there."""
+    schemas = _schemas(node.op_type, opset)
+    if not schemas:
+        return  # no such op at that opset: check_supported has listed it, or a converter does
+    problems = [_schema_mismatch(node, s) for s in schemas]
+    if all(problems):
+        raise FrontendError(f"{where}: {problems[0]}")
+
+
+@functools.cache
+def _schemas(op_type: str, opset: int) -> list:
+    """ONNX's schemas of `op_type` in the default domain up to `opset`, the latest first."""
+    found = [s for s in onnx.defs.get_all_schemas_with_history()
+             if s.name == op_type and s.domain == "" and s.since_version <= opset]
+    return sorted(found, key=lambda s: -s.since_version)
+
+
+def _schema_mismatch(node: onnx.NodeProto, schema) -> str | None:
+    """How `node` departs from `schema`, or None when it fits."""
+    op = f"ONNX's {node.op_type} (opset {schema.since_version})"
+    for n, lo, hi, what in ((len(node.input), schema.min_input, schema.max_input, "input"),
+                            (len(node.output), schema.min_output, schema.max_output, "output")):
+        if not lo <= n <= hi:
+            takes = f"{lo}" if lo == hi else f"{lo} to {hi}" if hi < 1 << 30 else f"{lo} or more"
+            return f"the node has {n} {what}s; {op} takes {takes}"
+    Option = onnx.defs.OpSchema.FormalParameterOption
+    for i, formal in enumerate(schema.inputs):
+        if formal.option == Option.Single and i < len(node.input) and not node.input[i]:
+            return f"input {i} ('{formal.name}') is required by {op}, but the node leaves it empty"
+    given = {a.name: a for a in node.attribute}
+    for key, spec in schema.attributes.items():
+        a = given.get(key)
+        if a is None:
+            if spec.required:
+                return f"{op} needs attribute '{key}'"
+        elif a.type != spec.type.value and not a.ref_attr_name:
+            kinds = onnx.AttributeProto.AttributeType
+            got = kinds.Name(a.type) if a.type in kinds.values() else str(a.type)
+            return f"attribute '{key}' is of type {got}; {op} takes {spec.type.name}"
+    return None
 
 
 def sanitize_name(name: str) -> str:
@@ -319,7 +417,13 @@ class _Importer:
                 raise ShapeError(f"input_shapes names '{key}', which is not an input of the "
                                  f"model{const}; its inputs are {names}")
         for info in inputs:
-            self.env[info.name] = self.graph.add_input(info.name, self._input_type(info))
+            try:
+                t = self._input_type(info)
+            except ShapeError as e:
+                if f"'{info.name}'" in str(e):
+                    raise
+                raise ShapeError(f"input '{info.name}': {e}") from None
+            self.env[info.name] = self.graph.add_input(info.name, t)
 
     def _input_type(self, info: onnx.ValueInfoProto) -> TensorType:
         name = info.name
@@ -395,6 +499,8 @@ class _Importer:
     def _convert(self, node: onnx.NodeProto) -> None:
         name = node.name or next((o for o in node.output if o), node.op_type)
         where = f"node {name} ({node.op_type})"
+        if node.domain in DEFAULT_DOMAINS:
+            check_against_schema(node, self.opset, where)
         inputs = [self.value(i, where) for i in node.input]
         attrs = {a.name: attr_value(a, where) for a in node.attribute}
         outputs = list(node.output)

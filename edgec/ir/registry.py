@@ -87,6 +87,11 @@ class Attr:
         return value
 
 
+_KIND_TEXT = {"int": "an int", "float": "a float", "str": "a string", "ints": "a list of ints",
+              "floats": "a list of floats", "strs": "a list of strings", "tensor": "a tensor",
+              "graph": "a graph", "graphs": "graphs"}
+
+
 @dataclass
 class OpDef:
     name: str
@@ -108,7 +113,14 @@ class OpDef:
         out = {}
         for k, spec in self.attrs.items():
             if k in attrs:
-                out[k] = spec.coerce(attrs[k])
+                try:
+                    out[k] = spec.coerce(attrs[k])
+                except (TypeError, ValueError, OverflowError):
+                    shown = repr(attrs[k])
+                    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                    raise VerificationError(
+                        f"{where}: op {self.name}'s attribute '{k}' takes {_KIND_TEXT[spec.kind]}"
+                        f", not {type(attrs[k]).__name__} {shown}") from None
             elif spec.default is REQUIRED:
                 raise VerificationError(f"{where}: op {self.name} needs attribute '{k}'")
             else:

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ShapeError
 from .dtypes import DType
+
+# The most bytes one tensor may hold: generated code indexes with ptrdiff_t, 32 bits on the
+# 32-bit ARM targets. A model declaring more (a huge or corrupt dim) is refused on import.
+MAX_TENSOR_BYTES = (1 << 31) - 1
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,15 @@ class TensorType:
     quant: QuantParams | None = field(default=None, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        shape = tuple(int(d) for d in self.shape)
+        object.__setattr__(self, "shape", shape)
+        if any(d < 0 for d in shape):
+            raise ShapeError(f"shape {list(shape)} has a negative dim")
+        if math.prod(shape) * self.dtype.itemsize > MAX_TENSOR_BYTES:
+            raise ShapeError(f"a {self.dtype.value}{list(shape)} tensor holds "
+                             f"{math.prod(shape) * self.dtype.itemsize} bytes; edgec's libraries "
+                             f"hold at most {MAX_TENSOR_BYTES} bytes per tensor (2 GiB: 32-bit "
+                             "targets index memory with 32 bits)")
 
     @property
     def rank(self) -> int:

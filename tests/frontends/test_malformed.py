@@ -1,0 +1,167 @@
+"""Malformed models the fuzzer (scripts/fuzz.py) turned up, each refused with an EdgecError
+that names the problem: attributes of the wrong type, nodes with too few or too many inputs,
+huge or negative dims, names that are not UTF-8, a graph that crashed ONNX's version
+converter, external data outside the model's folder. Each had ended in a raw Python
+exception (or a segfault) before."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import edgec
+from edgec.errors import EdgecError, FrontendError, ShapeError, VerificationError
+from edgec.frontends.onnx import import_onnx
+from edgec.ir import DType, TensorType, get_op
+
+
+def conv_model(x_shape=(1, 3, 8, 8), attrs=None, inputs=("x", "w"), opset=17, **kw):
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+    node = helper.make_node("Conv", list(inputs), ["y"], name="conv", **(attrs or {}))
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                      list(x_shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8,
+                             **kw)
+
+
+def test_the_valid_model_imports():
+    g = import_onnx(conv_model(attrs={"pads": [1, 1, 1, 1]}))
+    assert g.outputs[0].shape == (1, 4, 8, 8)
+
+
+@pytest.mark.parametrize("attr, match", [
+    (helper.make_attribute("pads", 1), "attribute 'pads' is of type INT; ONNX's Conv .* INTS"),
+    (helper.make_attribute("group", [1, 2]), "attribute 'group' is of type INTS.* takes INT"),
+    (helper.make_attribute("auto_pad", 2.5), "attribute 'auto_pad' is of type FLOAT.* STRING"),
+    (helper.make_attribute("strides", "SAME"), "attribute 'strides' is of type STRING"),
+])
+def test_attribute_of_the_wrong_type(attr, match):
+    m = conv_model()
+    m.graph.node[0].attribute.append(attr)
+    with pytest.raises(FrontendError, match="node conv \\(Conv\\): " + match):
+        import_onnx(m)
+
+
+def test_attribute_of_undefined_type():
+    m = conv_model()
+    a = m.graph.node[0].attribute.add()
+    a.name, a.type = "pads", onnx.AttributeProto.UNDEFINED
+    with pytest.raises(FrontendError, match="'pads' is of type UNDEFINED"):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize("inputs, match", [
+    (["x"], "has 1 inputs; ONNX's Conv \\(opset 11\\) takes 2 to 3"),
+    (["x", "w", "w", "w"], "has 4 inputs"),
+    (["x", ""], "input 1 \\('W'\\) is required"),
+])
+def test_inputs_that_do_not_fit_the_op(inputs, match):
+    with pytest.raises(FrontendError, match=match):
+        import_onnx(conv_model(inputs=inputs))
+
+
+def test_required_attribute_missing():
+    node = helper.make_node("Cast", ["x"], ["y"], name="cast")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [2])],
+                          [helper.make_tensor_value_info("y", 1, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(FrontendError, match="needs attribute 'to'"):
+        import_onnx(m)
+
+
+def test_ir_attribute_coercion_names_the_attribute():
+    # the Python API's path to the registry: a wrong value is a VerificationError
+    with pytest.raises(VerificationError, match="attribute 'axis' takes an int, not list"):
+        get_op("Softmax").complete_attrs({"axis": [1, 2]}, where="node s")
+    with pytest.raises(VerificationError, match="attribute 'perm' takes a list of ints"):
+        get_op("Transpose").complete_attrs({"perm": 3.5}, where="node t")
+
+
+@pytest.mark.parametrize("dim", [1 << 40, 1 << 31, 65536 * 65536])
+def test_huge_declared_dim_is_refused_up_front(dim):
+    with pytest.raises(ShapeError, match="input 'x'.* bytes; edgec's libraries hold at most"):
+        import_onnx(conv_model(x_shape=(1, 3, dim, 8)))
+
+
+def test_huge_result_of_an_op_is_refused():
+    # a constant shape asks Expand for 2^42 elements
+    shape = numpy_helper.from_array(np.array([1 << 21, 1 << 21], np.int64), "shape")
+    node = helper.make_node("Expand", ["x", "shape"], ["y"], name="big")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [1, 1])],
+                          [helper.make_tensor_value_info("y", 1, None)], [shape])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(ShapeError, match="node big \\(Expand\\).*bytes"):
+        import_onnx(m)
+
+
+def test_tensor_types_refuse_negative_and_oversized_shapes():
+    with pytest.raises(ShapeError, match="negative dim"):
+        TensorType((2, -1), DType.F32)
+    TensorType(((1 << 31) - 1,), DType.U8)  # the largest
+    with pytest.raises(ShapeError, match="a f64\\[268435456\\] tensor holds 2147483648 bytes"):
+        TensorType((1 << 28,), DType.F64)
+
+
+def test_names_that_are_not_utf8(tmp_path):
+    data = bytearray(conv_model().SerializeToString())
+    at = data.index(b"conv")  # the node's name
+    data[at:at + 4] = b"\xff\xfe\xc3\x28"
+    path = tmp_path / "m.onnx"
+    path.write_bytes(bytes(data))
+    with pytest.raises(FrontendError, match="model.graph.node.name is not UTF-8 text"):
+        import_onnx(str(path))
+
+
+def test_old_opset_graph_that_crashed_the_version_converter():
+    # opset 9 with a graph output no node makes: onnx's converter segfaulted in-process
+    m = conv_model(opset=9)
+    del m.graph.node[:]
+    with pytest.raises(FrontendError, match="opset 9.*could not upgrade it"):
+        import_onnx(m)
+
+
+def _external(tmp_path, location):
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    m = conv_model()
+    t = m.graph.initializer[0]
+    (tmp_path / "outside.bin").write_bytes(t.raw_data)
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", location
+    onnx.save(m, str(folder / "m.onnx"))
+    return folder / "m.onnx"
+
+
+@pytest.mark.parametrize("location", ["../outside.bin", "{tmp}/outside.bin", "link.bin",
+                                      "sub/outside.bin", "/proc/self/environ", "."])
+def test_external_data_outside_the_model_folder_is_not_read(tmp_path, location):
+    location = location.format(tmp=tmp_path)
+    path = _external(tmp_path, location)
+    (path.parent / "link.bin").symlink_to(tmp_path / "outside.bin")
+    (path.parent / "sub").symlink_to(tmp_path)
+    with pytest.raises(FrontendError, match="tensor 'w' keeps its data in .*not a file inside "
+                                            "the model's folder"):
+        import_onnx(str(path))
+
+
+def test_external_data_inside_the_folder_is_read(tmp_path):
+    path = _external(tmp_path, "sub/w.bin")
+    os.makedirs(path.parent / "sub")
+    (tmp_path / "outside.bin").rename(path.parent / "sub" / "w.bin")
+    assert import_onnx(str(path)).outputs[0].shape == (1, 4, 6, 6)
+
+
+def test_compile_of_a_malformed_model_keeps_the_output_folder_untouched(tmp_path):
+    m = conv_model()
+    m.graph.node[0].attribute.append(helper.make_attribute("pads", 1))
+    out = tmp_path / "out"
+    with pytest.raises(EdgecError):
+        edgec.compile(m, out)
+    assert not out.exists()
