@@ -141,7 +141,50 @@ def attention_seed() -> onnx.ModelProto:
                              ir_version=IR_VERSION)
 
 
-SEEDS = {"conv": conv_seed, "attention": attention_seed}
+def shapes_seed() -> onnx.ModelProto:
+    """The shape chain exporters write (Shape, Gather, Unsqueeze, Concat into Reshape), Pad,
+    Resize, Split, ConvTranspose, AveragePool, TopK over ReduceMax, Squeeze and Expand:
+    [1, 2, 6, 6] -> [1, 2, 6, 6] and [1, 2, 3]."""
+    r = np.random.default_rng(2)
+    inits = [_init("zero_i", np.array(0, np.int64)), _init("one_i", np.array([1], np.int64)),
+             _init("minus1", np.array([-1], np.int64)), _init("ax0", np.array([0], np.int64)),
+             _init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)),
+             _init("scales", np.array([1, 1, 2, 2], np.float32)),
+             _init("wt", (r.standard_normal((2, 2, 3, 3)) * 0.3).astype(np.float32)),
+             _init("split", np.array([1, 1], np.int64)), _init("k", np.array([3], np.int64)),
+             _init("eshape", np.array([1, 2, 1], np.int64)), _init("ax2", np.array([2], np.int64))]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+        helper.make_node("Gather", ["shp", "zero_i"], ["n"], name="batch", axis=0),
+        helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"], name="n1"),
+        helper.make_node("Concat", ["n1", "minus1"], ["flat_shape"], name="flat_shape", axis=0),
+        helper.make_node("Pad", ["x", "pads"], ["padded"], name="pad", mode="reflect"),
+        helper.make_node("AveragePool", ["padded"], ["smooth"], name="smooth",
+                         kernel_shape=[3, 3]),
+        helper.make_node("AveragePool", ["smooth"], ["pooled"], name="avg", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        helper.make_node("Resize", ["pooled", "", "scales"], ["up"], name="resize",
+                         mode="nearest"),
+        helper.make_node("ConvTranspose", ["x", "wt"], ["ct"], name="deconv", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["up", "ct"], ["sum"], name="add"),
+        helper.make_node("Split", ["sum", "split"], ["s0", "s1"], name="split", axis=1),
+        helper.make_node("Mul", ["s0", "s1"], ["prod"], name="mul"),
+        helper.make_node("Concat", ["prod", "s1"], ["y"], name="concat", axis=1),
+        helper.make_node("Reshape", ["y", "flat_shape"], ["flat"], name="reshape"),
+        helper.make_node("ReduceMax", ["x"], ["rmax"], name="rmax", axes=[3], keepdims=0),
+        helper.make_node("TopK", ["rmax", "k"], ["top", "top_i"], name="topk", axis=-1),
+        helper.make_node("Expand", ["top", "eshape"], ["z"], name="expand"),
+    ]
+    graph = helper.make_graph(
+        nodes, "shapes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 6, 6]),
+         helper.make_tensor_value_info("flat", TensorProto.FLOAT, [1, 72]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 2, 3])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                             ir_version=IR_VERSION)
+
+
+SEEDS = {"conv": conv_seed, "attention": attention_seed, "shapes": shapes_seed}
 
 
 # -- mutations ---------------------------------------------------------------------------------

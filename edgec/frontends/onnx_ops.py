@@ -268,6 +268,14 @@ def topk(ctx, node, inputs, attrs):
     return _emit(ctx, node, inputs, attrs)
 
 
+def _axis(axis: int, rank: int, node, op: str) -> int:
+    """`axis` counted from the front, or a FrontendError when a rank-`rank` input lacks it."""
+    if not -rank <= axis < rank:
+        raise FrontendError(f"node {node.name} ({op}): axis {axis} is out of range for an "
+                            f"input of rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
 @converts("Split")
 def split(ctx, node, inputs, attrs):
     """Always give explicit sizes, so the IR never depends on the number of outputs."""
@@ -281,7 +289,7 @@ def split(ctx, node, inputs, attrs):
         if sizes is None:
             return _emit(ctx, node, inputs, attrs)
     if sizes is None:
-        dim = x.shape[axis]
+        dim = x.shape[_axis(axis, x.type.rank, node, "Split")]
         chunk = -(-dim // count)  # the last chunk is the smaller one (opset 18 semantics)
         sizes = [chunk] * (count - 1) + [dim - chunk * (count - 1)]
         if min(sizes) < 0:
@@ -318,8 +326,7 @@ def softmax(ctx, node, inputs, attrs):
         return _emit(ctx, node, inputs, attrs)
     x = inputs[0]
     r = x.type.rank
-    axis = attrs.get("axis", 1)
-    axis = axis + r if axis < 0 else axis
+    axis = _axis(attrs.get("axis", 1), r, node, node.op_type)
     if axis == r - 1:
         return _emit(ctx, node, inputs, {"axis": -1})
     out = node.outputs[0]
@@ -501,6 +508,9 @@ def spatial(ctx, node, inputs, attrs):
     if op == "ConvTranspose":
         out_pad = list(attrs.get("output_padding") or [0] * n)
         target = attrs.pop("output_shape", None)
+        if len(out_pad) != n or (target is not None and len(target) < n):
+            raise FrontendError(f"{where}: output_padding {out_pad} or output_shape "
+                                f"{target} does not fit {n} spatial dims")
         if target is not None or auto_pad.startswith("SAME"):
             target = list(target)[-n:] if target is not None else \
                 [i * s for i, s in zip(size, strides, strict=True)]

@@ -165,3 +165,25 @@ def test_compile_of_a_malformed_model_keeps_the_output_folder_untouched(tmp_path
     with pytest.raises(EdgecError):
         edgec.compile(m, out)
     assert not out.exists()
+
+
+def _one_node(node, x_shape, opset=17, inits=()):
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, list(x_shape))],
+                          [helper.make_tensor_value_info(o, 1, None) for o in node.output],
+                          list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+@pytest.mark.parametrize("model, match", [
+    (_one_node(helper.make_node("Split", ["x"], ["a", "b"], name="s", axis=5), [2, 4]),
+     "node s \\(Split\\): axis 5 is out of range for an input of rank 2"),
+    (_one_node(helper.make_node("Softmax", ["x"], ["y"], name="s", axis=-3), [2, 4], opset=11),
+     "node s \\(Softmax\\): axis -3 is out of range"),
+    (_one_node(helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct",
+                                output_padding=[1]), [1, 1, 4, 4],
+               inits=[numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")]),
+     "node ct \\(ConvTranspose\\): output_padding \\[1\\] .* does not fit 2 spatial dims"),
+])
+def test_axes_and_lists_that_do_not_fit_the_input(model, match):
+    with pytest.raises(FrontendError, match=match):
+        import_onnx(model)
