@@ -13,6 +13,7 @@ with the expected ones as the ONNX backend runner does: shape and dtype equal, t
     python scripts/conformance.py --check CONFORMANCE.md      # CI: fail if the report is stale
     python scripts/conformance.py --target x86-avx2 --emulator "qemu-x86_64 -cpu Haswell"
     python scripts/conformance.py --target arm64       # under qemu-aarch64 (armv7: qemu-arm)
+    python scripts/conformance.py --sanitize           # built and run with ASan + UBSan
 
 This file compiles each test (in worker processes) and drives the suite; its siblings hold the
 rest: conformance_common.py (the tests, the categories left out, tolerances, a result),
@@ -131,7 +132,8 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def prepare(test: str, work: str, target: str = "x86", backend: str = "c") -> Prepared:
+def prepare(test: str, work: str, target: str = "x86", backend: str = "c",
+            sanitize: bool = False) -> Prepared:
     """Compile one test into `work/<test>/`; never raises."""
     op, expanded = op_of(test)
     res = Result(test, op, expanded, "unsupported")
@@ -152,7 +154,8 @@ def prepare(test: str, work: str, target: str = "x86", backend: str = "c") -> Pr
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(COMPILE_TIMEOUT_S)
     try:
-        return _compile(res, model, graph_inputs, feeds, Path(work) / test, target, backend)
+        return _compile(res, model, graph_inputs, feeds, Path(work) / test, target, backend,
+                        sanitize)
     except _Timeout:
         res.status, res.reason = "fail", f"timeout: compiling took over {COMPILE_TIMEOUT_S} s"
         return Prepared(res)
@@ -166,7 +169,7 @@ def prepare(test: str, work: str, target: str = "x86", backend: str = "c") -> Pr
 
 def _compile(res: Result, model: onnx.ModelProto, graph_inputs: list[str],
              feeds: dict[str, np.ndarray], out: Path, target: str,
-             backend: str = "c") -> Prepared:
+             backend: str = "c", sanitize: bool = False) -> Prepared:
     from edgec.compiler.driver import compile as edgec_compile
     from edgec.errors import EdgecError, FrontendError, ShapeError, ToolchainError
 
@@ -176,7 +179,7 @@ def _compile(res: Result, model: onnx.ModelProto, graph_inputs: list[str],
         try:
             art = edgec_compile(model, out, name=res.test, log=io.StringIO(), target=target,
                                 input_shapes={n: list(feeds[n].shape) for n in live},
-                                backend=backend)
+                                backend=backend, sanitize=sanitize)
             break
         except (ShapeError, FrontendError) as e:
             more = _constant_culprits(str(e), model, set(live), feeds) - folded \
@@ -226,13 +229,15 @@ class _Worker:
     """A compiler process (`--serve`): one test name in a line, one JSON `Prepared` out. If it
     dies or hangs, the test it was on is the culprit and a fresh process takes the next."""
 
-    def __init__(self, work: Path, index: int, target: str = "x86", backend: str = "c"):
+    def __init__(self, work: Path, index: int, target: str = "x86", backend: str = "c",
+                 sanitize: bool = False):
         self.work, self.proc, self.target, self.backend = work, None, target, backend
+        self.sanitize = sanitize
         self.log = open(work / f"worker{index}.log", "a")  # its warnings, for a reader
 
     def command(self) -> list[str]:
         return [sys.executable, __file__, "--serve", str(self.work), "--target", self.target,
-                "--backend", self.backend]
+                "--backend", self.backend, *(["--sanitize"] if self.sanitize else [])]
 
     def prepare(self, test: str) -> Prepared:
         if self.proc is None or self.proc.poll() is not None:
@@ -266,12 +271,12 @@ def _prepared_from_json(line: str) -> Prepared:
     return Prepared(Result(**{**r, "folded": tuple(r["folded"])}), **d)
 
 
-def serve(work: str, target: str = "x86", backend: str = "c") -> None:
+def serve(work: str, target: str = "x86", backend: str = "c", sanitize: bool = False) -> None:
     """The compiler process's loop (see `_Worker`)."""
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but replies on the pipe
     for line in sys.stdin:
-        p = prepare(line.strip(), work, target, backend)
+        p = prepare(line.strip(), work, target, backend, sanitize)
         out.write(json.dumps(dataclasses.asdict(p)) + "\n")
         out.flush()
 
@@ -289,7 +294,7 @@ def run_suite(names: Sequence[str], jobs: int, work: Path,
     lock = threading.Lock()
 
     def drain(index: int) -> None:
-        worker = _Worker(work, index, platform.target, platform.backend)
+        worker = _Worker(work, index, platform.target, platform.backend, platform.sanitize)
         try:
             while True:
                 try:
@@ -335,10 +340,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                          '"qemu-x86_64 -cpu Haswell"')
     ap.add_argument("--backend", default="c", choices=("c", "llvm"),
                     help="what compiles the kernels (edgec compile --backend)")
+    ap.add_argument("--sanitize", action="store_true",
+                    help="build the tests and the runners with AddressSanitizer and "
+                         "UndefinedBehaviorSanitizer (edgec compile --sanitize): a finding "
+                         "fails its test")
     ap.add_argument("--serve", metavar="WORK", help=argparse.SUPPRESS)  # a compiler process
     args = ap.parse_args(argv)
     if args.serve:
-        serve(args.serve, args.target, args.backend)
+        serve(args.serve, args.target, args.backend, args.sanitize)
         return 0
     from edgec.targets.target import TARGETS
 
@@ -354,7 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator = get_target(args.target).emulator or None
     if emulator and shutil.which(emulator[0]) is None:
         ap.error(f"emulator {emulator[0]!r} not found (qemu-* come in `apt-get install qemu-user`)")
-    platform = Platform(args.target, emulator, args.backend)
+    if args.sanitize and emulator:
+        ap.error("--sanitize runs the tests natively: an x86 target, no --emulator")
+    platform = Platform(args.target, emulator, args.backend, args.sanitize)
     if args.filter and (args.write or args.check):
         ap.error("--write and --check run the whole suite; drop --filter")
     names = test_names(args.filter)
@@ -383,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"in {elapsed:.0f} s with {args.jobs} jobs"
           + ("" if platform == Platform() else f", target {platform.target}"
              + (f" under {shlex.join(emulator)}" if emulator is not None else "")
-             + f", backend {platform.backend}"))
+             + f", backend {platform.backend}"
+             + (", sanitized" if platform.sanitize else "")))
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
     text = report(results, platform)

@@ -72,6 +72,9 @@ class Platform:
     target: str = "x86"
     emulator: tuple[str, ...] | None = None
     backend: str = "c"  # what compiles the kernels: "c" or "llvm"
+    # built with edgec compile --sanitize, linked with the sanitizers' runtimes: a finding
+    # fails its test
+    sanitize: bool = False
 
 
 @dataclass

@@ -4,6 +4,7 @@ ones (scripts/conformance.py runs the suite)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from conformance_common import (
 # -- batches: link, run, compare ----------------------------------------------------------
 
 RUNNER_MAIN = r"""/* Conformance runner: runs each test's library on its inputs, writes outputs. */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,15 +47,19 @@ static const struct test TESTS[] = {
 
 static size_t up64(size_t n) { return (n + 63) / 64 * 64; }
 
+/* A zeroed, 64-byte aligned buffer of exactly n bytes, so that a sanitized runner sees an
+   access past its end (inputs.bin and outputs.bin pad each tensor to 64 bytes). */
 static void *zalloc(size_t n)
 {
-    void *p = aligned_alloc(64, up64(n) + 64);
-    if (p) memset(p, 0, up64(n) + 64);
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n ? n : 1) != 0) return NULL;
+    memset(p, 0, n ? n : 1);
     return p;
 }
 
 static int run_one(const struct test *t, const char *dir)
 {
+    static const char pad[64];
     char path[4096];
     const void *in[64];
     void *out[64];
@@ -64,18 +70,29 @@ static int run_one(const struct test *t, const char *dir)
     FILE *f = fopen(path, "rb");
     if (!f || !ibuf || fread(ibuf, 1, total, f) != total) return -1;
     fclose(f);
-    for (int i = 0; i < t->nin; ++i) { in[i] = ibuf + off; off += up64(t->in_bytes(i)); }
-    total = off = 0;
-    for (int i = 0; i < t->nout; ++i) total += up64(t->out_bytes(i));
-    char *obuf = zalloc(total);
-    for (int i = 0; i < t->nout; ++i) { out[i] = obuf + off; off += up64(t->out_bytes(i)); }
+    for (int i = 0; i < t->nin; ++i) {
+        void *p = zalloc(t->in_bytes(i));
+        if (!p) return -1;
+        memcpy(p, ibuf + off, t->in_bytes(i));
+        in[i] = p;
+        off += up64(t->in_bytes(i));
+    }
+    for (int i = 0; i < t->nout; ++i)
+        if (!(out[i] = zalloc(t->out_bytes(i)))) return -2;
     void *ws = zalloc(t->workspace());
     int status = t->run(in, out, ws);
     snprintf(path, sizeof path, "%%s/outputs.bin", dir);
     f = fopen(path, "wb");
-    if (!f || fwrite(obuf, 1, total, f) != total) return -2;
+    if (!f) return -2;
+    for (int i = 0; i < t->nout; ++i) {
+        size_t n = t->out_bytes(i);
+        if (fwrite(out[i], 1, n, f) != n || fwrite(pad, 1, up64(n) - n, f) != up64(n) - n)
+            return -2;
+        free(out[i]);
+    }
     fclose(f);
-    free(ibuf); free(obuf); free(ws);
+    for (int i = 0; i < t->nin; ++i) free((void *)in[i]);
+    free(ibuf); free(ws);
     return status;
 }
 
@@ -98,7 +115,7 @@ int main(int argc, char **argv)
 def _link(batch: list[Prepared], work: Path, index: int, platform: Platform
           ) -> tuple[Path | None, str]:
     from edgec.targets.target import get_target
-    from edgec.targets.toolchain import cc
+    from edgec.targets.toolchain import SANITIZE_CFLAGS, SANITIZE_LINK_FLAGS, cc
 
     decls, table = [], []
     for p in batch:
@@ -114,8 +131,9 @@ def _link(batch: list[Prepared], work: Path, index: int, platform: Platform
     libs = [str(Path(p.out_dir) / f"lib{p.cname}.a") for p in batch]
     # linked static under an emulator, which then needs no sysroot for the target's libc
     static = ["-static"] if platform.emulator is not None else []
-    res = subprocess.run([cc(get_target(platform.target)), "-O1", "-std=c11", str(src), *libs,
-                          *static, "-lm", "-lpthread", "-o", str(exe)],
+    sanitize = [*SANITIZE_CFLAGS, *SANITIZE_LINK_FLAGS] if platform.sanitize else []
+    res = subprocess.run([cc(get_target(platform.target)), "-O1", "-std=c11", *sanitize,
+                          str(src), *libs, *static, "-lm", "-lpthread", "-o", str(exe)],
                          capture_output=True, text=True)
     if res.returncode != 0:
         return None, _shorten("link error: " + (res.stderr or res.stdout), 90)
@@ -123,8 +141,11 @@ def _link(batch: list[Prepared], work: Path, index: int, platform: Platform
 
 
 def _run_batch(batch: list[Prepared], work: Path, index: int, platform: Platform) -> None:
-    """Link and run a batch; set each test's status. A test that crashes the runner is
-    recorded and the rest of the batch runs on in a fresh process."""
+    """Link and run a batch; set each test's status. A test that crashes the runner (or, in a
+    sanitized run, makes a sanitizer stop it) is recorded and the rest of the batch runs on
+    in a fresh process."""
+    from edgec.runtime.emulated import sanitizer_env, sanitizer_finding
+
     exe, err = _link(batch, work, index, platform)
     if exe is None:
         if len(batch) == 1:
@@ -139,10 +160,13 @@ def _run_batch(batch: list[Prepared], work: Path, index: int, platform: Platform
         args = [*(platform.emulator or ()), str(exe)]
         for k in todo:
             args += [str(k), batch[k].out_dir]
-        started, ended = [], {}
+        started, ended, finding = [], {}, None
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout,
+                                  env=sanitizer_env(os.environ) if platform.sanitize else None)
             stdout, why = proc.stdout, _signal_name(proc.returncode)
+            finding = sanitizer_finding(proc.stderr) if platform.sanitize else None
+            why = f"sanitizer: {finding}" if finding else why
         except subprocess.TimeoutExpired as e:
             out = e.stdout or b""
             stdout = out.decode() if isinstance(out, bytes) else out
@@ -162,7 +186,8 @@ def _run_batch(batch: list[Prepared], work: Path, index: int, platform: Platform
         crashed = [k for k in started if k not in ended]
         for k in crashed:
             batch[k].result.status = "fail"
-            batch[k].result.reason = f"crash: {why or 'runner died'} in the generated code"
+            batch[k].result.reason = why if finding else \
+                f"crash: {why or 'runner died'} in the generated code"
         done = set(ended) | set(crashed)
         rest = [k for k in todo if k not in done]
         if rest and not crashed:  # the runner stopped without saying why: do not spin

@@ -88,8 +88,11 @@ def bench(artifact: str, vs: str | None = None, threads: Sequence[int] | None = 
           pairs: int = 50, tol: float = 1e-3, out: IO[str] | None = None) -> list[dict]:
     """Time `artifact` (and onnxruntime on `vs`) at each thread count; prints a table to
     `out` and returns its rows."""
-    from ..runtime.loader import load
+    from ..runtime.loader import load, read_manifest
 
+    if read_manifest(artifact).get("sanitize"):
+        raise EdgecError(f"{artifact} is built with --sanitize: its times would be the "
+                         "sanitizers'; time a build without it")
     model = load(artifact)
     feeds = random_inputs(model.manifest)
     counts = list(threads) if threads else sorted({1, os.cpu_count() or 1})

@@ -51,7 +51,8 @@ def cmd_compile(a) -> None:
                   calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or (),
                   quantize_weights=a.quantize_weights, accuracy_budget=a.accuracy_budget,
                   prune=a.prune, prune_pattern=a.prune_pattern,
-                  prune_exclude=a.prune_exclude or (), compress=a.compress)
+                  prune_exclude=a.prune_exclude or (), compress=a.compress,
+                  sanitize=a.sanitize, report=a.report)
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -225,6 +226,16 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--compress", action="store_true",
                    help="store the weights canonical-Huffman coded; NAME_init (or the first "
                         "run) decodes them into a static buffer (NAME_WEIGHTS_BUFFER_BYTES)")
+    c.add_argument("--sanitize", action="store_true",
+                   help="build with AddressSanitizer and UndefinedBehaviorSanitizer, to check "
+                        "the model's code (x86 and c-generic, --backend c): apps link with "
+                        "-fsanitize=address,undefined; `edgec run` runs it as a program and "
+                        "stops at the first finding")
+    c.add_argument("--report", choices=["html"],
+                   help="also write report.html: the graph before and after the passes, "
+                        "each kernel's latency on this host, the arena over time and each "
+                        "layer's quantization error and sparsity, as one self-contained "
+                        "page")
     _add_pipeline_flags(c)
     c.set_defaults(fn=cmd_compile)
     o = sub.add_parser("opt", help="run a pass pipeline and print the IR")

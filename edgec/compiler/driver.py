@@ -24,7 +24,13 @@ from ..ir.onnx_dtypes import to_onnx
 from ..targets.codegen import generate
 from ..targets.lowering import unsupported_kernels
 from ..targets.target import get_target
-from ..targets.toolchain import archive, compile_objects
+from ..targets.toolchain import (
+    SANITIZE_CFLAGS,
+    SANITIZE_LINK_FLAGS,
+    archive,
+    check_sanitizable,
+    compile_objects,
+)
 
 
 @dataclass
@@ -67,16 +73,18 @@ def load_graph(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     return import_onnx(model, input_shapes=input_shapes, name=name)
 
 
-def link_flags(threads: bool) -> list[str]:
-    """What an app adds after libNAME.a when it links."""
-    return ["-lm", "-pthread"] if threads else ["-lm"]
+def link_flags(threads: bool, sanitize: bool = False) -> list[str]:
+    """What an app adds after libNAME.a when it links (a sanitized library: the sanitizers'
+    runtimes too)."""
+    return [*(SANITIZE_LINK_FLAGS if sanitize else ()), "-lm", *(["-pthread"] if threads else [])]
 
 
-def package_files(name: str, threads: bool, source: str = "") -> dict[str, str]:
+def package_files(name: str, threads: bool, source: str = "",
+                  sanitize: bool = False) -> dict[str, str]:
     """The artifact's CMake package config (NAMEConfig.cmake, NAMEConfigVersion.cmake: an
     imported target NAME::NAME) and pkg-config file (NAME.pc), with paths relative to the
     folder they are in, so that it can be moved whole."""
-    libs = " ".join(link_flags(threads))
+    libs = " ".join(link_flags(threads, sanitize))
     about = "".join(ch if " " <= ch <= "~" and ch not in "#$\\" else "_" for ch in source)
     threads_cmake = ["  include(CMakeFindDependencyMacro)", "  find_dependency(Threads)",
                      f"  set_property(TARGET {name}::{name} APPEND PROPERTY",
@@ -95,6 +103,8 @@ def package_files(name: str, threads: bool, source: str = "") -> dict[str, str]:
         '    INTERFACE_INCLUDE_DIRECTORIES "${CMAKE_CURRENT_LIST_DIR}"',
         "    IMPORTED_LINK_INTERFACE_LANGUAGES C)",
         *threads_cmake,
+        *([f"  set_property(TARGET {name}::{name} APPEND PROPERTY INTERFACE_LINK_OPTIONS",
+           f"               {' '.join(SANITIZE_LINK_FLAGS)})"] if sanitize else []),
         "  if(NOT WIN32)",
         f"    set_property(TARGET {name}::{name} APPEND PROPERTY INTERFACE_LINK_LIBRARIES m)",
         "  endif()",
@@ -126,19 +136,21 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
 QUANTIZE_BITS = {"int8": 8, "int4": 4, "int3": 3, "int2": 2}
 
 
-def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target) -> None:
+def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
+                          sanitize: bool = False) -> None:
     """Each layer's share of the measured latency (`latency_share`; `other_latency_share` for
     the kernels of no layer: layout changes, padding, the edges' quantize), timing every
     kernel of the built library on up to 4 calibration samples (compiler/profile.py). Where
-    the host cannot run the library (a cross target, a missing ISA) or there are no samples,
-    `latency_share` is None and `latency_note` says why."""
+    the host cannot run the library (a cross target, a missing ISA), there are no samples or
+    the library is sanitized (its times would be the sanitizers'), `latency_share` is None
+    and `latency_note` says why."""
     from ..passes.quantize import load_samples
     from ..targets.target import missing_host_flags
     from .profile import kernel_times, layer_shares
 
     why = ("no calibration samples" if calib is None else
            f"the host cannot run {target.name} code" if missing_host_flags(target)
-           or target.emulator else "")
+           or target.emulator else "built with --sanitize" if sanitize else "")
     if not why:
         samples = load_samples(calib) if isinstance(calib, str | Path) else calib
         try:
@@ -272,7 +284,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             quantize_skip: Sequence[str] = (), quantize_weights: str = "auto",
             accuracy_budget: float = 0.0, prune: float = 0.0,
             prune_pattern: str = "unstructured", prune_exclude: Sequence[str] = (),
-            compress: bool = False) -> Artifact:
+            compress: bool = False, sanitize: bool = False,
+            report: str | None = None) -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
     `threads` False the library has no thread pool and links without pthreads; `backend`
     "llvm" compiles the kernels with LLVM instead of the C compiler.
@@ -298,7 +311,16 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
 
     `compress` stores the weights canonical-Huffman coded (targets/huffman.py), decoded once
     by NAME_init or the first run into a static buffer of NAME_WEIGHTS_BUFFER_BYTES;
-    manifest.json's "weights" gives their bytes as float32, as packed and as coded."""
+    manifest.json's "weights" gives their bytes as float32, as packed and as coded.
+
+    `sanitize` builds the library with AddressSanitizer and UndefinedBehaviorSanitizer (C
+    backend, x86 and c-generic targets): manifest.json's cflags and link_flags and the
+    package files say so, an app links with -fsanitize=address,undefined, and the loader
+    runs it as a program that reports a sanitizer's finding as an EdgecError.
+
+    `report` "html" writes report.html too (compiler/report_html.py): the graph before and
+    after the passes, each kernel's latency on this host, the arena's memory timeline and,
+    where they apply, each layer's quantization error and weight sparsity, in one page."""
     t0 = time.perf_counter()
     name = name or default_name(model)
     graph = load_graph(model, input_shapes, name)
@@ -311,7 +333,7 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
                          quantize_skip=quantize_skip, quantize_weights=quantize_weights,
                          accuracy_budget=accuracy_budget, prune=prune,
                          prune_pattern=prune_pattern, prune_exclude=prune_exclude,
-                         compress=compress)
+                         compress=compress, sanitize=sanitize, report=report)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
@@ -323,12 +345,15 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   calib_method: str = "minmax", quantize_skip: Sequence[str] = (),
                   quantize_weights: str = "auto", accuracy_budget: float = 0.0,
                   prune: float = 0.0, prune_pattern: str = "unstructured",
-                  prune_exclude: Sequence[str] = (), compress: bool = False) -> Artifact:
+                  prune_exclude: Sequence[str] = (), compress: bool = False,
+                  sanitize: bool = False, report: str | None = None) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
     from ..passes import default_pipeline, parse_pipeline, run_pipeline
 
     t0 = started if started is not None else time.perf_counter()
     tgt = get_target(target)
+    if sanitize:
+        check_sanitizable(tgt, backend)
     name = name or default_name(graph.name)
     missing = unsupported_kernels(graph.nodes)
     if missing:
@@ -339,6 +364,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         raise EdgecError("give quantize= or a pipeline with a quantize{...} pass, not both")
     if prune and pipeline is not None:
         raise EdgecError("give prune= or a pipeline with a prune{...} pass, not both")
+    if report not in (None, "html"):
+        raise EdgecError(f"report={report!r}: choose html")
     pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32),
                                                                        tgt.registers))
     steps = parse_pipeline(pipeline)
@@ -351,13 +378,15 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
     float32_bytes = _float32_bytes(graph)
-    report = run_pipeline(graph, steps, verify_each=verify_each,
-                          print_ir_after_all=print_ir_after_all, check_numerics=check_numerics,
-                          timing=timing, out=log or sys.stderr)
+    before = graph.copy() if report else None  # for the page: the graph as imported
+    pass_report = run_pipeline(graph, steps, verify_each=verify_each,
+                               print_ir_after_all=print_ir_after_all,
+                               check_numerics=check_numerics, timing=timing,
+                               out=log or sys.stderr)
     plan = graph.meta["memory_plan"]
     t_passes = time.perf_counter()
     src = generate(graph, plan, tgt, name, source, threads=threads, backend=backend,
-                   compress=compress)
+                   compress=compress, sanitize=sanitize)
 
     out = Path(out_dir)
     try:
@@ -371,11 +400,11 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         else:
             path.write_text(content)
     t_codegen = time.perf_counter()
-    objects = compile_objects(tgt, src.c_sources, out)
+    objects = compile_objects(tgt, src.c_sources, out, SANITIZE_CFLAGS if sanitize else ())
     archive(objects + src.objects, f"lib{name}.a", out, tgt)
     for o in objects:
         (out / o).unlink(missing_ok=True)
-    for fname, content in package_files(name, threads, source).items():
+    for fname, content in package_files(name, threads, source, sanitize).items():
         (out / fname).write_text(content)
     t_build = time.perf_counter()
 
@@ -386,11 +415,13 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         "edgec_version": __version__,
         "source": source,
         "target": tgt.name,
-        "cflags": list(tgt.cflags),
+        "cflags": [*tgt.cflags, *(SANITIZE_CFLAGS if sanitize else ())],
         "vector_isa": tgt.isa,
         "backend": backend,
         "threads": threads,
-        "link_flags": link_flags(threads),
+        # built with AddressSanitizer and UndefinedBehaviorSanitizer (--sanitize)
+        "sanitize": sanitize,
+        "link_flags": link_flags(threads, sanitize),
         "pipeline": pipeline,
         "inputs": [io(v) for v in graph.inputs],
         "outputs": [io(v) for v in graph.outputs],
@@ -422,11 +453,17 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     if "quantization" in graph.meta:
         # the timed copy of the library is loaded through its manifest
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        measure_layer_latency(graph.meta["quantization"], out, calib, graph, tgt)
+        measure_layer_latency(graph.meta["quantization"], out, calib, graph, tgt, sanitize)
         manifest["quantization"] = write_quantization_report(graph.meta["quantization"], out,
                                                              log or sys.stderr)
+    if report:
+        manifest["report_html"] = "report.html"
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    (out / "report.txt").write_text(_report(manifest, report, plan, timing))
+    (out / "report.txt").write_text(_report(manifest, pass_report, plan, timing))
+    if report:
+        from .report_html import write_report
+
+        write_report(out, before, graph, manifest, tgt)
     return Artifact(out, name, manifest, timing)
 
 

@@ -3,7 +3,9 @@
 Where ctypes cannot load the library (a cross target, or a build that must be proven not to
 use instructions the host has, e.g. `x86-avx2` under `qemu-x86_64 -cpu Haswell`), libNAME.a
 is linked statically with `runtime/c/edgec_runner.c` and run under an emulator command;
-tensors travel through raw files in a temporary folder.
+tensors travel through raw files in a temporary folder. A sanitized artifact (`edgec compile
+--sanitize`) runs so too, natively and linked dynamically (the sanitizers' runtimes are
+shared libraries); a finding of theirs is raised as an EdgecError that names it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ from .loader import CompiledModel, _np_dtype, read_manifest
 RUNNER_SOURCE = C_DIR / "edgec_runner.c"
 # The runner links -static so that an emulator needs no sysroot for the target's libc.
 STATIC = "-static"
+# A sanitized runner's options: no leak check (the library allocates nothing; LeakSanitizer
+# fails under ptrace), a stack trace for UndefinedBehaviorSanitizer too; the user's options
+# from the environment come after, and win.
+SANITIZER_OPTIONS = {"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "print_stacktrace=1"}
+# The first line of a sanitizer's report, and the stack frames after it
+_FINDING = re.compile(r"ERROR: (\w+Sanitizer: [\w-]+)|(\S+:\d+:\d+): runtime error: (.*)")
+_FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (\w+) (\S+:\d+)", re.M)
 
 # Which Debian package provides an emulator command, to say what to install.
 _PACKAGES = {"qemu-": "qemu-user"}
@@ -47,7 +56,8 @@ def runner_command(manifest: Mapping, exe: str) -> list[str]:
             f"-DEDGEC_NUM_INPUTS={len(manifest['inputs'])}",
             f"-DEDGEC_NUM_OUTPUTS={len(manifest['outputs'])}",
             *(["-DEDGEC_DOT_PRODUCT_KERNELS"] if manifest.get("dot_product_kernels") else []),
-            "-I.", str(RUNNER_SOURCE), manifest["library"], STATIC, "-o", exe,
+            "-I.", str(RUNNER_SOURCE), manifest["library"],
+            *([] if manifest.get("sanitize") else [STATIC]), "-o", exe,
             *manifest.get("link_flags", ["-lm", "-pthread"])]
 
 
@@ -138,6 +148,8 @@ class EmulatedModel:
 
     def _execute(self, cmd: list[str]) -> None:
         env = dict(os.environ)
+        if self.manifest.get("sanitize"):
+            env = sanitizer_env(env)
         if self._env_threads is not None:
             env["EDGEC_NUM_THREADS"] = str(self._env_threads)
         try:
@@ -147,6 +159,11 @@ class EmulatedModel:
             hint = f"; {_install_hint(cmd[0])}" if self.emulator else ""
             raise EdgecError(f"could not start the {what}: {e.strerror}{hint}") from None
         how = " ".join(self.emulator) or "natively"
+        finding = sanitizer_finding(res.stderr) if self.manifest.get("sanitize") else None
+        if finding:
+            saved = self.out_dir / ".build" / f"{self.name}-sanitizer.txt"
+            saved.write_text(res.stderr)
+            raise EdgecError(f"{self.name}_run: {finding}; the sanitizer's report is in {saved}")
         sig = _signal_of(res)
         if sig is not None:
             raise EdgecError(_signal_message(self.name, self.manifest["target"], how, sig))
@@ -168,6 +185,32 @@ class EmulatedModel:
             raise EdgecError(f"the runner of {self.name} wrote {data.size} elements for output "
                              f"'{spec['name']}', expected {count} ({spec['shape']})")
         return data.reshape(spec["shape"])
+
+
+def sanitizer_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with SANITIZER_OPTIONS before the options it sets itself (which win)."""
+    return {**env, **{k: ":".join(filter(None, [v, env.get(k)]))
+                      for k, v in SANITIZER_OPTIONS.items()}}
+
+
+def sanitizer_finding(report: str) -> str | None:
+    """A sanitizer's first finding in a program's stderr, and where: "AddressSanitizer:
+    heap-buffer-overflow in k3_gather (m.c:120)", or "... in mk_gemm (m.c:80) of k3_fc
+    (m.c:120)" for a micro-kernel; None when there is none."""
+    finding = _FINDING.search(report)
+    if finding is None:
+        return None
+    what = finding.group(1) or f"UndefinedBehaviorSanitizer: {finding.group(3)}"
+    # the frames in C source (not the sanitizer's interceptors nor the checks that a
+    # sanitized library makes of its masked vector accesses) below main
+    frames = [(m.group(1), Path(m.group(2)).name) for m in _FRAME.finditer(report, finding.end())
+              if m.group(1) != "main" and not m.group(1).startswith("edgec_asan_")
+              and m.group(2).rsplit(":", 1)[0].endswith((".c", ".h"))]
+    if not frames:
+        return f"{what} at {Path(finding.group(2)).name}" if finding.group(2) else what
+    where = f"{what} in {frames[0][0]} ({frames[0][1]})"
+    kernel = next((f for f in frames if re.match(r"k\d+_", f[0])), frames[0])
+    return where if kernel == frames[0] else f"{where} of {kernel[0]} ({kernel[1]})"
 
 
 def _signal_of(res: subprocess.CompletedProcess) -> int | None:

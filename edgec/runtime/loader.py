@@ -1,7 +1,9 @@
 """The Python loader: runs a compiled artifact through ctypes.
 
 It builds a shared object from the artifact's own sources (the same C that goes into
-libNAME.a), so tests and `edgec run` exercise exactly the code an app links.
+libNAME.a), so tests and `edgec run` exercise exactly the code an app links. A sanitized
+artifact (`edgec compile --sanitize`) cannot be loaded into Python, whose executable lacks
+the sanitizers' runtimes: it runs as a program instead (runtime/emulated.py).
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ class CompiledModel:
         self.out_dir = Path(out_dir)
         self.manifest = read_manifest(out_dir)
         self.name = self.manifest["name"]
+        if self.manifest.get("sanitize"):
+            raise EdgecError(f"{out_dir} is built with sanitizers (--sanitize), which cannot "
+                             "be loaded into Python: run it with edgec.load (as a program)")
         sources = [f for f in self.manifest["sources"] if f.endswith((".c", ".S", ".o"))]
         digest = hashlib.sha1()
         for f in sorted(self.manifest["sources"]) + [f"{self.name}.weights.bin"]:
@@ -215,11 +220,16 @@ def load(out_dir, emulator: Sequence[str] | None = None) -> CompiledModel | Emul
     """Load the artifact that `edgec compile` wrote to `out_dir`. With `emulator` (argv words
     such as ["qemu-x86_64", "-cpu", "Haswell"]; [] for none) it runs as a program under that
     command instead of through ctypes (see `runtime/emulated.py`); a cross target's artifact
-    (arm64, armv7) always does, by default under the target's own emulator."""
+    (arm64, armv7) always does, by default under the target's own emulator, and so does a
+    sanitized one (`edgec compile --sanitize`), natively only."""
+    manifest = read_manifest(out_dir)
+    if manifest.get("sanitize") and emulator:
+        raise EdgecError(f"{out_dir} is built with sanitizers (--sanitize), whose runtimes "
+                         f"do not run under {emulator[0]}; run it natively")
     if emulator is None:
         from ..targets.target import get_target, missing_host_flags
 
-        target = get_target(read_manifest(out_dir)["target"])
+        target = get_target(manifest["target"])
         if target.cross:
             emulator = list(target.emulator)
         elif missing := missing_host_flags(target):
@@ -229,6 +239,8 @@ def load(out_dir, emulator: Sequence[str] | None = None) -> CompiledModel | Emul
                 f"{', '.join(missing)}: run it on such a CPU, under an emulator that has them "
                 f"(edgec.load(out, emulator=[...]), `edgec run --emulator`), or compile it for "
                 f"a target this CPU has (x86 picks the best)")
+        elif manifest.get("sanitize"):
+            emulator = []
     if emulator is not None:
         from .emulated import EmulatedModel
 

@@ -17,7 +17,7 @@ the entry points, the kernels' declarations and a trampoline into its pool.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from .. import __version__
 from ..errors import EdgecError
 from ..ir.graph import Graph, Value
 from ..ir.onnx_dtypes import to_onnx
+from ..ir.registry import get_op
 from .ctext import c_comment, c_string
 from .lowering import Strategy
 from .program import (
@@ -39,9 +40,12 @@ from .program import (
     build_program,
 )
 from .renderers.c import CRenderer
-from .renderers.c_isas import AVXVNNI, DOTPROD, VECTOR_ISAS
+from .renderers.c_isas import AVXVNNI, DOTPROD, VECTOR_ISAS, sanitized
 from .runtime_c import c_source
 from .target import Target
+
+# bytes after each weight array that a sanitized build poisons (generate)
+REDZONE = 64
 
 
 @dataclass
@@ -65,13 +69,17 @@ class CBackend:
 
     name = "c"
 
-    def __init__(self, target: Target, lib: str):
+    def __init__(self, target: Target, lib: str, sanitize: bool = False):
         self.target = target
-        self.renderer = CRenderer(VECTOR_ISAS.get(target.isa))
+        isa = VECTOR_ISAS.get(target.isa)
+        # a sanitized build checks the vector accesses AddressSanitizer does not see
+        self.renderer = CRenderer(sanitized(isa) if sanitize and isa else isa)
         # int8 micro-kernels built twice, picked at run time: sdot on Armv8.2-A, AVX-VNNI on
         # an AVX2 build's CPUs that have it
         self.dispatch = DOTPROD if "dotprod" in target.features else \
             AVXVNNI if target.isa == "avx2" else None
+        if sanitize and self.dispatch:
+            self.dispatch = replace(self.dispatch, isa=sanitized(self.dispatch.isa))
         self.prefix = ""  # kernels are static functions of NAME.c
 
     def glue(self, lib: str) -> list[str]:
@@ -86,7 +94,7 @@ class LLVMBackend(CBackend):
 
     name = "llvm"
 
-    def __init__(self, target: Target, lib: str):
+    def __init__(self, target: Target, lib: str, sanitize: bool = False):
         if not target.llvm_triple:
             raise EdgecError(f"target {target.name} has no LLVM triple; use --backend c")
         try:
@@ -189,16 +197,20 @@ class _RunPrinter:
 
 
 def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
-             threads: bool = True, backend: str = "c", compress: bool = False) -> Sources:
+             threads: bool = True, backend: str = "c", compress: bool = False,
+             sanitize: bool = False) -> Sources:
     """C sources of the library for `graph`, laid out by the memory plan `plan`; with
     `threads` False the library runs on the caller's thread only and needs no pthreads.
     `backend` names an entry of BACKENDS. With `compress` the weights are stored Huffman
-    coded (huffman.py) and decoded by NAME_init (or the first run) into a static buffer."""
+    coded (huffman.py) and decoded by NAME_init (or the first run) into a static buffer.
+    With `sanitize` (a build with AddressSanitizer) each weight array is followed by a
+    redzone of REDZONE bytes, which NAME.c poisons at start-up: the sanitizer sees no other
+    memory than the C it compiles, and the weights are assembled."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise EdgecError(f"library name '{name}' is not a C identifier; pass --name")
     if backend not in BACKENDS:
         raise EdgecError(f"unknown backend '{backend}'; one of {', '.join(BACKENDS)}")
-    be = BACKENDS[backend](target, name)
+    be = BACKENDS[backend](target, name, sanitize)
     prog = build_program(graph, plan, target, name, be.prefix)
     printer = _RunPrinter(be)
     calls = printer.run(prog)
@@ -210,8 +222,9 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     helpers = [*(isa.helpers if vectors else ()), *([dispatch.helpers] if dispatch else [])]
     up = name.upper()
     ws = prog.workspace_bytes
-    coded = _coded_weights(prog.weights, name) if compress else None
-    blob, asm = coded[:2] if coded else _weights(prog.weights, name)
+    redzone = REDZONE if sanitize else 0
+    coded = _coded_weights(prog.weights, name, redzone) if compress else None
+    blob, asm = coded[:2] if coded else _weights(prog.weights, name, redzone)
     externs = [f"extern {'' if coded else 'const '}{r.type(v.dtype)} {sym}"
                f"[{max(v.type.numel, 1)}];" for sym, v in prog.weights]
     nbytes = sum(v.const.nbytes for _, v in prog.weights)
@@ -233,6 +246,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
          *(k + "\n" for k in micro.values()), *be.glue(name),
          *(k + "\n" for k in printer.kernels)]
     c += _api_functions(graph, name, up) + _init_function(name, coded[2] if coded else None)
+    if sanitize:
+        c += _poison_redzones(name, prog.weights)
     if dispatch:
         c += [f"int {name}_dot_product_kernels(void)", "{", f"    return {dispatch.test};", "}",
               ""]
@@ -274,7 +289,8 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     return src
 
 
-def _weights(weights: list[tuple[str, Value]], name: str) -> tuple[bytes, str]:
+def _weights(weights: list[tuple[str, Value]], name: str, redzone: int = 0
+             ) -> tuple[bytes, str]:
     parts, offset = [], 0
     asm = [f"/* {name}_weights.S: generated by edgec. Each weight is a read-only, "
            f"{ALIGN}-byte aligned array",
@@ -287,6 +303,7 @@ def _weights(weights: list[tuple[str, Value]], name: str) -> tuple[bytes, str]:
                 f"    .type {sym}, %object", f"    .size {sym}, {max(len(data), 1)}", f"{sym}:"]
         asm.append(f'    .incbin "{name}.weights.bin", {offset}, {len(data)}' if data
                    else "    .zero 1")
+        asm += [f"    .zero {redzone}"] if redzone else []
         pad = -len(data) % ALIGN
         parts += [data, b"\0" * pad]
         offset += len(data) + pad
@@ -294,7 +311,7 @@ def _weights(weights: list[tuple[str, Value]], name: str) -> tuple[bytes, str]:
     return b"".join(parts), "\n".join(asm)
 
 
-def _coded_weights(weights: list[tuple[str, Value]], name: str
+def _coded_weights(weights: list[tuple[str, Value]], name: str, redzone: int = 0
                    ) -> tuple[bytes, str, list[tuple[int, int, int, int, int]], int]:
     """(coded blob, NAME_weights.S, [(buffer offset, bytes, blob offset, blob bytes,
     alphabet: 0 stored as it is, else its symbols)] per array, buffer bytes): each array
@@ -321,15 +338,31 @@ def _coded_weights(weights: list[tuple[str, Value]], name: str
         off += -off % ALIGN
         asm += [f"    .balign {ALIGN}", f"    .globl {sym}", f"    .hidden {sym}",
                 f"    .type {sym}, %object", f"    .size {sym}, {max(len(data), 1)}", f"{sym}:",
-                f"    .zero {max(len(data), 1)}"]
+                f"    .zero {max(len(data), 1) + redzone}"]
         ca = code_array(data)
         arrays.append((off, len(data), at, len(ca.data), ca.alphabet))
         blob.append(ca.data)
         at += len(ca.data)
-        off += max(len(data), 1)
+        off += max(len(data), 1) + redzone
     off += -off % ALIGN
     asm += [f"    .balign {ALIGN}", "", '    .section .note.GNU-stack,"",%progbits', ""]
     return b"".join(blob), "\n".join(asm), arrays, off
+
+
+def _poison_redzones(name: str, weights: list[tuple[str, Value]]) -> list[str]:
+    """A constructor that poisons the redzone after each weight array (`generate`): from the
+    array's end to the next array's start, REDZONE bytes or more."""
+    if not weights:
+        return []
+    zones = [(sym, max(v.const.size * v.dtype.np.itemsize, 1)) for sym, v in weights]
+    return ["#ifdef __SANITIZE_ADDRESS__", "#include <sanitizer/asan_interface.h>",
+            "/* --sanitize: a kernel that reads past a weight array reads poisoned memory */",
+            f"__attribute__((constructor)) static void {name}_poison_redzones(void)", "{",
+            "    static const struct { const char *end; size_t bytes; } zones[] = {",
+            *(f"        {{(const char *){sym} + {n}, {REDZONE + -n % ALIGN}}},"
+              for sym, n in zones), "    };",
+            "    for (size_t k = 0; k < sizeof zones / sizeof zones[0]; ++k)",
+            "        ASAN_POISON_MEMORY_REGION(zones[k].end, zones[k].bytes);", "}", "#endif", ""]
 
 
 def _init_function(name: str, arrays: list | None) -> list[str]:
@@ -408,6 +441,32 @@ def _api_functions(graph: Graph, name: str, up: str) -> list[str]:
     return out
 
 
+def _index_ops(graph: Graph) -> set[str]:
+    """The ops of `graph` and its subgraphs that read index tensors (the "indices" trait)."""
+    ops = set()
+    for n in graph.nodes:
+        if "indices" in get_op(n.op).traits:
+            ops.add(n.op)
+        for a in n.attrs.values():
+            for g in a if isinstance(a, list) else [a]:
+                if isinstance(g, Graph):
+                    ops |= _index_ops(g)
+    return ops
+
+
+def _out_of_range_note(graph: Graph) -> list[str]:
+    """The header's paragraph on out-of-range indices (ir/ops/tensor.py), for a model that
+    reads indices at run time."""
+    ops = sorted(_index_ops(graph))
+    if not ops:
+        return []
+    return [f"/* Out-of-range indices ({', '.join(ops)} in this model): ONNX leaves them",
+            " * undefined; here an index i into an axis of n elements reads, or a scatter",
+            " * writes, element clamp(i < 0 ? i + n : i, 0, n - 1) (i + n only where ONNX lets",
+            " * indices count from the end), never outside the buffer: past the end is the last",
+            " * element, before the start the first. OneHot gives off_value, as ONNX says. */"]
+
+
 def _header(graph: Graph, name: str, up: str, ws: int, source: str,
             dot_product_kernels: bool = False, weights_buffer: int = 0) -> str:
     lines = [f"/* {name}.h: the API of lib{name}.a, generated by edgec {__version__}"
@@ -420,6 +479,7 @@ def _header(graph: Graph, name: str, up: str, ws: int, source: str,
              f" * a status that {name}_status_string() explains. Not reentrant on one",
              f" * workspace. Inputs and outputs aligned to {up}_WORKSPACE_ALIGN run fastest",
              " * (a vector store that straddles two cache lines costs two). */",
+             *_out_of_range_note(graph),
              f"#ifndef {up}_H", f"#define {up}_H", "", "#include <stddef.h>", "#include <stdint.h>",
              "", c_source("edgec_types.h").strip(), "",
              "#ifdef __cplusplus", 'extern "C" {', "#endif", "",

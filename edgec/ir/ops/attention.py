@@ -132,7 +132,7 @@ def _infer_rotary(inputs, *, interleaved, num_heads, rotary_embedding_dim):
     return inputs[0].type
 
 
-@op("RotaryEmbedding", inputs=(3, 4), infer=_infer_rotary, attrs={
+@op("RotaryEmbedding", inputs=(3, 4), infer=_infer_rotary, traits=("indices",), attrs={
     "interleaved": Attr.int(0), "num_heads": Attr.int(None),
     "rotary_embedding_dim": Attr.int(0)})
 def rotary_embedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved, num_heads,

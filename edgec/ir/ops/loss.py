@@ -68,7 +68,7 @@ def nll(logp: np.ndarray, target: np.ndarray, weight: np.ndarray | None,
         return np.asarray(total / w.sum(dtype=lp.dtype), lp.dtype)
 
 
-@op("NegativeLogLikelihoodLoss", inputs=(2, 3), attrs=LOSS_ATTRS,
+@op("NegativeLogLikelihoodLoss", inputs=(2, 3), attrs=LOSS_ATTRS, traits=("indices",),
     infer=lambda inputs, *, ignore_index, reduction: _infer_loss(
         "NegativeLogLikelihoodLoss", inputs, reduction)[:1])
 def negative_log_likelihood_loss(x, target, weight=None, *, ignore_index, reduction):
@@ -85,6 +85,7 @@ def log_softmax_classes(x: np.ndarray) -> np.ndarray:
 
 
 @op("SoftmaxCrossEntropyLoss", inputs=(2, 3), outputs=(1, 2), attrs=LOSS_ATTRS,
+    traits=("indices",),
     infer=lambda inputs, *, ignore_index, reduction: _infer_loss(
         "SoftmaxCrossEntropyLoss", inputs, reduction))
 def softmax_cross_entropy_loss(scores, labels, weights=None, *, ignore_index, reduction):

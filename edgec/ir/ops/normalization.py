@@ -264,7 +264,7 @@ def _infer_max_unpool(inputs, *, kernel_shape, pads, strides):
     return x.with_shape(x.shape[:2] + tuple(out))
 
 
-@op("MaxUnpool", inputs=(2, 3), infer=_infer_max_unpool,
+@op("MaxUnpool", inputs=(2, 3), infer=_infer_max_unpool, traits=("indices",),
     attrs={"kernel_shape": Attr.ints(), "pads": Attr.ints(), "strides": Attr.ints()})
 def max_unpool(x, indices, output_shape=None, *, kernel_shape, pads, strides):
     """Zeros, with each X[i] written at flat index I[i] of Y (indices clipped into range,
@@ -340,7 +340,7 @@ def roi_region(roi, spatial_scale: float, half_pixel: bool, out_h: int, out_w: i
     return y1, x1, h, w, max(gh, 0), max(gw, 0)
 
 
-@op("RoiAlign", inputs=3, infer=_infer_roi_align, attrs={
+@op("RoiAlign", inputs=3, infer=_infer_roi_align, traits=("indices",), attrs={
     "coordinate_transformation_mode": Attr.str("half_pixel"), "mode": Attr.str("avg"),
     "output_height": Attr.int(1), "output_width": Attr.int(1), "sampling_ratio": Attr.int(0),
     "spatial_scale": Attr.float(1.0)})

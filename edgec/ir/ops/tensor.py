@@ -7,6 +7,16 @@ Shape-like inputs (Reshape's shape, Slice's starts, ...) must be compile-time co
 must the inputs that fix a selection's size (Compress's condition, NonZero's and Unique's
 input). Index tensors read at run time follow onnxruntime: negative indices count from the
 end of their axis; a scatter applies its updates in order (with no reduction the last wins).
+
+Out-of-range indices (ONNX leaves them undefined; onnxruntime stops with an error, which a C
+kernel cannot): an index i into an axis of size n, read at run time, is taken as
+    j = clamp(i + n if i < 0 else i, 0, n - 1)
+(i + n only where ONNX lets indices count from the end: Gather, GatherElements, GatherND,
+ScatterElements, ScatterND), so past the end reads, and a scatter writes, the last element,
+and below -n the first. TensorScatter's linear positions, MaxUnpool's indices, RoiAlign's
+batch indices, the losses' targets and RotaryEmbedding's positions clamp the same way; OneHot
+gives off_value, as ONNX says. The kernels do the same. The ops that read indices carry the
+"indices" trait. Constant indices out of range are an error at compile time.
 """
 
 from __future__ import annotations
@@ -147,12 +157,10 @@ def _check_indices(opname: str, idx: np.ndarray, dim: int) -> None:
                       f"of size {dim}")
 
 
-@op("Gather", inputs=2, attrs={"axis": Attr.int(0)}, infer=_infer_gather)
+@op("Gather", inputs=2, attrs={"axis": Attr.int(0)}, infer=_infer_gather, traits=("indices",))
 def gather(data, indices, *, axis):
     a = norm_axis("Gather", axis, data.ndim)
-    _check_indices("Gather", indices, data.shape[a])
-    idx = np.where(indices < 0, indices + data.shape[a], indices).astype(np.int64)
-    return np.take(data, idx, axis=a)
+    return np.take(data, _clamp_indices(indices, data.shape[a]), axis=a)
 
 
 def _infer_concat(inputs, *, axis):
@@ -471,10 +479,11 @@ def _index_type(opname: str, t: TensorType, what: str = "indices") -> None:
         _fail(opname, f"{what} must be int32 or int64, got {t}")
 
 
-def _wrapped(idx: np.ndarray, dims) -> np.ndarray:
-    """Indices with negative values counted from the end of their axis, as int64."""
-    idx = idx.astype(np.int64)
-    return np.where(idx < 0, idx + np.asarray(dims, np.int64), idx)
+def _clamp_indices(idx: np.ndarray, dims) -> np.ndarray:
+    """Indices into axes of sizes `dims` (broadcast against the last axis of `idx`) as int64:
+    negative ones counted from the end, then clamped into [0, n) (the module's docstring)."""
+    idx, n = idx.astype(np.int64), np.asarray(dims, np.int64)
+    return np.clip(np.where(idx < 0, idx + n, idx), 0, n - 1)
 
 
 def _check_nd_indices(opname: str, idx: np.ndarray, dims) -> None:
@@ -505,15 +514,15 @@ def _infer_gather_elements(inputs, *, axis):
 def _element_coords(indices: np.ndarray, a: int, dim: int) -> tuple[np.ndarray, ...]:
     """Full coordinates of every element of `indices`, axis `a` replaced by its value."""
     coords = list(np.indices(indices.shape, sparse=True))
-    coords[a] = _wrapped(indices, dim)
+    coords[a] = _clamp_indices(indices, dim)
     return tuple(coords)
 
 
-@op("GatherElements", inputs=2, attrs={"axis": Attr.int(0)}, infer=_infer_gather_elements)
+@op("GatherElements", inputs=2, attrs={"axis": Attr.int(0)}, infer=_infer_gather_elements,
+    traits=("indices",))
 def gather_elements(data, indices, *, axis):
     """y[i, j, k] = data[indices[i, j, k], j, k] (for axis 0); negative indices wrap."""
     a = norm_axis("GatherElements", axis, data.ndim)
-    _check_indices("GatherElements", indices, data.shape[a])
     return data[_element_coords(indices, a, data.shape[a])]
 
 
@@ -542,17 +551,17 @@ def _infer_gather_nd(inputs, *, batch_dims):
     return data.with_shape(shape)
 
 
-@op("GatherND", inputs=2, attrs={"batch_dims": Attr.int(0)}, infer=_infer_gather_nd)
+@op("GatherND", inputs=2, attrs={"batch_dims": Attr.int(0)}, infer=_infer_gather_nd,
+    traits=("indices",))
 def gather_nd(data, indices, *, batch_dims):
     """y[b, i] = data[b, indices[b, i, 0], ..., indices[b, i, last-1], :] per batch b."""
     b = batch_dims
     shape = gather_nd_shape("GatherND", data.shape, indices.shape, b)
     last = indices.shape[-1]
     dims = data.shape[b:b + last]
-    _check_nd_indices("GatherND", indices, dims)
     batch = math.prod(data.shape[:b])
     d = data.reshape((batch,) + data.shape[b:])
-    ix = _wrapped(indices.reshape(batch, -1, last), dims)
+    ix = _clamp_indices(indices.reshape(batch, -1, last), dims)
     rows = [d[k][tuple(ix[k].T)] for k in range(batch)]
     return np.stack(rows).reshape(shape) if rows else np.zeros(shape, data.dtype)
 
@@ -590,12 +599,11 @@ def _infer_scatter_elements(inputs, *, axis, reduction):
     return data
 
 
-@op("ScatterElements", inputs=3, infer=_infer_scatter_elements,
+@op("ScatterElements", inputs=3, infer=_infer_scatter_elements, traits=("indices",),
     attrs={"axis": Attr.int(0), "reduction": Attr.str("none")})
 def scatter_elements(data, indices, updates, *, axis, reduction):
     """A copy of data with y[indices[i, j], j] (op)= updates[i, j] (axis 0), in order."""
     a = norm_axis("ScatterElements", axis, data.ndim)
-    _check_indices("ScatterElements", indices, data.shape[a])
     out = data.copy()
     coords = np.broadcast_arrays(*_element_coords(indices, a, data.shape[a]))
     at = np.ravel_multi_index(tuple(c.reshape(-1) for c in coords), data.shape) if \
@@ -620,14 +628,14 @@ def _infer_scatter_nd(inputs, *, reduction):
     return data
 
 
-@op("ScatterND", inputs=3, attrs={"reduction": Attr.str("none")}, infer=_infer_scatter_nd)
+@op("ScatterND", inputs=3, attrs={"reduction": Attr.str("none")}, infer=_infer_scatter_nd,
+    traits=("indices",))
 def scatter_nd(data, indices, updates, *, reduction):
     """A copy of data with y[indices[i]] (op)= updates[i] (whole slices), in order."""
     last = indices.shape[-1]
     dims = data.shape[:last]
-    _check_nd_indices("ScatterND", indices, dims)
     out = data.copy()
-    ix = _wrapped(indices.reshape(-1, last), dims)
+    ix = _clamp_indices(indices.reshape(-1, last), dims)
     rows = np.ravel_multi_index(tuple(ix.T), dims) if ix.size else np.zeros(len(ix), np.int64)
     inner = math.prod(data.shape[last:])
     _scatter_into(out.reshape(-1, inner), rows, updates.reshape(-1, inner), reduction)
@@ -651,11 +659,12 @@ def _infer_tensor_scatter(inputs, *, mode, axis):
     return cache
 
 
-@op("TensorScatter", inputs=(2, 3), infer=_infer_tensor_scatter,
+@op("TensorScatter", inputs=(2, 3), infer=_infer_tensor_scatter, traits=("indices",),
     attrs={"mode": Attr.str("linear"), "axis": Attr.int(-2)})
 def tensor_scatter(past_cache, update, write_indices=None, *, mode, axis):
     """A cache update: y = past_cache, then y[b, .., w[b] + s, ..] = update[b, .., s, ..] for
-    each batch b and step s (positions modulo the axis size in circular mode)."""
+    each batch b and step s (positions modulo the axis size in circular mode, clamped into
+    it in linear mode, in order: a step past the end overwrites the last row)."""
     a = norm_axis("TensorScatter", axis, past_cache.ndim)
     n, steps = past_cache.shape[a], update.shape[a]
     w = np.zeros(past_cache.shape[0], np.int64) if write_indices is None else \
@@ -663,11 +672,10 @@ def tensor_scatter(past_cache, update, write_indices=None, *, mode, axis):
     out = past_cache.copy()
     for b in range(past_cache.shape[0]):
         pos = w[b] + np.arange(steps)
-        pos = pos % n if mode == "circular" else pos
-        if steps and (pos.min() < 0 or pos.max() >= n):
-            _fail("TensorScatter", f"write index {w[b]} + {steps} steps overruns axis {axis} "
-                                   f"of size {n}")
-        np.moveaxis(out[b], a - 1, 0)[pos] = np.moveaxis(update[b], a - 1, 0)  # views of out
+        pos = pos % n if mode == "circular" else np.clip(pos, 0, n - 1)
+        rows, src = np.moveaxis(out[b], a - 1, 0), np.moveaxis(update[b], a - 1, 0)  # views
+        for s in range(steps):  # in order: clamped positions repeat, and the last step wins
+            rows[pos[s]] = src[s]
     return out
 
 
@@ -689,7 +697,7 @@ def one_hot_depth(inputs) -> int:
     return int(depth.reshape(()))
 
 
-@op("OneHot", inputs=3, attrs={"axis": Attr.int(-1)}, infer=_infer_one_hot)
+@op("OneHot", inputs=3, attrs={"axis": Attr.int(-1)}, infer=_infer_one_hot, traits=("indices",))
 def one_hot(indices, depth, values, *, axis):
     """y = on_value where the new axis' position equals the index (negative indices count
     from depth; float indices truncate), off_value elsewhere, out-of-range indices included."""

@@ -5,6 +5,19 @@
 #include <immintrin.h>
 #include "edgec_runtime.h"
 
+/* --sanitize: the 8 lanes of a gather p[idx[l]] checked (edgec_asan_check) */
+#ifdef __SANITIZE_ADDRESS__
+__attribute__((always_inline)) static inline void edgec_asan_gather8(const float *p, __m256i idx)
+{
+    int32_t i[8];
+    _mm256_storeu_si256((__m256i *)(void *)i, idx);
+    for (int l = 0; l < 8; ++l)
+        edgec_asan_check(p + i[l], sizeof *p, 0);
+}
+#else
+#define edgec_asan_gather8(p, idx) ((void)(p), (void)(idx))
+#endif
+
 static inline __m256i edgec_mask8(ptrdiff_t n)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -5,6 +5,19 @@
 #include <immintrin.h>
 #include "edgec_runtime.h"
 
+/* --sanitize: the 16 lanes of a gather p[idx[l]] checked (edgec_asan_check) */
+#ifdef __SANITIZE_ADDRESS__
+__attribute__((always_inline)) static inline void edgec_asan_gather16(const float *p, __m512i idx)
+{
+    int32_t i[16];
+    _mm512_storeu_si512((void *)i, idx);
+    for (int l = 0; l < 16; ++l)
+        edgec_asan_check(p + i[l], sizeof *p, 0);
+}
+#else
+#define edgec_asan_gather16(p, idx) ((void)(p), (void)(idx))
+#endif
+
 #define EDGEC_MASK16(n) ((__mmask16)((1u << (n)) - 1u))
 /* kernel-IR mulshift (edgec_mulshift of each lane, 33 <= s <= 62): vpmuldq multiplies the
    even lanes, and the odd lanes moved down, into 64 bits; one masked shuffle gathers the high

@@ -13,6 +13,7 @@
  * NAME_run's status, after "dot_product_kernels 0|1" (NAME_dot_product_kernels()) where the
  * library has it. Exit status: 0 when NAME_run returned EDGEC_OK, 1 when it returned
  * another status, 2 when the runner itself failed (usage, I/O, memory; said on stderr). */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,9 @@
 #define MODEL(fn) EDGEC_CAT(EDGEC_MODEL, fn)
 
 /* Every buffer is 64-byte aligned, as the workspace must be and as the Python loader
- * aligns it; buffers of zero bytes still get a real pointer, since NAME_run rejects NULL. */
+ * aligns it, and exactly as long as the library says (so that AddressSanitizer, in a
+ * sanitized build, sees an access past its end); buffers of zero bytes still get a real
+ * pointer, since NAME_run rejects NULL. */
 #define ALIGN 64
 
 static void *raw[EDGEC_NUM_INPUTS + EDGEC_NUM_OUTPUTS + 1];
@@ -33,15 +36,13 @@ static int nraw;
 
 static void *aligned_buffer(size_t nbytes)
 {
-    /* malloc and round up by hand: the runner builds with the library's -std=c99 */
-    char *p = malloc(nbytes + ALIGN);
-    if (p == NULL) {
+    void *p = NULL;
+    if (posix_memalign(&p, ALIGN, nbytes ? nbytes : 1) != 0) {
         fprintf(stderr, "edgec_runner: out of memory (%zu bytes)\n", nbytes);
         exit(2);
     }
-    memset(p, 0, nbytes + ALIGN);
-    raw[nraw++] = p;
-    return p + (ALIGN - (uintptr_t)p % ALIGN) % ALIGN;
+    memset(p, 0, nbytes ? nbytes : 1);
+    return raw[nraw++] = p;
 }
 
 static void read_input(const char *path, void *dst, size_t nbytes)

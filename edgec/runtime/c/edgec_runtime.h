@@ -130,4 +130,23 @@ static inline int edgec_is_aligned(const void *p, size_t align)
 {
     return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
 }
+
+/* edgec compile --sanitize: AddressSanitizer checks C's memory accesses, but not x86's masked
+ * loads and stores or gathers (builtins, not accesses it instruments); a sanitized library
+ * checks their bytes first (renderers/c_isas.py `sanitized`): an access to a poisoned byte,
+ * made here through C, stops the program with the sanitizer's report. */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+__attribute__((always_inline)) static inline void edgec_asan_check(const void *p, size_t bytes,
+                                                                   int write)
+{
+    volatile char *bad = (volatile char *)__asan_region_is_poisoned((void *)p, bytes);
+    if (bad != NULL && write)
+        *bad = 0;
+    else if (bad != NULL)
+        (void)*bad;
+}
+#else
+#define edgec_asan_check(p, bytes, write) ((void)(p), (void)(bytes), (void)(write))
+#endif
 #endif

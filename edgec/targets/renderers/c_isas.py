@@ -227,6 +227,25 @@ NEON_ARMV7 = VectorISA(
 
 VECTOR_ISAS = {isa.name: isa for isa in (AVX512, AVX2, NEON, NEON_ARMV7)}
 
+# x86's masked loads and stores and gathers, which AddressSanitizer does not see, and whether
+# each writes (NEON's go through C arrays and loads, which it sees)
+_UNSEEN = {"load_n": 0, "store_n": 1, "store_narrow_n": 1, "gather": 0}
+
+
+def sanitized(isa: VectorISA) -> VectorISA:
+    """An x86 `isa` for a build with AddressSanitizer (edgec compile --sanitize): each of its
+    masked loads and stores checks the bytes of its {n} lanes first, each gather those of
+    its lanes (edgec_runtime.h edgec_asan_check, the ISA header's edgec_asan_gather<L>)."""
+    ops = {}
+    for (op, dt), text in isa.ops.items():
+        if op == "gather":
+            text = f"(edgec_asan_gather{isa.lanes(dt)}({{p}}, {{a}}), {text})"
+        elif op in _UNSEEN:
+            size = 1 if op == "store_narrow_n" else dt.itemsize
+            text = f"(edgec_asan_check({{p}}, (size_t)({{n}}) * {size}, {_UNSEEN[op]}), {text})"
+        ops[(op, dt)] = text
+    return replace(isa, ops=ops)
+
 
 @dataclass(frozen=True)
 class Dispatch:
