@@ -113,9 +113,11 @@ def _qlinear_conv_ort(x, w, b, sx, zx, sw, sy, zy, **attrs) -> np.ndarray:
 def test_blocked_qlinear_conv_against_onnxruntime(c, m, k, s, group, xb):
     b = 8
     x = RNG.integers(0, 256, (1, c, 9, 7)).astype(np.uint8)
-    w = RNG.integers(-127, 128, (m, c // group, k, k)).astype(np.int8)
+    # 7-bit weights: onnxruntime's uint8 x int8 kernel on AVX2 hosts without VNNI sums
+    # products pairwise in saturating int16 (vpmaddubsw), exact only while 2*255*|w| < 2^15
+    w = RNG.integers(-64, 64, (m, c // group, k, k)).astype(np.int8)
     bias = RNG.integers(-500, 500, m).astype(np.int32)
-    sw = RNG.uniform(0.001, 0.01, m).astype(np.float32)
+    sw = RNG.uniform(0.002, 0.02, m).astype(np.float32)
     p = k // 2
     attrs = {"strides": [s, s], "pads": [p, p, p, p], "group": group, "dilations": [1, 1]}
     want = _qlinear_conv_ort(x, w, bias, 0.02, 100, sw, 0.5, 30, **attrs)

@@ -146,6 +146,10 @@ def one_node(op, shapes, attrs, consts=None):
      None, "batch_indices"),
     ("RoiAlign", [((1, 2, 4, 4), DType.F32), ((3, 4), DType.F32), ((3,), DType.I64)],
      {"mode": "median"}, None, "mode"),
+    ("RoiAlign", [((0, 2, 4, 4), DType.F32), ((3, 4), DType.F32), ((3,), DType.I64)], {},
+     None, "no image or an empty map"),  # a batch index has no image to land on
+    ("RoiAlign", [((1, 2, 0, 4), DType.F32), ((3, 4), DType.F32), ((3,), DType.I64)], {},
+     None, "no image or an empty map"),
 ])
 def test_shape_errors(op, shapes, attrs, consts, match):
     with pytest.raises(ShapeError, match=match):

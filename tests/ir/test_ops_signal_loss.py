@@ -54,6 +54,11 @@ def test_loss_shape_errors():
     t = g.add_input("t2", TensorType((2, 4), DType.I64))
     with pytest.raises(ShapeError, match="reduction"):
         g.add_node("SoftmaxCrossEntropyLoss", [x, t], {"reduction": "max"})
+    x0 = g.add_input("x0", TensorType((2, 0), DType.F32))  # no class for a target to pick
+    t0 = g.add_input("t0", TensorType((2,), DType.I64))
+    for opname in ("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"):
+        with pytest.raises(ShapeError, match="no classes"):
+            g.add_node(opname, [x0, t0], {})
 
 
 # -- windows, DFT, STFT ------------------------------------------------------------------------

@@ -124,6 +124,45 @@ def test_compress_needs_constant_condition():
         g.add_node("Compress", [x, c])
 
 
+EMPTY_AXIS_LOOKUPS = [  # (op, data shape, indices shape, extra attrs): axis 0 is empty
+    ("Gather", (0, 3), (2,), {}), ("GatherElements", (0, 3), (1, 3), {}),
+    ("GatherND", (0, 3), (2, 1), {}), ("ScatterElements", (0, 3), (1, 3), {}),
+    ("ScatterND", (0, 3), (2, 1), {}), ("GatherND", (2, 0, 3), (2, 4, 1), {"batch_dims": 1}),
+]
+
+
+def _lookup_graph(opname, data_shape, idx_shape, attrs):
+    g = Graph()
+    x = g.add_input("x", TensorType(data_shape, DType.F32))
+    i = g.add_input("i", TensorType(idx_shape, DType.I64))  # run-time indices: no constant
+    ins = [x, i]
+    if opname.startswith("Scatter"):
+        upd = idx_shape if opname == "ScatterElements" else idx_shape[:-1] + data_shape[1:]
+        ins.append(g.add_input("u", TensorType(upd, DType.F32)))
+    return g, ins
+
+
+@pytest.mark.parametrize("opname,data_shape,idx_shape,attrs", EMPTY_AXIS_LOOKUPS)
+def test_lookup_into_empty_axis_is_refused(opname, data_shape, idx_shape, attrs):
+    """No index is in range on an axis of size 0, so the clamp that run-time indices get has
+    nothing to land on: the op is refused at build time rather than read out of bounds."""
+    g, ins = _lookup_graph(opname, data_shape, idx_shape, attrs)
+    with pytest.raises(ShapeError, match=f"{opname}: .*axis of size 0"):
+        g.add_node(opname, ins, attrs)
+
+
+@pytest.mark.parametrize("opname,data_shape,idx_shape,attrs", EMPTY_AXIS_LOOKUPS)
+def test_no_lookups_into_empty_axis_are_fine(opname, data_shape, idx_shape, attrs):
+    """With no lookups (an index dim of 0), an empty axis is legal, as onnxruntime has it."""
+    idx_shape = (0,) + idx_shape[1:] if "batch_dims" not in attrs else (2, 0, 1)
+    idx = np.zeros(idx_shape, np.int64)
+    ins = [rand(*data_shape), idx]
+    if opname.startswith("Scatter"):
+        upd = idx_shape if opname == "ScatterElements" else idx_shape[:-1] + data_shape[1:]
+        ins.append(rand(*upd, seed=1))
+    check(opname, ins, attrs)
+
+
 def test_nonzero():
     check("NonZero", [np.array([[1, 0, 3], [0, 0, 2]], np.int32)], consts=(0,))
     check("NonZero", [np.array([0.0, 1.0, -2.0], np.float32)], consts=(0,))

@@ -37,6 +37,9 @@ def _infer_loss(opname: str, inputs, reduction: str) -> list[TensorType]:
     if t.shape != x.shape[:1] + x.shape[2:]:
         _fail(opname, f"target {t} must have the input's shape without the class axis "
                       f"{list(x.shape[:1] + x.shape[2:])}")
+    if t.numel and x.shape[1] == 0:
+        _fail(opname, f"{t.numel} target(s) cannot pick a class from input {x}, which has "
+                      f"no classes")
     w = inputs[2] if len(inputs) > 2 else None
     if w is not None and (w.shape != (x.shape[1],) or w.dtype != x.dtype):
         _fail(opname, f"weight must be {x.dtype}[{x.shape[1]}] (one per class), got {w.type}")

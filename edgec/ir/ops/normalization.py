@@ -296,6 +296,9 @@ def _infer_roi_align(inputs, *, coordinate_transformation_mode, mode, output_hei
         _fail("RoiAlign", f"rois must be {x.dtype}[num_rois, 4], got {rois}")
     if idx.shape != rois.shape[:1] or idx.dtype != DType.I64:
         _fail("RoiAlign", f"batch_indices must be i64[{rois.shape[0]}], got {idx}")
+    if rois.shape[0] and x.shape[1] and 0 in (x.shape[0],) + x.shape[2:]:
+        _fail("RoiAlign", f"{rois.shape[0]} region(s) cannot be pooled from X {x}, which has "
+                          f"no image or an empty map (no batch index or pixel to land on)")
     if coordinate_transformation_mode not in _ROI_MODES:
         _fail("RoiAlign", f"coordinate_transformation_mode {coordinate_transformation_mode!r} "
                           f"is not one of {_ROI_MODES}")

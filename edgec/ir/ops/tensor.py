@@ -146,9 +146,21 @@ def _infer_gather(inputs, *, axis):
     if idx.dtype not in (DType.I32, DType.I64):
         _fail("Gather", f"indices must be int32 or int64, got {idx}")
     a = norm_axis("Gather", axis, data.rank)
+    _check_axes_to_index("Gather", idx, (data.shape[a],))
     if inputs[1].const is not None:
         _check_indices("Gather", inputs[1].const, data.shape[a])
     return data.with_shape(data.shape[:a] + idx.shape + data.shape[a + 1:])
+
+
+def _check_axes_to_index(opname: str, idx: TensorType, dims: tuple[int, ...],
+                         n_lookups: int | None = None) -> None:
+    """Refuse lookups into an axis of size 0: no index is in range there, so even the
+    clamp that run-time indices get (see _clamp_indices) has nothing to land on."""
+    n = idx.numel if n_lookups is None else n_lookups
+    if n and 0 in dims:
+        _fail(opname, f"indices {idx} look up {n} element(s) along an axis of size 0 "
+                      f"(indexed dims {list(dims)}); make that axis non-empty or the "
+                      f"indices empty")
 
 
 def _check_indices(opname: str, idx: np.ndarray, dim: int) -> None:
@@ -506,6 +518,7 @@ def _elements_shapes(opname: str, data: TensorType, idx: TensorType, axis: int) 
 def _infer_gather_elements(inputs, *, axis):
     data, idx = inputs[0].type, inputs[1].type
     a = _elements_shapes("GatherElements", data, idx, axis)
+    _check_axes_to_index("GatherElements", idx, (data.shape[a],))
     if inputs[1].const is not None:
         _check_indices("GatherElements", inputs[1].const, data.shape[a])
     return data.with_shape(idx.shape)
@@ -545,8 +558,10 @@ def _infer_gather_nd(inputs, *, batch_dims):
     if idx.dtype is not DType.I64:
         _fail("GatherND", f"indices must be int64, got {idx}")
     shape = gather_nd_shape("GatherND", data.shape, idx.shape, batch_dims)
+    last = idx.shape[-1]
+    _check_axes_to_index("GatherND", idx, data.shape[batch_dims:batch_dims + last],
+                         math.prod(idx.shape[:-1]))
     if inputs[1].const is not None:
-        last = idx.shape[-1]
         _check_nd_indices("GatherND", inputs[1].const, data.shape[batch_dims:batch_dims + last])
     return data.with_shape(shape)
 
@@ -590,6 +605,7 @@ def _check_reduction(opname: str, reduction: str, data: TensorType) -> None:
 def _infer_scatter_elements(inputs, *, axis, reduction):
     data, idx, upd = (v.type for v in inputs)
     a = _elements_shapes("ScatterElements", data, idx, axis)
+    _check_axes_to_index("ScatterElements", idx, (data.shape[a],))
     _check_reduction("ScatterElements", reduction, data)
     if upd.shape != idx.shape or upd.dtype != data.dtype:
         _fail("ScatterElements", f"updates {upd} must have the shape of indices {idx} and the "
@@ -623,6 +639,7 @@ def _infer_scatter_nd(inputs, *, reduction):
     want = idx.shape[:-1] + data.shape[last:]
     if upd.shape != want or upd.dtype != data.dtype:
         _fail("ScatterND", f"updates {upd} must be {data.dtype}{list(want)}")
+    _check_axes_to_index("ScatterND", idx, data.shape[:last], math.prod(idx.shape[:-1]))
     if inputs[1].const is not None:
         _check_nd_indices("ScatterND", inputs[1].const, data.shape[:last])
     return data
