@@ -2,7 +2,7 @@
 worker subprocess under a time limit.
 
     python scripts/fuzz.py --mutants 10000 [--seed S] [--workers 2] [--timeout 60]
-                           [--keep DIR] [--json FILE]
+                           [--sanitize] [--keep DIR] [--json FILE]
 
 Every mutant is one of the seed models (a small convolutional net, a small attention block)
 with one to three mutations: byte flips or truncation of the serialized file, or edits of its
@@ -18,12 +18,20 @@ Each mutant ends in one outcome:
     bug:<Exception>   any other Python exception: a bug (its traceback is kept)
     hang              the time limit passed (the worker is killed)
     crash             the worker died: a signal in the compiler or in the library
+    crash:library     (--sanitize) the library, built with AddressSanitizer and
+                      UndefinedBehaviorSanitizer, reported a finding or died of a signal
 
 The exit status is 1 when any mutant ended in bug, hang or crash; those mutants are written
 to --keep (default fuzz-failures/) with their traceback, to be replayed with
 `python scripts/fuzz.py --replay FILE.onnx`. Workers run with their address space limited
 (--memory, GiB), so that a huge declared dim shows as a MemoryError (a bug: edgec should have
 refused it up front) rather than swapping the machine.
+
+With --sanitize every mutant is compiled with `sanitize=True` (`edgec compile --sanitize`) and
+its library run as a sanitized program, so an out-of-bounds access or undefined behaviour in
+the generated code shows even where it would not crash. AddressSanitizer reserves terabytes of
+address space for its shadow memory, so sanitized workers run without the --memory limit (a
+plain run is the one that catches a huge declared dim).
 """
 
 from __future__ import annotations
@@ -510,22 +518,24 @@ def make_mutant(index: int, seed: int, folder: Path) -> tuple[str, list[str]]:
 
 # -- the worker --------------------------------------------------------------------------------
 
-def compile_and_run(model: Path, out: Path, ran: set[str] | None = None) -> str:
-    """The outcome of compiling `model` into `out` and running it on random inputs. `ran`
-    holds the digests of the libraries already run (a mutant that compiles to one of those,
-    a renamed tensor say, is not run again: its run would be the same)."""
+def compile_and_run(model: Path, out: Path, ran: set[str] | None = None,
+                    sanitize: bool = False) -> tuple[str, str]:
+    """The outcome of compiling `model` into `out` and running it on random inputs, and its
+    detail (a sanitized library's finding). `ran` holds the digests of the libraries already
+    run (a mutant that compiles to one of those, a renamed tensor say, is not run again: its
+    run would be the same)."""
     import edgec
     from edgec.errors import EdgecError
     from edgec.ir import DType
 
     try:
-        art = edgec.compile(str(model), out, name="fuzzed")
+        art = edgec.compile(str(model), out, name="fuzzed", sanitize=sanitize)
         digest = hashlib.sha1()
         for f in sorted(art.manifest["sources"]) + ["fuzzed.weights.bin", "manifest.json"]:
             if (out / f).exists():
                 digest.update((out / f).read_bytes())
         if ran is not None and digest.hexdigest() in ran:
-            return "ran"
+            return "ran", ""
         lib = edgec.load(art.out_dir)
         rng = np.random.default_rng(0)
         feeds = {}
@@ -538,16 +548,27 @@ def compile_and_run(model: Path, out: Path, ran: set[str] | None = None) -> str:
         lib.run(feeds)
         if ran is not None:
             ran.add(digest.hexdigest())
-        return "ran"
+        return "ran", ""
     except EdgecError as e:
-        return f"refused:{type(e).__name__}"
+        return edgec_error_outcome(e, sanitize)
+
+
+def edgec_error_outcome(e: Exception, sanitize: bool) -> tuple[str, str]:
+    """An EdgecError is a refusal, except from running a sanitized library, where a
+    sanitizer's finding or the program killed by a signal (runtime/emulated.py raises both
+    as an EdgecError) is a fault of the generated code."""
+    msg = str(e)
+    if sanitize and ("Sanitizer:" in msg or " died of " in msg):
+        return "crash:library", msg
+    return f"refused:{type(e).__name__}", ""
 
 
 def worker() -> None:
     """Read mutant paths from stdin, one per line; answer each with a JSON line.
 
-    EDGEC_FUZZ_SELF_TEST=bug|crash|hang makes every job fail that way instead (the harness's
-    own test: each must be counted as such)."""
+    EDGEC_FUZZ_SELF_TEST=bug|crash|hang|sanitizer makes every job fail that way instead (the
+    harness's own test: each must be counted as such; "sanitizer" raises the EdgecError that
+    the loader raises for a sanitizer's finding)."""
     ran: set[str] = set()
     self_test = os.environ.get("EDGEC_FUZZ_SELF_TEST")
     for line in sys.stdin:
@@ -560,7 +581,13 @@ def worker() -> None:
                 os.abort()
             if self_test == "hang":
                 time.sleep(3600)
-            outcome, detail = compile_and_run(model, out, ran), ""
+            if self_test == "sanitizer":
+                from edgec.errors import EdgecError
+                outcome, detail = edgec_error_outcome(EdgecError(
+                    "fuzzed_run: AddressSanitizer: heap-buffer-overflow in k0_gather "
+                    "(fuzzed.c:1); the sanitizer's report is in fuzzed-sanitizer.txt"), True)
+            else:
+                outcome, detail = compile_and_run(model, out, ran, job.get("sanitize", False))
         except BaseException as e:  # noqa: BLE001 - any other exception is what we look for
             outcome, detail = f"bug:{type(e).__name__}", traceback.format_exc()
         shutil.rmtree(out, ignore_errors=True)
@@ -571,8 +598,9 @@ def worker() -> None:
 class Worker:
     """A worker process; `ask` sends it one mutant and waits at most `timeout` seconds."""
 
-    def __init__(self, memory_gib: float):
-        self.memory = int(memory_gib * (1 << 30))
+    def __init__(self, memory_gib: float | None, sanitize: bool = False):
+        self.memory = None if memory_gib is None else int(memory_gib * (1 << 30))
+        self.sanitize = sanitize
         self.proc: subprocess.Popen | None = None
         self.buf = b""
 
@@ -580,7 +608,8 @@ class Worker:
         limit = self.memory
 
         def limits():
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
         env = dict(os.environ, EDGEC_NUM_THREADS="1", OMP_NUM_THREADS="1")
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], env=env,
@@ -591,7 +620,8 @@ class Worker:
     def ask(self, model: Path, out: Path, timeout: float) -> tuple[str, str]:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        job = json.dumps({"model": str(model), "out": str(out)}) + "\n"
+        job = json.dumps({"model": str(model), "out": str(out),
+                          "sanitize": self.sanitize}) + "\n"
         try:
             self.proc.stdin.write(job.encode())
             self.proc.stdin.flush()
@@ -625,9 +655,11 @@ class Worker:
 
 
 def fuzz(mutants: int, seed: int = 0, workers: int = 2, timeout: float = 60.0,
-         memory_gib: float = 4.0, keep: Path | None = None, progress: bool = True) -> dict:
+         memory_gib: float = 4.0, keep: Path | None = None, progress: bool = True,
+         sanitize: bool = False) -> dict:
     """Run `mutants` mutants; {"outcomes": {outcome: count}, "failures": [...],
-    "mutations": {mutation: count}}."""
+    "mutations": {mutation: count}}. With `sanitize` the libraries are built and run with
+    AddressSanitizer and UndefinedBehaviorSanitizer, and the workers have no memory limit."""
     counts: collections.Counter = collections.Counter()
     by_mutation: collections.Counter = collections.Counter()
     failures: list[dict] = []
@@ -642,7 +674,7 @@ def fuzz(mutants: int, seed: int = 0, workers: int = 2, timeout: float = 60.0,
     errors: list[BaseException] = []
 
     def run_slot() -> None:
-        w = Worker(memory_gib)
+        w = Worker(None if sanitize else memory_gib, sanitize)
         try:
             while True:
                 with lock:
@@ -692,12 +724,15 @@ def fuzz(mutants: int, seed: int = 0, workers: int = 2, timeout: float = 60.0,
             "mutations": dict(sorted(by_mutation.items())), "failures": failures}
 
 
-def replay(path: Path) -> int:
+def replay(path: Path, sanitize: bool = False) -> int:
     """Compile and run one saved mutant in this process, printing the outcome (and any
-    traceback): for debugging a failure the fuzzer kept."""
+    traceback or sanitizer finding): for debugging a failure the fuzzer kept."""
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            print(compile_and_run(path, Path(tmp) / "out"))
+            outcome, detail = compile_and_run(path, Path(tmp) / "out", sanitize=sanitize)
+            print(outcome, detail)
+            if outcome.startswith("crash"):
+                return 1
         except Exception:
             traceback.print_exc()
             return 1
@@ -710,7 +745,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant")
-    p.add_argument("--memory", type=float, default=4.0, help="GiB of address space per worker")
+    p.add_argument("--memory", type=float, default=4.0,
+                   help="GiB of address space per worker (not with --sanitize)")
+    p.add_argument("--sanitize", action="store_true",
+                   help="build and run each library with AddressSanitizer and UBSan")
     p.add_argument("--keep", type=Path, default=Path("fuzz-failures"),
                    help="folder for the mutants that ended in bug, hang or crash")
     p.add_argument("--json", type=Path, help="write the outcome counts and failures here")
@@ -721,14 +759,17 @@ def main(argv: list[str] | None = None) -> int:
         worker()
         return 0
     if a.replay:
-        return replay(a.replay)
+        return replay(a.replay, a.sanitize)
     t0 = time.monotonic()
-    result = fuzz(a.mutants, a.seed, a.workers, a.timeout, a.memory, a.keep)
+    result = fuzz(a.mutants, a.seed, a.workers, a.timeout, a.memory, a.keep,
+                  sanitize=a.sanitize)
     result["seconds"] = round(time.monotonic() - t0, 1)
     if a.json:
         a.json.write_text(json.dumps(result, indent=2) + "\n")
     width = max(map(len, result["outcomes"]), default=0)
-    print(f"{a.mutants} mutants (seed {a.seed}) in {result['seconds']} s:")
+    result["sanitize"] = a.sanitize
+    print(f"{a.mutants} mutants (seed {a.seed}{', sanitized' if a.sanitize else ''}) in "
+          f"{result['seconds']} s:")
     for outcome, n in result["outcomes"].items():
         print(f"  {outcome:<{width}}  {n}")
     for f in result["failures"][:20]:

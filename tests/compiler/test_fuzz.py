@@ -36,8 +36,19 @@ def test_mutants_end_in_an_edgec_error_or_a_run(tmp_path):
     assert len(result["mutations"]) == len(fuzz.FIELD_MUTATIONS) + 2, result["mutations"]
 
 
+def test_sanitized_mutants_run_clean(tmp_path):
+    """A bounded --sanitize run: the libraries that mutants compile to, built with
+    AddressSanitizer and UndefinedBehaviorSanitizer, run without a finding."""
+    result = fuzz.fuzz(40, seed=7, workers=2, timeout=120, keep=tmp_path, progress=False,
+                       sanitize=True)
+    report = "\n".join(f"mutant {f['index']} ({', '.join(f['mutations'])}): {f['outcome']}\n"
+                       f"{f['detail']}" for f in result["failures"])
+    assert not result["failures"], report
+    assert result["outcomes"].get("ran", 0) >= 3, result["outcomes"]
+
+
 @pytest.mark.parametrize("mode, outcome", [("bug", "bug:KeyError"), ("crash", "crash"),
-                                           ("hang", "hang")])
+                                           ("hang", "hang"), ("sanitizer", "crash:library")])
 def test_the_harness_counts_failures(tmp_path, monkeypatch, mode, outcome):
     monkeypatch.setenv("EDGEC_FUZZ_SELF_TEST", mode)
     result = fuzz.fuzz(2, seed=1, workers=1, timeout=5, keep=tmp_path, progress=False)
