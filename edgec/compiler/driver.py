@@ -137,13 +137,13 @@ QUANTIZE_BITS = {"int8": 8, "int4": 4, "int3": 3, "int2": 2}
 
 
 def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
-                          sanitize: bool = False) -> None:
+                          sanitize: bool = False, lib: str = "") -> None:
     """Each layer's share of the measured latency (`latency_share`; `other_latency_share` for
     the kernels of no layer: layout changes, padding, the edges' quantize), timing every
     kernel of the built library on up to 4 calibration samples (compiler/profile.py). Where
     the host cannot run the library (a cross target, a missing ISA), there are no samples or
     the library is sanitized (its times would be the sanitizers'), `latency_share` is None
-    and `latency_note` says why."""
+    and `latency_note` says why. `lib`: the library's name (NAME)."""
     from ..passes.quantize import load_samples
     from ..targets.target import missing_host_flags
     from .profile import kernel_times, layer_shares
@@ -165,7 +165,7 @@ def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
             for guest, (host, kernel) in hosts.items():
                 names[host].append(kernel)
                 names[guest] = []
-            shares, other = layer_shares(kernel_times(out, feeds), names)
+            shares, other = layer_shares(kernel_times(out, feeds), names, lib)
         except (EdgecError, KeyError, OSError) as e:
             why = f"timing failed: {e}"
     for x in q["layers"]:
@@ -453,7 +453,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     if "quantization" in graph.meta:
         # the timed copy of the library is loaded through its manifest
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        measure_layer_latency(graph.meta["quantization"], out, calib, graph, tgt, sanitize)
+        measure_layer_latency(graph.meta["quantization"], out, calib, graph, tgt, sanitize,
+                              lib=name)
         manifest["quantization"] = write_quantization_report(graph.meta["quantization"], out,
                                                              log or sys.stderr)
     if report:

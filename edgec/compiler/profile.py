@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-CALL = re.compile(r"^(\s+)(k\d+_(\w+))\((.*)\);$")
+# a kernel call of NAME_run: k<index>_<node>(...) in C; the LLVM backend's kernels are
+# global symbols of its object, named NAME_k<index>_<node>
+CALL = r"^(\s+)((?:{lib}_)?k\d+_\w+)\((.*)\);$"
 TIMER = """
 #include <time.h>
 double edgec_profile_ns[{n}];
@@ -33,8 +35,10 @@ static double edgec_profile_now(void)
 
 def instrument(out_dir: Path, threads: int) -> list[str]:
     """Wrap each kernel call of NAME_run in out_dir's NAME.c in a timer; the kernels' names
-    (k<index>_<node name>), in the order of edgec_profile_ns."""
+    as the manifest gives them (k<index>_<node name>, NAME_k<index>_... for the LLVM
+    backend), in the order of edgec_profile_ns."""
     manifest = json.loads((out_dir / "manifest.json").read_text())
+    call = re.compile(CALL.format(lib=re.escape(manifest["name"])))
     src = out_dir / f"{manifest['name']}.c"
     lines = src.read_text().splitlines()
     start = next(i for i, s in enumerate(lines) if s.startswith(f"int {manifest['name']}_run("))
@@ -42,12 +46,12 @@ def instrument(out_dir: Path, threads: int) -> list[str]:
     for i in range(start, len(lines)):
         if lines[i] == "}":
             break
-        m = CALL.match(lines[i])
+        m = call.match(lines[i])
         if m:
             k = len(kernels)
             kernels.append(m.group(2))
             lines[i] = (f"{m.group(1)}{{ double t_ = edgec_profile_now(); "
-                        f"{m.group(2)}({m.group(4)}); "
+                        f"{m.group(2)}({m.group(3)}); "
                         f"edgec_profile_ns[{k}] += edgec_profile_now() - t_; }}")
     clock = "CLOCK_THREAD_CPUTIME_ID" if threads == 1 else "CLOCK_MONOTONIC"
     lines.insert(start, TIMER.format(n=max(len(kernels), 1), clock=clock))
@@ -86,18 +90,20 @@ def node_key(name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
 
 
-def layer_shares(times: dict[str, float],
-                 layers: dict[str, list[str]]) -> tuple[dict[str, float], float]:
+def layer_shares(times: dict[str, float], layers: dict[str, list[str]],
+                 lib: str = "") -> tuple[dict[str, float], float]:
     """Each layer's share of the total kernel time and the share of the kernels that belong
     to none (layout changes, padding, quantize at the edges). `layers` gives each layer the
     node names its kernels may carry (a fused integer op is named after the output it
-    quantizes: '<output>_QuantizeLinear'); a blocked form adds '_nchwc'."""
+    quantizes: '<output>_QuantizeLinear'); a blocked form adds '_nchwc'. `lib`: the
+    library's name, which the LLVM backend's kernels start with."""
     total = sum(times.values()) or 1.0
     owner = {node_key(n): layer for layer, names in layers.items() for n in names}
     shares = dict.fromkeys(layers, 0.0)
     other = 0.0
     for kernel, ns in times.items():
-        node = re.sub(r"_nchwc$", "", node_key(re.sub(r"^k\d+_", "", kernel)))
+        node = re.sub(r"_nchwc$", "", node_key(
+            re.sub(rf"^(?:{re.escape(lib)}_)?k\d+_" if lib else r"^k\d+_", "", kernel)))
         if node in owner:
             shares[owner[node]] += ns / total
         else:

@@ -84,7 +84,7 @@ def kernel_latency(out: Path, manifest: dict,
         times = kernel_times(out, [feed], runs=LATENCY_RUNS)
     except (EdgecError, OSError, KeyError, ValueError, StopIteration) as e:
         return None, f"not measured: timing failed: {e}"
-    if not times:  # profile.py times the C backend's calls (k0_conv, not the llvm's NAME_k0_conv)
+    if not times:
         return None, f"not measured: no kernel call to time in {manifest['name']}.c"
     return times, ""
 

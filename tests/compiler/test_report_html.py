@@ -133,6 +133,16 @@ def quantized(tmp_path_factory):
                                "--calib", str(calib))
 
 
+@pytest.fixture(scope="module")
+def llvm_quantized(tmp_path_factory):
+    """The LLVM backend, whose kernels are the object's global symbols NAME_k<i>_<node>."""
+    d = tmp_path_factory.mktemp("calib_llvm")
+    calib = d / "calib.npz"
+    np.savez(calib, x=np.random.default_rng(1).standard_normal((8, 3, 16, 16)).astype("f4"))
+    return compile_with_report(tmp_path_factory, "llvmq", "--backend", "llvm", "--quantize",
+                               "int8", "--calib", str(calib))
+
+
 def test_one_file_that_loads_nothing(plain):
     _, out, text, page = plain
     assert json.loads((out / "manifest.json").read_text())["report_html"] == "report.html"
@@ -165,8 +175,9 @@ def test_graph_before_and_after_the_passes(plain):
     assert {op: n for op, (_, n) in ops.items() if n} == manifest["ops"]
 
 
-def test_latency_of_every_kernel(plain):
-    _, out, _, page = plain
+@pytest.mark.parametrize("build", ["plain", "llvm_quantized"])
+def test_latency_of_every_kernel(build, request):
+    _, out, text, page = request.getfixturevalue(build)
     manifest = json.loads((out / "manifest.json").read_text())
     rows = page.records("latency")
     assert [r["kernel"] for r in rows] == [s["kernel"] for s in manifest["kernel_strategies"]]
@@ -174,7 +185,18 @@ def test_latency_of_every_kernel(plain):
     assert all(t >= 0 for t in us) and sum(us) > 0
     shares = [float(r["share"].rstrip("%")) for r in rows]
     assert sum(shares) == pytest.approx(100, abs=0.1 * len(rows))
-    assert 'class="plot"' in section(plain[2], "latency")
+    assert 'class="plot"' in section(text, "latency")
+
+
+def test_llvm_backend_latency_per_layer(llvm_quantized):
+    """The quantization report's share of the latency per layer, timed through the LLVM
+    backend's kernel names: every layer took some, and with the rest it adds up."""
+    _, out, _, _ = llvm_quantized
+    q = json.loads((out / "quantization.json").read_text())
+    assert "latency_note" not in q, q["latency_note"]
+    assert all(x["latency_share"] > 0 for x in q["layers"]), q["layers"]
+    assert sum(x["latency_share"] for x in q["layers"]) + q["other_latency_share"] == \
+        pytest.approx(1, abs=1e-3)
 
 
 def section(text: str, key: str) -> str:
