@@ -187,3 +187,29 @@ def _one_node(node, x_shape, opset=17, inits=()):
 def test_axes_and_lists_that_do_not_fit_the_input(model, match):
     with pytest.raises(FrontendError, match=match):
         import_onnx(model)
+
+
+@pytest.mark.parametrize("op", ["Conv", "AveragePool", "MaxPool", "ConvTranspose", "LpPool"])
+def test_negative_pads_are_refused(op):
+    """The sanitized fuzzer's find (mutant 675): a Conv with pads [1, -1, 1, 1] compiled, and
+    its blocked kernel stored past the end of its output. ONNX's shape inference refuses
+    negative pads of these ops (only Pad crops), and so does edgec now."""
+    w = np.ones((3, 3, 3, 3), np.float32)
+    conv = op.startswith("Conv")
+    node = helper.make_node(op, ["x", "w"] if conv else ["x"], ["y"], name="n",
+                            kernel_shape=[3, 3], pads=[1, -1, 1, 1])
+    model = _one_node(node, [1, 3, 8, 8], inits=[numpy_helper.from_array(w, "w")] if conv
+                      else ())
+    with pytest.raises(EdgecError, match=rf"{op}: pads \[1, -1, 1, 1\] must not be negative"):
+        import_onnx(model)
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool", "LpPool"])
+@pytest.mark.parametrize("kernel", [[0, 3], [-1, 3]])
+def test_empty_or_negative_windows_are_refused(op, kernel):
+    """LpPool compiled a window of 0 or -1 pixels (the other pools refused it, naming the
+    pads)."""
+    model = _one_node(helper.make_node(op, ["x"], ["y"], name="n", kernel_shape=kernel),
+                      [1, 3, 8, 8])
+    with pytest.raises(EdgecError, match=rf"{op}: kernel_shape must be >= 1"):
+        import_onnx(model)

@@ -41,6 +41,11 @@ def _check_spatial(opname: str, x: TensorType, nsp: int, **per_axis) -> None:
         _fail(opname, "strides must be >= 1")
     if any(d < 1 for d in per_axis.get("dilations", ([1], 0))[0]):
         _fail(opname, "dilations must be >= 1")
+    if any(k < 1 for k in per_axis.get("kernel_shape", ([1], 0))[0]):
+        _fail(opname, "kernel_shape must be >= 1")
+    pads = per_axis.get("pads", ([0], 0))[0]
+    if any(p < 0 for p in pads):  # as ONNX's shape inference has it; Pad crops, these do not
+        _fail(opname, f"pads {list(pads)} must not be negative")
 
 
 def _window_out(opname: str, n: int, k: int, s: int, d: int, p0: int, p1: int,
@@ -306,9 +311,9 @@ def _infer_pool(opname: str, types_out: int):
         nsp = x.rank - 2
         _check_spatial(opname, x, nsp, kernel_shape=(kernel_shape, nsp), strides=(strides, nsp),
                        dilations=(dilations, nsp), pads=(pads, 2 * nsp))
-        if min(pads) < 0 or any(p >= (k - 1) * d + 1 for p, k, d in
-                                zip(pads, kernel_shape * 2, dilations * 2, strict=True)):
-            _fail(opname, f"pads {pads} must be >= 0 and smaller than the kernel extent")
+        if any(p >= (k - 1) * d + 1 for p, k, d in
+               zip(pads, kernel_shape * 2, dilations * 2, strict=True)):
+            _fail(opname, f"pads {pads} must be smaller than the kernel extent")
         out, _ = _pool_geometry(opname, x.shape, ceil_mode=ceil_mode, dilations=dilations,
                                 kernel_shape=kernel_shape, pads=pads, strides=strides)
         y = x.with_shape(x.shape[:2] + tuple(out))

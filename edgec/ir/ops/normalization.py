@@ -197,8 +197,6 @@ def _infer_lp_pool(inputs, *, ceil_mode, dilations, kernel_shape, p, pads, strid
                    dilations=(dilations, nsp), pads=(pads, 2 * nsp))
     if p < 1:
         _fail("LpPool", f"p must be >= 1, got {p}")
-    if min(pads) < 0:
-        _fail("LpPool", f"pads {pads} must be >= 0")
     out, _ = _pool_geometry("LpPool", x.shape, ceil_mode=ceil_mode, dilations=dilations,
                             kernel_shape=kernel_shape, pads=pads, strides=strides)
     return x.with_shape(x.shape[:2] + tuple(out))
