@@ -16,7 +16,8 @@ ScatterElements, ScatterND), so past the end reads, and a scatter writes, the la
 and below -n the first. TensorScatter's linear positions, MaxUnpool's indices, RoiAlign's
 batch indices, the losses' targets and RotaryEmbedding's positions clamp the same way; OneHot
 gives off_value, as ONNX says. The kernels do the same. The ops that read indices carry the
-"indices" trait. Constant indices out of range are an error at compile time.
+"indices" trait. Constant indices out of range are an error at compile time, and so is a
+lookup into an axis of size 0, where no clamped index lands (_check_axes_to_index).
 """
 
 from __future__ import annotations
