@@ -54,6 +54,7 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto,
     # onnx's Scan 8 -> 9 adapter drops the batch axis: a model with opset-8 Scan imports as is
     scan8 = opset == 8 and any(n.op_type == "Scan" for n in _walk(proto.graph))
     if opset < MIN_OPSET and not scan8:
+        _check_before_upgrade(proto.graph)
         proto, opset = _upgrade(proto, source, opset)
     if proto.functions:
         try:
@@ -155,6 +156,31 @@ def _default_opset(proto: onnx.ModelProto, source: str) -> int:
 _CONVERT = ("import sys, onnx, onnx.version_converter as v; "
             "m = onnx.load_from_string(sys.stdin.buffer.read()); "
             "sys.stdout.buffer.write(v.convert_version(m, int(sys.argv[1])).SerializeToString())")
+
+
+def _check_before_upgrade(graph: onnx.GraphProto) -> None:
+    """What ONNX's version converter reports only as "unordered_map::at" (an op type ONNX does
+    not define) or "Input q is undefined!", said in the importer's own words."""
+    unknown: dict[str, int] = {}
+    for node in _walk(graph):
+        if node.domain in DEFAULT_DOMAINS and not onnx.defs.has(node.op_type):
+            unknown[node.op_type] = unknown.get(node.op_type, 0) + 1
+    if unknown:
+        listed = ", ".join(f"{k} (x{n})" for k, n in sorted(unknown.items()))
+        raise UnsupportedOpError(f"unsupported ONNX ops: {listed}: ONNX defines no such op in "
+                                 "its default domain; edgec supports: "
+                                 + ", ".join(supported_ops()))
+    known = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    known |= {o for node in graph.node for o in node.output if o}
+    for node in graph.node:
+        for name in node.input:
+            if name and name not in known:
+                who = node.name or next((o for o in node.output if o), node.op_type)
+                raise FrontendError(f"node {who} ({node.op_type}) reads '{name}', which no "
+                                    "node, input or initializer defines")
+    for o in graph.output:
+        if o.name not in known:
+            raise FrontendError(f"graph output '{o.name}' is not produced by any node")
 
 
 def _upgrade(proto: onnx.ModelProto, source: str, opset: int) -> tuple[onnx.ModelProto, int]:

@@ -14,7 +14,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import edgec
-from edgec.errors import EdgecError, FrontendError, ShapeError, VerificationError
+from edgec.errors import (
+    EdgecError,
+    FrontendError,
+    ShapeError,
+    UnsupportedOpError,
+    VerificationError,
+)
 from edgec.frontends.onnx import import_onnx
 from edgec.ir import DType, TensorType, get_op
 
@@ -121,7 +127,31 @@ def test_old_opset_graph_that_crashed_the_version_converter():
     # opset 9 with a graph output no node makes: onnx's converter segfaulted in-process
     m = conv_model(opset=9)
     del m.graph.node[:]
-    with pytest.raises(FrontendError, match="opset 9.*could not upgrade it"):
+    with pytest.raises(FrontendError, match="graph output 'y' is not produced by any node"):
+        import_onnx(m)
+
+
+def test_a_crash_of_the_version_converter_is_an_error(monkeypatch):
+    # the converter runs in a child process so that its crash cannot take the caller down
+    import edgec.frontends.onnx as frontend
+    monkeypatch.setattr(frontend, "_CONVERT", "import os, signal; os.kill(os.getpid(), "
+                        "signal.SIGSEGV)")
+    with pytest.raises(FrontendError, match="opset 9.*could not upgrade it: it crashed "
+                       "\\(signal 11\\)"):
+        import_onnx(conv_model(opset=9))
+
+
+@pytest.mark.parametrize("change, error, match", [
+    # ONNX's converter said "unordered_map::at" and "Input q is undefined!" for these
+    (lambda m: setattr(m.graph.node[0], "op_type", "Frobnicate"), UnsupportedOpError,
+     "unsupported ONNX ops: Frobnicate \\(x1\\): ONNX defines no such op"),
+    (lambda m: m.graph.node[0].input.__setitem__(1, "q"), FrontendError,
+     "node conv \\(Conv\\) reads 'q', which no node, input or initializer defines"),
+])
+def test_old_opset_models_are_checked_before_the_upgrade(change, error, match):
+    m = conv_model(opset=9)
+    change(m)
+    with pytest.raises(error, match=match):
         import_onnx(m)
 
 
