@@ -450,6 +450,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     timing = {"import": round(t_import - t0, 4), "passes": round(t_passes - t_import, 4),
               "codegen": round(t_codegen - t_passes, 4), "build": round(t_build - t_codegen, 4),
               "total": round(t_build - t0, 4)}
+    if "pruning" in graph.meta:  # the prune pass's record: each layer's share of zeros
+        manifest["pruning"] = graph.meta["pruning"]
     if "quantization" in graph.meta:
         # the timed copy of the library is loaded through its manifest
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -485,6 +487,7 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
     lines += ["",
               "ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(manifest["ops"].items())),
               _weights_line(manifest["weights"]),
+              *([_pruning_line(manifest["pruning"])] if "pruning" in manifest else []),
               "compile time: " + ", ".join(f"{k} {v:.3f}s"
                                            for k, v in timing.items())]
     return "\n".join(lines) + "\n"
@@ -496,6 +499,14 @@ def _weights_line(w: dict) -> str:
         line += (f"; Huffman coded {w['coded_bytes']}, "
                  f"{w['float32_bytes'] / max(w['coded_bytes'], 1):.1f}x smaller than float32")
     return line + ")"
+
+
+def _pruning_line(p: dict) -> str:
+    layers = p["layers"]
+    weights = sum(x["weights"] for x in layers)
+    zeros = sum(x["zeros"] * x["weights"] for x in layers) / max(weights, 1)
+    return (f"pruned ({p['pattern']}, sparsity {p['sparsity']}, scope {p['scope']}): "
+            f"{len(layers)} layers, {zeros:.1%} of their {weights} weights zero")
 
 
 def _strategy_text(s: dict) -> str:

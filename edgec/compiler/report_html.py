@@ -109,8 +109,10 @@ def page(before: Graph, after: Graph, manifest: dict, plan: MemoryPlan,
         sections.append(("quantization", "Quantization error per layer",
                          _quantization(quantization)))
     sparse = [n for n in after.nodes if "sparse" in n.meta]
-    if sparse:
-        sections.append(("sparsity", "Weight sparsity per layer", _sparsity(sparse, kernels)))
+    dense = _pruned_dense(after, sparse, kernels)
+    if sparse or dense:
+        sections.append(("sparsity", "Weight sparsity per layer",
+                         _sparsity(sparse, dense, kernels)))
     nav = " | ".join(f'<a href="#{key}">{escape(title)}</a>' for key, title, _ in sections)
     body = "\n".join(f'<section id="{key}">\n<h2>{escape(title)}</h2>\n{html}\n</section>'
                      for key, title, html in sections)
@@ -217,7 +219,8 @@ def _number(x: float | None, spec: str = "") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def _sparsity(nodes: list[Node], kernels: Mapping[str, dict]) -> str:
+def _sparsity(nodes: list[Node], dense: list[tuple[dict, str]],
+              kernels: Mapping[str, dict]) -> str:
     rows = []
     for n in nodes:
         s = n.meta["sparse"]
@@ -225,16 +228,46 @@ def _sparsity(nodes: list[Node], kernels: Mapping[str, dict]) -> str:
                      n.attrs.get("wenc", "dense") if s["sparse"] else "dense",
                      f"{s['block_density']:.4f}", f"{s['sparse_cost'] / s['dense_cost']:.2f}",
                      kernels[n.name]["kernel"] if n.name in kernels else "-"))
+    rows += [(x["node"], x["op"], f"{x['zeros']:.4f}", "dense", "-", "-", kernel)
+             for x, kernel in dense]
     head = ("<p>Each convolution and matrix product whose weights hold zeros: the share of "
             "them that are zero, how the weights are stored, the share of weights the stored "
             "blocks hold, and the cost model's estimate of the sparse kernel against the "
-            "dense one (passes/sparsify.py; below 1 runs sparse).</p>")
+            "dense one (passes/sparsify.py; below 1 runs sparse).")
+    if dense:
+        head += (" Pruned layers whose kernel has no sparse form (integer kernels, and float "
+                 "kernels whose weights are dequantized at run time) keep their zeros but "
+                 "run dense: no cost estimate.")
     table = _table("sparsity", ["layer", "op", "zero weights", "stored as", "block density",
                                 "sparse / dense cost", "kernel"], rows)
-    plot = _plot(_sparsity_figure, [n.name for n in nodes],
-                 [1 - n.meta["sparse"]["density"] for n in nodes],
-                 [bool(n.meta["sparse"]["sparse"]) for n in nodes])
-    return head + plot + table
+    plot = _plot(_sparsity_figure, [n.name for n in nodes] + [x["node"] for x, _ in dense],
+                 [1 - n.meta["sparse"]["density"] for n in nodes]
+                 + [x["zeros"] for x, _ in dense],
+                 [bool(n.meta["sparse"]["sparse"]) for n in nodes] + [False] * len(dense))
+    return head + "</p>" + plot + table
+
+
+def _pruned_dense(graph: Graph, planned: list[Node],
+                  kernels: Mapping[str, dict]) -> list[tuple[dict, str]]:
+    """The layers the prune pass zeroed (graph.meta["pruning"]) that the sparsify pass did not
+    plan (a quantized layer is another node by then), each with the kernel that runs it: the
+    layer's own node, or the quantized one named after its (fused) output."""
+    pruning = graph.meta.get("pruning")
+    if not pruning:
+        return []
+    seen = {n.meta["sparse"].get("layer", n.name) for n in planned}
+    quantized = {x["node"]: x["output"] for x in
+                 (graph.meta.get("quantization") or {}).get("layers", []) if not x["float"]}
+    out = []
+    for x in pruning["layers"]:
+        if x["node"] in seen or not x["zeros"]:
+            continue
+        names = [x["node"]] + [o + q for o in (x["output"], quantized.get(x["node"], ""))
+                               if o for q in ("_QuantizeLinear", "")]
+        kernel = next((kernels[k]["kernel"] for n in names for k in (n, n + "_nchwc")
+                       if k in kernels), "-")
+        out.append((x, kernel))
+    return out
 
 
 def _table(key: str, head: list[str], rows) -> str:

@@ -29,7 +29,8 @@ output the least on those inputs go, and the remaining ones are updated to make 
 `channel` removes whole output channels (neurons) with the least weight norm and rewires
 the layers that read them, so that the shapes shrink (prune_channels.py). `channel` and the
 Rx4 groups prune by magnitude even when samples are given (they may be there to calibrate
-the quantization); the layers' meta["pruned"] says so.
+the quantization); the layers' meta["pruned"] says so. graph.meta["pruning"] records each
+pruned layer's share of zero weights for the reports (the HTML report's sparsity section).
 """
 
 from __future__ import annotations
@@ -243,6 +244,13 @@ class Prune:
                                    **({"data_aware": by_magnitude} if by_magnitude else {})}
             wv = node.inputs[1]
             graph.set_input(node, 1, graph.const(_back(node, new), f"{wv.name}_pruned"))
+        # for the reports: a layer keeps its zeros when a later pass (quantize, fuse) makes
+        # another node of it, or a kernel without a sparse form runs it
+        graph.meta["pruning"] = {
+            "pattern": self.pattern, "scope": self.scope, "sparsity": self.sparsity,
+            "layers": [{"node": n.name, "op": n.op, "output": n.outputs[0].name,
+                        "weights": int(w.size), "zeros": n.meta["pruned"]["sparsity"]}
+                       for n, w in layers]}
         return True
 
     def _feeds(self, graph: Graph) -> list[dict]:

@@ -216,6 +216,7 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
         if _matmul_candidate(node) and (node.inputs[1].const == 0).any():
             plan = node.meta["sparse"] = matmul_plan(
                 node, lanes, pad_channels=pad_channels, cols=cols, use_nm=nm)
+            plan["layer"] = node.name  # the rewritten node's name may differ
             if plan["sparse"] or force:
                 _rewrite_product(graph, node, plan, lanes)
                 changed = True
@@ -226,6 +227,7 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
         if not (w == 0).any():
             continue
         plan = sparse_plan(node, pad_channels, cols, nm)
+        plan["layer"] = node.name
         node.meta["sparse"] = plan
         if not (plan["sparse"] or force):
             continue

@@ -269,6 +269,37 @@ def test_sparsity_of_a_pruned_model(tmp_path_factory):
     assert all(r["kernel"] in kernels for r in page.records("sparsity"))
 
 
+@pytest.mark.parametrize("calibrated", [True, False], ids=["int8", "weights-only"])
+def test_sparsity_of_a_pruned_and_quantized_model(tmp_path_factory, calibrated):
+    """Quantized layers have no sparse kernel: their zeros are listed all the same, with the
+    integer kernel (or the float one reading weights dequantized at run time) that runs
+    them dense."""
+    d = tmp_path_factory.mktemp("calib_pruned")
+    calib = d / "calib.npz"
+    np.savez(calib, x=np.random.default_rng(1).standard_normal((8, 3, 16, 16)).astype("f4"))
+    model, out, _, page = compile_with_report(
+        tmp_path_factory, "pruned_q", "--prune", "0.9", "--quantize", "int8",
+        *(["--calib", str(calib)] if calibrated else []))
+    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    layers = {n.name: weights[n.input[1]].size for n in model.graph.node
+              if n.op_type in ("Conv", "Gemm")}
+    for layer, share in zero_shares(page, layers).items():
+        n = layers[layer]
+        assert share == pytest.approx(round(0.9 * n) / n, abs=1e-4), layer
+    manifest = json.loads((out / "manifest.json").read_text())
+    ops = {s["kernel"]: s["op"] for s in manifest["kernel_strategies"]}
+    rows = page.records("sparsity")
+    assert {r["stored as"] for r in rows} == {"dense"}
+    want = {"BlockedQLinearConv", "QGemm"} if calibrated else {"FusedConv", "Gemm"}
+    assert {ops[r["kernel"]] for r in rows} == want
+    assert "run dense" in page.text["sparsity"]
+    zeros = sum(round(0.9 * n) for n in layers.values())
+    total = sum(layers.values())
+    assert (f"pruned (unstructured, sparsity 0.9, scope layer): 3 layers, "
+            f"{zeros / total:.1%} of their {total} weights zero") in \
+        (out / "report.txt").read_text()
+
+
 def test_sparsity_already_in_the_weights(tmp_path_factory):
     """Zeros a model was trained with, a different share per layer: the layers that stay
     dense (conv1 at 30%) are listed too."""
