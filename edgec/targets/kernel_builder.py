@@ -31,8 +31,14 @@ from .kernel_ir import (
     broadcast,
     cast,
     const,
+    minimum,
     var,
 )
+
+# `rows`: a loop of less work than this many elements stays on the calling thread (handing
+# tasks to the pool and waiting for them costs microseconds); a task does about TASK_ELEMENTS
+PARALLEL_ELEMENTS = 1 << 16
+TASK_ELEMENTS = 1 << 14
 
 
 class KernelBuilder:
@@ -138,6 +144,23 @@ class KernelBuilder:
             self._stack.pop()
         self.emit(Loop(v, extent, body, kind, unroll if kind == "serial" else 0,
                        ii if kind == "pipeline" else 0))
+
+    @contextmanager
+    def rows(self, count: int, per_row: int, name: str = "r"):
+        """A loop over `count` independent rows of `per_row` elements of work each, handed to
+        the thread pool in tasks of about TASK_ELEMENTS elements when the whole is at least
+        PARALLEL_ELEMENTS and the loop is a top-level statement (an op in a Loop's body is
+        not); yields the row index."""
+        chunk = max(1, TASK_ELEMENTS // max(per_row, 1))
+        tasks = -(-count // chunk)
+        if count * per_row < PARALLEL_ELEMENTS or tasks < 2 or len(self._stack) != 1:
+            with self.loop(count, name) as r:
+                yield r
+            return
+        with self.loop(tasks, "t", kind="parallel") as t:
+            extent = minimum(count - t * chunk, chunk) if count % chunk else chunk
+            with self.loop(extent, name) as r:
+                yield t * chunk + r
 
     @contextmanager
     def loops(self, extents: Sequence, names: Sequence[str] | None = None, kind: str = "serial"):

@@ -10,6 +10,7 @@ broadcasting) and the epilogues of fused kernels.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -227,7 +228,12 @@ def _elementwise_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     bufs = [b for b in ins if isinstance(b, Buffer)]
     out = kb.bind(node.output, "y")
     dims, flags = coalesce(out.shape, [b.shape for b in bufs] + [out.shape])
-    with kb.loops(dims, [f"i{k}" for k in range(len(dims))] if len(dims) > 1 else ["i"]) as vs:
+    if not dims:
+        dims, flags = [1], [[False] for _ in flags]
+    # large ones go to the thread pool by blocks of the outermost dim (by chunks when one)
+    with kb.rows(dims[0], math.prod(dims[1:]), "i0" if len(dims) > 1 else "i") as i0, \
+            kb.loops(dims[1:], [f"i{k}" for k in range(1, len(dims))]) as rest:
+        vs = [i0, *rest]
         loads = iter(b[broadcast_index(vs, dims, f)] for b, f in zip(bufs, flags))
         args = [next(loads) if isinstance(b, Buffer) else b for b in ins]
         kb.store(out, broadcast_index(vs, dims, flags[-1]), SCALARS[node.op](*args, **node.attrs))

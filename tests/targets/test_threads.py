@@ -15,10 +15,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from convnets import onnxruntime_outputs, small_resnet
 from convnets import random_feeds as feeds_of
 from harness import rel_error
+from onnx import TensorProto, helper, numpy_helper
 
 import edgec
 from edgec import zoo
@@ -27,7 +29,29 @@ from edgec.runtime import C_DIR
 ROOT = Path(__file__).resolve().parents[2]
 
 
-MODELS = {"small_resnet": small_resnet, "tiny_cnn": zoo.tiny_cnn, "mlp": zoo.mlp}
+def rowwise() -> onnx.ModelProto:
+    """Row-wise and elementwise ops large enough for the thread pool, in tasks that do not
+    divide their rows: Exp over 99 900 elements (chunks of 16 384), a broadcast Add by rows
+    of 333, Softmax along the last axis and along a middle one (a task per outer index, each
+    with its inner loop), LayerNormalization."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal(333).astype(np.float32), n)
+             for n in ("b", "scale", "bias")]
+    nodes = [helper.make_node("Exp", ["x"], ["e"]),
+             helper.make_node("Add", ["x", "b"], ["a"]),
+             helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+             helper.make_node("Softmax", ["z"], ["m"], axis=1),
+             helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["n"], axis=-1)]
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "rowwise", [helper.make_tensor_value_info("x", f, [300, 333]),
+                           helper.make_tensor_value_info("z", f, [4, 100, 257])],
+        [helper.make_tensor_value_info(n, f, None) for n in "easmn"], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+MODELS = {"small_resnet": small_resnet, "tiny_cnn": zoo.tiny_cnn, "mlp": zoo.mlp,
+          "rowwise": rowwise}
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +62,13 @@ def artifacts(tmp_path_factory) -> dict[str, tuple[Path, dict, dict]]:
     for name, make in MODELS.items():
         m = make()
         art = edgec.compile(m, root / name, target="x86", name=name)
-        if name != "mlp":  # the blocked convolutions' parallel loops are what runs threaded
-            assert art.manifest["ops"].get("BlockedConv"), art.manifest["ops"]
-        else:
+        if name == "mlp":
             assert "mk_gemm_f32x" in (art.out_dir / f"{name}.c").read_text()
+        elif name == "rowwise":  # every kernel is a parallel loop over rows or chunks
+            assert all(s["parallel"] for s in art.manifest["kernel_strategies"]), \
+                art.manifest["kernel_strategies"]
+        else:  # the blocked convolutions' parallel loops are what runs threaded
+            assert art.manifest["ops"].get("BlockedConv"), art.manifest["ops"]
         feeds = feeds_of(m)
         out[name] = (art.out_dir, feeds, onnxruntime_outputs(m, feeds))
     return out

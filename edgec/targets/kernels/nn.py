@@ -72,7 +72,7 @@ def layer_normalization(kb: NodeKernelBuilder, node: Node) -> None:
     y = kb.bind(node.outputs[0], "y")
     stats = [kb.bind(v, nm) for v, nm in zip(node.outputs[1:], ("mean", "inv_std"), strict=False)]
     dims, flags = coalesce(norm, [v.shape for v in params] + [norm])
-    with kb.loop(rows, "r") as r:
+    with kb.rows(rows, size, "r") as r:
         base = r * size
         s = kb.local("sum", const(0, st))
         with kb.loop(size, "i") as i:
@@ -103,20 +103,19 @@ def _softmax(kb: NodeKernelBuilder, node: Node, log: bool) -> None:
     outer, n = math.prod(x_v.shape[:axis]), x_v.shape[axis]
     inner = math.prod(x_v.shape[axis + 1:])
     x, y = kb.bind(x_v, "x"), kb.bind(node.output, "y")
-    with kb.loops([outer, inner], ["o", "i"]) as (o, i):
+    with kb.rows(outer, n * inner, "o") as o, kb.loop(inner, "i") as i:
         base = o * (n * inner) + i
         mx = kb.local("mx", x[base])
         with kb.loop(n - 1, "a") as a:
             v = x[base + (a + 1) * inner]
             kb.assign(mx, select(v > mx, v, mx))
+        # the exps first, in y, then their sum: the first loop vectorizes, the sum (a serial
+        # chain, in the interpreter's order) does not
+        with kb.loop(n, "a") as a:
+            kb.store(y, base + a * inner, call("exp", x[base + a * inner] - mx))
         s = kb.local("sum", const(0, y.dtype))
         with kb.loop(n, "a") as a:
-            e = call("exp", x[base + a * inner] - mx)
-            if log:
-                kb.assign(s, s + e)
-            else:
-                kb.store(y, base + a * inner, e)
-                kb.assign(s, s + y[base + a * inner])
+            kb.assign(s, s + y[base + a * inner])
         if log:
             lse = kb.local("lse", call("log", s))
             with kb.loop(n, "a") as a:
