@@ -51,6 +51,22 @@ def elementwise(nodes: list[onnx.NodeProto], shape: list[int]) -> Callable[[], o
     return lambda: _model(nodes, shape, [])
 
 
+def layer_norm(shape: list[int]) -> Callable[[], onnx.ModelProto]:
+    """LayerNormalization over the last axis with a scale and a bias (a transformer's)."""
+
+    def build() -> onnx.ModelProto:
+        rng = np.random.default_rng(0)
+        d = shape[-1]
+        inits = [numpy_helper.from_array((1 + 0.1 * rng.standard_normal(d)).astype(np.float32),
+                                         "scale"),
+                 numpy_helper.from_array((0.1 * rng.standard_normal(d)).astype(np.float32),
+                                         "bias")]
+        node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], axis=-1)
+        return _model([node], shape, inits)
+
+    return build
+
+
 def _model(nodes, shape, inits) -> onnx.ModelProto:
     g = helper.make_graph(nodes, "op", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                         shape)],
@@ -76,6 +92,10 @@ CASES: dict[str, tuple[str, Callable[[], onnx.ModelProto]]] = {
                 elementwise([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [256, 1000])),
     "tanh": ("Tanh 1x64x112x112", elementwise([helper.make_node("Tanh", ["x"], ["y"])],
                                               [1, 64, 112, 112])),
+    "attention_softmax": ("Softmax 1x12x128x128 (attention scores), last axis",
+                          elementwise([helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
+                                      [1, 12, 128, 128])),
+    "layernorm": ("LayerNormalization 1x128x768, last axis", layer_norm([1, 128, 768])),
 }
 
 

@@ -21,6 +21,8 @@ from .builder import IR_VERSION, PRODUCER, Builder, save
 from .cnns import MODELS, mlp, mobilenet_v2, resnet18, tiny_cnn
 from .families import (
     FAMILIES,
+    TORCH_DOMAIN,
+    TORCHLIB_DOMAIN,
     audio_cnn,
     detection_head,
     nhwc_cnn,
@@ -29,9 +31,10 @@ from .families import (
 )
 from .qdq import quantize_qdq
 
-__all__ = ["FAMILIES", "IR_VERSION", "MODELS", "PRODUCER", "Builder", "audio_cnn",
-           "detection_head", "main", "mlp", "mobilenet_v2", "nhwc_cnn", "quantize_qdq",
-           "resnet18", "save", "tiny_cnn", "torch_functions", "transformer_encoder"]
+__all__ = ["FAMILIES", "IR_VERSION", "MODELS", "PRODUCER", "TORCHLIB_DOMAIN", "TORCH_DOMAIN",
+           "Builder", "audio_cnn", "detection_head", "main", "mlp", "mobilenet_v2", "nhwc_cnn",
+           "quantize_qdq", "resnet18", "save", "tiny_cnn", "torch_functions",
+           "transformer_encoder"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
