@@ -109,13 +109,14 @@ def _softmax(kb: NodeKernelBuilder, node: Node, log: bool) -> None:
         with kb.loop(n - 1, "a") as a:
             v = x[base + (a + 1) * inner]
             kb.assign(mx, select(v > mx, v, mx))
-        # the exps first, in y, then their sum: the first loop vectorizes, the sum (a serial
-        # chain, in the interpreter's order) does not
-        with kb.loop(n, "a") as a:
-            kb.store(y, base + a * inner, call("exp", x[base + a * inner] - mx))
         s = kb.local("sum", const(0, y.dtype))
         with kb.loop(n, "a") as a:
-            kb.assign(s, s + y[base + a * inner])
+            e = call("exp", x[base + a * inner] - mx)
+            if log:
+                kb.assign(s, s + e)
+            else:
+                kb.store(y, base + a * inner, e)
+                kb.assign(s, s + y[base + a * inner])
         if log:
             lse = kb.local("lse", call("log", s))
             with kb.loop(n, "a") as a:
