@@ -10,6 +10,7 @@ import json
 import re
 from collections import Counter
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -124,23 +125,24 @@ def plain(tmp_path_factory):
     return compile_with_report(tmp_path_factory, "plain")
 
 
+def calib_samples(tmp_path_factory) -> Path:
+    """An .npz of 8 calibration inputs of the convnet."""
+    calib = tmp_path_factory.mktemp("calib") / "calib.npz"
+    np.savez(calib, x=np.random.default_rng(1).standard_normal((8, 3, 16, 16)).astype("f4"))
+    return calib
+
+
 @pytest.fixture(scope="module")
 def quantized(tmp_path_factory):
-    d = tmp_path_factory.mktemp("calib")
-    calib = d / "calib.npz"
-    np.savez(calib, x=np.random.default_rng(1).standard_normal((8, 3, 16, 16)).astype("f4"))
     return compile_with_report(tmp_path_factory, "quantized", "--quantize", "int8",
-                               "--calib", str(calib))
+                               "--calib", str(calib_samples(tmp_path_factory)))
 
 
 @pytest.fixture(scope="module")
 def llvm_quantized(tmp_path_factory):
     """The LLVM backend, whose kernels are the object's global symbols NAME_k<i>_<node>."""
-    d = tmp_path_factory.mktemp("calib_llvm")
-    calib = d / "calib.npz"
-    np.savez(calib, x=np.random.default_rng(1).standard_normal((8, 3, 16, 16)).astype("f4"))
     return compile_with_report(tmp_path_factory, "llvmq", "--backend", "llvm", "--quantize",
-                               "int8", "--calib", str(calib))
+                               "int8", "--calib", str(calib_samples(tmp_path_factory)))
 
 
 def test_one_file_that_loads_nothing(plain):
@@ -255,15 +257,21 @@ def zero_shares(page: Page, layers) -> dict[str, float]:
     return found
 
 
-def test_sparsity_of_a_pruned_model(tmp_path_factory):
-    model, out, _, page = compile_with_report(tmp_path_factory, "pruned", "--prune", "0.9")
+def check_pruned(model, page: Page, sparsity: float) -> dict[str, int]:
+    """Each layer's share of zeros on the page is what magnitude pruning by `sparsity` makes
+    of its n weights (none was zero): round(sparsity n) / n. Returns {layer: n}."""
     weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     layers = {n.name: weights[n.input[1]].size for n in model.graph.node
               if n.op_type in ("Conv", "Gemm")}
-    # per layer, magnitude pruning zeroes round(0.9 n) of its n weights (none was zero)
     for layer, share in zero_shares(page, layers).items():
         n = layers[layer]
-        assert share == pytest.approx(round(0.9 * n) / n, abs=1e-4), layer
+        assert share == pytest.approx(round(sparsity * n) / n, abs=1e-4), layer
+    return layers
+
+
+def test_sparsity_of_a_pruned_model(tmp_path_factory):
+    model, out, _, page = compile_with_report(tmp_path_factory, "pruned", "--prune", "0.9")
+    check_pruned(model, page, 0.9)
     kernels = {s["kernel"] for s in json.loads((out / "manifest.json").read_text())
                ["kernel_strategies"]}
     assert all(r["kernel"] in kernels for r in page.records("sparsity"))
@@ -274,18 +282,10 @@ def test_sparsity_of_a_pruned_and_quantized_model(tmp_path_factory, calibrated):
     """Quantized layers have no sparse kernel: their zeros are listed all the same, with the
     integer kernel (or the float one reading weights dequantized at run time) that runs
     them dense."""
-    d = tmp_path_factory.mktemp("calib_pruned")
-    calib = d / "calib.npz"
-    np.savez(calib, x=np.random.default_rng(1).standard_normal((8, 3, 16, 16)).astype("f4"))
-    model, out, _, page = compile_with_report(
-        tmp_path_factory, "pruned_q", "--prune", "0.9", "--quantize", "int8",
-        *(["--calib", str(calib)] if calibrated else []))
-    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    layers = {n.name: weights[n.input[1]].size for n in model.graph.node
-              if n.op_type in ("Conv", "Gemm")}
-    for layer, share in zero_shares(page, layers).items():
-        n = layers[layer]
-        assert share == pytest.approx(round(0.9 * n) / n, abs=1e-4), layer
+    calib = ["--calib", str(calib_samples(tmp_path_factory))] if calibrated else []
+    model, out, _, page = compile_with_report(tmp_path_factory, "pruned_q", "--prune", "0.9",
+                                              "--quantize", "int8", *calib)
+    layers = check_pruned(model, page, 0.9)
     manifest = json.loads((out / "manifest.json").read_text())
     ops = {s["kernel"]: s["op"] for s in manifest["kernel_strategies"]}
     rows = page.records("sparsity")
