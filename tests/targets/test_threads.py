@@ -33,7 +33,8 @@ def rowwise() -> onnx.ModelProto:
     """Row-wise and elementwise ops large enough for the thread pool, in tasks that do not
     divide their rows: Exp over 99 900 elements (chunks of 16 384), a broadcast Add by rows
     of 333, Softmax along the last axis and along a middle one (a task per outer index, each
-    with its inner loop), LayerNormalization."""
+    with its inner loop), LayerNormalization, and the reductions of each row (ReduceMean,
+    ReduceLogSumExp, ArgMax)."""
     rng = np.random.default_rng(3)
     inits = [numpy_helper.from_array(rng.standard_normal(333).astype(np.float32), n)
              for n in ("b", "scale", "bias")]
@@ -41,12 +42,16 @@ def rowwise() -> onnx.ModelProto:
              helper.make_node("Add", ["x", "b"], ["a"]),
              helper.make_node("Softmax", ["x"], ["s"], axis=-1),
              helper.make_node("Softmax", ["z"], ["m"], axis=1),
-             helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["n"], axis=-1)]
+             helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["n"], axis=-1),
+             helper.make_node("ReduceMean", ["x"], ["r"], axes=[-1]),
+             helper.make_node("ReduceLogSumExp", ["x"], ["l"], axes=[-1]),
+             helper.make_node("ArgMax", ["x"], ["i"], axis=-1)]
     f = TensorProto.FLOAT
     graph = helper.make_graph(
         nodes, "rowwise", [helper.make_tensor_value_info("x", f, [300, 333]),
                            helper.make_tensor_value_info("z", f, [4, 100, 257])],
-        [helper.make_tensor_value_info(n, f, None) for n in "easmn"], inits)
+        [helper.make_tensor_value_info(n, f, None) for n in "easmnrl"]
+        + [helper.make_tensor_value_info("i", TensorProto.INT64, None)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -120,6 +125,22 @@ def test_outputs_identical_across_thread_counts_and_match_onnxruntime(artifacts,
         for key, a in got.items():
             if key[3] == name:
                 assert np.array_equal(a, first), f"{model}/{name}: {key} differs from 1 thread"
+
+
+def test_row_tasks_of_the_llvm_backend_match_the_c_backend(artifacts, tmp_path):
+    """The LLVM backend outlines the same parallel row loops: bitwise the C build's outputs
+    at 2 threads."""
+    folder, feeds, _ = artifacts["rowwise"]
+    art = edgec.compile(rowwise(), tmp_path / "llvm", target="x86", name="rowwise",
+                        backend="llvm")
+    assert all(s["parallel"] for s in art.manifest["kernel_strategies"])
+    c_build, llvm_build = edgec.load(folder), edgec.load(art.out_dir)
+    for m in (c_build, llvm_build):
+        m.set_num_threads(2)
+    want = c_build.run(feeds)
+    got = llvm_build.run(feeds)
+    for name, a in want.items():
+        assert np.array_equal(got[name], a), name
 
 
 POOL_REPRO = r"""

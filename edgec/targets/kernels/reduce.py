@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,7 +159,7 @@ def reduce_kernel(kb: NodeKernelBuilder, node: Node) -> None:
         # kept loops outside, the accumulator(s) over the reduced loops inside
         inner = lay.reduced[-1][0] if lay.reduced else 1
         lanes = LANES if acc_dt.is_float and inner >= 2 * LANES else 1
-        with kb.loops(lay.kept_extents, [f"k{i}" for i in range(len(lay.kept))]) as ks:
+        with _kept_loops(kb, lay, count) as ks:
             accs = [kb.local("acc", red.init(acc_dt)) for _ in range(lanes)]
             outer_red = lay.reduced[:-1] if lanes > 1 else lay.reduced
             with kb.loops([n for n, _ in outer_red], [f"r{i}" for i in range(len(outer_red))]) \
@@ -185,13 +186,27 @@ def reduce_kernel(kb: NodeKernelBuilder, node: Node) -> None:
             kb.store(y, i, red.post(y[i], count))
 
 
+@contextmanager
+def _kept_loops(kb: NodeKernelBuilder, lay: _Layout, count: int):
+    """The loops over the kept dims, the outermost on the thread pool when the reduction is
+    large (KernelBuilder.rows; `count`: the elements reduced into each output); yields
+    their variables."""
+    ext = lay.kept_extents
+    if not ext:
+        yield []
+        return
+    with kb.rows(ext[0], count * math.prod(ext[1:]), "k0") as k0, \
+            kb.loops(ext[1:], [f"k{i}" for i in range(1, len(ext))]) as rest:
+        yield [k0, *rest]
+
+
 def _log_sum_exp(kb: NodeKernelBuilder, x: Buffer, y: Buffer, lay: _Layout) -> None:
     """Per output: m = max x, then m' + log(sum exp(x - m')) with m' = 0 where m is infinite
     (all -inf gives log 0 = -inf; a +inf gives +inf), as the reference computes it."""
     dt = x.dtype if x.dtype.is_float else DType.F64
     dt = accumulator(dt)
     names = [f"r{i}" for i in range(len(lay.reduced))]
-    with kb.loops(lay.kept_extents, [f"k{i}" for i in range(len(lay.kept))]) as ks:
+    with _kept_loops(kb, lay, math.prod(n for n, _ in lay.reduced)) as ks:
         m = kb.local("m", const(-math.inf, dt))
         with kb.loops([n for n, _ in lay.reduced], names) as rs:
             kb.assign(m, max_nan(m, cast(x[_offset(list(ks) + list(rs), lay.kept + lay.reduced)],
@@ -263,7 +278,7 @@ def argmax_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     if y.numel == 0:
         return
     nan_wins = node.op == "ArgMax"  # argmax: NaN is "largest"; argmin: NaN is "smallest"
-    with kb.loop(outer, "o") as o, kb.loop(inner, "j") as j:
+    with kb.rows(outer, n * inner, "o") as o, kb.loop(inner, "j") as j:
         base = o * (n * inner) + j
         best = kb.local("best", x[base])
         idx = kb.local("idx", const(0))
