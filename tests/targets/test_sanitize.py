@@ -20,6 +20,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from harness import conformance_module, conformance_results, rel_error, runs_here
+from test_threads import rowwise
 
 import edgec
 from edgec import zoo
@@ -71,6 +72,24 @@ def test_benchmark_models_run_clean(name, target, compress, tmp_path):
         loaded.set_num_threads(threads)
         got = loaded.run(feeds)
         assert rel_error(got["output"], want[0]) < 1e-4, threads
+
+
+def test_row_tasks_run_clean(tmp_path):
+    """Elementwise, row-wise and reduction kernels split into row tasks with a remainder
+    (test_threads.py's model), at 1 and 2 threads."""
+    model = rowwise()
+    art = edgec.compile(model, tmp_path / "rowwise", name="rowwise", target="x86",
+                        sanitize=True)
+    assert all(s["parallel"] for s in art.manifest["kernel_strategies"])
+    loaded = edgec.load(art.out_dir)
+    feeds = _feeds(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = dict(zip([o.name for o in model.graph.output], sess.run(None, feeds)))
+    for threads in (1, 2):
+        loaded.set_num_threads(threads)
+        got = loaded.run(feeds)
+        for name, w in want.items():
+            assert rel_error(got[name], w) < 1e-4, (name, threads)
 
 
 def test_int8_model_runs_clean_and_as_built_without_sanitizers(tmp_path):
