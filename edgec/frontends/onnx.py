@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 import onnx
 import onnx.inliner
-from onnx import external_data_helper, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from ..errors import EdgecError, FrontendError, ShapeError, UnsupportedOpError
 from ..ir import DType, Graph, Node, TensorType, Value, all_ops, get_op, has_op, onnx_dtypes
 from ..ir.interpreter import run_node
-from .onnx_checks import check_against_schema, check_external_locations, undecodable_string
+from .onnx_checks import check_against_schema
 from .onnx_ops import CONVERTERS, FRONTEND_OPS, NO_FOLD, REQUIRES
+from .onnx_read import graphs, load_model, walk_nodes
 
 # The IR's ops follow opset 21. Later opsets changed ops only by adding types and a few
 # attributes (Cast round_mode, Range stash_type, ...); those must hold their defaults, which
@@ -49,10 +50,10 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto,
     Raises FrontendError (unreadable model, unsupported opset or attribute),
     UnsupportedOpError (op types edgec lacks, all listed) or ShapeError (input shapes).
     """
-    proto, source = _load(model)
+    proto, source = load_model(model)
     opset = _default_opset(proto, source)
     # onnx's Scan 8 -> 9 adapter drops the batch axis: a model with opset-8 Scan imports as is
-    scan8 = opset == 8 and any(n.op_type == "Scan" for n in _walk(proto.graph))
+    scan8 = opset == 8 and any(n.op_type == "Scan" for n in walk_nodes(proto.graph))
     if opset < MIN_OPSET and not scan8:
         _check_before_upgrade(proto.graph)
         proto, opset = _upgrade(proto, source, opset)
@@ -65,80 +66,7 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto,
     return _Importer(proto, opset, name or proto.graph.name, input_shapes or {}).run()
 
 
-# -- reading and checking the model ---------------------------------------------------------
-
-def _load(model) -> tuple[onnx.ModelProto, str]:
-    if isinstance(model, onnx.ModelProto):
-        source = f"model '{model.graph.name}'"
-        if not model.HasField("graph"):
-            raise FrontendError("the given ModelProto is not an ONNX model: it has no graph")
-        _reject_external_data(model, source, "it was loaded without its external data; "
-                              "load it with onnx.load(path) or pass the path instead")
-        return model, source
-    if isinstance(model, bytes | bytearray | memoryview):
-        source = "<bytes>"
-        proto = _parse(bytes(model), source)
-        _reject_external_data(proto, source, "bytes cannot refer to external files; pass the "
-                              "model's path instead")
-        return proto, source
-    if not isinstance(model, str | Path):
-        raise FrontendError(f"import_onnx takes a path, bytes or an onnx.ModelProto, "
-                            f"not {type(model).__name__}")
-    path = Path(model)
-    source = str(path)
-    if not path.is_file():
-        raise FrontendError(f"{source}: no such file" if not path.exists()
-                            else f"{source} is not a file")
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise FrontendError(f"{source}: cannot read it: {e.strerror or e}") from e
-    proto = _parse(data, source)
-    check_external_locations(_tensors_with_external_data(proto), source, path.parent)
-    try:
-        external_data_helper.load_external_data_for_model(proto, str(path.parent))
-    except Exception as e:
-        bad = next((t.name for t in _tensors_with_external_data(proto)
-                    if not _external_file(t, path.parent).is_file()), None)
-        what = f"tensor '{bad}'" if bad else "a tensor"
-        raise FrontendError(f"{source}: cannot load the external data of {what}: {e}") from e
-    return proto, source
-
-
-def _parse(data: bytes, source: str) -> onnx.ModelProto:
-    if not data:
-        raise FrontendError(f"{source} is not an ONNX model: it is empty")
-    try:
-        proto = onnx.load_from_string(data)
-    except Exception as e:  # protobuf DecodeError, RuntimeWarning on truncation, ...
-        raise FrontendError(f"{source} is not an ONNX model: {e}") from e
-    if proto.ir_version <= 0 or not proto.HasField("graph"):
-        raise FrontendError(f"{source} is not an ONNX model: it has no IR version or no graph")
-    bad = undecodable_string(proto)
-    if bad is not None:
-        raise FrontendError(f"{source} is not a valid ONNX model: its {bad} is not UTF-8 text "
-                            "(a corrupt file?)")
-    return proto
-
-
-def _tensors_with_external_data(proto: onnx.ModelProto):
-    tensors = [t for g in _graphs(proto.graph) for t in g.initializer]
-    for node in _walk(proto.graph):
-        for a in node.attribute:
-            tensors += [a.t] if a.HasField("t") else list(a.tensors)
-    return [t for t in tensors if external_data_helper.uses_external_data(t)]
-
-
-def _external_file(t: onnx.TensorProto, base: Path) -> Path:
-    info = {e.key: e.value for e in t.external_data}
-    return base / info.get("location", "")
-
-
-def _reject_external_data(proto: onnx.ModelProto, source: str, why: str) -> None:
-    for t in _tensors_with_external_data(proto):
-        raise FrontendError(f"{source}: tensor '{t.name}' keeps its data in an external file "
-                            f"('{_external_file(t, Path()).name}'); {why}")
-
+# -- the opset, and upgrading old ones ------------------------------------------------------
 
 def _default_opset(proto: onnx.ModelProto, source: str) -> int:
     versions = [o.version for o in proto.opset_import if o.domain in DEFAULT_DOMAINS]
@@ -162,7 +90,7 @@ def _check_before_upgrade(graph: onnx.GraphProto) -> None:
     """What ONNX's version converter reports only as "unordered_map::at" (an op type ONNX does
     not define) or "Input q is undefined!", said in the importer's own words."""
     unknown: dict[str, int] = {}
-    for node in _walk(graph):
+    for node in walk_nodes(graph):
         if node.domain in DEFAULT_DOMAINS and not onnx.defs.has(node.op_type):
             unknown[node.op_type] = unknown.get(node.op_type, 0) + 1
     if unknown:
@@ -207,21 +135,6 @@ def _op_key(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
 
 
-def _graphs(graph: onnx.GraphProto):
-    """`graph` and its nested subgraphs (If, Loop, Scan bodies)."""
-    yield graph
-    for node in graph.node:
-        for a in node.attribute:
-            for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
-                yield from _graphs(g)
-
-
-def _walk(graph: onnx.GraphProto):
-    """Every node of `graph`, including those of nested subgraphs."""
-    for g in _graphs(graph):
-        yield from g.node
-
-
 def is_supported(op_type: str) -> bool:
     if op_type in FRONTEND_OPS:
         return True
@@ -238,7 +151,7 @@ def supported_ops() -> list[str]:
 def check_supported(graph: onnx.GraphProto) -> None:
     """Raise one UnsupportedOpError listing every op type (with its count) edgec lacks."""
     counts: dict[str, int] = {}
-    for node in _walk(graph):
+    for node in walk_nodes(graph):
         key = _op_key(node)
         if key in CONVERTERS:  # the com.microsoft ops edgec imports
             continue
@@ -338,8 +251,8 @@ class _Importer:
         for st in g.sparse_initializer:
             self.initializers[st.values.name] = st
         self.output_names = {o.name for o in g.output}
-        self.used = {o.name for sub in _graphs(g) for o in sub.output}
-        self.used |= {i for n in _walk(g) for i in n.input}
+        self.used = {o.name for sub in graphs(g) for o in sub.output}
+        self.used |= {i for n in walk_nodes(g) for i in n.input}
 
     def run(self) -> Graph:
         g = self.proto.graph
@@ -499,8 +412,8 @@ class _Importer:
         sub.initializers = dict(self.initializers)
         sub.initializers.update({t.name: t for t in body.initializer})
         sub.output_names = {o.name for o in body.output}
-        sub.used = {o.name for g in _graphs(body) for o in g.output}
-        sub.used |= {i for n in _walk(body) for i in n.input}
+        sub.used = {o.name for g in graphs(body) for o in g.output}
+        sub.used |= {i for n in walk_nodes(body) for i in n.input}
         for info, t in zip(body.input, input_types, strict=True):
             sub.env[info.name] = sub.graph.add_input(info.name, t)
         for node in _topological(body):
