@@ -66,7 +66,7 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto,
     return _Importer(proto, opset, name or proto.graph.name, input_shapes or {}).run()
 
 
-# -- the opset, and upgrading old ones ------------------------------------------------------
+# -- the opset, and upgrading old ones --------------------------------------------------------
 
 def _default_opset(proto: onnx.ModelProto, source: str) -> int:
     versions = [o.version for o in proto.opset_import if o.domain in DEFAULT_DOMAINS]
