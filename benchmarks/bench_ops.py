@@ -47,8 +47,9 @@ def conv_then(act: str, **attrs) -> Callable[[], onnx.ModelProto]:
     return build
 
 
-def elementwise(nodes: list[onnx.NodeProto], shape: list[int]) -> Callable[[], onnx.ModelProto]:
-    return lambda: _model(nodes, shape, [])
+def elementwise(nodes: list[onnx.NodeProto], shape: list[int],
+                out_type: int = TensorProto.FLOAT) -> Callable[[], onnx.ModelProto]:
+    return lambda: _model(nodes, shape, [], out_type)
 
 
 def layer_norm(shape: list[int]) -> Callable[[], onnx.ModelProto]:
@@ -67,10 +68,10 @@ def layer_norm(shape: list[int]) -> Callable[[], onnx.ModelProto]:
     return build
 
 
-def _model(nodes, shape, inits) -> onnx.ModelProto:
+def _model(nodes, shape, inits, out_type: int = TensorProto.FLOAT) -> onnx.ModelProto:
     g = helper.make_graph(nodes, "op", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                         shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+                          [helper.make_tensor_value_info("y", out_type, None)], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
                              ir_version=IR_VERSION)
 
@@ -96,6 +97,12 @@ CASES: dict[str, tuple[str, Callable[[], onnx.ModelProto]]] = {
                           elementwise([helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
                                       [1, 12, 128, 128])),
     "layernorm": ("LayerNormalization 1x128x768, last axis", layer_norm([1, 128, 768])),
+    "reduce_mean": ("ReduceMean 256x1000, last axis",
+                    elementwise([helper.make_node("ReduceMean", ["x"], ["y"], axes=[-1])],
+                                [256, 1000])),
+    "argmax": ("ArgMax 256x1000, last axis",
+               elementwise([helper.make_node("ArgMax", ["x"], ["y"], axis=-1)], [256, 1000],
+                           TensorProto.INT64)),
 }
 
 
