@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The main job, from a fresh clone: install edgec, compile the bundled example model into a
-# static library, link it into the example C app, run it, and run the same artifact from Python.
+# static library, link it into the example C app, run it, and run the same artifact from Python,
+# checked against onnxruntime. Installs edgec with the extras its commands use: `check`
+# (onnxruntime, for `edgec run --check` and `edgec bench --vs`) and `report` (matplotlib, for
+# the plots of `--report html`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e .
+.venv/bin/pip install -q -e '.[check,report]'
 out=build/tiny_cnn
-.venv/bin/edgec compile examples/models/tiny_cnn.onnx -o "$out"
+.venv/bin/edgec compile examples/models/tiny_cnn.onnx -o "$out" --report html
 gcc -O2 -Wall -DMODEL=tiny_cnn -I "$out" examples/app/main.c "$out/libtiny_cnn.a" -lm -pthread -o build/app
 .venv/bin/python - "$out" <<'PY'
 import json, sys
@@ -19,5 +22,10 @@ np.savez("build/inputs.npz", **{m["inputs"][0]["name"]: x})
 PY
 echo "== the C app linking libtiny_cnn.a:"
 build/app build/input0.bin build/output
-echo "== the same library from Python (edgec run):"
-.venv/bin/edgec run "$out" --inputs build/inputs.npz
+echo "== the same library from Python (edgec run), checked against onnxruntime:"
+.venv/bin/edgec run "$out" --inputs build/inputs.npz --check examples/models/tiny_cnn.onnx
+echo "== $out/report.html shows the graph, each kernel's latency and the memory plan."
+echo "== Next: a bigger model from edgec's zoo (README.md, 'Models to try'):"
+echo "   .venv/bin/python -m edgec.zoo resnet18 -o build/resnet18.onnx"
+echo "   .venv/bin/edgec compile build/resnet18.onnx -o build/resnet18 --quantize int8"
+echo "   .venv/bin/edgec bench build/resnet18 --vs build/resnet18.onnx --tolerance 0.05"

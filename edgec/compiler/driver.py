@@ -134,6 +134,8 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
 
 
 QUANTIZE_BITS = {"int8": 8, "int4": 4, "int3": 3, "int2": 2}
+# what the plots of report.html and quantization.png need, as the README names it
+PLOTS_NEED = "it needs matplotlib (pip install 'edgec[report]')"
 
 
 def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
@@ -198,10 +200,12 @@ def _fused_layers(graph: Graph, names: dict[str, list[str]]) -> dict[str, tuple[
     return out
 
 
-def write_quantization_report(q: dict, out: Path, log: IO[str]) -> dict:
+def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = False) -> dict:
     """quantization.json (the quantize pass's per-layer record) and quantization.png (per
     layer: SQNR against float and share of the measured latency, or of the MACs where it was
-    not measured; float layers marked) in `out`; returns the manifest's summary."""
+    not measured; float layers marked) in `out`; returns the manifest's summary. Without
+    matplotlib the picture is left out, said on `log` only when a report was `asked` for
+    (report.txt says it in any case)."""
     total = sum(x["macs"] for x in q["layers"]) or 1
     for x in q["layers"]:
         x["mac_share"] = round(x["macs"] / total, 4)
@@ -215,8 +219,9 @@ def write_quantization_report(q: dict, out: Path, log: IO[str]) -> dict:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("quantization.png not drawn: it needs matplotlib (pip install matplotlib)",
-              file=log)
+        if asked:
+            print(f"quantization.png not drawn: {PLOTS_NEED}", file=log)
+        summary["plot"] = None
         return summary
     rows = q["layers"]
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(max(6, 0.22 * len(rows)), 6))
@@ -458,7 +463,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         measure_layer_latency(graph.meta["quantization"], out, calib, graph, tgt, sanitize,
                               lib=name)
         manifest["quantization"] = write_quantization_report(graph.meta["quantization"], out,
-                                                             log or sys.stderr)
+                                                             log or sys.stderr, bool(report))
     if report:
         manifest["report_html"] = "report.html"
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -488,6 +493,8 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
               "ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(manifest["ops"].items())),
               _weights_line(manifest["weights"]),
               *([_pruning_line(manifest["pruning"])] if "pruning" in manifest else []),
+              *([f"quantization.png not drawn: {PLOTS_NEED}"]
+                if manifest.get("quantization", {}).get("plot", "") is None else []),
               "compile time: " + ", ".join(f"{k} {v:.3f}s"
                                            for k, v in timing.items())]
     return "\n".join(lines) + "\n"

@@ -268,3 +268,22 @@ def test_accuracy_budget_keeps_the_worst_layers_float_and_reports(tmp_path):
     assert q["output_sqnr_db"] is None or q["output_sqnr_db"] >= base + 0.3
     png = (tmp_path / "budget" / "quantization.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_missing_matplotlib_is_quiet_unless_a_report_is_asked(tmp_path, monkeypatch):
+    """quantization.png is optional: without matplotlib a quantized compile prints nothing
+    about it (report.txt says it), and says it when --report html was asked for."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError
+    m = mobile_net(8)
+    feeds = calib_feeds(m, 2)
+    log = io.StringIO()
+    art = edgec.compile(m, tmp_path / "quiet", quantize="int8", calib=feeds, log=log)
+    assert "matplotlib" not in log.getvalue(), log.getvalue()
+    assert art.manifest["quantization"]["plot"] is None
+    assert not (tmp_path / "quiet" / "quantization.png").exists()
+    assert "quantization.png not drawn: it needs matplotlib (pip install 'edgec[report]')" \
+        in (tmp_path / "quiet" / "report.txt").read_text()
+    log = io.StringIO()
+    edgec.compile(m, tmp_path / "asked", quantize="int8", calib=feeds, log=log, report="html")
+    assert "quantization.png not drawn: it needs matplotlib (pip install 'edgec[report]')" \
+        in log.getvalue()
