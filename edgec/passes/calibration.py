@@ -188,3 +188,14 @@ def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
     if noise == 0:
         return float("inf")
     return 10 * np.log10(max(signal, 1e-300) / noise)
+
+
+def relative_error(ref: np.ndarray, got: np.ndarray) -> float:
+    """max |ref - got| / max |ref| (the absolute error where ref is all zero): the figure
+    `edgec run --check` and `edgec bench --vs` hold against their tolerance."""
+    ref = np.asarray(ref, np.float64)
+    if not ref.size:
+        return 0.0
+    err = float(np.abs(ref - np.asarray(got, np.float64)).max())
+    scale = float(np.abs(ref).max())
+    return err / scale if scale else err

@@ -24,7 +24,8 @@ Depthwise and grouped convolutions stay dense, as do the layers named in `exclud
 Given calibration samples (`samples`: an .npz; `feeds` from Python), the pruning is
 data-aware instead (prune_data.py): per layer, the weights whose removal costs the layer's
 output the least on those inputs go, and the remaining ones are updated to make up for them
-(OBS, in SparseGPT's form), in the same patterns, per layer.
+(OBS, in SparseGPT's form), in the same patterns, per layer. The pass says which mode runs
+(on `log`), and the data-aware one, minutes on a ResNet, shows its progress on a terminal.
 
 `channel` removes whole output channels (neurons) with the least weight norm and rewires
 the layers that read them, so that the shapes shrink (prune_channels.py). `channel` and the
@@ -35,6 +36,7 @@ pruned layer's share of zero weights for the reports (the HTML report's sparsity
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,6 +187,7 @@ class Prune:
     samples: str = ""  # an .npz of calibration samples: data-aware pruning
     damp: float = 1.0  # data-aware: H += damp * mean(diag(H)) (prune_data.py: why 1)
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
+    log: Any = field(default=None, compare=False, metadata={"option": False})
 
     def run(self, graph: Graph) -> bool:
         kind, a, b = parse_pattern(self.pattern)
@@ -197,6 +200,10 @@ class Prune:
         if unknown:
             raise PassError(f"prune: exclude names no node of the graph: {sorted(unknown)}")
         if kind == "channel":
+            if self.sparsity > 0:
+                self._say(f"prune: channel, sparsity {self.sparsity}, by weight norm" +
+                          ("; the samples calibrate only the quantization"
+                           if self.samples or self.feeds is not None else ""))
             return self.sparsity > 0 and prune_channels(graph, self.sparsity, skip)
         layers = [(n, w) for n in graph.nodes if n.name not in skip
                   and (w := _weight(n)) is not None and w.size]
@@ -213,7 +220,14 @@ class Prune:
         if feeds and self.scope == "global":
             raise PassError("prune: data-aware pruning (with samples) is per layer; use "
                             "scope=layer")
-        hess = layer_hessians(graph, [n for n, _ in layers], feeds) if feeds else {}
+        amount = self.pattern if kind == "nm" else f"{self.pattern}, sparsity {self.sparsity}"
+        self._say(f"prune: {len(layers)} layers, {amount}, "
+                  + (f"data-aware (OBS on {len(feeds)} calibration samples)" if feeds else
+                     f"by magnitude ({by_magnitude.split(': ')[1]}; the samples calibrate "
+                     "only the quantization)" if by_magnitude else "by magnitude"))
+        bar = self._bar(len(feeds) + len(layers)) if feeds else None
+        hess = layer_hessians(graph, [n for n, _ in layers], feeds,
+                              done=bar.update if bar else None) if feeds else {}
         rows = a if kind == "rows" else 1
         threshold = None
         if self.scope == "global" and kind != "nm":
@@ -244,6 +258,10 @@ class Prune:
                                    **({"data_aware": by_magnitude} if by_magnitude else {})}
             wv = node.inputs[1]
             graph.set_input(node, 1, graph.const(_back(node, new), f"{wv.name}_pruned"))
+            if bar:
+                bar.update()
+        if bar:
+            bar.close()
         # for the reports: a layer keeps its zeros when a later pass (quantize, fuse) makes
         # another node of it, or a kernel without a sparse form runs it
         graph.meta["pruning"] = {
@@ -252,6 +270,17 @@ class Prune:
                         "weights": int(w.size), "zeros": n.meta["pruned"]["sparsity"]}
                        for n, w in layers]}
         return True
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.log if self.log is not None else sys.stderr)
+
+    def _bar(self, steps: int):
+        """A progress bar over the samples run for the second moments, then the layers, on
+        `log` where it is a terminal (tqdm's disable=None)."""
+        from tqdm import tqdm
+
+        return tqdm(total=steps, desc="prune: data-aware", unit="step", leave=False,
+                    disable=None, file=self.log if self.log is not None else sys.stderr)
 
     def _feeds(self, graph: Graph) -> list[dict]:
         from .quantize import load_samples, sample_feeds

@@ -29,6 +29,8 @@ saliency becomes w^2 and the updates vanish).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..errors import PassError
@@ -123,9 +125,10 @@ def layer_inputs(node: Node, x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, x.shape[-1])
 
 
-def layer_hessians(graph: Graph, nodes: list[Node], feeds: list[dict]) -> dict[str, np.ndarray]:
+def layer_hessians(graph: Graph, nodes: list[Node], feeds: list[dict],
+                   done: Callable[[], object] | None = None) -> dict[str, np.ndarray]:
     """{node name: E[x x^T] over its input vectors} over the samples `feeds`, through the
-    reference interpreter on the unpruned graph."""
+    reference interpreter on the unpruned graph; `done` is called after each sample."""
     want: dict[int, list[Node]] = {}
     for n in nodes:
         want.setdefault(id(n.inputs[0]), []).append(n)
@@ -146,4 +149,6 @@ def layer_hessians(graph: Graph, nodes: list[Node], feeds: list[dict]) -> dict[s
         for v in graph.inputs:
             take(id(v), feed[v.name])
         interpret(graph, feed, hook=hook)
+        if done is not None:
+            done()
     return {k: s / max(count[k], 1) for k, s in sums.items()}

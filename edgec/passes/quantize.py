@@ -22,8 +22,11 @@ DequantizeLinear ops is left as it is.
 
 With samples, the quantized graph is run on them too: each layer's output against the float
 model's (its SQNR: the error of that layer and of all before it) and the graph outputs'
-SQNR, recorded in graph.meta["quantization"] (the driver writes it as quantization.json and
-.png). With a `budget` (dB), the layer of worst SQNR is kept in float and the graph
+SQNR and relative error (max |error| / max |float output|, the figure `edgec run --check`
+holds against its tolerance), recorded in graph.meta["quantization"] (the driver writes it as
+quantization.json and .png). Given `original`, the model as the user gave it (before pruning,
+say), the outputs are measured against it too: the end-to-end error beside the error of
+quantization alone. With a `budget` (dB), the layer of worst SQNR is kept in float and the graph
 quantized again until the outputs' SQNR meets it. The float values of the observed tensors
 are held over all samples for this: memory grows with samples x activations.
 """
@@ -40,7 +43,14 @@ import numpy as np
 from ..errors import EdgecError, PassError
 from ..ir import DType, Graph, Node, QuantParams, Value
 from ..ir.interpreter import interpret
-from .calibration import ACT_METHODS, Observer, activation_params, sqnr_db, weight_params
+from .calibration import (
+    ACT_METHODS,
+    Observer,
+    activation_params,
+    relative_error,
+    sqnr_db,
+    weight_params,
+)
 from .manager import register_pass
 
 BITS = (8, 4, 3, 2)
@@ -104,6 +114,8 @@ class Quantize:
     budget: float = 0.0  # dB: the least output SQNR; the worst layers stay float until it holds
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
     log: Any = field(default=None, compare=False, metadata={"option": False})
+    # the model as given (a Graph, same inputs and outputs), for the end-to-end error
+    original: Any = field(default=None, compare=False, metadata={"option": False})
 
     def run(self, graph: Graph) -> bool:
         self._check()
@@ -138,7 +150,7 @@ class Quantize:
         while True:  # skip the worst layer until the output's SQNR meets the budget
             trial = graph.copy()
             layers = self._apply(trial, skip, observed, wmethod)
-            out_sqnr = _measure(trial, feeds, reference, layers)
+            out_sqnr, got = _measure(trial, feeds, reference, layers)
             if self.budget <= 0 or out_sqnr >= self.budget:
                 break
             left = [x for x in layers if x["node"] not in skip]
@@ -158,13 +170,24 @@ class Quantize:
             "bits": self.bits, "weights": wmethod, "granularity": self.granularity,
             "calibration": "minmax" if self.calib == "admm" else self.calib,
             "samples": len(feeds), "budget_db": self.budget or None,
-            "output_sqnr_db": _finite(out_sqnr), "kept_float": sorted(skip), "layers": layers}
+            "output_sqnr_db": _finite(out_sqnr),
+            "output_rel_error": _output_error(graph, reference, got, relative_error),
+            "kept_float": sorted(skip), "layers": layers}
+        q = graph.meta["quantization"]
+        figures = f"output SQNR {out_sqnr:.1f} dB, relative error {q['output_rel_error']:.3g}"
+        if self.original is not None:
+            given = _point_values(self.original, feeds, {v.name for v in graph.outputs})
+            q["end_to_end_sqnr_db"] = _finite(_output_error(graph, given, got, sqnr_db))
+            q["end_to_end_rel_error"] = _output_error(graph, given, got, relative_error)
+            figures = (f"{figures} from quantization alone (against the float model it "
+                       f"quantized); end to end, against the model as given: SQNR "
+                       f"{_db(q['end_to_end_sqnr_db'])}, relative error "
+                       f"{q['end_to_end_rel_error']:.3g}")
         done = [x for x in layers if not x["float"]]
         self._say(f"quantize: {len(done)} ops to {self.bits}-bit weights ({wmethod}, per "
-                  f"{self.granularity}) and uint8 activations "
-                  f"({graph.meta['quantization']['calibration']}, {len(feeds)} samples); "
-                  f"output SQNR {out_sqnr:.1f} dB" + (f", {len(skip)} kept float" if skip
-                                                       else ""))
+                  f"{self.granularity}) and uint8 activations ({q['calibration']}, "
+                  f"{len(feeds)} samples); {figures}"
+                  + (f"; {len(skip)} kept float" if skip else ""))
         return True
 
     def _apply(self, graph: Graph, skip: set[str], observed: dict[str, Observer],
@@ -395,10 +418,10 @@ def _point_values(graph: Graph, feeds: list[dict], names: set[str]) -> dict[str,
 
 
 def _measure(graph: Graph, feeds: list[dict], reference: dict[str, list],
-             layers: list[dict]) -> float:
+             layers: list[dict]) -> tuple[float, dict[str, list]]:
     """Fill each quantized layer's `sqnr_db` (its dequantized output against the float
     model's, over the samples: the error of it and of every layer before it); returns the
-    least SQNR of the graph's outputs."""
+    least SQNR of the graph's outputs, and the values they took."""
     names = {r["dequantized"] for r in layers if "dequantized" in r}
     names |= {v.name for v in graph.outputs}
     got = _point_values(graph, feeds, names)
@@ -411,7 +434,24 @@ def _measure(graph: Graph, feeds: list[dict], reference: dict[str, list],
             r["sqnr_db"] = float("inf")
     outs = [sqnr_db(np.concatenate([a.ravel() for a in reference[v.name]]),
                     np.concatenate([a.ravel() for a in got[v.name]])) for v in graph.outputs]
-    return min(outs) if outs else float("inf")
+    return (min(outs) if outs else float("inf")), got
+
+
+def _output_error(graph: Graph, want: dict[str, list], got: dict[str, list], measure) -> float:
+    """The worst over the graph's outputs of `measure` (sqnr_db: the least; relative_error:
+    the largest, rounded to 4 digits) of their values `got` against `want`, over the
+    samples."""
+    def flat(values: list) -> np.ndarray:
+        return np.concatenate([np.asarray(a, np.float64).ravel() for a in values])
+
+    errs = [measure(flat(want[v.name]), flat(got[v.name])) for v in graph.outputs]
+    if measure is sqnr_db:
+        return min(errs, default=float("inf"))
+    return float(f"{max(errs, default=0.0):.4g}")
+
+
+def _db(x: float | None) -> str:
+    return "inf dB" if x is None else f"{x:.1f} dB"
 
 
 def _finite(x: float) -> float | None:
