@@ -2,7 +2,8 @@
 original model in the same run, at 1 thread and at N.
 
 The protocol of BENCHMARKING.md: both loaded in this process on the same random inputs,
-outputs checked against each other first (a fast wrong answer never counts), warmed up, then
+outputs checked against each other first (compiler/check.py: a fast wrong answer never
+counts; the tolerance is the user's, or the quantization's own budget, or by dtype), warmed up, then
 called alternately for `pairs` pairs; per thread count the median of each and the median of
 the per-pair ratio. onnxruntime's threads do not spin after a call (they would hold the
 core edgec's threads need next).
@@ -53,24 +54,6 @@ def onnxruntime_session(model: str, threads: int):
         raise EdgecError(f"onnxruntime could not load {model}: {e}") from None
 
 
-def check_outputs(got: dict[str, np.ndarray], want: dict[str, np.ndarray], tol: float) -> str:
-    """The worst relative error of edgec's outputs against onnxruntime's; EdgecError past
-    `tol` (or on a missing output)."""
-    worst = 0.0
-    for k, g in got.items():
-        if k not in want:
-            raise EdgecError(f"onnxruntime gives no output named '{k}'")
-        w = want[k].astype(np.float64)
-        scale = float(np.abs(w).max()) if w.size else 0.0
-        err = float(np.abs(g.astype(np.float64) - w).max()) if w.size else 0.0
-        rel = err / scale if scale else err
-        if not rel <= tol:
-            raise EdgecError(f"output '{k}' departs from onnxruntime's by {rel:.3g} (relative, "
-                             f"tolerance {tol:g}): not timed")
-        worst = max(worst, rel)
-    return f"{worst:.2g}"
-
-
 def alternate(calls: dict[str, Callable[[], object]], pairs: int, warmup: int = 5
               ) -> dict[str, list[float]]:
     """ms per call of each of `calls`, called in turn `pairs` times after `warmup` rounds."""
@@ -85,15 +68,19 @@ def alternate(calls: dict[str, Callable[[], object]], pairs: int, warmup: int = 
 
 
 def bench(artifact: str, vs: str | None = None, threads: Sequence[int] | None = None,
-          pairs: int = 50, tol: float = 1e-3, out: IO[str] | None = None) -> list[dict]:
+          pairs: int = 50, tol: float | None = None, out: IO[str] | None = None
+          ) -> list[dict]:
     """Time `artifact` (and onnxruntime on `vs`) at each thread count; prints a table to
-    `out` and returns its rows."""
+    `out` and returns its rows. `tol`: the largest relative error of the outputs (None: the
+    default of check.tolerances)."""
     from ..runtime.loader import load, read_manifest
+    from .check import check_outputs, output_errors, tolerances
 
     if read_manifest(artifact).get("sanitize"):
         raise EdgecError(f"{artifact} is built with --sanitize: its times would be the "
                          "sanitizers'; time a build without it")
     model = load(artifact)
+    tols = tolerances(model.manifest, tol)
     feeds = random_inputs(model.manifest)
     counts = list(threads) if threads else sorted({1, os.cpu_count() or 1})
     if any(t < 1 for t in counts):
@@ -107,7 +94,8 @@ def bench(artifact: str, vs: str | None = None, threads: Sequence[int] | None = 
             sess = onnxruntime_session(vs, t)
             names = [o.name for o in sess.get_outputs()]
             want = dict(zip(names, sess.run(None, feeds)))
-            err = check_outputs(model.run(feeds), want, tol)
+            worst = check_outputs(output_errors(model.run(feeds), want), tols, ": not timed")
+            err = f"{worst:.2g}"
             calls["onnxruntime"] = lambda s=sess: s.run(None, feeds)
         times = alternate(calls, pairs)
         row = {"threads": t, "edgec_ms": statistics.median(times["edgec"]), "error": err}

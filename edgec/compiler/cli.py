@@ -110,16 +110,16 @@ def cmd_run(a) -> None:
         print(f"{k}: {v.dtype}{list(v.shape)} [{', '.join(str(x) for x in flat[:6])}"
               f"{', ...' if flat.size > 6 else ''}]")
     if a.check:
-        ref = _onnxruntime(a.check, feeds)
-        for k, got in outs.items():
-            want = ref.get(k)
-            if want is None:
-                raise EdgecError(f"onnxruntime gives no output named '{k}'")
-            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-            scale = np.abs(want).max() if want.size else 0
-            rel = diff.max() / scale if scale else diff.max()
-            print(f"check {k} against onnxruntime: max abs error {diff.max():.3g}, "
-                  f"relative {rel:.3g}")
+        from .check import check_outputs, output_errors, tolerances
+
+        tols = tolerances(model.manifest, a.tolerance)
+        errs = output_errors(outs, _onnxruntime(a.check, feeds))
+        for k, e in errs.items():
+            print(f"check {k} against onnxruntime: max abs error {e.abs:.3g}, "
+                  f"relative {e.rel:.3g} (tolerance {tols[k].value:.3g})")
+        check_outputs(errs, tols)
+    elif a.tolerance is not None:
+        raise EdgecError("--tolerance applies to --check MODEL.onnx; give that too")
 
 
 def _onnxruntime(model_path: str, feeds) -> dict[str, np.ndarray]:
@@ -162,6 +162,12 @@ def cmd_inspect(a) -> None:
     print("  ops " + ", ".join(f"{k} x{v}" for k, v in sorted(m["ops"].items())))
     lib = Path(a.artifact) / m["library"]
     print(f"  library {lib} ({lib.stat().st_size if lib.exists() else 0} B)")
+
+
+TOLERANCE_HELP = ("largest relative error (max |error| / max |onnxruntime's output|) accepted; "
+                  "default: twice the quantization's own error on its samples for a build "
+                  "edgec quantized with --calib, else 1e-3 for float32 outputs (1e-2 float16 "
+                  "and 8-bit, exact for other integers)")
 
 
 def _add_pipeline_flags(p: argparse.ArgumentParser) -> None:
@@ -212,15 +218,17 @@ def parser() -> argparse.ArgumentParser:
                    help="keep this node in float (repeatable)")
     c.add_argument("--prune", type=float, default=0.0, metavar="SPARSITY",
                    help="zero this share (0-1) of each conv's and gemm's weights: by magnitude, "
-                        "or with --calib data-aware (the other weights updated to keep each "
-                        "layer's outputs on the samples); layers with enough zeros run on "
+                        "or with --calib data-aware for unstructured, Rx1 and N:M patterns "
+                        "(the other weights updated to keep each layer's outputs on the "
+                        "samples; it says which runs); layers with enough zeros run on "
                         "sparse kernels")
-    c.add_argument("--prune-pattern", default="unstructured", metavar="PATTERN",
-                   help="unstructured, 4x1 (blocks of 4 output channels; also 2x1, 8x1, "
-                        "16x1), 16x4 (16 output channels x 4 input channels at one tap: the "
-                        "int8 kernels' dot4 groups; also 8x4, 4x4), N:M such as 2:4, or "
-                        "channel (whole output channels removed, their readers rewired: the "
-                        "shapes shrink)")
+    c.add_argument("--prune-pattern", metavar="PATTERN",
+                   help="unstructured (the default without --quantize), 4x1 (blocks of 4 "
+                        "output channels; also 2x1, 8x1, 16x1), 16x4 (16 output channels x 4 "
+                        "input channels at one tap: the int8 kernels' dot4 groups, which "
+                        "their sparse kernels skip; the default with --quantize; also 8x4, "
+                        "4x4), N:M such as 2:4, or channel (whole output channels removed, "
+                        "their readers rewired: the shapes shrink)")
     c.add_argument("--prune-exclude", action="append", metavar="NODE",
                    help="leave this node's weights unpruned (repeatable)")
     c.add_argument("--compress", action="store_true",
@@ -251,7 +259,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("artifact")
     r.add_argument("--inputs", required=True, help=".npz with one array per input name")
     r.add_argument("--outputs", help="write the outputs to this .npz")
-    r.add_argument("--check", metavar="MODEL.onnx", help="compare with onnxruntime on the model")
+    r.add_argument("--check", metavar="MODEL.onnx",
+                   help="compare with onnxruntime on the model; exit 1 past --tolerance")
+    r.add_argument("--tolerance", type=float, metavar="REL", help=TOLERANCE_HELP)
     r.add_argument("--emulator", metavar="CMD",
                    help='run as a program under this command, e.g. "qemu-x86_64 -cpu Haswell" '
                         '("" runs it as a program directly); a cross target (arm64, armv7) '
@@ -265,8 +275,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--threads", type=int, action="append", metavar="N",
                    help="thread count (repeatable; default: 1 and this machine's CPUs)")
     b.add_argument("--pairs", type=int, default=50, help="timed rounds (default 50)")
-    b.add_argument("--tolerance", type=float, default=1e-3,
-                   help="largest relative error against onnxruntime (default 1e-3)")
+    b.add_argument("--tolerance", type=float, metavar="REL", help=TOLERANCE_HELP)
     b.set_defaults(fn=cmd_bench)
     i = sub.add_parser("inspect", help="describe a compiled artifact")
     i.add_argument("artifact")

@@ -215,6 +215,10 @@ def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = Fa
                "output_sqnr_db": q["output_sqnr_db"], "kept_float": q["kept_float"]}
     try:
         import matplotlib
+    # the outputs' error on the samples: of quantization alone, and of the whole compile
+    # against the model as given where a pass before it (prune) changed the float model
+    summary |= {k: q[k] for k in ("output_rel_error", "end_to_end_sqnr_db",
+                                  "end_to_end_rel_error") if k in q}
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -248,8 +252,10 @@ def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = Fa
 
 
 def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequence[str],
-                   weights: str, budget: float, log: IO[str] | None) -> list:
-    """`steps` with the quantize pass in front of fuse-qdq (which makes its integer ops)."""
+                   weights: str, budget: float, log: IO[str] | None,
+                   original: Graph | None = None) -> list:
+    """`steps` with the quantize pass in front of fuse-qdq (which makes its integer ops);
+    `original`: the model as given, to measure the outputs' error end to end against."""
     from ..passes.manager import PipelineStep
     from ..passes.quantize import Quantize
 
@@ -257,7 +263,8 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
         raise EdgecError(f"quantize={quantize!r}: choose {', '.join(QUANTIZE_BITS)}")
     feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
     q = Quantize(bits=QUANTIZE_BITS[quantize], calib=method, skip=",".join(skip),
-                 samples=samples, weights=weights, budget=budget, feeds=feeds, log=log)
+                 samples=samples, weights=weights, budget=budget, feeds=feeds, log=log,
+                 original=original)
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
         raise EdgecError("quantize needs the pipeline's fuse-qdq pass to make integer ops")
@@ -265,7 +272,22 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
 
 
 def _with_prune(steps: list, sparsity: float, pattern: str, exclude: Sequence[str],
-                calib=None) -> list:
+                calib=None, log: IO[str] | None = None) -> list:
+def _prune_pattern(pattern: str | None, quantize: str | None, log: IO[str] | None) -> str:
+    """The pattern asked for, else unstructured, or with quantization 16x4 (said on `log`):
+    the int8 kernels' sparse form skips only whole dot4 groups that are all zero, which
+    unstructured zeros seldom make."""
+    if pattern is not None:
+        return pattern
+    if quantize is None:
+        return "unstructured"
+    print("prune: pattern 16x4, the default with quantization: the sparse int8 kernels skip "
+          "only groups of 16 output x 4 input channels at one tap that are all zero, which "
+          "unstructured pruning seldom leaves (--prune-pattern unstructured prunes finer, "
+          "on dense int8 kernels)", file=log or sys.stderr)
+    return "16x4"
+
+
     """`steps` with the prune pass after batch-norm folding (the weights it prunes are the
     folded ones) and before quantization and fusion; data-aware given samples `calib`."""
     from ..passes.manager import PipelineStep
@@ -273,7 +295,7 @@ def _with_prune(steps: list, sparsity: float, pattern: str, exclude: Sequence[st
 
     feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
     p = Prune(sparsity=sparsity, pattern=pattern, exclude=",".join(exclude), samples=samples,
-              feeds=feeds)
+              feeds=feeds, log=log)
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
         raise EdgecError("prune needs the standard pipeline (it goes before fuse-qdq)")
@@ -288,7 +310,7 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             quantize: str | None = None, calib=None, calib_method: str = "minmax",
             quantize_skip: Sequence[str] = (), quantize_weights: str = "auto",
             accuracy_budget: float = 0.0, prune: float = 0.0,
-            prune_pattern: str = "unstructured", prune_exclude: Sequence[str] = (),
+            prune_pattern: str | None = None, prune_exclude: Sequence[str] = (),
             compress: bool = False, sanitize: bool = False,
             report: str | None = None) -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
@@ -308,11 +330,15 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
 
     `prune` (a sparsity in (0, 1)) zeroes that share of each convolution's and matrix
     product's weights before quantization (passes/prune.py), in `prune_pattern`
-    (unstructured, 4x1 and the other Rx1 blocks, N:M such as 2:4, or channel: whole output
-    channels removed and the shapes shrunk), but the layers named in `prune_exclude`: by
-    magnitude, or given `calib`, data-aware (the remaining weights updated to keep each
-    layer's outputs on the samples); weights with enough zeros, pruned here or in
-    training, run on the sparse kernels (passes/sparsify.py) with or without it.
+    (unstructured, 4x1 and the other Rx1 blocks, 16x4 and the other Rx4 groups, N:M such as
+    2:4, or channel: whole output channels removed and the shapes shrunk; by default
+    unstructured, or with `quantize` 16x4, the groups the sparse int8 kernels skip), but the
+    layers named in `prune_exclude`: by magnitude, or given `calib`, data-aware for
+    unstructured, Rx1 and N:M (the remaining weights updated to keep each layer's outputs on
+    the samples; the pass says which runs); weights with enough zeros, pruned here or in
+    training, run on the sparse kernels (passes/sparsify.py) with or without it. Pruned and
+    quantized on samples, the outputs' error is measured both against the pruned float
+    model (quantization alone) and against the model as given (end to end).
 
     `compress` stores the weights canonical-Huffman coded (targets/huffman.py), decoded once
     by NAME_init or the first run into a static buffer of NAME_WEIGHTS_BUFFER_BYTES;
@@ -349,7 +375,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   backend: str = "c", quantize: str | None = None, calib=None,
                   calib_method: str = "minmax", quantize_skip: Sequence[str] = (),
                   quantize_weights: str = "auto", accuracy_budget: float = 0.0,
-                  prune: float = 0.0, prune_pattern: str = "unstructured",
+                  prune: float = 0.0, prune_pattern: str | None = None,
                   prune_exclude: Sequence[str] = (), compress: bool = False,
                   sanitize: bool = False, report: str | None = None) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
@@ -375,11 +401,13 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                                                                        tgt.registers))
     steps = parse_pipeline(pipeline)
     if prune:
-        steps = _with_prune(steps, prune, prune_pattern, prune_exclude, calib)
+        steps = _with_prune(steps, prune, _prune_pattern(prune_pattern, quantize, log),
+                            prune_exclude, calib, log)
         pipeline = ",".join(map(str, steps))
     if quantize is not None:
         steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,
-                               quantize_weights, accuracy_budget, log)
+                               quantize_weights, accuracy_budget, log,
+                               graph.copy() if prune and calib is not None else None)
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
     float32_bytes = _float32_bytes(graph)
@@ -495,6 +523,9 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
               *([_pruning_line(manifest["pruning"])] if "pruning" in manifest else []),
               *([f"quantization.png not drawn: {PLOTS_NEED}"]
                 if manifest.get("quantization", {}).get("plot", "") is None else []),
+              *_int8_sparse_hint(manifest),
+              *([_quantization_line(manifest["quantization"])]
+                if "output_rel_error" in manifest.get("quantization", {}) else []),
               "compile time: " + ", ".join(f"{k} {v:.3f}s"
                                            for k, v in timing.items())]
     return "\n".join(lines) + "\n"
@@ -518,6 +549,29 @@ def _pruning_line(p: dict) -> str:
 
 def _strategy_text(s: dict) -> str:
     from ..targets.lowering import Strategy
+def _quantization_line(q: dict) -> str:
+    line = (f"quantized ({q['bits']}-bit weights, uint8 activations): output SQNR "
+            f"{q['output_sqnr_db']} dB, relative error {q['output_rel_error']:.3g} from "
+            "quantization alone")
+    if "end_to_end_rel_error" in q:
+        line += (f"; end to end, against the model as given: SQNR {q['end_to_end_sqnr_db']} dB, "
+                 f"relative error {q['end_to_end_rel_error']:.3g}")
+    return line
+
+
+def _int8_sparse_hint(manifest: dict) -> list[str]:
+    """A line where pruned layers run on dense int8 kernels for want of dot4 groups."""
+    p = manifest.get("pruning")
+    int8 = [s["strategy"] for s in manifest["kernel_strategies"] if "int8" in s["strategy"]]
+    if (not p or not int8 or any("sparse" in s for s in int8) or p["pattern"] == "channel"
+            or p["pattern"].endswith("x4")):
+        return []
+    return [f"no sparse int8 kernel: the {len(int8)} int8 kernels run dense, as their sparse "
+            "form skips only groups of 16 output x 4 input channels at one tap that are all "
+            f"zero, which {p['pattern']} pruning seldom leaves; --prune-pattern 16x4 prunes "
+            "in those groups"]
+
+
 
     return Strategy(s["strategy"], s["kind"], s["lanes"], s["parallel"],
                     tuple(s["micro_kernels"])).describe()
