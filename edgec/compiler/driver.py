@@ -213,12 +213,12 @@ def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = Fa
     (out / "quantization.json").write_text(json.dumps(q, indent=2) + "\n")
     summary = {"report": "quantization.json", "bits": q["bits"],
                "output_sqnr_db": q["output_sqnr_db"], "kept_float": q["kept_float"]}
-    try:
-        import matplotlib
     # the outputs' error on the samples: of quantization alone, and of the whole compile
     # against the model as given where a pass before it (prune) changed the float model
     summary |= {k: q[k] for k in ("output_rel_error", "end_to_end_sqnr_db",
                                   "end_to_end_rel_error") if k in q}
+    try:
+        import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -271,8 +271,6 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
     return [*steps[:at], PipelineStep(q), *steps[at:]]
 
 
-def _with_prune(steps: list, sparsity: float, pattern: str, exclude: Sequence[str],
-                calib=None, log: IO[str] | None = None) -> list:
 def _prune_pattern(pattern: str | None, quantize: str | None, log: IO[str] | None) -> str:
     """The pattern asked for, else unstructured, or with quantization 16x4 (said on `log`):
     the int8 kernels' sparse form skips only whole dot4 groups that are all zero, which
@@ -288,6 +286,8 @@ def _prune_pattern(pattern: str | None, quantize: str | None, log: IO[str] | Non
     return "16x4"
 
 
+def _with_prune(steps: list, sparsity: float, pattern: str, exclude: Sequence[str],
+                calib=None, log: IO[str] | None = None) -> list:
     """`steps` with the prune pass after batch-norm folding (the weights it prunes are the
     folded ones) and before quantization and fusion; data-aware given samples `calib`."""
     from ..passes.manager import PipelineStep
@@ -521,11 +521,11 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
               "ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(manifest["ops"].items())),
               _weights_line(manifest["weights"]),
               *([_pruning_line(manifest["pruning"])] if "pruning" in manifest else []),
-              *([f"quantization.png not drawn: {PLOTS_NEED}"]
-                if manifest.get("quantization", {}).get("plot", "") is None else []),
               *_int8_sparse_hint(manifest),
               *([_quantization_line(manifest["quantization"])]
                 if "output_rel_error" in manifest.get("quantization", {}) else []),
+              *([f"quantization.png not drawn: {PLOTS_NEED}"]
+                if manifest.get("quantization", {}).get("plot", "") is None else []),
               "compile time: " + ", ".join(f"{k} {v:.3f}s"
                                            for k, v in timing.items())]
     return "\n".join(lines) + "\n"
@@ -547,8 +547,6 @@ def _pruning_line(p: dict) -> str:
             f"{len(layers)} layers, {zeros:.1%} of their {weights} weights zero")
 
 
-def _strategy_text(s: dict) -> str:
-    from ..targets.lowering import Strategy
 def _quantization_line(q: dict) -> str:
     line = (f"quantized ({q['bits']}-bit weights, uint8 activations): output SQNR "
             f"{q['output_sqnr_db']} dB, relative error {q['output_rel_error']:.3g} from "
@@ -572,6 +570,8 @@ def _int8_sparse_hint(manifest: dict) -> list[str]:
             "in those groups"]
 
 
+def _strategy_text(s: dict) -> str:
+    from ..targets.lowering import Strategy
 
     return Strategy(s["strategy"], s["kind"], s["lanes"], s["parallel"],
                     tuple(s["micro_kernels"])).describe()
