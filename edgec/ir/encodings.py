@@ -385,3 +385,24 @@ def gemm_tile_shape(lanes: int) -> tuple[int, int]:
     (24 sums, 4 panel vectors, a broadcast: 29 of the 32 registers), 4-10% faster than 6 x 2
     on six of the eight GEMM suite shapes, 3% slower on two (benchmarks/bench_int8_gemm.py)."""
     return (6, 4) if lanes >= 16 else (4, 2) if lanes >= 8 else (2, 2)
+
+
+def gemm_pairs(b: np.ndarray) -> np.ndarray:
+    """[..., 2]: the byte pairs of B [K, N] (K >= 4) as the GEMM tile's k-groups hold them
+    (rows 4g, 4g+1 and 4g+2, 4g+3 of each column; the K % 4 tail rows as the last 2 or 4
+    bytes of one more group, its rows before 4 * (K // 4) zero), for int8 dot products
+    whose 16-bit pair sums must not saturate (targets/kernel_ir.py pairs_fit16)."""
+    k, n = b.shape
+    full = np.asarray(b[:k // 4 * 4], np.int64).reshape(-1, 2, n)
+    tail = np.asarray(b[k - 4:], np.int64).copy()
+    tail[:4 - k % 4] = 0
+    return np.concatenate([full, tail.reshape(2, 2, n)]).transpose(0, 2, 1)
+
+
+def qconv_pairs(wc: np.ndarray) -> np.ndarray:
+    """[..., 2]: the byte pairs of conv weights `wc` [M, C, KH, KW] as the dot4 encodings
+    hold them (input channels 4q, 4q+1 and 4q+2, 4q+3 at one tap; C padded with zeros)."""
+    m, c, kh, kw = wc.shape
+    w = np.zeros((m, -(-c // 4) * 4, kh, kw), np.int64)
+    w[:, :c] = wc
+    return np.moveaxis(w.reshape(m, -1, 2, kh, kw), 2, -1)

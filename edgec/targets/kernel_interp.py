@@ -59,6 +59,7 @@ from .kernel_ir import (
     Scalar,
     Store,
     Stream,
+    pairs_fit16,
 )
 from .kernel_passes import has_barrier
 from .kernel_threads import threaded_block, wait_at_barrier
@@ -297,7 +298,11 @@ def _vbroadcast(e: Expr, idx: Eval) -> Eval:
 
 def _dot4(e: Expr, acc: Eval, a: Eval, b: Eval) -> Eval:
     def dot4(env):
-        prod = np.asarray(a(env), np.int64) * np.asarray(b(env), np.int64)
+        bv = np.asarray(b(env), np.int64)
+        if e.op == "dot4p" and not pairs_fit16(bv.reshape(-1, 2)):
+            raise KernelError("dot4 with pairs16: a pair of weights would saturate a 16-bit "
+                              f"sum ({bv.reshape(-1, 2).tolist()})")
+        prod = np.asarray(a(env), np.int64) * bv
         s = np.asarray(acc(env), np.int64) + prod.reshape(-1, 4).sum(axis=1)
         return _value(s.astype(np.int32) if e.lanes > 1 else s[0].astype(np.int32), DType.I32,
                       e.lanes)
@@ -392,7 +397,7 @@ def compile_expr(e: Expr) -> Eval:
         return _bitcast(e, compile_expr(e.args[0]))
     if op == "call":
         return _call(e, [compile_expr(a) for a in e.args[1:]])
-    if op == "dot4":
+    if op in ("dot4", "dot4p"):
         return _dot4(e, *(compile_expr(a) for a in e.args))
     if op == "mul16":
         return _mul16(e, *(compile_expr(a) for a in e.args))

@@ -37,6 +37,11 @@ buffer (4N consecutive bytes) and `vbroadcast(buf, index, 4N, 4)`, the 4 bytes a
 repeated in every group of 4 lanes (one row's k-group against N columns). Renderers map it to
 VNNI `vpdpbusd`, an exact 16-bit widening on AVX2, `sdot`/`udot` on Armv8.2; without a vector
 ISA (N = 1) a 4-lane 8-bit vector is one 32-bit word, lane k in bits 8k..8k+7.
+`dot4(acc, a, b, pairs16=True)` (op "dot4p") is the same sum for uint8 a, stating that b's
+byte pairs (4i, 4i+1) and (4i+2, 4i+3) keep every pair sum a[j] b[j] + a[j+1] b[j+1] in
+int16 for any uint8 a (`pairs_fit16`: the positive weights of a pair sum to at most 128, the
+negative to at least -128; 7-bit weights always do): AVX2 then sums it with `vpmaddubsw`
+and `vpmaddwd` by ones, exactly (the interpreter checks the claim); the other ISAs as dot4.
 
 Functions: a kernel may `Call` another kernel (a micro-kernel, the hot inner loops shared by
 many nodes) with pointers into its buffers (`Ptr`) and scalar arguments (`Scalar` params).
@@ -357,9 +362,22 @@ def vbroadcast(buf: Buffer, index, lanes: int, group: int) -> Expr:
 DOT4_TYPES = ((DType.U8, DType.I8), (DType.I8, DType.I8))
 
 
-def dot4(acc, a: Expr, b: Expr) -> Expr:
+def pairs_fit16(b: np.ndarray) -> bool:
+    """Whether the int8 weights `b` [..., 2] (the last axis a byte pair of a dot4: bytes
+    4i, 4i+1 or 4i+2, 4i+3) keep a[0] b[0] + a[1] b[1] within int16 for every uint8 a: the
+    sum of the positive weights of each pair at most 128 (255 * 128 <= 32767) and of the
+    negative at least -128, so that x86's vpmaddubsw never saturates."""
+    b = np.asarray(b, np.int32)
+    return bool((np.maximum(b, 0).sum(-1) <= 128).all() and
+                (np.minimum(b, 0).sum(-1) >= -128).all())
+
+
+def dot4(acc, a: Expr, b: Expr, pairs16: bool = False) -> Expr:
     """acc[i] + sum_{k<4} a[4i+k] * b[4i+k] for each of acc's N int32 lanes, exactly; a is
-    uint8 or int8 and b int8, each with 4N lanes (see the module doc)."""
+    uint8 or int8 and b int8, each with 4N lanes (see the module doc). `pairs16`: a is
+    uint8 and b's byte pairs fit `pairs_fit16` (op "dot4p")."""
+    if pairs16 and a.dtype is not DType.U8:
+        raise TypeError(f"kernel IR: dot4 with pairs16 takes uint8 a, not {a.dtype}")
     if (a.dtype, b.dtype) not in DOT4_TYPES:
         raise TypeError(f"kernel IR: dot4 of {a.dtype} and {b.dtype}; it takes uint8 or int8 "
                         "times int8")
@@ -370,7 +388,7 @@ def dot4(acc, a: Expr, b: Expr) -> Expr:
     if acc.dtype is not DType.I32 or acc.lanes != a.lanes // 4:
         raise TypeError(f"kernel IR: dot4 accumulates {a.lanes} bytes into {a.lanes // 4} "
                         f"int32 lanes, not {acc.lanes} of {acc.dtype}")
-    return Expr("dot4", DType.I32, (acc, a, b), acc.lanes)
+    return Expr("dot4p" if pairs16 else "dot4", DType.I32, (acc, a, b), acc.lanes)
 
 
 def mul16(a: Expr, b: Expr) -> Expr:

@@ -77,7 +77,7 @@ class Int8Epilogue:
 
 def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
               epi: Int8Epilogue, nibbles: bool = False, used: int = 0,
-              sparse: bool = False) -> Kernel:
+              sparse: bool = False, pairs16: bool = False) -> Kernel:
     """MR rows x NV vectors of y = epilogue(A @ B) (see the module doc): parameters a (row 0
     of the tile), bp and bt (the panel's k-groups and its K % 4 rows, ir/encodings.py
     "gemm lL vNV [nib]": with `nibbles` two vectors to a byte, summed as 16 * b and the
@@ -89,17 +89,21 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
 
     `sparse` ("gemm lL vV sparse"): one vector of the panel (bp, bt and the tables at its
     columns; `used` 1), over its stored k-groups only: two more parameters after bp/bt,
-    gidx (the groups' indices, int32) and nst (their count)."""
+    gidx (the groups' indices, int32) and nst (their count).
+
+    `pairs16` (uint8 A): B's byte pairs fit int16 (kernel_ir.pairs_fit16; checked by the
+    caller on the whole of B, its tail group included): the dot4s say so (op dot4p)."""
     used = 1 if sparse else used or nv
-    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used, sparse)
+    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used, sparse, pairs16)
     if key in _CACHE:
         return _CACHE[key]
     enc = GemmWeights(lanes, nv, nibbles)
     kb = KernelBuilder(f"mk_gemm_{a_type.name.lower()}{'i4' if nibbles else 'i8'}x{lanes}_m{mr}"
                        f"_v{nv}{f'u{used}' if used < nv and not sparse else ''}"
-                       f"{'_sp' if sparse else ''}_t{ktail}{epi.tag}",
+                       f"{'_sp' if sparse else ''}{'_p16' if pairs16 else ''}_t{ktail}{epi.tag}",
                        f"int8 gemm tile: {mr} rows x {used * lanes} columns, int32 accumulators"
                        + (", int4 weights two to a byte" if nibbles else "")
+                       + (", weight pairs within int16" if pairs16 else "")
                        + (", the stored dot4 groups only" if sparse else ""), opaque=True)
     a, bp = kb.pointer("a", a_type), kb.pointer("bp", I8)
     bt = kb.pointer("bt", I8) if ktail else None
@@ -137,7 +141,7 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
         for i in range(mr):
             av = kb.local(f"a{i}_", vbroadcast(a, i * lda + a_at, 4 * lanes, 4))
             for v in range(used):
-                kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v]))
+                kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v], pairs16))
 
     if sparse:
         with kb.loop(nst, "e") as e:
@@ -250,7 +254,8 @@ def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shif
 
 
 def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
-               nibbles: bool = False, fixed: bool = False, add: bool = False) -> Kernel:
+               nibbles: bool = False, fixed: bool = False, add: bool = False,
+               pairs16: bool = False) -> Kernel:
     """MB output blocks of L channels x R output pixels of one row of a blocked uint8
     convolution whose input is already padded (every tap is inside): for each input block cb,
     tap (kh, kw) and group g of 4 input channels of the block, MB weight vectors (4 bytes per
@@ -267,10 +272,11 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     x_cb, x_kh, x_kw (input strides), w_cb, w_kh (weight strides in bytes; w_kw is the
     encoding's bytes per tap), y_mb (output stride between blocks), zy (and the shift with
     `fixed`); with `add` (fixed point) then the residual's buffer, zr, qa, qb, 2^(33-s) and zc
-    (`ResidualAdd`)."""
+    (`ResidualAdd`). `pairs16`: the weights' byte pairs fit int16 (kernel_ir.pairs_fit16;
+    the dot4s are dot4p)."""
     if add and not fixed:
         raise ValueError("qconv_tile: a residual add needs fixed-point requantization")
-    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed, add)
+    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed, add, pairs16)
     if key in _CACHE:
         return _CACHE[key]
     enc = QConvWeights("dot4", lanes, 4 * groups, mb, nibbles)
@@ -278,9 +284,11 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     # spills the accumulators (ResNet-18's 3x3 convolutions ran 1.5x slower)
     kind = "i4" if nibbles else "u8"
     kb = KernelBuilder(f"mk_qconv_{kind}x{lanes}_m{mb}_r{r}_p{x_pix}_g{groups}_"
-                       f"{out.name.lower()}{'_fx' if fixed else ''}{'_add' if add else ''}",
+                       f"{out.name.lower()}{'_fx' if fixed else ''}{'_add' if add else ''}"
+                       f"{'_p16' if pairs16 else ''}",
                        f"int8 conv tile: {mb} blocks of {lanes} output channels x {r} pixels"
                        + (", int4 weights two to a byte" if nibbles else "")
+                       + (", weight pairs within int16" if pairs16 else "")
                        + (", fixed-point requantization" if fixed else "")
                        + (", residual add" if add else ""), opaque=True)
     x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
@@ -320,14 +328,14 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                     xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix + 4 * (g * chunk + c),
                                                        vec, 4))
                     for j in range(mb):
-                        kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[c * mb + j]))
+                        kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[c * mb + j], pairs16))
     _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual)
     _CACHE[key] = kb.build()
     return _CACHE[key]
 
 
 def qconv_sparse_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = False,
-                      add: bool = False) -> Kernel:
+                      add: bool = False, pairs16: bool = False) -> Kernel:
     """One output block of L channels x R output pixels of one row of a blocked uint8
     convolution whose weights are mostly zero, over the block's stored dot4 groups only: a
     group is L output channels x 4 input channels at one tap whose 4L weights are not all
@@ -338,14 +346,15 @@ def qconv_sparse_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = 
     Parameters: x (the tile's first pixel), w (the block's first group's weight vector),
     offs (its first group's offset), corr, mult (the block's channels), y; then n (groups),
     y_mb (unused: one block), zy (and the shift with `fixed`); with `add` the residual's
-    (`ResidualAdd`)."""
+    (`ResidualAdd`). `pairs16` as `qconv_tile`."""
     if add and not fixed:
         raise ValueError("qconv_sparse_tile: a residual add needs fixed-point requantization")
-    key = ("qconv_sparse", lanes, r, x_pix, out, fixed, add)
+    key = ("qconv_sparse", lanes, r, x_pix, out, fixed, add, pairs16)
     if key in _CACHE:
         return _CACHE[key]
     kb = KernelBuilder(f"mk_qspconv_u8x{lanes}_r{r}_p{x_pix}_{out.name.lower()}"
-                       f"{'_fx' if fixed else ''}{'_add' if add else ''}",
+                       f"{'_fx' if fixed else ''}{'_add' if add else ''}"
+                       f"{'_p16' if pairs16 else ''}",
                        f"sparse int8 conv tile: {lanes} output channels x {r} pixels over "
                        "the stored dot4 groups" + (", fixed-point requantization" if fixed
                                                    else "") + (", residual add" if add else ""),
@@ -365,7 +374,7 @@ def qconv_sparse_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = 
         wv = kb.local("wv", vload(w, e * vec, vec))
         for t in range(r):
             xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix, vec, 4))
-            kb.assign(acc[t][0], dot4(acc[t][0], xb, wv))
+            kb.assign(acc[t][0], dot4(acc[t][0], xb, wv, pairs16))
     _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual)
     _CACHE[key] = kb.build()
     return _CACHE[key]

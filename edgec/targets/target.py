@@ -26,6 +26,8 @@ class VectorUnit:
     registers: int
     dtypes: frozenset[DType]
     dot4: str  # the instructions of one dot4: "vpdpbusd", "vpmaddwd", "smull+addp", "sdot"
+    # those of a dot4 whose weight pairs fit int16 (kernel IR dot4p), where cheaper than dot4's
+    dot4_pairs16: str = ""
 
     def lanes(self, dtype: DType) -> int:
         return self.width // dtype.itemsize if dtype in self.dtypes else 1
@@ -34,7 +36,8 @@ class VectorUnit:
 _VECTOR_TYPES = frozenset({DType.F32, DType.I32, DType.U8, DType.I8})
 VECTOR_UNITS: dict[str, VectorUnit] = {u.name: u for u in (
     VectorUnit("avx512", 64, 32, _VECTOR_TYPES, "vpdpbusd"),
-    VectorUnit("avx2", 32, 16, _VECTOR_TYPES, "vpmaddwd"),  # bytes widened to 16 bits
+    VectorUnit("avx2", 32, 16, _VECTOR_TYPES, "vpmaddwd",  # bytes widened to 16 bits
+               "vpmaddubsw+vpmaddwd"),
     VectorUnit("avx2-vnni", 32, 16, _VECTOR_TYPES, "vpdpbusd"),  # AVX-VNNI, chosen at run time
     VectorUnit("neon", 16, 32, _VECTOR_TYPES, "smull+addp"),  # aarch64
     VectorUnit("neon-dotprod", 16, 32, _VECTOR_TYPES, "sdot"),  # Armv8.2-A, chosen at run time

@@ -61,6 +61,14 @@ static inline __m256i edgec_dot4_i8i8(__m256i acc, __m256i a, __m256i b)
     return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even),
                                                   _mm256_madd_epi16(a_odd, b_odd)));
 }
+/* edgec_dot4_u8i8 where b's byte pairs keep every pair sum of products in int16 (kernel IR
+   dot4p: the positive weights of a pair sum to at most 128, the negative to at least -128):
+   vpmaddubsw's 16-bit pair sums never saturate, and vpmaddwd by ones adds each two */
+static inline __m256i edgec_dot4p_u8i8(__m256i acc, __m256i a, __m256i b)
+{
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b),
+                                                   _mm256_set1_epi16(1)));
+}
 /* the first n of 8 int32 lanes, already in range, stored as bytes */
 #define EDGEC_STORE8(name, T, pack8)                                                \
     static inline void name(T *p, __m256i v, ptrdiff_t n)                           \

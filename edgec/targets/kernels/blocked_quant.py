@@ -27,6 +27,7 @@ from ...ir.encodings import (
     decode_qconv,
     encode_qconv,
     qconv_encoding,
+    qconv_pairs,
     qconv_tiles,
     row_tiles,
 )
@@ -35,7 +36,7 @@ from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from .. import microkernels_int8 as mk
 from ..kernel_ir import INDEX, Expr, cast, const
 from ..lowering import NodeKernelBuilder, kernel
-from .quant_common import constant_table
+from .quant_common import constant_table, dot4_pairs16
 
 I32, F32 = DType.I32, DType.F32
 # the largest buffer (bytes, on the stack of each task) that int4 conv weights are unpacked
@@ -210,6 +211,10 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     corr, mult, shift = _tables(kb, node, wc, lanes, 16 if enc.nibbles else 1)
     fixed = shift is not None
     rq = ", fixed-point requantization" if fixed else ""
+    # weights whose byte pairs fit int16: the cheaper dot4 where the target has one (AVX2's
+    # vpmaddubsw; int4 weights, summed as 16 * w, stay as they are)
+    pairs16, pairs_say = dot4_pairs16(kb, qconv_pairs(wc)) \
+        if enc.kind == "dot4" and not enc.nibbles else (False, "")
     tail = () if shift is None else (shift,)
     x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
     res = _residual(kb, node, fixed)
@@ -238,7 +243,7 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     _, r_max = qconv_tiles(lanes, kb.target.registers)
     if sparse is not None:
         vals, offs, ptr, density = sparse
-        kb.strategy = f"sparse int8 conv dot4 groups, density {density:.2f}" + rq
+        kb.strategy = f"sparse int8 conv dot4 groups, density {density:.2f}" + rq + pairs_say
         src = node.inputs[3]
         wv = constant_table(kb, vals.reshape(-1), f"groups{lanes}", src)
         ov = constant_table(kb, offs, f"group_offsets{lanes}", src)
@@ -250,7 +255,8 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
             lo = kb.local("lo", cast(pv[ob], INDEX))
             cnt = kb.local("cnt", cast(pv[ob + 1], INDEX) - lo)
             for ow0, r in row_tiles(g.ow, r_max):
-                fn = mk.qconv_sparse_tile(lanes, r, g.sw * g.xb, out, fixed, res is not None)
+                fn = mk.qconv_sparse_tile(lanes, r, g.sw * g.xb, out, fixed, res is not None,
+                                          pairs16)
                 xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
                 yo = ((n * g.mblocks + ob) * g.oh + oh) * g.ow * lanes + ow0 * lanes
                 kb.call(fn, (x, xo), (wv, lo * (4 * lanes)), (ov, lo), (corr, ob * lanes),
@@ -272,7 +278,7 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                 g.oh) if unpack else 1
     kb.strategy = "blocked int8 conv dot4" + (
         ", int4 weights two to a byte" + (" unpacked once per task" if unpack else "")
-        if enc.nibbles else "") + rq + where
+        if enc.nibbles else "") + rq + pairs_say + where
     chunks = g.oh // rows
     # the threads' slices of the tasks: by output rows (every group of channels in each
     # task's rows) where the weights are smaller than the input, so that a thread's rows
@@ -305,7 +311,7 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                     for ow0, r in tiles:
                         fn = mk.qconv_tile(lanes, mb, r, g.sw * g.xb, groups, out,
                                            enc.nibbles and not unpack, fixed,
-                                           res is not None)
+                                           res is not None, pairs16)
                         xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
                         yo = ((n * g.mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes \
                             + ow0 * lanes

@@ -12,7 +12,7 @@ from ...ir.dtypes import DType
 from ...ir.graph import Value
 from ...ir.ops.quant import QUANT_RANGES
 from ...ir.types import TensorType
-from ..kernel_ir import Buffer, Expr, call, cast, const, select
+from ..kernel_ir import Buffer, Expr, call, cast, const, pairs_fit16, select
 from ..lowering import NodeKernelBuilder
 from .common import named
 
@@ -78,3 +78,19 @@ class Requant:
 
 def zero_point(kb: NodeKernelBuilder, v: Value | None, name: str) -> Expr | None:
     return scalar(kb, v, name, I32)
+
+
+def dot4_pairs16(kb: NodeKernelBuilder, pairs: np.ndarray) -> tuple[bool, str]:
+    """Whether the int8 tiles of a node write their dot4s as dot4p (kernel_ir: the weights'
+    byte pairs `pairs` [..., 2], as the tiles pair them, fit int16 for any uint8 input),
+    where the target's vector unit has a cheaper form for them (AVX2: vpmaddubsw instead of
+    the widening); and the report's words on the choice ("" where there is none)."""
+    unit = kb.target.vector
+    if unit is None or not unit.dot4_pairs16:
+        return False, ""
+    if pairs_fit16(pairs):
+        return True, f", dot4 as {unit.dot4_pairs16} (weight pairs within int16)"
+    p = np.asarray(pairs, np.int64)
+    hi, lo = int(np.maximum(p, 0).sum(-1).max()), int(np.minimum(p, 0).sum(-1).min())
+    return False, (f", dot4 widened ({unit.dot4}: the weights of a pair sum to "
+                   f"{hi if hi > 128 else lo}, past the +-128 a 16-bit pair sum allows)")

@@ -13,12 +13,12 @@ import numpy as np
 
 from ...errors import EdgecError
 from ...ir.dtypes import DType
-from ...ir.encodings import GemmWeights, encode_gemm, gemm_groups
+from ...ir.encodings import GemmWeights, encode_gemm, gemm_groups, gemm_pairs
 from ...ir.graph import Node, Value
 from .. import microkernels_int8 as mk8
 from ..kernel_ir import INDEX, Buffer, Expr, cast, const, minimum
 from ..lowering import NodeKernelBuilder
-from .quant_common import constant_table, zero_point
+from .quant_common import constant_table, dot4_pairs16, zero_point
 
 F32, I32 = DType.F32, DType.I32
 
@@ -73,11 +73,15 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
     scale = 16 if enc.nibbles else 1  # the tile sums 16 * b
     panels, groups, ktail = -(-n // width), k // 4, k % 4
     stored = gemm_groups(bmat, lanes, nv) if enc.sparse else None
+    # uint8 A against int8 B whose byte pairs fit int16: the cheaper dot4 where the target
+    # has one (AVX2's vpmaddubsw; int4 weights are summed as 16 * b and stay as they are)
+    pairs16, pairs_say = dot4_pairs16(kb, gemm_pairs(bmat)) \
+        if a_v.dtype is DType.U8 and not enc.nibbles else (False, "")
     kb.strategy = "int8 GEMM" + (", int4 weights two to a byte" if enc.nibbles else "") + \
         (f", sparse dot4 groups, density {stored[:-(-n // lanes)].mean():.2f}"
          if enc.sparse else "") + \
         (", fixed-point requantization" if rq is not None and rq.fixed else "") + \
-        ("" if benc else ", weights packed by the kernel builder")
+        pairs_say + ("" if benc else ", weights packed by the kernel builder")
     last_used = -(-(n - (panels - 1) * width) // lanes)  # vectors of the last panel in use
     b = bmat.astype(np.int32)
     zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
@@ -173,7 +177,7 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
                                 vector(p, v, mr, sums)
                             return
                         fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles,
-                                           used)
+                                           used, pairs16=pairs16)
                         args = [(a, r0 * k), (bp, p * (groups * 4 * lanes * enc.group_vectors))]
                         args += [(bt, full_size + p * (4 * lanes * enc.group_vectors))] \
                             if ktail else []
@@ -185,7 +189,8 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
                         kb.call(fn, *args, *scalars, *sums, *tail_scalars)
 
                     def vector(p, v: int, mr: int, sums: list) -> None:
-                        fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, sparse=True)
+                        fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, sparse=True,
+                                           pairs16=pairs16)
                         col = kb.local("col", p * width + v * lanes)
                         q = kb.local("q", p * nv + v)
                         lo = kb.local("lo", cast(gptr[q], INDEX))

@@ -155,7 +155,9 @@ class CRenderer:
         return self.vop("mulshift", DType.I32, a=self.expr(x), b=self.expr(m), c=self.expr(sh))
 
     def _v_dot4(self, e: Expr, acc: Expr, x: Expr, y: Expr) -> str:
-        return self.vop("dot4", x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
+        # dot4p (weight pairs that fit int16) has its own form only where it is cheaper
+        op = e.op if (e.op, x.dtype) in self.isa.ops else "dot4"
+        return self.vop(op, x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
 
     def _v_cast(self, e: Expr, x: Expr) -> str:
         if (x.op == "vload" and x.args[2] is None and x.dtype.itemsize in (1, 2)
@@ -192,6 +194,7 @@ class CRenderer:
     # vector kernel-IR ops -> the method printing them with the ISA's intrinsics
     vector_expressions = {"var": "_v_var", "vload": "_v_load", "broadcast": "_v_broadcast",
                           "vbroadcast": "_v_broadcast_group", "dot4": "_v_dot4",
+                          "dot4p": "_v_dot4",
                           "vgather": "_v_gather",
                           "mul16": "_v_mul16", "nibble": "_v_nibble", "cast": "_v_cast",
                           "mulshift": "_v_mulshift",
@@ -344,7 +347,7 @@ class CRenderer:
 
     # scalar kernel-IR ops (infix operators aside) -> the method printing them
     expressions = {"hreduce": "_hreduce", "dot4": "_dot4", "mul16": "_mul16", "fma": "_fma",
-                   "mulshift": "_mulshift",
+                   "dot4p": "_dot4", "mulshift": "_mulshift",
                    "const": "_const",
                    "var": "_var", "load": "_load", "max": "_minmax", "min": "_minmax",
                    "neg": "_neg", "not": "_not", "select": "_select", "cast": "_cast",

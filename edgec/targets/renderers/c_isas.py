@@ -4,7 +4,10 @@ Their widths, register files and vector types are the target's facts (target.py 
 
 Int8 dot products (`dot4`): VNNI `vpdpbusd` on AVX-512 (int8 x int8 as (a ^ 0x80) x b minus
 128 * sum(b), both exact); on AVX2 each 16-bit half of a 32-bit lane is widened and
-`vpmaddwd` sums the even and the odd byte products exactly (`vpmaddubsw` would saturate);
+`vpmaddwd` sums the even and the odd byte products exactly (`vpmaddubsw` would saturate),
+except where the weights' byte pairs fit int16 (kernel IR `dot4p`): `vpmaddubsw` of the
+uint8 bytes by the weights, then `vpmaddwd` by ones, exact and 3 instructions instead of 4
+and the widening (benchmarks/peak_int8_avx2.c, BENCHMARKS.md);
 in scalar C a 4-lane 8-bit vector is a 32-bit word and dot4 the sum of its 4 byte products.
 On NEON dot4 is exact too (16-bit products, widening pairwise sums); `arm64-dotprod` also
 renders each micro-kernel with a dot4 for Armv8.2-A `sdot` and calls one of the two versions as
@@ -153,7 +156,8 @@ AVX2 = VectorISA(
     }) | _int8_ops("_mm256", "si256", {DType.U8: "edgec_dot4_u8i8({c}, {a}, {b})",
                                        DType.I8: "edgec_dot4_i8i8({c}, {a}, {b})"},
                    {DType.U8: "edgec_store8_u8((uint8_t *)({p}), {v}, {n})",
-                    DType.I8: "edgec_store8_i8((int8_t *)({p}), {v}, {n})"}),
+                    DType.I8: "edgec_store8_i8((int8_t *)({p}), {v}, {n})"})
+    | {("dot4p", DType.U8): "edgec_dot4p_u8i8({c}, {a}, {b})"},
     ("edgec_avx2.h",))
 
 
@@ -272,7 +276,8 @@ DOTPROD = Dispatch(NEON_DOTPROD, "sdot", "neon", "EDGEC_DOTPROD", "edgec_has_dot
                    "edgec_dotprod.h")
 # AVX-VNNI: the 256-bit `vpdpbusd` of CPUs without AVX-512 (Alder Lake, Zen 5's AVX2 builds),
 # for the int8 kernels of an AVX2 library (int8 x int8 through edgec_avxvnni.h)
-AVX2_VNNI = replace(AVX2, name="avx2-vnni", ops=AVX2.ops | {
+AVX2_VNNI = replace(AVX2, name="avx2-vnni", ops={
+    k: v for k, v in AVX2.ops.items() if k[0] != "dot4p"} | {  # (dot4p: vpdpbusd as dot4)
     ("dot4", DType.U8): "_mm256_dpbusd_avx_epi32({c}, {a}, {b})",
     ("dot4", DType.I8): "edgec_dpbssd_avx({c}, {a}, {b})"})
 AVXVNNI = Dispatch(AVX2_VNNI, "avxvnni", "avx2", "EDGEC_AVXVNNI", "edgec_has_avxvnni()",

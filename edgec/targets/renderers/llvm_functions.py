@@ -150,7 +150,7 @@ class _FunctionBuilder:
         if op == "vbroadcast":  # a group of 4 bytes repeated: one 32-bit load, splat
             word = b.load(self.pointer(a[0], a[1]), typ=I32, align=1)
             return b.bitcast(self.splat(word, e.lanes // a[2]), mem_type(e.dtype, e.lanes))
-        if op == "dot4":
+        if op in ("dot4", "dot4p"):
             return self.dot4(e)
         if op == "mul16":  # the product, exact in 32 bits; LLVM picks the instruction
             return b.mul(self.expr(a[0]), self.expr(a[1]))
@@ -213,13 +213,22 @@ class _FunctionBuilder:
         vpdpbusd; elsewhere, and for int8 x int8, the bytes are widened to 32 bits and the
         products summed by lane group. (int8 x int8 as vpdpbusd(a ^ 0x80) - vpdpbusd(0x80),
         the C renderer's form, sent LLVM 22's x86 back end into a loop that did not end
-        within minutes on a QLinearMatMul.)"""
+        within minutes on a QLinearMatMul.) dot4p on AVX2 is the C renderer's
+        vpmaddubsw + vpmaddwd by ones (edgec_avx2.h edgec_dot4p_u8i8)."""
         b, (acc, x, y) = self.b, e.args
         n = e.lanes
         if self.r.target.isa == "avx512" and n == 16 and x.dtype is DType.U8:
             vt, bt = ir.VectorType(I32, 16), ir.VectorType(I8, 64)
             fn = self.r.declare("llvm.x86.avx512.vpdpbusd.512", vt, [vt, bt, bt])
             return b.call(fn, [self.splat(self.expr(acc), 16), self.expr(x), self.expr(y)])
+        if self.r.target.isa == "avx2" and n == 8 and e.op == "dot4p":
+            bt, ht, vt = ir.VectorType(I8, 32), ir.VectorType(ir.IntType(16), 16), \
+                ir.VectorType(I32, 8)
+            pairs = b.call(self.r.declare("llvm.x86.avx2.pmadd.ub.sw", ht, [bt, bt]),
+                           [self.expr(x), self.expr(y)])
+            quads = b.call(self.r.declare("llvm.x86.avx2.pmadd.wd", vt, [ht, ht]),
+                           [pairs, ir.Constant(ht, [1] * 16)])
+            return b.add(self.splat(self.expr(acc), 8), quads)
         wide = ir.VectorType(I32, 4 * n)
         xs = (b.zext if x.dtype is DType.U8 else b.sext)(self.expr(x), wide)
         prod = b.mul(xs, b.sext(self.expr(y), wide))
