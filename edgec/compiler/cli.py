@@ -223,12 +223,12 @@ def parser() -> argparse.ArgumentParser:
                         "samples; it says which runs); layers with enough zeros run on "
                         "sparse kernels")
     c.add_argument("--prune-pattern", metavar="PATTERN",
-                   help="unstructured (the default without --quantize), 4x1 (blocks of 4 "
-                        "output channels; also 2x1, 8x1, 16x1), 16x4 (16 output channels x 4 "
-                        "input channels at one tap: the int8 kernels' dot4 groups, which "
-                        "their sparse kernels skip; the default with --quantize; also 8x4, "
-                        "4x4), N:M such as 2:4, or channel (whole output channels removed, "
-                        "their readers rewired: the shapes shrink)")
+                   help="unstructured (the default but with --quantize int8 --calib), 4x1 "
+                        "(blocks of 4 output channels; also 2x1, 8x1, 16x1), 16x4 (16 output "
+                        "channels x 4 input channels at one tap: the int8 kernels' dot4 "
+                        "groups, which their sparse kernels skip; the default with --quantize "
+                        "int8 --calib; also 8x4, 4x4), N:M such as 2:4, or channel (whole "
+                        "output channels removed, their readers rewired: the shapes shrink)")
     c.add_argument("--prune-exclude", action="append", metavar="NODE",
                    help="leave this node's weights unpruned (repeatable)")
     c.add_argument("--compress", action="store_true",

@@ -271,15 +271,17 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
     return [*steps[:at], PipelineStep(q), *steps[at:]]
 
 
-def _prune_pattern(pattern: str | None, quantize: str | None, log: IO[str] | None) -> str:
-    """The pattern asked for, else unstructured, or with quantization 16x4 (said on `log`):
-    the int8 kernels' sparse form skips only whole dot4 groups that are all zero, which
-    unstructured zeros seldom make."""
+def _prune_pattern(pattern: str | None, quantize: str | None, calib,
+                   log: IO[str] | None) -> str:
+    """The pattern asked for, else unstructured, or quantized to int8 on samples 16x4 (said
+    on `log`): the int8 kernels' sparse form skips only whole dot4 groups that are all zero,
+    which unstructured zeros seldom make. (Weights-only and int4 builds have no sparse
+    integer kernel whatever the pattern: unstructured loses the least there.)"""
     if pattern is not None:
         return pattern
-    if quantize is None:
+    if quantize != "int8" or calib is None:
         return "unstructured"
-    print("prune: pattern 16x4, the default with quantization: the sparse int8 kernels skip "
+    print("prune: pattern 16x4, the default with int8 quantization: the sparse int8 kernels skip "
           "only groups of 16 output x 4 input channels at one tap that are all zero, which "
           "unstructured pruning seldom leaves (--prune-pattern unstructured prunes finer, "
           "on dense int8 kernels)", file=log or sys.stderr)
@@ -332,7 +334,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     product's weights before quantization (passes/prune.py), in `prune_pattern`
     (unstructured, 4x1 and the other Rx1 blocks, 16x4 and the other Rx4 groups, N:M such as
     2:4, or channel: whole output channels removed and the shapes shrunk; by default
-    unstructured, or with `quantize` 16x4, the groups the sparse int8 kernels skip), but the
+    unstructured, or with `quantize` int8 and `calib` 16x4, the groups the sparse int8
+    kernels skip), but the
     layers named in `prune_exclude`: by magnitude, or given `calib`, data-aware for
     unstructured, Rx1 and N:M (the remaining weights updated to keep each layer's outputs on
     the samples; the pass says which runs); weights with enough zeros, pruned here or in
@@ -401,7 +404,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                                                                        tgt.registers))
     steps = parse_pipeline(pipeline)
     if prune:
-        steps = _with_prune(steps, prune, _prune_pattern(prune_pattern, quantize, log),
+        steps = _with_prune(steps, prune, _prune_pattern(prune_pattern, quantize, calib, log),
                             prune_exclude, calib, log)
         pipeline = ",".join(map(str, steps))
     if quantize is not None:
@@ -561,7 +564,8 @@ def _int8_sparse_hint(manifest: dict) -> list[str]:
     """A line where pruned layers run on dense int8 kernels for want of dot4 groups."""
     p = manifest.get("pruning")
     int8 = [s["strategy"] for s in manifest["kernel_strategies"] if "int8" in s["strategy"]]
-    if (not p or not int8 or any("sparse" in s for s in int8) or p["pattern"] == "channel"
+    if (not p or manifest.get("quantization", {}).get("bits") != 8 or not int8
+            or any("sparse" in s for s in int8) or p["pattern"] == "channel"
             or p["pattern"].endswith("x4")):
         return []
     return [f"no sparse int8 kernel: the {len(int8)} int8 kernels run dense, as their sparse "

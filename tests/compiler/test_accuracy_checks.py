@@ -200,7 +200,7 @@ def test_prune_with_quantize_defaults_to_the_int8_groups(calibrated, capsys):
     calib = ["--calib", str(d / "calib.npz")]
     log = compile_cli(capsys, str(d / "tiny.onnx"), "-o", str(d / "g"), "--prune", "0.8",
                       "--quantize", "int8", *calib)
-    assert "prune: pattern 16x4, the default with quantization" in log
+    assert "prune: pattern 16x4, the default with int8 quantization" in log
     m = json.loads((d / "g" / "manifest.json").read_text())
     assert m["pruning"]["pattern"] == "16x4"
     sparse = [s for s in m["kernel_strategies"] if s["strategy"].startswith("sparse int8")]
@@ -218,5 +218,8 @@ def test_prune_with_quantize_defaults_to_the_int8_groups(calibrated, capsys):
     art = edgec.compile(d / "tiny.onnx", d / "api", prune=0.8, quantize="int8",
                         calib=str(d / "calib.npz"), log=io.StringIO())
     assert art.manifest["pruning"]["pattern"] == "16x4"
-    assert edgec.compile(d / "tiny.onnx", d / "api_f", prune=0.8, log=io.StringIO()
-                         ).manifest["pruning"]["pattern"] == "unstructured"
+    # without int8 kernels (float, weights-only, int4) no pattern makes a sparse integer
+    # kernel: unstructured stays the default
+    for q in ({}, {"quantize": "int8"}, {"quantize": "int4", "calib": str(d / "calib.npz")}):
+        assert edgec.compile(d / "tiny.onnx", d / "api_f", prune=0.8, log=io.StringIO(), **q
+                             ).manifest["pruning"]["pattern"] == "unstructured"
