@@ -139,16 +139,17 @@ PLOTS_NEED = "it needs matplotlib (pip install 'edgec[report]')"
 
 
 def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
-                          sanitize: bool = False, lib: str = "") -> None:
+                          sanitize: bool = False, kernels: Sequence[dict] = ()) -> None:
     """Each layer's share of the measured latency (`latency_share`; `other_latency_share` for
     the kernels of no layer: layout changes, padding, the edges' quantize), timing every
     kernel of the built library on up to 4 calibration samples (compiler/profile.py). Where
     the host cannot run the library (a cross target, a missing ISA), there are no samples or
     the library is sanitized (its times would be the sanitizers'), `latency_share` is None
-    and `latency_note` says why. `lib`: the library's name (NAME)."""
+    and `latency_note` says why. `kernels`: the manifest's kernel_strategies (which node
+    each kernel runs)."""
     from ..passes.quantize import load_samples
     from ..targets.target import missing_host_flags
-    from .profile import kernel_times, layer_shares
+    from .profile import kernel_times, layer_shares, node_times
 
     why = ("no calibration samples" if calib is None else
            f"the host cannot run {target.name} code" if missing_host_flags(target)
@@ -167,7 +168,8 @@ def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
             for guest, (host, kernel) in hosts.items():
                 names[host].append(kernel)
                 names[guest] = []
-            shares, other = layer_shares(kernel_times(out, feeds), names, lib)
+            shares, other = layer_shares(node_times(kernel_times(out, feeds), list(kernels)),
+                                         names)
         except (EdgecError, KeyError, OSError) as e:
             why = f"timing failed: {e}"
     for x in q["layers"]:
@@ -492,7 +494,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         # the timed copy of the library is loaded through its manifest
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         measure_layer_latency(graph.meta["quantization"], out, calib, graph, tgt, sanitize,
-                              lib=name)
+                              manifest["kernel_strategies"])
         manifest["quantization"] = write_quantization_report(graph.meta["quantization"], out,
                                                              log or sys.stderr, bool(report))
     if report:

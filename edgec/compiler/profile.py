@@ -90,22 +90,28 @@ def node_key(name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
 
 
-def layer_shares(times: dict[str, float], layers: dict[str, list[str]],
-                 lib: str = "") -> tuple[dict[str, float], float]:
+def node_times(times: dict[str, float], strategies: list[dict]) -> dict[str, float]:
+    """`times` (kernel_times: by kernel) by the node each kernel runs, as the manifest's
+    `kernel_strategies` pair them: a kernel's name is cut at 60 characters (ResNet-18's
+    'k17_layer2_layer2_0_bn2_BatchNormalization_output_0_Quantize'), its node's is whole."""
+    return {s["node"]: times[s["kernel"]] for s in strategies if s["kernel"] in times}
+
+
+def layer_shares(times: dict[str, float], layers: dict[str, list[str]]
+                 ) -> tuple[dict[str, float], float]:
     """Each layer's share of the total kernel time and the share of the kernels that belong
-    to none (layout changes, padding, quantize at the edges). `layers` gives each layer the
-    node names its kernels may carry (a fused integer op is named after the output it
-    quantizes: '<output>_QuantizeLinear'); a blocked form adds '_nchwc'. `lib`: the
-    library's name, which the LLVM backend's kernels start with."""
+    to none (layout changes, padding, quantize at the edges). `times`: ns by node name
+    (node_times); `layers` gives each layer the names its nodes may have after the passes
+    (a fused integer op is named after the output it quantizes: '<output>_QuantizeLinear');
+    a blocked form adds '_nchwc'."""
     total = sum(times.values()) or 1.0
-    owner = {node_key(n): layer for layer, names in layers.items() for n in names}
+    owner = {n: layer for layer, names in layers.items() for n in names}
     shares = dict.fromkeys(layers, 0.0)
     other = 0.0
-    for kernel, ns in times.items():
-        node = re.sub(r"_nchwc$", "", node_key(
-            re.sub(rf"^(?:{re.escape(lib)}_)?k\d+_" if lib else r"^k\d+_", "", kernel)))
-        if node in owner:
-            shares[owner[node]] += ns / total
-        else:
+    for node, ns in times.items():
+        layer = owner.get(node, owner.get(node.removesuffix("_nchwc")))
+        if layer is None:
             other += ns / total
+        else:
+            shares[layer] += ns / total
     return shares, other
