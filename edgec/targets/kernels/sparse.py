@@ -119,7 +119,14 @@ def sparse_notes(node: Node, imbalance: tuple[float, float] | None = None) -> st
     ro = node.meta.get("reorder")
     vals = node.inputs[1].const
     nnz = max(int(np.count_nonzero(vals)), 1)
-    text = f", density {vals.size / np.prod(node.attrs['wshape']):.2f}, padding "
+    weights = int(np.prod(node.attrs["wshape"]))
+    stage = node.inputs[0].producer
+    if node.op == "SparseConv" and stage is not None and stage.op == "ConvStage":
+        # of the layer's own weights, not the staged ones (a 3x3 stride-2 window staged as
+        # 16 taps, 7 of them zero, would read 80%-pruned weights as density 0.11)
+        weights = node.attrs["wshape"][0] * stage.inputs[0].shape[1] * \
+            int(np.prod(stage.attrs["kernel_shape"]))
+    text = f", density {vals.size / weights:.2f}, padding "
     if ro and "padding" in ro:
         text += f"{ro['padding'][0] - 1:.0%} -> "
     text += f"{(vals.size - nnz) / nnz:.0%}"
