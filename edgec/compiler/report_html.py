@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
@@ -21,14 +22,16 @@ import numpy as np
 
 from ..errors import EdgecError
 from ..ir.dtypes import DType
-from ..ir.graph import Graph, Node
+from ..ir.graph import Graph
 from ..ir.printer import print_graph, print_value
 from ..passes.plan_memory import MemoryPlan
 from ..targets.target import Target, missing_host_flags
 
 LATENCY_RUNS = 5  # timed passes over one random input, after a warm-up pass
-BOX_W, BOX_H, GAP_X, GAP_Y = 176, 32, 14, 26  # the graph drawing's boxes and gaps, px
-NAME_CHARS = 26  # of a node's name in its box (the tooltip has all of it)
+BOX_W, BOX_H, GAP_X, GAP_Y = 176, 44, 14, 26  # the graph drawing's boxes and gaps, px
+NAME_CHARS = 25  # of a line of a node's box: its op, then its name on two lines (the
+# tooltip has all of it)
+LABEL_CHARS = 60  # of a name as a plot's label (a kernel's is cut at 60)
 # a node's fill by what its op is: the first row with a word in the op's name
 FILLS = ((("Sparse",), "#d3f0d3"), (("Quant", "QLinear", "QGemm"), "#fde2c8"),
          (("Conv", "MatMul", "Gemm"), "#d5e5f6"),
@@ -37,9 +40,12 @@ EDGE_FILL = "#fff8d0"  # graph inputs and outputs
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em 2em;color:#222}
 h2{margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.5em 0}
+table{border-collapse:collapse;margin:.5em 0;max-width:100%}
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;vertical-align:top}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.name{overflow-wrap:anywhere;min-width:12em}
+tr.total td{font-style:italic}
+.wide{overflow-x:auto}
 .scroll{overflow:auto;max-height:85vh;border:1px solid #ddd;margin:.5em 0}
 svg.plot{max-width:100%;height:auto}
 .graph text{font:11px monospace;text-anchor:middle}
@@ -108,11 +114,9 @@ def page(before: Graph, after: Graph, manifest: dict, plan: MemoryPlan,
     if quantization:
         sections.append(("quantization", "Quantization error per layer",
                          _quantization(quantization)))
-    sparse = [n for n in after.nodes if "sparse" in n.meta]
-    dense = _pruned_dense(after, sparse, kernels)
-    if sparse or dense:
-        sections.append(("sparsity", "Weight sparsity per layer",
-                         _sparsity(sparse, dense, kernels)))
+    sparse = sparse_layers(after, kernels)
+    if sparse:
+        sections.append(("sparsity", "Weight sparsity per layer", _sparsity(sparse)))
     nav = " | ".join(f'<a href="#{key}">{escape(title)}</a>' for key, title, _ in sections)
     body = "\n".join(f'<section id="{key}">\n<h2>{escape(title)}</h2>\n{html}\n</section>'
                      for key, title, html in sections)
@@ -161,8 +165,9 @@ def _graph(graph: Graph, key: str, notes: Mapping[str, str] | None = None) -> st
 def _latency(m: dict, latency: Mapping[str, float] | None, note: str) -> str:
     rows = m["kernel_strategies"]
     total = sum(latency.values()) if latency else 0.0
-    table = _table("latency", ["kernel", "node", "op", "strategy", "us per run", "share"],
-                   [(s["kernel"], s["node"], s["op"], s["strategy"],
+    table = _table("latency-kernels", ["kernel", "node", "op", "strategy", "us per run",
+                                       "share"],
+                   [(Name(s["kernel"]), Name(s["node"]), s["op"], s["strategy"],
                      *((f"{latency[s['kernel']] / 1e3:.3f}",
                         f"{latency[s['kernel']] / (total or 1):.1%}")
                        if latency and s["kernel"] in latency else ("-", "-")))
@@ -171,7 +176,7 @@ def _latency(m: dict, latency: Mapping[str, float] | None, note: str) -> str:
         return f'<p class="note">Latency {escape(note)}.</p>{table}'
     head = (f"<p>Measured on this host: one thread, the mean of {LATENCY_RUNS} runs on a "
             f"random input after a warm-up run; {total / 1e3:.2f} us in all kernels.</p>")
-    plot = _plot(_latency_figure, [s["kernel"] for s in rows],
+    plot = _plot("latency-plot", _latency_figure, [s["kernel"] for s in rows],
                  [latency.get(s["kernel"], 0.0) / 1e3 for s in rows])
     return f'{head}<div class="scroll">{plot}</div>{table}'
 
@@ -188,11 +193,11 @@ def _memory(after: Graph, plan: MemoryPlan, m: dict) -> str:
         return f"{i} {after.nodes[i].name}" if i < len(after.nodes) else str(i)
 
     buffers = _table("memory-buffers", ["value", "offset", "bytes", "first use", "last use"],
-                     [(v, plan.offsets[v], plan.sizes.get(v, 0),
-                       *map(at, plan.lifetimes.get(v, (0, 0)))) for v in order])
+                     [(Name(v), plan.offsets[v], plan.sizes.get(v, 0),
+                       *(Name(at(i)) for i in plan.lifetimes.get(v, (0, 0)))) for v in order])
     views = _table("memory-views", ["view", "reads the bytes of"],
-                   sorted(plan.aliases.items()))
-    plot = _plot(_memory_figure, plan, order, len(after.nodes)) if order else ""
+                   [(Name(v), Name(a)) for v, a in sorted(plan.aliases.items())])
+    plot = _plot("memory-plot", _memory_figure, plan, order, len(after.nodes)) if order else ""
     return (_table("memory-summary", [], facts) + plot +
             f"<details><summary>{len(order)} buffers</summary>{buffers}</details>" +
             f"<details><summary>{len(plan.aliases)} views</summary>{views}</details>")
@@ -207,81 +212,145 @@ def _quantization(q: dict) -> str:
             + (f", budget {q['budget_db']} dB" if q.get("budget_db") else "")
             + (f"; kept float: {escape(', '.join(q['kept_float']))}" if q["kept_float"] else "")
             + ". A layer's SQNR is that of its output: its error and that of all before it.</p>")
-    table = _table("quantization", ["layer", "op", "kept float", "SQNR (dB)", "share of MACs",
-                                    "share of latency"],
-                   [(x["node"], x["op"], "yes" if x["float"] else "no",
+    other = q.get("other_latency_share")
+    table = _table("quantization-layers", ["layer", "op", "kept float", "SQNR (dB)",
+                                           "share of MACs", "share of latency"],
+                   [(Name(x["node"]), x["op"], "yes" if x["float"] else "no",
                      _number(x["sqnr_db"]), _number(x.get("mac_share"), ".1%"),
-                     _number(x.get("latency_share"), ".1%")) for x in layers])
-    return head + _plot(_quantization_figure, q) + table
+                     _latency_share(x)) for x in layers],
+                   total=("other kernels", "-", "-", "-", "-", _number(other, ".1%")))
+    if other is not None:
+        head += ("<p>A layer's share of latency is that of the kernels that run it, timed on "
+                 "the calibration samples; a layer fused into another's kernel (a residual add "
+                 "in its convolution's) takes its time there. The other kernels (layout "
+                 "changes, padding, pooling, quantize and dequantize at the edges) make the "
+                 "column add up to 100%.</p>")
+    elif q.get("latency_note"):
+        head += f'<p class="note">{escape(q["latency_note"])}.</p>'
+    return head + _plot("quantization-plot", _quantization_figure, q) + table
+
+
+def _latency_share(x: dict) -> str:
+    if x.get("in_kernel_of"):
+        return f"in the kernel of {x['in_kernel_of']}"
+    return _number(x.get("latency_share"), ".1%")
 
 
 def _number(x: float | None, spec: str = "") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def _sparsity(nodes: list[Node], dense: list[tuple[dict, str]],
-              kernels: Mapping[str, dict]) -> str:
-    rows = []
-    for n in nodes:
-        s = n.meta["sparse"]
-        rows.append((n.name, n.op, f"{1 - s['density']:.4f}",
-                     n.attrs.get("wenc", "dense") if s["sparse"] else "dense",
-                     f"{s['block_density']:.4f}", f"{s['sparse_cost'] / s['dense_cost']:.2f}",
-                     kernels[n.name]["kernel"] if n.name in kernels else "-"))
-    rows += [(x["node"], x["op"], f"{x['zeros']:.4f}", "dense", "-", "-", kernel)
-             for x, kernel in dense]
-    head = ("<p>Each convolution and matrix product whose weights hold zeros: the share of "
-            "them that are zero, how the weights are stored, the share of weights the stored "
-            "blocks hold, and the cost model's estimate of the sparse kernel against the "
-            "dense one (passes/sparsify.py; below 1 runs sparse).")
-    if dense:
-        head += (" Pruned layers whose kernel has no sparse form (integer kernels, and float "
-                 "kernels whose weights are dequantized at run time) keep their zeros but "
-                 "run dense: no cost estimate.")
-    table = _table("sparsity", ["layer", "op", "zero weights", "stored as", "block density",
-                                "sparse / dense cost", "kernel"], rows)
-    plot = _plot(_sparsity_figure, [n.name for n in nodes] + [x["node"] for x, _ in dense],
-                 [1 - n.meta["sparse"]["density"] for n in nodes]
-                 + [x["zeros"] for x, _ in dense],
-                 [bool(n.meta["sparse"]["sparse"]) for n in nodes] + [False] * len(dense))
-    return head + "</p>" + plot + table
+@dataclass(frozen=True)
+class SparseLayer:
+    """A row of the sparsity section: a layer whose weights hold zeros, and the kernel that
+    runs it (its manifest entry; None where no kernel is named after it)."""
+    name: str
+    op: str
+    zeros: float  # the share of its weights that are zero
+    kernel: dict | None
+    stored: str  # its weights' encoding (a wenc or benc attribute), or "dense"
+    cost: float | None = None  # the cost model's sparse / dense estimate (float layers)
+
+    @property
+    def density(self) -> float | None:
+        """The share of the layer's weights its kernel stores and computes, as the kernel's
+        strategy gives it ('sparse int8 conv dot4 groups, density 0.20'); None: dense."""
+        m = re.search(r"\bsparse\b.*?\bdensity (\d+(?:\.\d+)?)", self.strategy)
+        return float(m.group(1)) if m else None
+
+    @property
+    def strategy(self) -> str:
+        return self.kernel["strategy"] if self.kernel else "-"
 
 
-def _pruned_dense(graph: Graph, planned: list[Node],
-                  kernels: Mapping[str, dict]) -> list[tuple[dict, str]]:
-    """The layers the prune pass zeroed (graph.meta["pruning"]) that the sparsify pass did not
-    plan (a quantized layer is another node by then), each with the kernel that runs it: the
-    layer's own node, or the quantized one named after its (fused) output."""
+def sparse_layers(graph: Graph, kernels: Mapping[str, dict]) -> list[SparseLayer]:
+    """The layers whose weights hold zeros: those the sparsify pass planned (float, their
+    node's meta["sparse"]), then those the prune pass zeroed (graph.meta["pruning"]) that it
+    did not plan (a quantized layer is another node by then: the integer op named after its
+    fused output, whose kernel may run its zeros sparse too; a convolution whose kernel
+    does a residual add too is named after the add's output: its meta["fused"] names the
+    nodes it took in)."""
+    nodes = {n.name: n for n in graph.nodes}
+    nodes |= {f: n for n in graph.nodes for f in n.meta.get("fused", ()) if f not in nodes}
+    out = []
+    for n in graph.nodes:
+        if "sparse" in n.meta:
+            s = n.meta["sparse"]
+            out.append(SparseLayer(n.name, n.op, 1 - s["density"],
+                                   kernels.get(n.name) or kernels.get(n.name + "_nchwc"),
+                                   n.attrs.get("wenc") or "dense",
+                                   s["sparse_cost"] / s["dense_cost"]))
     pruning = graph.meta.get("pruning")
     if not pruning:
-        return []
-    seen = {n.meta["sparse"].get("layer", n.name) for n in planned}
+        return out
+    seen = {n.meta["sparse"].get("layer", n.name) for n in graph.nodes if "sparse" in n.meta}
     quantized = {x["node"]: x["output"] for x in
                  (graph.meta.get("quantization") or {}).get("layers", []) if not x["float"]}
-    out = []
     for x in pruning["layers"]:
         if x["node"] in seen or not x["zeros"]:
             continue
         names = [x["node"]] + [o + q for o in (x["output"], quantized.get(x["node"], ""))
                                if o for q in ("_QuantizeLinear", "")]
-        kernel = next((kernels[k]["kernel"] for n in names for k in (n, n + "_nchwc")
-                       if k in kernels), "-")
-        out.append((x, kernel))
+        node = next((nodes[k] for n in names for k in (n, n + "_nchwc")
+                     if k in nodes and nodes[k].name in kernels), None)
+        enc = node and (node.attrs.get("wenc") or node.attrs.get("benc"))
+        out.append(SparseLayer(x["node"], x["op"], x["zeros"],
+                               kernels[node.name] if node else None, enc or "dense"))
     return out
 
 
-def _table(key: str, head: list[str], rows) -> str:
-    """An HTML table `key` of `rows` (numbers right-aligned) under the column names `head`
-    (none: a table of facts, name then value)."""
+def _sparsity(layers: list[SparseLayer]) -> str:
+    rows = [(Name(x.name), x.op, f"{x.zeros:.4f}", Name(x.kernel["kernel"]) if x.kernel else "-",
+             x.strategy, Name(x.stored), _number(x.density, ".2f"), _number(x.cost, ".2f"))
+            for x in layers]
+    head = ("<p>Each convolution and matrix product whose weights hold zeros: the share of "
+            "them that are zero, the kernel that runs it and how (its strategy, as in the "
+            "latency table and report.txt), how its weights are stored, the share of them "
+            "the sparse kernel stores and computes (its blocks or groups, zeros they hold "
+            "included; -: the kernel runs dense), and for float layers the cost model's "
+            "estimate of the sparse kernel against the dense one (passes/sparsify.py; below 1 "
+            "runs sparse). Integer convolutions and matrix products run sparse where at most "
+            "half of their dot4 groups (a vector of output channels x 4 inputs) hold a "
+            "weight.</p>")
+    table = _table("sparsity-layers", ["layer", "op", "zero weights", "kernel",
+                                       "kernel strategy", "stored as", "density",
+                                       "sparse / dense cost"], rows)
+    plot = _plot("sparsity-plot", _sparsity_figure, [x.name for x in layers],
+                 [x.zeros for x in layers], [x.density is not None for x in layers])
+    return head + plot + table
+
+
+class Name(str):
+    """A table cell that holds a name from the model: shown whole, and wrapped after its
+    separators where the column is narrower ('/layer2/layer2.0/bn2/Batch...')."""
+
+
+def _table(key: str, head: list[str], rows, total: tuple | None = None) -> str:
+    """An HTML table `key` of `rows` (numbers right-aligned, `Name`s wrapped) under the
+    column names `head` (none: a table of facts, name then value), in a box that scrolls
+    sideways rather than widen the page; `total`: a last row, set apart."""
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(map(_cell, r)) + "</tr>\n" for r in rows)
-    return (f'<table id="{key}">' + (f"<thead><tr>{th}</tr></thead>" if th else "") +
-            f"<tbody>\n{body}</tbody></table>")
+    if total:
+        body += '<tr class="total">' + "".join(map(_cell, total)) + "</tr>\n"
+    return (f'<div class="wide"><table id="{key}">' +
+            (f"<thead><tr>{th}</tr></thead>" if th else "") +
+            f"<tbody>\n{body}</tbody></table></div>")
 
 
 def _cell(x) -> str:
-    return f'<td class="n">{x}</td>' if isinstance(x, int | float) else \
-        f"<td>{escape(str(x))}</td>"
+    if isinstance(x, int | float):
+        return f'<td class="n">{x}</td>'
+    if isinstance(x, Name):
+        return f'<td class="name">{_wrappable(x)}</td>'
+    return f"<td>{escape(str(x))}</td>"
+
+
+def _wrappable(name: str) -> str:
+    """`name` as HTML that may break after each '/', '_' or '.' (and anywhere, by the
+    stylesheet, in a run too long for its column)."""
+    return "".join(escape(part) + ("<wbr>" if part[-1:] in "/_." else "")
+                   for part in re.split(r"(?<=[/_.])", name) if part)
 
 
 # -- the graph drawing ----------------------------------------------------------------------
@@ -290,9 +359,23 @@ def _fill(op: str) -> str:
 
 
 def _clip(text: str, n: int = NAME_CHARS) -> str:
-    """`text` in `n` characters at most: its end, which tells apart the names of one scope
-    ('/encoder/layer.0/attention/self/query/MatMul')."""
-    return text if len(text) <= n else "\u2026" + text[len(text) - n + 1:]
+    """`text` in `n` characters at most, cut in the middle: its start says where in the
+    model ('/layer2/layer2.0/bn2/...'), its end what the passes made of it
+    ('..._QuantizeLinear_nchwc'); a cut at either end would leave names alike."""
+    if len(text) <= n:
+        return text
+    head = (n - 1) // 2
+    return text[:head] + "\u2026" + text[len(text) - (n - 1 - head):]
+
+
+def _name_lines(name: str) -> list[str]:
+    """A node's name in its box: one line, or two of `NAME_CHARS` (cut in the middle past
+    that)."""
+    if len(name) <= NAME_CHARS:
+        return [name]
+    text = _clip(name, 2 * NAME_CHARS)
+    half = -(-len(text) // 2)
+    return [text[:half], text[half:]]
 
 
 def _attr_text(value) -> str:
@@ -373,18 +456,21 @@ def graph_svg(graph: Graph, key: str, notes: Mapping[str, str] | None = None) ->
                    f'marker-end="url(#{key}-arrow)"><title>{escape(tip)}</title></path>')
     for i, (line, name, tip, fill) in enumerate(boxes):
         round_ = BOX_H / 2 if fill == EDGE_FILL else 4
+        lines = _name_lines(name)
+        text = "".join(f'<text x="{x[i]:.0f}" y="{y[i] + 27 + 12 * k + 6 * (2 - len(lines))}"'
+                       f'>{escape(t)}</text>' for k, t in enumerate(lines))
         out.append(f'<g><title>{escape(tip)}</title><rect x="{x[i] - BOX_W / 2:.0f}" '
                    f'y="{y[i]}" width="{BOX_W}" height="{BOX_H}" rx="{round_:.0f}" '
-                   f'fill="{fill}" stroke="#555"/><text x="{x[i]:.0f}" y="{y[i] + 13}" '
-                   f'class="op">{escape(_clip(line))}</text><text x="{x[i]:.0f}" '
-                   f'y="{y[i] + 26}">{escape(_clip(name))}</text></g>')
+                   f'fill="{fill}" stroke="#555"/><text x="{x[i]:.0f}" y="{y[i] + 14}" '
+                   f'class="op">{escape(_clip(line))}</text>{text}</g>')
     out.append("</svg>")
     return "\n".join(out)
 
 
 # -- the plots ------------------------------------------------------------------------------
-def _plot(draw: Callable, *args) -> str:
-    """The matplotlib figure `draw(*args)` makes, as inline SVG (its text as text)."""
+def _plot(key: str, draw: Callable, *args) -> str:
+    """The matplotlib figure `draw(*args)` makes, as inline SVG (its text as text), its ids
+    (matplotlib's 'axes_1', 'ytick_3', ... in every figure) starting with `key`-."""
     try:
         import matplotlib
     except ImportError:
@@ -395,13 +481,14 @@ def _plot(draw: Callable, *args) -> str:
         fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg[svg.index("<svg"):], flags=re.S)
-    return svg.replace("<svg ", '<svg class="plot" ', 1)
+    svg = re.sub(r'(\bid="|url\(#|href="#)', rf"\g<1>{key}-", svg)
+    return svg.replace("<svg ", f'<svg class="plot" id="{key}" ', 1)
 
 
 def _label(name: str) -> str:
     """A name as a plot label: clipped, printable, its $ escaped (matplotlib reads $...$ as
     mathematics)."""
-    text = "".join(c if c.isprintable() else "?" for c in _clip(name, 40))
+    text = "".join(c if c.isprintable() else "?" for c in _clip(name, LABEL_CHARS))
     return text.replace("$", r"\$")
 
 
@@ -409,7 +496,7 @@ def _bars(n: int, height: float = 3.0):
     """A figure for `n` horizontal bars, tall enough for a label each."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8, max(height, 0.6 + 0.18 * n)), layout="constrained")
+    fig = Figure(figsize=(10, max(height, 0.6 + 0.18 * n)), layout="constrained")
     ax = fig.add_subplot()
     ax.invert_yaxis()  # the first one at the top
     return fig, ax

@@ -7,8 +7,12 @@ model's own weights; a hostile name stays text."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 from collections import Counter
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -181,7 +185,7 @@ def test_graph_before_and_after_the_passes(plain):
 def test_latency_of_every_kernel(build, request):
     _, out, text, page = request.getfixturevalue(build)
     manifest = json.loads((out / "manifest.json").read_text())
-    rows = page.records("latency")
+    rows = page.records("latency-kernels")
     assert [r["kernel"] for r in rows] == [s["kernel"] for s in manifest["kernel_strategies"]]
     us = [float(r["us per run"]) for r in rows]
     assert all(t >= 0 for t in us) and sum(us) > 0
@@ -223,7 +227,8 @@ def test_memory_timeline_is_the_plan(plain):
     assert len(buffers) == count == int(page.facts("memory-summary")["buffers"])
     assert {b["value"]: (int(b["offset"]), int(b["bytes"])) for b in buffers} == listed
     # the plot draws each buffer once
-    assert len(re.findall(r'<g id="buffer-\d+"', section(plain[2], "memory"))) == count
+    assert len(re.findall(r'<g id="memory-plot-buffer-\d+"', section(plain[2], "memory"))) \
+        == count
     # what a plan must be: no two buffers live at once share a byte, all in the arena
     spans = [(int(b["offset"]), int(b["offset"]) + int(b["bytes"]),
               int(b["first use"].split()[0]), int(b["last use"].split()[0])) for b in buffers]
@@ -236,8 +241,11 @@ def test_memory_timeline_is_the_plan(plain):
 def test_quantization_error_per_layer(quantized):
     _, out, _, page = quantized
     q = json.loads((out / "quantization.json").read_text())
-    rows = {r["layer"]: r for r in page.records("quantization")}
+    rows = {r["layer"]: r for r in page.records("quantization-layers")}
+    other = rows.pop("other kernels")
     assert set(rows) == {x["node"] for x in q["layers"]} == {"conv1", "conv2", "fc"}
+    shares = [float(r["share of latency"].rstrip("%")) for r in [*rows.values(), other]]
+    assert sum(shares) == pytest.approx(100, abs=0.05 * len(shares))
     for x in q["layers"]:
         cell = rows[x["node"]]["SQNR (dB)"]
         assert (cell == "-") if x["sqnr_db"] is None else float(cell) == x["sqnr_db"]
@@ -248,7 +256,7 @@ def test_quantization_error_per_layer(quantized):
 def zero_shares(page: Page, layers) -> dict[str, float]:
     """The page's share of zero weights of each of `layers` (ONNX node names: the layer
     after the passes is named after it)."""
-    rows = page.records("sparsity")
+    rows = page.records("sparsity-layers")
     found = {}
     for layer in layers:
         match = [r for r in rows if r["layer"].startswith(layer)]
@@ -274,7 +282,7 @@ def test_sparsity_of_a_pruned_model(tmp_path_factory):
     check_pruned(model, page, 0.9)
     kernels = {s["kernel"] for s in json.loads((out / "manifest.json").read_text())
                ["kernel_strategies"]}
-    assert all(r["kernel"] in kernels for r in page.records("sparsity"))
+    assert all(r["kernel"] in kernels for r in page.records("sparsity-layers"))
 
 
 @pytest.mark.parametrize("calibrated", [True, False], ids=["int8", "weights-only"])
@@ -284,15 +292,16 @@ def test_sparsity_of_a_pruned_and_quantized_model(tmp_path_factory, calibrated):
     them dense."""
     calib = ["--calib", str(calib_samples(tmp_path_factory))] if calibrated else []
     model, out, _, page = compile_with_report(tmp_path_factory, "pruned_q", "--prune", "0.9",
+                                              "--prune-pattern", "unstructured",
                                               "--quantize", "int8", *calib)
     layers = check_pruned(model, page, 0.9)
     manifest = json.loads((out / "manifest.json").read_text())
     ops = {s["kernel"]: s["op"] for s in manifest["kernel_strategies"]}
-    rows = page.records("sparsity")
-    assert {r["stored as"] for r in rows} == {"dense"}
+    rows = page.records("sparsity-layers")
+    assert not any(r["stored as"].endswith("sparse") for r in rows)  # packed dense
     want = {"BlockedQLinearConv", "QGemm"} if calibrated else {"FusedConv", "Gemm"}
     assert {ops[r["kernel"]] for r in rows} == want
-    assert "run dense" in page.text["sparsity"]
+    assert all(r["density"] == "-" and "sparse" not in r["kernel strategy"] for r in rows)
     zeros = sum(round(0.9 * n) for n in layers.values())
     total = sum(layers.values())
     assert (f"pruned (unstructured, sparsity 0.9, scope layer): 3 layers, "
@@ -310,7 +319,7 @@ def test_sparsity_already_in_the_weights(tmp_path_factory):
             if n.op_type in ("Conv", "Gemm")}
     got = zero_shares(page, want)
     assert got == pytest.approx(want, abs=1e-4)
-    stored = {r["layer"]: r["stored as"] for r in page.records("sparsity")}
+    stored = {r["layer"]: r["stored as"] for r in page.records("sparsity-layers")}
     assert next(v for k, v in stored.items() if k.startswith("conv1")) == "dense"
 
 
@@ -322,7 +331,7 @@ def test_hostile_names_stay_text(tmp_path_factory):
     # and yet shown, as text: in the drawings, the text IR and the tables
     assert HOSTILE_NODE in page.text["graph-before"]
     assert HOSTILE_VALUE in page.text["graph-after"]
-    assert any(r["layer"].startswith(HOSTILE_NODE) for r in page.records("sparsity"))
+    assert any(r["layer"].startswith(HOSTILE_NODE) for r in page.records("sparsity-layers"))
 
 
 def test_cross_target_says_latency_was_not_measured(tmp_path_factory):
@@ -330,7 +339,7 @@ def test_cross_target_says_latency_was_not_measured(tmp_path_factory):
     assert "cannot run arm64 code" in page.text["latency"]
     assert 'class="plot"' not in section(text, "latency")
     kernels = json.loads((out / "manifest.json").read_text())["kernel_strategies"]
-    assert [r["kernel"] for r in page.records("latency")] == [s["kernel"] for s in kernels]
+    assert [r["kernel"] for r in page.records("latency-kernels")] == [s["kernel"] for s in kernels]
 
 
 def test_no_report_unless_asked(tmp_path):
@@ -339,3 +348,175 @@ def test_no_report_unless_asked(tmp_path):
     assert "report_html" not in art.manifest and not (art.out_dir / "report.html").exists()
     with pytest.raises(EdgecError, match="report='pdf'"):
         edgec.compile(tmp_path / "m.onnx", tmp_path / "out2", report="pdf")
+
+
+# -- ResNet blocks pruned 16x4 and quantized: the figures of the kernels that run them ----
+def small_resnet(path: Path) -> None:
+    """ResNet-18's stem and two of its blocks (edgec.zoo) at [1, 3, 32, 32], 16 and 32
+    channels: a residual add fused into its convolution's kernel, a stride-2 convolution, a
+    downsample one, and torch's long names, which the kernels' names cut at 60 characters
+    ('k18_layer2_layer2_0_downsample_downsample_1_BatchNormalizati')."""
+    from edgec.zoo.builder import Builder
+    from edgec.zoo.cnns import _basic_block
+
+    b = Builder(0, 13)
+    x = b.node("Relu", [b.bn(b.conv("input", "conv1", "/conv1", 3, 16, 3), "bn1", "/bn1", 16)],
+               "/relu")
+    x = _basic_block(b, x, "layer1.0", 16, 16, 1)
+    x = _basic_block(b, x, "layer2.0", 16, 32, 2)
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x], "/avgpool")], "", axis=1)
+    x = b.gemm(x, "fc", "/fc", 32, 10)
+    onnx.save(b.model("main_graph", {"input": [1, 3, 32, 32]}, "output", [1, 10], x), path)
+
+
+def compile_resnet(tmp_path_factory, *flags: str) -> tuple[Path, Page]:
+    """small_resnet pruned to 0.8 in 16x4 blocks, compiled with `flags` and a report."""
+    d = tmp_path_factory.mktemp("resnet")
+    small_resnet(d / "resnet.onnx")
+    out = d / "out"
+    assert main(["compile", str(d / "resnet.onnx"), "-o", str(out), "--prune", "0.8",
+                 "--prune-pattern", "16x4", "--report", "html", *flags]) == 0
+    return out, Page((out / "report.html").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def pruned_int8(tmp_path_factory):
+    calib = tmp_path_factory.mktemp("calib") / "calib.npz"
+    np.savez(calib, input=np.random.default_rng(1).standard_normal((8, 3, 32, 32)).astype("f4"))
+    return compile_resnet(tmp_path_factory, "--quantize", "int8", "--calib", str(calib))
+
+
+@pytest.fixture(scope="module")
+def pruned_float(tmp_path_factory):
+    return compile_resnet(tmp_path_factory)
+
+
+def report_kernels(out: Path) -> dict[str, str]:
+    """report.txt's kernel lines, '  <node> <op>: <strategy described>', by node."""
+    lines = (out / "report.txt").read_text().splitlines()
+    at = lines.index("kernels (node, op: strategy):") + 1
+    end = lines.index("", at)
+    return {s.split()[0]: s.split(": ", 1)[1] for s in lines[at:end]}
+
+
+@pytest.mark.parametrize("build", ["pruned_int8", "pruned_float"])
+def test_sparsity_is_what_the_kernels_run(build, request):
+    """Each pruned layer's row names the kernel that runs it, with that kernel's strategy as
+    the manifest and report.txt give it, and the density it computes: for a convolution
+    pruned in the kernels' blocks, 1 - its zeros (the share of its own weights, not of the
+    stride phases' taps: 0.11 for the stride-2 one at 80% before)."""
+    out, page = request.getfixturevalue(build)
+    manifest = json.loads((out / "manifest.json").read_text())
+    kernels = {s["kernel"]: s for s in manifest["kernel_strategies"]}
+    described = report_kernels(out)
+    zeros = {x["node"]: x["zeros"] for x in manifest["pruning"]["layers"]}
+    rows = page.records("sparsity-layers")
+    # a float layer's row names its node, the layer's name and a suffix the passes added
+    layers = [next(x for x in zeros if r["layer"].startswith(x)) for r in rows]
+    assert layers == list(zeros)
+    for layer, r in zip(layers, rows):
+        k = kernels[r["kernel"]]
+        text = described[k["node"]]
+        assert r["kernel strategy"] == k["strategy"] and text.startswith(k["strategy"])
+        assert float(r["zero weights"]) == pytest.approx(zeros[layer], abs=1e-4)
+        assert "sparse" in k["strategy"], r  # 80% in blocks: every layer runs sparse
+        density = float(re.search(r"density (\d\.\d+)", text).group(1))
+        assert float(r["density"]) == density
+        if r["op"] in ("Conv", "SparseConv"):
+            assert density == pytest.approx(1 - zeros[layer], abs=0.01), r
+        assert r["stored as"] != "dense"
+    convs = [r for r in rows if "Conv" in r["op"]]
+    assert len(convs) == 6
+    if build == "pruned_int8":
+        assert all(r["kernel strategy"].startswith("sparse int8 conv") for r in convs)
+        # the residual add runs in a convolution's kernel: its row names that kernel
+        assert any("residual add fused" in r["kernel strategy"] for r in convs)
+
+
+def test_latency_share_of_every_layer(pruned_int8):
+    """The quantization table's share of latency per layer is quantization.json's, every
+    convolution's is measured (those with a fused residual and the downsample ones too,
+    whose kernels' names are cut), and with the other kernels the column makes 100%."""
+    out, page = pruned_int8
+    q = json.loads((out / "quantization.json").read_text())
+    assert "latency_note" not in q, q["latency_note"]
+    rows = {r["layer"]: r["share of latency"] for r in page.records("quantization-layers")}
+    assert rows.pop("other kernels") == f"{q['other_latency_share']:.1%}"
+    assert list(rows) == [x["node"] for x in q["layers"]]
+    for x in q["layers"]:
+        if x.get("in_kernel_of"):
+            assert rows[x["node"]] == f"in the kernel of {x['in_kernel_of']}"
+            assert x["in_kernel_of"] in rows and x["latency_share"] == 0
+        else:
+            assert rows[x["node"]] == f"{x['latency_share']:.1%}"
+        if x["op"] == "Conv":
+            assert x["latency_share"] > 0, x
+    assert any(x.get("in_kernel_of") for x in q["layers"])
+    assert sum(x["latency_share"] for x in q["layers"]) + q["other_latency_share"] == \
+        pytest.approx(1, abs=1e-3)
+    # the other kernels are those of no layer: layout changes, padding, pooling, the edges
+    assert q["other_latency_share"] < 0.5
+
+
+def test_ids_are_unique(pruned_int8):
+    _, page = pruned_int8
+    ids = Counter(a["id"] for _, a in page.tags if "id" in a)
+    assert not [i for i, n in ids.items() if n > 1]
+
+
+# measurements of the page as laid out, written into it for --dump-dom to show
+MEASURE = """<script>
+const fits = e => e.getBoundingClientRect().right <= document.documentElement.clientWidth;
+const out = {
+  window: document.documentElement.clientWidth,
+  page: document.documentElement.scrollWidth,
+  tables: [...document.querySelectorAll("table")].map(t => ({id: t.id, fits: fits(t),
+    scrolls: t.parentElement.scrollWidth > t.parentElement.clientWidth})),
+  plots: [...document.querySelectorAll("svg.plot, svg.graph")].map(s => ({
+    section: s.closest("section").id, width: s.getBoundingClientRect().width,
+    height: s.getBoundingClientRect().height, fits: fits(s)})),
+};
+const pre = document.createElement("pre");
+pre.id = "measured";
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"""
+
+
+def chromium() -> str:
+    """Debian's chromium; a skip where it is missing, a failure in CI (.ci/run installs it)."""
+    path = shutil.which("chromium")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (apt-get install chromium; .ci/run does)")
+        pytest.skip("needs chromium (apt-get install chromium)")
+    return path
+
+
+def test_page_fits_a_1400_pixel_window(pruned_int8, tmp_path):
+    """The page as a user sees it, laid out by headless Chromium in a 1400-pixel window: no
+    table wider than its box or the window, nothing wider than the window, and every plot
+    drawn (the graphs, latency, memory, quantization, sparsity)."""
+    out, _ = pruned_int8
+    text = (out / "report.html").read_text(encoding="utf-8")
+    # a copy that runs the measuring script: the page's own policy forbids scripts
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
+    (tmp_path / "page.html").write_text(text.replace("</body>", MEASURE + "</body>"),
+                                        encoding="utf-8")
+    run = subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-component-update", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900", "--dump-dom",
+         (tmp_path / "page.html").as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'<pre id="measured">(.*?)</pre>', run.stdout, re.S)
+    assert found, run.stderr[-2000:]
+    m = json.loads(unescape(found.group(1)))
+    assert 1300 <= m["window"] <= 1400 and m["page"] <= m["window"], m
+    assert [t for t in m["tables"] if not t["fits"] or t["scrolls"]] == []
+    assert {t["id"] for t in m["tables"]} >= {"facts", "ops", "latency-kernels",
+                                              "memory-summary", "quantization-layers",
+                                              "sparsity-layers"}
+    plots = Counter(p["section"] for p in m["plots"] if p["width"] > 100 and p["height"] > 100
+                    and p["fits"])
+    assert plots == {"graph-before": 1, "graph-after": 1, "latency": 1, "memory": 1,
+                     "quantization": 1, "sparsity": 1}, m["plots"]
