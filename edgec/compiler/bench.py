@@ -43,7 +43,7 @@ def onnxruntime_session(model: str, threads: int):
     try:
         import onnxruntime as ort
     except ImportError:
-        raise EdgecError("--vs needs onnxruntime: pip install onnxruntime") from None
+        raise EdgecError("--vs needs onnxruntime: pip install 'edgec[check]'") from None
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1

@@ -126,7 +126,7 @@ def _onnxruntime(model_path: str, feeds) -> dict[str, np.ndarray]:
     try:
         import onnxruntime as ort
     except ImportError:
-        raise EdgecError("--check needs onnxruntime: pip install onnxruntime") from None
+        raise EdgecError("--check needs onnxruntime: pip install 'edgec[check]'") from None
     try:
         sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
         names = [o.name for o in sess.get_outputs()]

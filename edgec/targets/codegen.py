@@ -101,7 +101,7 @@ class LLVMBackend(CBackend):
             from .renderers.llvm import KernelDeclarations, LLVMRenderer
         except ImportError as e:
             raise EdgecError(f"--backend llvm needs llvmlite ({e}); install it with "
-                             "`pip install llvmlite`, or use --backend c") from None
+                             "`pip install 'edgec[llvm]'` (llvmlite), or use --backend c") from None
         self.target = target
         self.llvm = LLVMRenderer(target, f"{lib}_parallel_for")
         self.renderer = KernelDeclarations(VECTOR_ISAS.get(target.isa), self.llvm)
