@@ -16,7 +16,7 @@ the int8 floor: 2 x MACs of the convolutions and GEMMs / the one-core `vpdpbusd`
 (`peak_int8.c`, CPU time) over the threads.
 
     python benchmarks/bench_quant.py [--models resnet18,mobilenet_v2] [--own resnet18,mlp]
-        [--threads 1,2] [--pairs 30] [--target x86]
+        [--threads 1,2] [--pairs 30] [--target x86] [--reduce-range]
 
 The --own models are quantized by edgec itself (`--quantize int8`, min-max on 8 seeded
 inputs) and timed against onnxruntime float32 on the float model. --four-bit models are
@@ -82,7 +82,7 @@ CHECKS: list[str] = []  # what the output checks of the QDQ rows found, printed 
 def bench(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> list[str]:
     folder = work / name
     model = zoo.MODELS[name]()
-    qdq = zoo.quantize_qdq(model, folder)
+    qdq = zoo.quantize_qdq(model, folder, reduce_range=a.reduce_range)
     flops = count_flops(folder / "pre.onnx")
     t = time.perf_counter()
     edgec.compile(qdq, folder / "edgec", target=a.target, name=name)
@@ -203,13 +203,17 @@ def main() -> None:
                     help="models edgec quantizes itself, timed against onnxruntime float32")
     ap.add_argument("--four-bit", default="resnet18",
                     help="models whose int4 build edgec times against its int8 build")
+    ap.add_argument("--reduce-range", action="store_true",
+                    help="the QDQ models with 7-bit weights (onnxruntime's reduce_range): on "
+                         "AVX2 edgec's dot4 then takes vpmaddubsw (kernel IR dot4p)")
     a = ap.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     with tempfile.TemporaryDirectory(prefix="edgec-bench-quant-") as d:
         work = Path(d)
         peak = measure_int8_peak(work)
         cpu, _ = machine()
-        print(f"# {cpu}, {platform.machine()}, target {a.target}, {a.pairs} pairs; int8 peak "
+        print(f"# {cpu}, {platform.machine()}, target {a.target}, {a.pairs} pairs"
+              + (", QDQ weights 7-bit (reduce_range)" if a.reduce_range else "") + "; int8 peak "
               + (f"{peak[0]:.0f} GOP/s ({peak[1]}, peak_int8.c)" if peak else "unmeasured"))
         print("| model | threads | edgec int8 ms (of floor) | onnxruntime int8 ms (of floor) | "
               "edgec / ort int8 | onnxruntime f32 ms | edgec int8 / ort f32 | compile s |")

@@ -13,13 +13,15 @@ from .builder import save
 
 
 def quantize_qdq(model: onnx.ModelProto, folder: str | Path, samples: int = 4,
-                 seed: int = 1, feeds: Sequence[dict[str, np.ndarray]] | None = None) -> Path:
+                 seed: int = 1, feeds: Sequence[dict[str, np.ndarray]] | None = None,
+                 reduce_range: bool = False) -> Path:
     """`model` quantized as onnxruntime users do it: `quant_pre_process` (batch-norm folded
     into the convolutions), then `quantize_static` to the QDQ format with per-channel int8
     weights and uint8 activations, calibrated (min-max) on `feeds` ({input name: array} per
     sample), by default `samples` seeded normal inputs. A model below opset 13 is converted to
-    13 first (per-channel DequantizeLinear needs its axis). Needs onnxruntime; returns the path
-    of the QDQ model written in `folder`."""
+    13 first (per-channel DequantizeLinear needs its axis). `reduce_range`: 7-bit weights, as
+    onnxruntime advises for x86 without VNNI (its vpmaddubsw kernels are exact with them).
+    Needs onnxruntime; returns the path of the QDQ model written in `folder`."""
     import logging
 
     from onnxruntime.quantization import (
@@ -57,7 +59,7 @@ def quantize_qdq(model: onnx.ModelProto, folder: str | Path, samples: int = 4,
         quant_pre_process(str(plain), str(pre), skip_symbolic_shape=True)
         quantize_static(str(pre), str(qdq), Reader(), quant_format=QuantFormat.QDQ,
                         per_channel=True, activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8)
+                        weight_type=QuantType.QInt8, reduce_range=reduce_range)
     finally:
         logging.getLogger().setLevel(quiet)
     return qdq
