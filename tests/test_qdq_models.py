@@ -19,6 +19,7 @@ such machines.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -311,6 +312,28 @@ def test_reduced_range_model_matches_onnxruntime_integer_kernels(models, tmp_pat
     for x, w in zip(inputs(), want, strict=True):
         got = lib.run({"x": x})
         assert_within_one_step([got["logits"], got["embed"]], w, output_scales(path))
+
+
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_seven_bit_weights_take_vpmaddubsw_on_avx2_bit_exactly(models, backend, tmp_path):
+    """7-bit weights (reduce_range): every dense int8 layer's byte pairs fit int16, so on
+    AVX2 its dot4s are vpmaddubsw + vpmaddwd (kernel IR dot4p), and the library stays
+    bit-exact with the interpreter, natively and under qemu's Haswell (C)."""
+    path = models["reduced"]
+    art = edgec.compile(path, tmp_path, name="qcnn7", target="x86-avx2", backend=backend)
+    dense = [r["strategy"] for r in art.manifest["kernel_strategies"]
+             if (r["op"] == "BlockedQLinearConv" and "depthwise" not in r["strategy"])
+             or r["op"] in ("QGemm", "QLinearMatMul")]
+    assert len(dense) == 5 and all("dot4 as vpmaddubsw+vpmaddwd" in s for s in dense), dense
+    graph = compiled(path, "x86-avx2")
+    libs = [load(tmp_path)]
+    if backend == "c" and shutil.which("qemu-x86_64"):
+        libs.append(load(tmp_path, emulator=["qemu-x86_64", "-cpu", "Haswell"]))
+    for lib in libs:
+        for x in inputs(3):
+            got, ref = lib.run({"x": x}), interpret(graph, {"x": x})
+            for name in ("logits", "embed"):
+                np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
 
 
 def test_unfused_qdq_model_compiles(models, tmp_path):
