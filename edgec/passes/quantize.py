@@ -5,8 +5,10 @@ It writes the model as a QDQ graph, the form onnxruntime's `quantize_static` pro
 one quantized elsewhere land on the same integer kernels:
 
 - the weights of Conv, Gemm and MatMul (constant) become DequantizeLinear(codes, scales) with
-  int8 codes of `bits` (8, 4, 3 or 2; symmetric, per output channel or per tensor, by
-  min-max or the ADMM projection: `calibration.py`); biases stay float (fuse-qdq quantizes
+  int8 codes of `bits` (8, 7, 4, 3 or 2; symmetric, per output channel or per tensor, by
+  min-max or the ADMM projection: `calibration.py`; 7 bits keep every byte pair of the
+  weights within what AVX2's vpmaddubsw sums exactly, kernel_ir.pairs_fit16, for the
+  cheaper dot4 there); biases stay float (fuse-qdq quantizes
   them to int32 with the product of the input's and the weight's scales);
 - each activation those ops (and Add) read or write gets one QuantizeLinear/DequantizeLinear
   pair, uint8 with the scale and zero point of the range observed on the samples (minmax,
@@ -53,7 +55,7 @@ from .calibration import (
 )
 from .manager import register_pass
 
-BITS = (8, 4, 3, 2)
+BITS = (8, 7, 4, 3, 2)
 GRANULARITIES = ("channel", "tensor")
 CALIBRATIONS = (*ACT_METHODS, "admm")
 ACTIVATIONS = ("Relu", "Clip")

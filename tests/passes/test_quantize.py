@@ -16,13 +16,14 @@ from convnets import OnnxNet, onnxruntime_outputs, small_resnet
 
 import edgec
 from edgec.compiler.cli import main
-from edgec.compiler.driver import load_graph
+from edgec.compiler.driver import compile_graph, load_graph
 from edgec.errors import EdgecError, PassError
-from edgec.ir import interpret
-from edgec.passes import parse_pipeline, run_pipeline
+from edgec.ir import DType, interpret
+from edgec.passes import default_pipeline, parse_pipeline, run_pipeline
 from edgec.passes.calibration import Observer, activation_params, sqnr_db, weight_params
 from edgec.passes.manager import PipelineStep
 from edgec.passes.quantize import Quantize
+from edgec.targets.target import get_target
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
@@ -168,6 +169,25 @@ def test_compiled_quantized_model_is_bit_exact_with_its_graph(tmp_path):
         np.testing.assert_array_equal(got["logits"], want["logits"])
 
 
+def test_seven_bit_weights_take_vpmaddubsw_on_avx2(tmp_path):
+    """bits=7: codes in [-63, 63], so every dense int8 layer's dot4 on x86-avx2 is
+    vpmaddubsw + vpmaddwd (8 bits keep the widened form), bit-exact with the graph."""
+    t = get_target("x86-avx2")
+    m = mobile_net()
+    feeds = calib_feeds(m)
+    x = {"input": np.random.default_rng(20).standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    for bits in (8, 7):
+        g = quantized(m, feeds=feeds, bits=bits)
+        art = compile_graph(g.copy(), tmp_path / f"q{bits}", target="x86-avx2", name=f"q{bits}",
+                            pipeline=default_pipeline(t.lanes(DType.F32), t.registers))
+        dense = [r["strategy"] for r in art.manifest["kernel_strategies"]
+                 if r["op"] in ("BlockedQLinearConv", "QGemm") and "depthwise" not in r["strategy"]]
+        assert len(dense) == 3 and all(("dot4 as vpmaddubsw" in s) == (bits == 7)
+                                       for s in dense), dense
+        np.testing.assert_array_equal(edgec.load(art.out_dir).run(x)["logits"],
+                                      interpret(g, x)["logits"])
+
+
 def test_data_free_quantizes_the_weights_only_and_says_so():
     m = small_resnet(16)
     log = io.StringIO()
@@ -197,7 +217,7 @@ def test_skipped_node_stays_float():
 
 def test_options_are_checked():
     m = small_resnet(16)
-    for opts, text in (({"bits": 5}, "8, 4, 3, 2 bits"), ({"calib": "entropy"}, "choose from"),
+    for opts, text in (({"bits": 5}, "8, 7, 4, 3, 2 bits"), ({"calib": "entropy"}, "choose from"),
                        ({"granularity": "group"}, "channel or tensor"),
                        ({"skip": "nothere"}, "skip names no node")):
         with pytest.raises(PassError, match=text):
