@@ -11,6 +11,7 @@ A pass is registered by name with `@register_pass`; see `manager` for the pass c
 from . import (
     canonicalize,
     dce,
+    equalize,
     fixed_point,
     fold_batchnorm,
     fold_constants,
@@ -82,7 +83,8 @@ __all__ = [
     "DEFAULT_PIPELINE", "default_pipeline", "MatchFailure", "canonicalize", "MemoryPlan",
     "NoMatch", "Pass", "PassInfo",
     "PassManager", "PassRecord", "Pattern", "PatternPass", "PipelineReport", "PipelineStep",
-    "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "erase_dead",
+    "RewriteResult", "apply_patterns", "can_replace", "constant", "dce", "equalize",
+    "erase_dead",
     "fixed_point", "fold_batchnorm", "fold_constants", "fuse", "fuse_qdq", "fuse_residual",
     "layout", "make_pass",
     "pack_weights", "parse_pipeline",

@@ -7,14 +7,16 @@ channel), b' = (b - mean) * s + beta. After Gemm (Y = alpha*A@B + beta_g*C) the 
 scale and C' = (beta_g*C - mean) * s + beta; after MatMul with a constant [K, N] weight the
 columns scale and an Add of (beta - mean * s) follows. The producer's output must have no
 other user. A BatchNormalization with nothing to fold into becomes Mul(x, s) + (beta - mean*s).
-The arithmetic runs in float64 and is rounded once to the tensor's dtype.
+The arithmetic runs in float64 and is rounded once to the tensor's dtype. The folded value
+keeps what the batch norm said of its output, N(beta, gamma^2) per channel, in
+value.meta["batchnorm"] (mean, std), for the data-free bias correction of `quantize`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node
+from ..ir import Graph, Node, Value
 from .manager import register_pass
 from .rewrite import PatternPass, constant, pattern, producer, replace_value, require, sole_user
 
@@ -27,11 +29,19 @@ def _affine(bn: Node) -> tuple[np.ndarray, np.ndarray]:
     return s, beta - mean * s
 
 
+def _stands_for(graph: Graph, bn: Node, new: Value) -> None:
+    """`new` replaces the batch norm's output and keeps its statistics."""
+    beta, gamma = (constant(bn.inputs[i], what).astype(np.float64) for i, what in
+                   ((2, "B"), (1, "scale")))
+    replace_value(graph, bn.output, new)
+    new.meta["batchnorm"] = {"mean": beta, "std": np.abs(gamma)}
+
+
 def _replace(graph: Graph, bn: Node, new: Node, old: Node) -> None:
     """`new` stands in for `old` followed by `bn`. Unless it takes over the batch norm's
     name with its value, it keeps the model's name of `old`, which goes with `bn`."""
     fresh = new.name
-    replace_value(graph, bn.output, new.output)
+    _stands_for(graph, bn, new.output)
     if new.name == fresh and old.name != old.output.name:
         new.name = old.name
 
@@ -107,7 +117,7 @@ def _fold_matmul(graph: Graph, bn: Node, m) -> None:
     new = graph.add_node("MatMul", [mm.inputs[0], w2], name=mm.name, before=bn)
     add = graph.add_node("Add", [new.output, _const(graph, t, mm.inputs[1], f"{mm.name}_b")],
                          before=bn)
-    replace_value(graph, bn.output, add.output)
+    _stands_for(graph, bn, add.output)
     if mm.name != mm.output.name:  # a model's node name (not its output's): keep it
         new.name = mm.name
 
@@ -128,7 +138,7 @@ def _to_mul_add(graph: Graph, bn: Node, m) -> None:
                          before=bn)
     add = graph.add_node("Add", [mul.output, _const(graph, t.reshape(shape), x,
                                                      f"{bn.name}_shift")], before=bn)
-    replace_value(graph, bn.output, add.output)
+    _stands_for(graph, bn, add.output)
 
 
 BATCHNORM_PATTERNS = [

@@ -62,6 +62,26 @@ GOLDEN = {
           %y = Neg(%x) : f32[2]
           return %y
         }"""),
+    # s = sqrt(r1 / r2) = [2, 0.25]: W1's rows and b1 over s, W2's columns times s
+    "equalize": ("equalize", """
+        graph @e(%x: f32[1,2,3]) {
+          %w1 = const f32[2,2,1] dense<[4.0, -2.0, 0.25, 0.125]>
+          %b1 = const f32[2] dense<[1.0, 0.125]>
+          %w2 = const f32[2,2,1] dense<[1.0, 4.0, -0.5, 2.0]>
+          %c = Conv(%x, %w1, %b1) {dilations = [1], pads = [0, 0], strides = [1]} : f32[1,2,3]
+          %r = Relu(%c) : f32[1,2,3]
+          %y = Conv(%r, %w2) {dilations = [1], pads = [0, 0], strides = [1]} : f32[1,2,3]
+          return %y
+        }""", """
+        graph @e(%x: f32[1,2,3]) {
+          %w1_eq = const f32[2,2,1] dense<[2.0, -1.0, 1.0, 0.5]>
+          %b1_eq = const f32[2] dense<[0.5, 0.5]>
+          %w2_eq = const f32[2,2,1] dense<[2.0, 1.0, -1.0, 0.5]>
+          %c = Conv(%x, %w1_eq, %b1_eq) {dilations = [1], pads = [0, 0], strides = [1]} : f32[1,2,3]
+          %r = Relu(%c) : f32[1,2,3]
+          %y = Conv(%r, %w2_eq) {dilations = [1], pads = [0, 0], strides = [1]} : f32[1,2,3]
+          return %y
+        }"""),
     "fold-batchnorm": ("fold-batchnorm", """
         graph @bn(%x: f32[1,2,2]) {
           %w = const f32[2,2,1] dense<[1.0, 0.0, 0.0, 1.0]>
