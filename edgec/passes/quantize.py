@@ -22,6 +22,12 @@ in float with weights of `bits` precision, which shows the accuracy low-bit weig
 Nodes named in `skip` keep float. A graph that already has QuantizeLinear or
 DequantizeLinear ops is left as it is.
 
+Two data-free remedies of Nagel et al. (ICCV 2019) run on request: `equalize` balances the
+weight ranges of consecutive layers first (cross-layer equalization, equalize.py; the float
+model computes the same), `bias_correct` takes the mean shift that quantizing each weight
+causes off its bias (bias_correction.py; E[x] measured on the samples, or without them from
+the batch norms fold-batchnorm folded). Each layer's record says which ran on it.
+
 With samples, the quantized graph is run on them too: each layer's output against the float
 model's (its SQNR: the error of that layer and of all before it) and the graph outputs'
 SQNR and relative error (max |error| / max |float output|, the figure `edgec run --check`
@@ -45,6 +51,7 @@ import numpy as np
 from ..errors import EdgecError, PassError
 from ..ir import DType, Graph, Node, QuantParams, Value
 from ..ir.interpreter import interpret
+from .bias_correction import channel_mean, correct_bias
 from .calibration import (
     ACT_METHODS,
     Observer,
@@ -53,6 +60,7 @@ from .calibration import (
     sqnr_db,
     weight_params,
 )
+from .equalize import equalize as equalize_layers
 from .manager import register_pass
 
 BITS = (8, 7, 4, 3, 2)
@@ -113,6 +121,8 @@ class Quantize:
     samples: str = ""  # an .npz of calibration samples (or `feeds` from Python)
     percentile: float = 99.99
     weights: str = "auto"  # minmax or admm; auto: admm below 8 bits (or with calib=admm)
+    equalize: bool = False  # cross-layer equalization before calibration
+    bias_correct: bool = False  # remove the output mean shift of quantized weights
     budget: float = 0.0  # dB: the least output SQNR; the worst layers stay float until it holds
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
     log: Any = field(default=None, compare=False, metadata={"option": False})
@@ -132,13 +142,19 @@ class Quantize:
         candidates = [n.name for n in graph.nodes if _quantizable(n)]
         if not set(candidates) - skip:
             return False
+        if self.equalize:
+            pairs = equalize_layers(graph)
+            self._say(f"quantize: cross-layer equalization of {len(pairs)} pairs of layers")
         feeds = self._feeds(graph)
         wmethod = self.weights if self.weights != "auto" else \
             "admm" if self.calib == "admm" or self.bits < 8 else "minmax"
         if not feeds:
-            for n in [n for n in graph.nodes if n.name in candidates and n.name not in skip]:
-                if n.op != "Add":
-                    _quantize_weight(graph, n, self.bits, self.granularity, wmethod)
+            done = [self._weight(graph, n, wmethod) for n in list(graph.nodes)
+                    if n.name in candidates and n.name not in skip and n.op != "Add"]
+            if self.bias_correct:
+                k = sum(d["bias_correction"] is not None for d in done)
+                self._say(f"quantize: bias correction (data-free, from batch norms) of {k} "
+                          f"of {len(done)} layers")
             self._say(f"quantize: no calibration samples: data-free, weights only "
                       f"({self.bits}-bit, {wmethod}); activations stay float")
             return True
@@ -149,6 +165,10 @@ class Quantize:
         observed = {v.name: observers[id(v)] for v in all_points}
         reference = _point_values(graph, feeds, {v.name for v in all_points} |
                                   {v.name for v in graph.outputs})
+        if self.bias_correct:  # E[x] of each layer's input, for the trial graphs too
+            for n in graph.nodes:
+                if n.name in candidates and n.op != "Add":
+                    n.meta["input_mean"] = channel_mean(n, reference[n.inputs[0].name])
         while True:  # skip the worst layer until the output's SQNR meets the budget
             trial = graph.copy()
             layers = self._apply(trial, skip, observed, wmethod)
@@ -202,10 +222,11 @@ class Quantize:
             if not _quantizable(n):
                 continue
             rows.append({"node": n.name, "op": n.op, "float": n.name in skip,
-                         "macs": _macs(n), "output": _after_activation(n.output).name})
-        for n in targets:
-            if n.op != "Add":
-                _quantize_weight(graph, n, self.bits, self.granularity, wmethod)
+                         "macs": _macs(n), "output": _after_activation(n.output).name,
+                         "equalized": bool(n.meta.get("equalized")), "bias_correction": None})
+        done = {n.name: self._weight(graph, n, wmethod) for n in targets if n.op != "Add"}
+        for r in rows:
+            r |= done.get(r["node"], {})
         points = _activation_points(targets)
         method = "minmax" if self.calib == "admm" else self.calib
         params: dict[int, tuple[np.float32, np.uint8]] = {}
@@ -230,6 +251,12 @@ class Quantize:
         for r in rows:
             r.setdefault("bits", 32)
         return rows
+
+    def _weight(self, graph: Graph, n: Node, wmethod: str) -> dict:
+        """Quantize `n`'s weight, its bias corrected if asked; the record's entries."""
+        w = n.inputs[1].const
+        wq = _quantize_weight(graph, n, self.bits, self.granularity, wmethod)
+        return correct_bias(graph, n, w, wq) if self.bias_correct else {}
 
     def _say(self, text: str) -> None:
         print(text, file=self.log if self.log is not None else sys.stderr)
@@ -352,7 +379,10 @@ def _weight_axis(n: Node) -> int:
     return 1  # MatMul: a column per output
 
 
-def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str, method: str) -> None:
+def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str,
+                     method: str) -> np.ndarray:
+    """Read `n`'s weight through DequantizeLinear of its codes; returns the dequantized
+    weight (float32)."""
     w = n.inputs[1]
     axis = _weight_axis(n) if granularity == "channel" else None
     codes, scales = weight_params(w.const, bits, axis, method)
@@ -364,6 +394,8 @@ def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str, method:
     dq = graph.add_node("DequantizeLinear", [q, s, z], {"axis": axis or 0},
                         name=f"{w.name}_DequantizeLinear", before=n)
     graph.set_input(n, 1, dq.output)
+    shape = [-1 if k == axis else 1 for k in range(codes.ndim)] if axis is not None else []
+    return codes.astype(np.float32) * scales.reshape(shape)
 
 
 def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> Value:

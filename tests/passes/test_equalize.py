@@ -1,7 +1,8 @@
 """equalize (cross-layer equalization): s_i = sqrt(r1_i * r2_i) / r2_i between consecutive
 layers, W1's output channel i and its bias over s_i, W2's input channel i times s_i. The text
 test picks ranges whose scales are powers of two, so the expected IR is exact; the float
-model computes the same (interpreter)."""
+model computes the same (interpreter), and int8 quantization of a model with badly balanced
+channels loses less with it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from passcheck import assert_same_numerics, check_pass, ir
 from edgec.ir import print_graph
 from edgec.passes import run_pipeline
 from edgec.passes.equalize import equalize
+from edgec.passes.manager import PipelineStep
+from edgec.passes.quantize import Quantize
 
 CONV = "{dilations = [1], pads = [0, 0], strides = [1]}"
 
@@ -118,3 +121,39 @@ def test_folded_resnet_computes_the_same():
     run_pipeline(g, "fold-batchnorm,equalize", verify_each=True, out=io.StringIO())
     assert sum(n.meta.get("equalized", False) for n in g.nodes) == 8  # b{i}c1 -> b{i}c2
     assert_same_numerics(before, g, tol=1e-5)
+
+
+def unbalanced(seed: int = 0):
+    """Conv (3 -> 16, 3x3) whose output channels span four decades, Relu, and a conv
+    (16 -> 8) that undoes the spread on its inputs: the float model is well behaved, its
+    per-tensor ranges are not."""
+    n = Net("unbalanced", (1, 3, 12, 12), seed)
+    spread = 10.0 ** np.linspace(-2, 2, 16)
+    a = n.conv(n.x, 16, 3, name="c1")
+    scale_weight(n, a, spread[:, None, None, None])
+    b = n.conv(n.op("Relu", a), 8, 3, name="c2")
+    scale_weight(n, b, 1 / spread[None, :, None, None])
+    n.g.outputs = [b]
+    return n.g
+
+
+def quantized_sqnr(graph, feeds, **opts) -> tuple[float, dict]:
+    run_pipeline(graph, [PipelineStep(Quantize(feeds=feeds, log=io.StringIO(), **opts))],
+                 out=io.StringIO())
+    q = graph.meta["quantization"]
+    return q["output_sqnr_db"], q
+
+
+def test_int8_loses_less_on_unbalanced_channels_with_equalization():
+    feeds = {"input": np.random.default_rng(5).standard_normal((8, 3, 12, 12))
+             .astype(np.float32)}
+    got = {}
+    for gran in ("tensor", "channel"):
+        for eq in (False, True):
+            got[gran, eq], q = quantized_sqnr(unbalanced(), feeds, granularity=gran, equalize=eq)
+            assert [r["equalized"] for r in q["layers"]] == [eq, eq]
+    # measured: per tensor 0.3 -> 36.2 dB, per channel 1.2 -> 36.8 dB: the activation
+    # between the convolutions is one uint8 tensor either way, where the small channels,
+    # which the second layer multiplies by up to 100, round to nothing
+    assert got["tensor", True] > got["tensor", False] + 20, got
+    assert got["channel", True] > got["channel", False] + 20, got
