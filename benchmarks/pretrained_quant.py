@@ -12,11 +12,15 @@ model quantized by onnxruntime's quantize_static (QDQ, min-max, on the same cali
 run by onnxruntime and compiled by edgec.
 
     python benchmarks/pretrained_quant.py [--rec] [--max-words N] [--rapidocr-wheel W]
-                                          [--skimage-wheel W]
+                                          [--skimage-wheel W] [--methods M,...]
+                                          [--quantize-options OPTS] [--skip-qdq]
 
 --rec adds the same rows for the PP-OCRv4 text recognizer of the same wheel (its outputs
 compared per time step and as decoded text, CTC). --max-words keeps the crops of at most N
-words (calibration and held out). Without the wheel
+words (calibration and held out). --methods picks the calibrations of edgec's int8 rows,
+--quantize-options adds options of the quantize pass to them (equalize=1,bias_correct=1: the
+pipeline then holds quantize{bits=8,calib=M,samples=...,OPTS}), --skip-qdq leaves out
+onnxruntime's QDQ rows. Without the wheel
 options `pip download --no-deps` fetches each from PyPI into a temporary folder (nothing is
 installed).
 """
@@ -57,6 +61,7 @@ from edgec.passes.calibration import sqnr_db  # noqa: E402
 METHODS = ("minmax", "percentile", "kl")
 GOAL = 98.0
 REC_WIDTH = 320  # rapidocr's rec_img_shape [3, 48, 320]
+OPTIONS = {"methods": list(METHODS), "extra": "", "qdq": True}  # from the command line
 HEAD = ("| model | run by | activations | {} | output SQNR dB | compile s |\n"
         "|---|---|---|---|---|---|---|")
 
@@ -67,7 +72,13 @@ def main() -> None:
     ap.add_argument("--skimage-wheel", help="a scikit-image wheel already on disk")
     ap.add_argument("--max-words", type=int, help="only crops of at most this many words")
     ap.add_argument("--rec", action="store_true", help="also the PP-OCRv4 text recognizer")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="calibrations of edgec's int8 rows (default: all)")
+    ap.add_argument("--quantize-options", default="",
+                    help="more options of the quantize pass, e.g. equalize=1,bias_correct=1")
+    ap.add_argument("--skip-qdq", action="store_true", help="no onnxruntime QDQ rows")
     a = ap.parse_args()
+    OPTIONS.update(methods=a.methods.split(","), extra=a.quantize_options, qdq=not a.skip_qdq)
     with tempfile.TemporaryDirectory() as d:
         rapidocr = a.rapidocr_wheel or fetch(Path(d), "rapidocr-onnxruntime", "--rapidocr-wheel")
         skimage = a.skimage_wheel or fetch(Path(d), "scikit-image", "--skimage-wheel")
@@ -141,16 +152,34 @@ def builds(model, calib: np.ndarray, held: np.ndarray, folder: Path):
     shapes = {"x": [1, *held.shape[1:]]}
     yield "float32", "edgec", "float", *compiled(model, folder / "f32", held,
                                                  input_shapes=shapes)
-    for method in METHODS:
+    for method in OPTIONS["methods"]:
         yield "int8 (edgec)", "edgec", f"uint8, {method}", *compiled(
-            model, folder / method, held, input_shapes=shapes, quantize="int8",
-            calib={"x": calib[:, None]}, calib_method=method)
+            model, folder / method, held, input_shapes=shapes, **int8(method, calib, folder))
+    if not OPTIONS["qdq"]:
+        return
     qdq = zoo.quantize_qdq(model, folder, feeds=[{"x": x[None]} for x in calib])
     sess = ort.InferenceSession(str(qdq), providers=["CPUExecutionProvider"])
     what = "QDQ (onnxruntime quantize_static)"
     yield what, "onnxruntime", "uint8, minmax", sess.run(None, {"x": held})[0], None
     yield what, "edgec", "uint8, minmax", *compiled(qdq, folder / "qdq", held,
                                                     input_shapes=shapes)
+
+
+def int8(method: str, calib: np.ndarray, folder: Path) -> dict:
+    """edgec.compile's options of an int8 build calibrated on `calib` by `method`; with
+    --quantize-options, a pipeline with the quantize pass and its samples in an .npz."""
+    if not OPTIONS["extra"]:
+        return {"quantize": "int8", "calib": {"x": calib[:, None]}, "calib_method": method}
+    from edgec.ir import DType
+    from edgec.passes import default_pipeline
+    from edgec.targets.target import get_target
+
+    samples = folder / f"calib_{method}.npz"
+    np.savez(samples, x=calib[:, None])
+    t = get_target("x86")
+    steps = default_pipeline(t.lanes(DType.F32), t.registers)
+    q = f"quantize{{bits=8,calib={method},samples={samples},{OPTIONS['extra']}}}"
+    return {"pipeline": steps.replace("fuse-qdq,", f"{q},fuse-qdq,", 1)}
 
 
 def top1(probs: np.ndarray, labels: np.ndarray) -> float:
