@@ -53,7 +53,7 @@ svg.plot{max-width:100%;height:auto}
 pre{font-size:12px;overflow:auto;max-height:70vh;background:#f6f6f6;padding:.5em}
 .note{color:#a04000}
 """
-NO_MATPLOTLIB = '<p class="note">(no plot: it needs matplotlib, pip install 'edgec[report]')</p>'
+NO_MATPLOTLIB = "<p class=\"note\">(no plot: it needs matplotlib, pip install 'edgec[report]')</p>"
 
 
 def write_report(out: Path, before: Graph, after: Graph, manifest: dict,
