@@ -141,22 +141,33 @@ def bench(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> l
 
 def bench_own(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> None:
     """`name` quantized by edgec itself (--quantize int8, min-max calibration on 8 seeded
-    inputs) against onnxruntime's float32 run of the float model."""
-    ours, feeds, plain, _ = own_library(name, work / f"{name}_own", a.target, "int8")
+    inputs) against onnxruntime's float32 run of the float model and against edgec's own
+    float32 build of it for the same target, each interleaved."""
+    ours, feeds, plain, man = own_library(name, work / f"{name}_own", a.target, "int8")
+    edgec.compile(plain, work / f"{name}_own" / "f32", target=a.target, name=name,
+                  log=open(os.devnull, "w"))  # noqa: SIM115
+    ours32 = edgec.load(work / f"{name}_own" / "f32")
+    fast = sum("dot4 widened" not in s["strategy"] for s in man["kernel_strategies"]
+               if "int8" in s["strategy"])
     flops = count_flops(plain)
     for threads in a.threads:
-        set_threads(ours, threads)
+        set_threads(ours, threads), set_threads(ours32, threads)
         f32 = ort_session(plain, threads, "all")
         got, want = next(iter(ours.run(feeds).values())), f32.run(None, feeds)[0]
         err = float(np.abs(got - want).max() / np.abs(want).max())
         for _ in range(3):
-            ours.run(feeds), f32.run(None, feeds)
+            ours.run(feeds), f32.run(None, feeds), ours32.run(feeds)
         s32 = summary(*interleave(lambda: ours.run(feeds), lambda s=f32: s.run(None, feeds),
                                   a.pairs))
+        own = summary(*interleave(lambda: ours.run(feeds), lambda: ours32.run(feeds), a.pairs))
         floor = flops / (peak * 1e9 * threads) * 1e3 if peak else None
         frac = f" ({floor / s32['a_ms']:.2f})" if floor else ""
         print(f"| {name} (edgec --quantize int8) | {threads} | {s32['a_ms']:.3f}{frac} | - | - | "
               f"{s32['b_ms']:.3f} | {s32['ratio']:.2f} | rel. error {err:.3f} |", flush=True)
+        print(f"| {name}: edgec int8 against edgec float32 ({a.target}) | {threads} | "
+              f"{own['a_ms']:.3f} | {own['b_ms']:.3f} | {own['ratio']:.2f} | "
+              f"{fast} int8 layers on the pair-summed dot4 where the target has one, output "
+              f"SQNR {man['quantization']['output_sqnr_db']} dB |", flush=True)
 
 
 def own_library(name: str, folder: Path, target: str, bits: str):

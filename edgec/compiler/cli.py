@@ -201,9 +201,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--pipeline", help="pass pipeline (default: edgec's standard one)")
     c.add_argument("--single-threaded", action="store_true",
                    help="no thread pool: the library needs no pthreads")
-    c.add_argument("--quantize", choices=["int8", "int4", "int3", "int2"],
+    c.add_argument("--quantize", choices=["int8", "int7", "int4", "int3", "int2"],
                    help="quantize: weights to these bits, activations to uint8 (calibrated "
-                        "on --calib; without it, the weights only)")
+                        "on --calib; without it, the weights only); on AVX2 targets int8's "
+                        "weight pairs are fitted to vpmaddubsw's exact sums, int7 needs no "
+                        "fitting")
     c.add_argument("--calib", metavar="SAMPLES.npz",
                    help="calibration samples: one array per input, first axis the samples")
     c.add_argument("--calib-method", default="minmax",

@@ -133,7 +133,7 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
     return pipeline
 
 
-QUANTIZE_BITS = {"int8": 8, "int4": 4, "int3": 3, "int2": 2}
+QUANTIZE_BITS = {"int8": 8, "int7": 7, "int4": 4, "int3": 3, "int2": 2}
 # what the plots of report.html and quantization.png need, as the README names it
 PLOTS_NEED = "it needs matplotlib (pip install 'edgec[report]')"
 
@@ -255,9 +255,10 @@ def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = Fa
 
 def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequence[str],
                    weights: str, budget: float, log: IO[str] | None,
-                   original: Graph | None = None) -> list:
+                   original: Graph | None = None, pairs: bool = False) -> list:
     """`steps` with the quantize pass in front of fuse-qdq (which makes its integer ops);
-    `original`: the model as given, to measure the outputs' error end to end against."""
+    `original`: the model as given, to measure the outputs' error end to end against;
+    `pairs`: 8-bit weights fitted to AVX2's exact vpmaddubsw pair sums."""
     from ..passes.manager import PipelineStep
     from ..passes.quantize import Quantize
 
@@ -266,7 +267,7 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
     feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
     q = Quantize(bits=QUANTIZE_BITS[quantize], calib=method, skip=",".join(skip),
                  samples=samples, weights=weights, budget=budget, feeds=feeds, log=log,
-                 original=original)
+                 original=original, pairs=pairs and QUANTIZE_BITS[quantize] == 8)
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
         raise EdgecError("quantize needs the pipeline's fuse-qdq pass to make integer ops")
@@ -412,7 +413,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     if quantize is not None:
         steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,
                                quantize_weights, accuracy_budget, log,
-                               graph.copy() if prune and calib is not None else None)
+                               graph.copy() if prune and calib is not None else None,
+                               pairs=tgt.isa == "avx2")
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
     float32_bytes = _float32_bytes(graph)

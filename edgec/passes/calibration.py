@@ -180,6 +180,39 @@ def weight_params(w: np.ndarray, bits: int, axis: int | None, method: str,
     return codes, scale32.reshape(-1) if axis is not None else scale32.reshape(())
 
 
+PAIR_LIMIT = 128  # 255 * 128 <= 32767: vpmaddubsw's int16 sum of a byte pair cannot saturate
+
+
+def fit_pairs(w: np.ndarray, scales: np.ndarray, axis: int | None, kaxis: int
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+    """8-bit codes of `w` whose byte pairs along the reduction axis `kaxis` (entries 2j and
+    2j+1: the pairs of the int8 kernels' dot4 groups) sum to at most 128 over their positive
+    codes and at least -128 over their negative ones, what x86's vpmaddubsw adds exactly
+    against uint8 inputs (targets/kernel_ir.py pairs_fit16).
+
+    Each slice along `axis` (per output channel; None: the whole tensor) keeps its scale
+    where its pairs fit and else takes the least one that makes them fit: with P the largest
+    pair sum of one sign in w, s = P / 127 keeps every rounded pair within 127 + 1. So a
+    channel whose largest weights sit apart keeps all 8 bits, and one whose two largest share
+    a pair loses at most the one bit that 7-bit codes lose everywhere. Returns (codes,
+    scales, the number of slices whose scale grew)."""
+    wd = np.asarray(w, np.float64)
+    m = np.moveaxis(wd, kaxis, 0)
+    k = m.shape[0] - m.shape[0] % 2
+    pos = np.maximum(m[0:k:2], 0) + np.maximum(m[1:k:2], 0)
+    neg = -(np.minimum(m[0:k:2], 0) + np.minimum(m[1:k:2], 0))
+    sums = np.moveaxis(np.maximum(pos, neg), 0, kaxis)  # kaxis now counts the pairs
+    axes = tuple(d for d in range(w.ndim) if d != axis) if axis is not None else None
+    top = sums.max(axis=axes, keepdims=True) if sums.size else np.zeros(())
+    old = scales.astype(np.float64).reshape(top.shape if axis is not None else ())
+    need = top / (PAIR_LIMIT - 1)
+    new = np.where(need > old * (1 + 1e-6), need, old)  # old: float32, rounded either way
+    scale32 = new.astype(np.float32)
+    codes = np.clip(np.rint(wd / scale32), -127, 127).astype(np.int8)
+    grew = int((new > old).sum())
+    return codes, scale32.reshape(-1) if axis is not None else scale32.reshape(()), grew
+
+
 def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
     """Signal to quantization noise, in dB: 10 log10(sum ref^2 / sum (ref - got)^2)."""
     ref = np.asarray(ref, np.float64)

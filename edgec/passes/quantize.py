@@ -8,7 +8,9 @@ one quantized elsewhere land on the same integer kernels:
   int8 codes of `bits` (8, 7, 4, 3 or 2; symmetric, per output channel or per tensor, by
   min-max or the ADMM projection: `calibration.py`; 7 bits keep every byte pair of the
   weights within what AVX2's vpmaddubsw sums exactly, kernel_ir.pairs_fit16, for the
-  cheaper dot4 there); biases stay float (fuse-qdq quantizes
+  cheaper dot4 there; with `pairs` 8-bit codes keep within it too, each channel that needs it
+  taking the least larger scale that does: calibration.py fit_pairs); biases stay float
+  (fuse-qdq quantizes
   them to int32 with the product of the input's and the weight's scales);
 - each activation those ops (and Add) read or write gets one QuantizeLinear/DequantizeLinear
   pair, uint8 with the scale and zero point of the range observed on the samples (minmax,
@@ -56,6 +58,7 @@ from .calibration import (
     ACT_METHODS,
     Observer,
     activation_params,
+    fit_pairs,
     relative_error,
     sqnr_db,
     weight_params,
@@ -123,6 +126,10 @@ class Quantize:
     weights: str = "auto"  # minmax or admm; auto: admm below 8 bits (or with calib=admm)
     equalize: bool = False  # cross-layer equalization before calibration
     bias_correct: bool = False  # remove the output mean shift of quantized weights
+    # 8-bit codes whose byte pairs AVX2's vpmaddubsw sums exactly, by a larger scale for the
+    # channels that need one (calibration.py fit_pairs), so that the layers run on the
+    # cheaper dot4 there; the driver sets it for AVX2 targets
+    pairs: bool = False
     budget: float = 0.0  # dB: the least output SQNR; the worst layers stay float until it holds
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
     log: Any = field(default=None, compare=False, metadata={"option": False})
@@ -196,6 +203,8 @@ class Quantize:
             "output_rel_error": _output_error(graph, reference, got, relative_error),
             "kept_float": sorted(skip), "layers": layers}
         q = graph.meta["quantization"]
+        if self.pairs:
+            q["pairs_fitted"] = sum(x.get("pairs_fitted") or 0 for x in layers)
         figures = f"output SQNR {out_sqnr:.1f} dB, relative error {q['output_rel_error']:.3g}"
         if self.original is not None:
             given = _point_values(self.original, feeds, {v.name for v in graph.outputs})
@@ -209,7 +218,9 @@ class Quantize:
         self._say(f"quantize: {len(done)} ops to {self.bits}-bit weights ({wmethod}, per "
                   f"{self.granularity}) and uint8 activations ({q['calibration']}, "
                   f"{len(feeds)} samples); {figures}"
-                  + (f"; {len(skip)} kept float" if skip else ""))
+                  + (f"; {len(skip)} kept float" if skip else "")
+                  + (f"; {q['pairs_fitted']} channels scaled so that their weight pairs "
+                     "fit AVX2's exact 16-bit sums" if self.pairs else ""))
         return True
 
     def _apply(self, graph: Graph, skip: set[str], observed: dict[str, Observer],
@@ -255,8 +266,10 @@ class Quantize:
     def _weight(self, graph: Graph, n: Node, wmethod: str) -> dict:
         """Quantize `n`'s weight, its bias corrected if asked; the record's entries."""
         w = n.inputs[1].const
-        wq = _quantize_weight(graph, n, self.bits, self.granularity, wmethod)
-        return correct_bias(graph, n, w, wq) if self.bias_correct else {}
+        wq, fitted = _quantize_weight(graph, n, self.bits, self.granularity, wmethod,
+                                      self.pairs)
+        rec = {"pairs_fitted": fitted} if fitted is not None else {}
+        return rec | (correct_bias(graph, n, w, wq) if self.bias_correct else {})
 
     def _say(self, text: str) -> None:
         print(text, file=self.log if self.log is not None else sys.stderr)
@@ -379,13 +392,29 @@ def _weight_axis(n: Node) -> int:
     return 1  # MatMul: a column per output
 
 
+def _reduction_axis(n: Node, ndim: int) -> int | None:
+    """The axis of `n`'s weight that its dot products run along (the dot4 groups' bytes),
+    or None where the int8 kernels do not pair it (grouped convolutions)."""
+    if n.op == "Conv":
+        return 1 if n.attrs.get("group", 1) == 1 else None
+    if n.op == "Gemm":
+        return 1 if n.attrs["transB"] else 0
+    return ndim - 2 if ndim >= 2 else None  # MatMul: B [..., K, N]
+
+
 def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str,
-                     method: str) -> np.ndarray:
+                     method: str, pairs: bool = False) -> tuple[np.ndarray, int | None]:
     """Read `n`'s weight through DequantizeLinear of its codes; returns the dequantized
-    weight (float32)."""
+    weight (float32) and, with `pairs`, how many of its channels took a larger scale so
+    that their byte pairs fit (None where none could need it: below 8 bits, or no paired
+    axis)."""
     w = n.inputs[1]
     axis = _weight_axis(n) if granularity == "channel" else None
     codes, scales = weight_params(w.const, bits, axis, method)
+    fitted = None
+    k = _reduction_axis(n, codes.ndim)
+    if pairs and bits == 8 and k is not None:
+        codes, scales, fitted = fit_pairs(w.const, scales, axis, k)
     q = graph.const(codes, f"{w.name}_quantized")
     # the codes' type says what they are: `bits`-bit integers held in int8, and their scales
     q.type = q.type.with_quant(QuantParams.of(scales, None, axis, bits))
@@ -394,8 +423,8 @@ def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str,
     dq = graph.add_node("DequantizeLinear", [q, s, z], {"axis": axis or 0},
                         name=f"{w.name}_DequantizeLinear", before=n)
     graph.set_input(n, 1, dq.output)
-    shape = [-1 if k == axis else 1 for k in range(codes.ndim)] if axis is not None else []
-    return codes.astype(np.float32) * scales.reshape(shape)
+    shape = [-1 if d == axis else 1 for d in range(codes.ndim)] if axis is not None else []
+    return codes.astype(np.float32) * scales.reshape(shape), fitted
 
 
 def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> Value:
