@@ -5,14 +5,16 @@ sends one to a slower path fails here instead of showing up, maybe, in a benchma
 from __future__ import annotations
 
 import io
+import re
 
+import numpy as np
 import pytest
 
 import edgec
 from edgec import zoo
-from edgec.compiler.driver import load_graph
+from edgec.compiler.driver import _with_quantize, load_graph
 from edgec.ir import DType
-from edgec.passes import default_pipeline, run_pipeline
+from edgec.passes import default_pipeline, parse_pipeline, run_pipeline
 from edgec.targets.lowering import CONTROL_OPS, lower_node
 from edgec.targets.target import get_target
 
@@ -22,11 +24,16 @@ FAST = {"BlockedConv": {"blocked conv", "blocked depthwise conv"},
 MODELS = {"resnet18": zoo.resnet18, "mobilenet_v2": zoo.mobilenet_v2, "mlp": zoo.mlp}
 
 
-def strategies(model, target: str) -> list[tuple[str, str, object]]:
-    """(node, op, Strategy) of every kernel of `model` lowered for `target`, no C built."""
+def strategies(model, target: str, calib=None) -> list[tuple[str, str, object]]:
+    """(node, op, Strategy) of every kernel of `model` lowered for `target`, no C built;
+    with `calib` ({input: samples}) quantized to int8 by edgec as `--quantize int8` does."""
     g = load_graph(model)
     t = get_target(target)
-    run_pipeline(g, default_pipeline(t.lanes(DType.F32)) + ",plan-memory", out=io.StringIO())
+    steps = parse_pipeline(default_pipeline(t.lanes(DType.F32)) + ",plan-memory")
+    if calib is not None:
+        steps = _with_quantize(steps, "int8", calib, "minmax", (), "auto", 0.0, io.StringIO(),
+                               pairs=t.isa == "avx2")
+    run_pipeline(g, steps, out=io.StringIO())
     aliases = g.meta["memory_plan"].aliases
     return [(n.name, n.op, lower_node(n, i, t).strategy) for i, n in enumerate(g.nodes)
             if n.op not in CONTROL_OPS and not all(o.name in aliases for o in n.outputs)]
@@ -55,6 +62,21 @@ QFAST = {"BlockedQLinearConv": {"blocked int8 conv dot4, fixed-point requantizat
                                 "blocked int8 depthwise conv, fixed-point requantization": 1}}
 
 
+# AVX2 without VNNI sums a dot4 group's weight pairs with vpmaddubsw where every pair fits
+# 16 bits, else widens both operands (exact either way; the strategy says which and why)
+PAIRED = ", dot4 as vpmaddubsw+vpmaddwd (weight pairs within int16)"
+WIDENED = re.compile(r", dot4 widened \(vpmaddwd: the weights of a pair sum to -?\d+, past the "
+                     r"\+-128 a 16-bit pair sum allows\)")
+
+
+def dot4_form(name: str) -> tuple[str, str]:
+    """(the strategy without its AVX2 dot4 form, the form: "paired", "widened" or "")."""
+    if name.endswith(PAIRED):
+        return name[:-len(PAIRED)], "paired"
+    m = WIDENED.search(name)
+    return (name[:m.start()] + name[m.end():], "widened") if m else (name, "")
+
+
 @pytest.fixture(scope="module")
 def qdq_models(tmp_path_factory) -> dict[str, object]:
     return {m: zoo.quantize_qdq(MODELS[m](), tmp_path_factory.mktemp(m))
@@ -68,9 +90,14 @@ def test_qdq_models_stay_on_their_integer_fast_paths(model, target, qdq_models):
     lanes = get_target(target).lanes(DType.I32)
     slow = [f"{name} ({op}): {s.describe()}" for name, op, s in got
             if op in ("QLinearConv", "ConvInteger", "Conv")  # never left unblocked
-            or (op in QFAST and (s.name not in QFAST[op] or s.kind != "micro-kernel"
-                                 or s.lanes != QFAST[op][s.name] * lanes))]
+            or (op in QFAST and (dot4_form(s.name)[0] not in QFAST[op]
+                                 or s.kind != "micro-kernel"
+                                 or s.lanes != QFAST[op][dot4_form(s.name)[0]] * lanes))]
     assert not slow, f"QDQ {model} on {target} left its fast path:\n  " + "\n  ".join(slow)
+    # onnxruntime's full-range 8-bit weights: on AVX2 the dot4 layers stay widened, each
+    # saying why; elsewhere the form is not named
+    forms = {dot4_form(s.name)[1] for _, op, s in got if "dot4" in s.name}
+    assert forms == ({"widened"} if target == "x86-avx2" else {""}), forms
     assert sum(op in QFAST for _, op, _ in got) == {"resnet18": 20, "mobilenet_v2": 52}[model]
     # every residual add runs in the convolution before it (fuse-residual)
     assert sum("residual add fused" in s.name for _, _, s in got) == \
@@ -100,3 +127,28 @@ def test_report_and_manifest_name_each_nodes_kernel(tmp_path):
                          f"{conv['micro_kernels'][0]}" + (
                              f" (+{len(conv['micro_kernels']) - 1} more)"
                              if len(conv["micro_kernels"]) > 1 else "")), line
+
+
+@pytest.mark.parametrize("model", ["resnet18", "mobilenet_v2"])
+def test_reduced_range_qdq_models_take_the_paired_dot4_on_avx2(model, tmp_path):
+    """onnxruntime's reduce_range (7-bit weights, its advice for x86 without VNNI): every
+    dense int8 layer on AVX2 sums its pairs with vpmaddubsw."""
+    got = strategies(zoo.quantize_qdq(MODELS[model](), tmp_path, reduce_range=True), "x86-avx2")
+    forms = [dot4_form(s.name)[1] for _, op, s in got if "dot4" in s.name]
+    assert forms and set(forms) == {"paired"}, forms
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_models_edgec_quantizes_take_the_paired_dot4_on_avx2(model):
+    """--quantize int8 for x86-avx2 fits the weights' pairs (quantize{pairs=1}), so no
+    int8 layer of a benchmark model keeps the widened dot4."""
+    m = MODELS[model]()
+    inp = m.graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    calib = {inp.name: np.random.default_rng(2).standard_normal((2, *shape[1:]))
+             .astype(np.float32)}
+    got = strategies(m, "x86-avx2", calib)
+    forms = [dot4_form(s.name)[1] for _, op, s in got if "dot4" in s.name]
+    assert len(forms) >= {"resnet18": 21, "mobilenet_v2": 36, "mlp": 3}[model], forms
+    assert set(forms) == {"paired"}, [s.describe() for _, _, s in got
+                                      if dot4_form(s.name)[1] != "paired"]
