@@ -50,6 +50,7 @@ def cmd_compile(a) -> None:
                   threads=not a.single_threaded, backend=a.backend, quantize=a.quantize,
                   calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or (),
                   quantize_weights=a.quantize_weights, accuracy_budget=a.accuracy_budget,
+                  quantize_methods=a.quantize_method or (),
                   prune=a.prune, prune_pattern=a.prune_pattern,
                   prune_exclude=a.prune_exclude or (), compress=a.compress,
                   sanitize=a.sanitize, report=a.report)
@@ -216,6 +217,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--accuracy-budget", type=float, default=0.0, metavar="DB",
                    help="least SQNR (dB) of the outputs against float on the samples: the "
                         "worst layers stay float until it holds")
+    c.add_argument("--quantize-method", action="append", choices=["equalize", "bias-correct"],
+                   help="equalize: cross-layer equalization of consecutive layers' weight "
+                        "ranges first; bias-correct: each quantized weight's mean output "
+                        "shift taken off its bias (Nagel et al. 2019; repeatable)")
     c.add_argument("--quantize-skip", action="append", metavar="NODE",
                    help="keep this node in float (repeatable)")
     c.add_argument("--prune", type=float, default=0.0, metavar="SPARSITY",

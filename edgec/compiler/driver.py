@@ -134,6 +134,8 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
 
 
 QUANTIZE_BITS = {"int8": 8, "int7": 7, "int4": 4, "int3": 3, "int2": 2}
+# the remedies the quantize pass applies on request (Nagel et al., ICCV 2019)
+QUANTIZE_METHODS = ("equalize", "bias-correct")
 # what the plots of report.html and quantization.png need, as the README names it
 PLOTS_NEED = "it needs matplotlib (pip install 'edgec[report]')"
 
@@ -255,19 +257,26 @@ def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = Fa
 
 def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequence[str],
                    weights: str, budget: float, log: IO[str] | None,
-                   original: Graph | None = None, pairs: bool = False) -> list:
+                   original: Graph | None = None, pairs: bool = False,
+                   methods: Sequence[str] = ()) -> list:
     """`steps` with the quantize pass in front of fuse-qdq (which makes its integer ops);
     `original`: the model as given, to measure the outputs' error end to end against;
-    `pairs`: 8-bit weights fitted to AVX2's exact vpmaddubsw pair sums."""
+    `pairs`: 8-bit weights fitted to AVX2's exact vpmaddubsw pair sums; `methods`: any of
+    QUANTIZE_METHODS."""
     from ..passes.manager import PipelineStep
     from ..passes.quantize import Quantize
 
     if quantize not in QUANTIZE_BITS:
         raise EdgecError(f"quantize={quantize!r}: choose {', '.join(QUANTIZE_BITS)}")
+    unknown = set(methods) - set(QUANTIZE_METHODS)
+    if unknown:
+        raise EdgecError(f"quantize methods {', '.join(sorted(unknown))}: choose from "
+                         f"{', '.join(QUANTIZE_METHODS)}")
     feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
     q = Quantize(bits=QUANTIZE_BITS[quantize], calib=method, skip=",".join(skip),
                  samples=samples, weights=weights, budget=budget, feeds=feeds, log=log,
-                 original=original, pairs=pairs and QUANTIZE_BITS[quantize] == 8)
+                 original=original, pairs=pairs and QUANTIZE_BITS[quantize] == 8,
+                 equalize="equalize" in methods, bias_correct="bias-correct" in methods)
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
         raise EdgecError("quantize needs the pipeline's fuse-qdq pass to make integer ops")
@@ -314,7 +323,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             log: IO[str] | None = None, threads: bool = True, backend: str = "c",
             quantize: str | None = None, calib=None, calib_method: str = "minmax",
             quantize_skip: Sequence[str] = (), quantize_weights: str = "auto",
-            accuracy_budget: float = 0.0, prune: float = 0.0,
+            accuracy_budget: float = 0.0, quantize_methods: Sequence[str] = (),
+            prune: float = 0.0,
             prune_pattern: str | None = None, prune_exclude: Sequence[str] = (),
             compress: bool = False, sanitize: bool = False,
             report: str | None = None) -> Artifact:
@@ -328,7 +338,9 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     the weights only (data-free). `calib_method`: minmax, percentile, kl or admm;
     `quantize_skip`: node names kept in float; `quantize_weights`: minmax or admm (auto: ADMM
     below 8 bits); `accuracy_budget` (dB): the least SQNR of the outputs against the float
-    model on the samples, the worst layers kept in float until it holds. A calibrated
+    model on the samples, the worst layers kept in float until it holds; `quantize_methods`:
+    any of "equalize" (cross-layer equalization first) and "bias-correct" (each quantized
+    weight's mean shift taken off its bias), passes/quantize.py. A calibrated
     quantization writes quantization.json and quantization.png (per layer: scale, zero
     point, bits, SQNR, share of the MACs and of the latency measured on the samples where
     the host runs the target) beside the library.
@@ -368,7 +380,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
                          started=t0, threads=threads, backend=backend,
                          quantize=quantize, calib=calib, calib_method=calib_method,
                          quantize_skip=quantize_skip, quantize_weights=quantize_weights,
-                         accuracy_budget=accuracy_budget, prune=prune,
+                         accuracy_budget=accuracy_budget, quantize_methods=quantize_methods,
+                         prune=prune,
                          prune_pattern=prune_pattern, prune_exclude=prune_exclude,
                          compress=compress, sanitize=sanitize, report=report)
 
@@ -381,6 +394,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   backend: str = "c", quantize: str | None = None, calib=None,
                   calib_method: str = "minmax", quantize_skip: Sequence[str] = (),
                   quantize_weights: str = "auto", accuracy_budget: float = 0.0,
+                  quantize_methods: Sequence[str] = (),
                   prune: float = 0.0, prune_pattern: str | None = None,
                   prune_exclude: Sequence[str] = (), compress: bool = False,
                   sanitize: bool = False, report: str | None = None) -> Artifact:
@@ -414,7 +428,7 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,
                                quantize_weights, accuracy_budget, log,
                                graph.copy() if prune and calib is not None else None,
-                               pairs=tgt.isa == "avx2")
+                               pairs=tgt.isa == "avx2", methods=quantize_methods)
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
     float32_bytes = _float32_bytes(graph)

@@ -237,7 +237,12 @@ def test_calibration_samples_of_the_wrong_shape_are_refused(tmp_path):
 
 
 def test_cli_quantize_with_calibration_file(tmp_path, capsys):
-    m = mobile_net()
+    n = OnnxNet("chain")  # Conv-Relu-Conv-Relu-Conv: two pairs to equalize
+    x = n.input("input", [1, 3, 12, 12])
+    for cin, cout in ((3, 8), (8, 8)):
+        x = n.node("Relu", [n.conv(x, cin, cout, 3)])
+    n.output(n.conv(x, 8, 4, 1))
+    m = n.model()
     path = tmp_path / "m.onnx"
     path.write_bytes(m.SerializeToString())
     np.savez(tmp_path / "calib.npz", **calib_feeds(m))
@@ -307,3 +312,33 @@ def test_missing_matplotlib_is_quiet_unless_a_report_is_asked(tmp_path, monkeypa
     edgec.compile(m, tmp_path / "asked", quantize="int8", calib=feeds, log=log, report="html")
     assert "quantization.png not drawn: it needs matplotlib (pip install 'edgec[report]')" \
         in log.getvalue()
+
+
+def test_cli_quantize_methods(tmp_path, capsys):
+    """--quantize-method equalize / bias-correct reach the pass: each layer's record in
+    quantization.json says what ran on it; an unknown method is refused by name."""
+    n = OnnxNet("chain")  # Conv-Relu-Conv-Relu-Conv: two pairs to equalize
+    x = n.input("input", [1, 3, 12, 12])
+    for cin, cout in ((3, 8), (8, 8)):
+        x = n.node("Relu", [n.conv(x, cin, cout, 3)])
+    n.output(n.conv(x, 8, 4, 1))
+    m = n.model()
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    np.savez(tmp_path / "calib.npz", **calib_feeds(m))
+    out = tmp_path / "out"
+    assert main(["compile", str(path), "-o", str(out), "--quantize", "int8", "--calib",
+                 str(tmp_path / "calib.npz"), "--quantize-method", "equalize",
+                 "--quantize-method", "bias-correct"]) == 0
+    assert "cross-layer equalization of" in capsys.readouterr().err
+    rows = json.loads((out / "quantization.json").read_text())["layers"]
+    convs = [r for r in rows if r["op"] == "Conv"]
+    assert len(convs) == 3 and all(r["bias_correction"] == "empirical" for r in convs), convs
+    assert all(r["equalized"] for r in convs), convs
+    plain = edgec.compile(m, tmp_path / "plain", quantize="int8", calib=calib_feeds(m),
+                          log=io.StringIO())
+    assert plain.manifest["quantization"]["report"] == "quantization.json"
+    rows = json.loads((tmp_path / "plain" / "quantization.json").read_text())["layers"]
+    assert not any(r["equalized"] or r["bias_correction"] for r in rows)
+    with pytest.raises(EdgecError, match="quantize methods smooth: choose from equalize"):
+        edgec.compile(m, tmp_path / "bad", quantize="int8", quantize_methods=["smooth"])
