@@ -39,6 +39,10 @@ ROWS = [("int8", "minmax", "minmax", True), ("int8", "percentile", "minmax", Tru
         ("int3", "minmax", "admm", True), ("int2", "minmax", "minmax", True),
         ("int2", "minmax", "admm", True), ("int4", "minmax", "admm", False),
         ("int3", "minmax", "admm", False), ("int2", "minmax", "admm", False)]
+# AVX2 without VNNI: int8 weights fitted pair by pair to vpmaddubsw's exact sums (what
+# --quantize int8 does for x86-avx2), and 7-bit weights (onnxruntime's reduce_range), beside
+# the plain int8 row above (built for x86-avx512 or c-generic, which fit nothing)
+AVX2_ROWS = [("int8", "minmax", "minmax", True), ("int7", "minmax", "minmax", True)]
 
 
 def main() -> None:
@@ -72,18 +76,21 @@ def table(a: argparse.Namespace, model, data, title: str) -> None:
     print("| weights | fitted by | activations | top-1 % | loss (points) | logits SQNR dB |")
     print("|---|---|---|---|---|---|")
     calib = {"pixels": data.x_train[:a.calib_samples, None]}
+    rows = [(*r, "c-generic") for r in ROWS] + [(*r, "x86-avx2") for r in AVX2_ROWS]
     with tempfile.TemporaryDirectory() as d:
-        for k, (bits, method, weights, calibrated) in enumerate(ROWS):
+        for k, (bits, method, weights, calibrated, target) in enumerate(rows):
             out = Path(d) / str(k)
-            edgec.compile(model, out, quantize=bits, calib=calib if calibrated else None,
-                          calib_method=method, quantize_weights=weights, log=io.StringIO())
+            edgec.compile(model, out, target=target, quantize=bits,
+                          calib=calib if calibrated else None, calib_method=method,
+                          quantize_weights=weights, log=io.StringIO())
             lib = edgec.load(out)
             got = np.concatenate([lib.run({"pixels": x[None]})["logits"] for x in data.x_test])
             acc = accuracy(got, data.y_test)
             act = f"uint8, {method} ({a.calib_samples} samples)" if calibrated \
                 else "float (data-free)"
-            print(f"| {bits} | {weights} | {act} | {acc:.2f} | {base - acc:+.2f} | "
-                  f"{sqnr_db(ref, got):.1f} |", flush=True)
+            what = {"int8": " (x86-avx2: pairs fitted)", "int7": " (x86-avx2)"}
+            print(f"| {bits}{what[bits] if target == 'x86-avx2' else ''} | {weights} | {act} | "
+                  f"{acc:.2f} | {base - acc:+.2f} | {sqnr_db(ref, got):.1f} |", flush=True)
 
 
 if __name__ == "__main__":
