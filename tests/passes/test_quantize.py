@@ -237,12 +237,7 @@ def test_calibration_samples_of_the_wrong_shape_are_refused(tmp_path):
 
 
 def test_cli_quantize_with_calibration_file(tmp_path, capsys):
-    n = OnnxNet("chain")  # Conv-Relu-Conv-Relu-Conv: two pairs to equalize
-    x = n.input("input", [1, 3, 12, 12])
-    for cin, cout in ((3, 8), (8, 8)):
-        x = n.node("Relu", [n.conv(x, cin, cout, 3)])
-    n.output(n.conv(x, 8, 4, 1))
-    m = n.model()
+    m = mobile_net()
     path = tmp_path / "m.onnx"
     path.write_bytes(m.SerializeToString())
     np.savez(tmp_path / "calib.npz", **calib_feeds(m))
@@ -314,15 +309,20 @@ def test_missing_matplotlib_is_quiet_unless_a_report_is_asked(tmp_path, monkeypa
         in log.getvalue()
 
 
-def test_cli_quantize_methods(tmp_path, capsys):
-    """--quantize-method equalize / bias-correct reach the pass: each layer's record in
-    quantization.json says what ran on it; an unknown method is refused by name."""
-    n = OnnxNet("chain")  # Conv-Relu-Conv-Relu-Conv: two pairs to equalize
+def chain_net():
+    """Conv-Relu-Conv-Relu-Conv: two pairs of layers to equalize."""
+    n = OnnxNet("chain")
     x = n.input("input", [1, 3, 12, 12])
     for cin, cout in ((3, 8), (8, 8)):
         x = n.node("Relu", [n.conv(x, cin, cout, 3)])
     n.output(n.conv(x, 8, 4, 1))
-    m = n.model()
+    return n.model()
+
+
+def test_cli_quantize_methods(tmp_path, capsys):
+    """--quantize-method equalize / bias-correct reach the pass: each layer's record in
+    quantization.json says what ran on it; an unknown method is refused by name."""
+    m = chain_net()
     path = tmp_path / "m.onnx"
     path.write_bytes(m.SerializeToString())
     np.savez(tmp_path / "calib.npz", **calib_feeds(m))
