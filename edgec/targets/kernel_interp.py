@@ -321,6 +321,14 @@ def _nibble(e: Expr, a: Eval) -> Eval:
     return nibble
 
 
+def _recentre(e: Expr, a: Eval) -> Eval:
+    def recentre(env):
+        u = np.asarray(a(env), np.int16) - 128
+        return _value(u.astype(np.int8), DType.I8, e.lanes)
+
+    return recentre
+
+
 def _mul16(e: Expr, a: Eval, b: Eval) -> Eval:
     def mul16(env):
         x, y = np.asarray(a(env), np.int64), np.asarray(b(env), np.int64)
@@ -403,6 +411,8 @@ def compile_expr(e: Expr) -> Eval:
         return _mul16(e, *(compile_expr(a) for a in e.args))
     if op == "nibble":
         return _nibble(e, compile_expr(e.args[0]))
+    if op == "recentre":
+        return _recentre(e, compile_expr(e.args[0]))
     if op == "mulshift":
         return _mulshift(e, *(compile_expr(a) for a in e.args))
     if op == "fma":

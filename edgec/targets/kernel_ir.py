@@ -42,6 +42,8 @@ byte pairs (4i, 4i+1) and (4i+2, 4i+3) keep every pair sum a[j] b[j] + a[j+1] b[
 int16 for any uint8 a (`pairs_fit16`: the positive weights of a pair sum to at most 128, the
 negative to at least -128; 7-bit weights always do): AVX2 then sums it with `vpmaddubsw`
 and `vpmaddwd` by ones, exactly (the interpreter checks the claim); the other ISAs as dot4.
+`recentre(a)` is a uint8 vector's bytes as int8 a - 128 (a ^ 0x80): the NEON tiles sum
+int8 x int8 dot4s of it, the 128 sum b they lack folded into their compile-time tables.
 
 Functions: a kernel may `Call` another kernel (a micro-kernel, the hot inner loops shared by
 many nodes) with pointers into its buffers (`Ptr`) and scalar arguments (`Scalar` params).
@@ -389,6 +391,16 @@ def dot4(acc, a: Expr, b: Expr, pairs16: bool = False) -> Expr:
         raise TypeError(f"kernel IR: dot4 accumulates {a.lanes} bytes into {a.lanes // 4} "
                         f"int32 lanes, not {acc.lanes} of {acc.dtype}")
     return Expr("dot4p" if pairs16 else "dot4", DType.I32, (acc, a, b), acc.lanes)
+
+
+def recentre(a: Expr) -> Expr:
+    """The uint8 vector `a` as the int8 vector a - 128, byte by byte (a ^ 0x80 read as int8:
+    one XOR), so that sum a b = sum (a - 128) b + 128 sum b: a uint8 x int8 dot4 becomes an
+    int8 x int8 one plus a correction that depends on b only (NEON's cheaper forms)."""
+    if a.dtype is not DType.U8 or a.lanes % 4:
+        raise TypeError(f"kernel IR: recentre of a {a.lanes}-lane {a.dtype} vector; it takes "
+                        "uint8 vectors of whole 4-byte groups")
+    return Expr("recentre", DType.I8, (a,), a.lanes)
 
 
 def mul16(a: Expr, b: Expr) -> Expr:

@@ -15,6 +15,14 @@ rowsum[i] (needed only when zb is not 0) computed by the caller. The result is s
 int32 or requantized: y = sat(rint(v * M) + zy), M per tensor or per column, exactly as the
 scalar kernels of `kernels/quant.py` (clamped in float, rounded half to even), or in fixed
 point (kernel_ir.mulshift, ir/ops/quant.py requantize_fixed).
+
+Re-centred (`recentre`, for vector units whose int8 x int8 dot4 is the cheaper one: NEON's,
+target.VectorUnit.dot4_recentre): each row's broadcast uint8 bytes become a - 128 once
+(kernel_ir.recentre) and the tile sums int8 x int8 dot4s, sum (a - 128) b = sum a b - 128
+colsum. The 128 colsum goes to the compile-time tables, so nothing corrects in the loop: a
+uint8 row with zero point za is an int8 row a - 128 with zero point za - 128 (the caller
+passes za - 128, row sums minus 128 K, and the table cz even where za is 0), and the conv
+tiles' corr is computed with zx - 128.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from .kernel_ir import (
     vbroadcast,
     vload,
 )
+from .kernel_ir import recentre as recentre_bytes
 
 F32, I32, I8 = DType.F32, DType.I32, DType.I8
 
@@ -77,7 +86,8 @@ class Int8Epilogue:
 
 def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
               epi: Int8Epilogue, nibbles: bool = False, used: int = 0,
-              sparse: bool = False, pairs16: bool = False) -> Kernel:
+              sparse: bool = False, pairs16: bool = False, recentre: bool = False
+              ) -> Kernel:
     """MR rows x NV vectors of y = epilogue(A @ B) (see the module doc): parameters a (row 0
     of the tile), bp and bt (the panel's k-groups and its K % 4 rows, ir/encodings.py
     "gemm lL vNV [nib]": with `nibbles` two vectors to a byte, summed as 16 * b and the
@@ -92,9 +102,15 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
     gidx (the groups' indices, int32) and nst (their count).
 
     `pairs16` (uint8 A): B's byte pairs fit int16 (kernel_ir.pairs_fit16; checked by the
-    caller on the whole of B, its tail group included): the dot4s say so (op dot4p)."""
+    caller on the whole of B, its tail group included): the dot4s say so (op dot4p).
+    `recentre` (uint8 A): the rows are summed as a - 128, which the caller's zero point,
+    row sums and table cz account for (the module doc)."""
     used = 1 if sparse else used or nv
-    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used, sparse, pairs16)
+    recentre = recentre and a_type is DType.U8
+    if recentre and not epi.zero_a:
+        raise ValueError("gemm_tile: re-centred rows need the zero-point table (za - 128)")
+    pairs16 = pairs16 and not recentre
+    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used, sparse, pairs16, recentre)
     if key in _CACHE:
         return _CACHE[key]
     enc = GemmWeights(lanes, nv, nibbles)
@@ -140,6 +156,7 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
                   for v in range(used)]
         for i in range(mr):
             av = kb.local(f"a{i}_", vbroadcast(a, i * lda + a_at, 4 * lanes, 4))
+            av = kb.local(f"s{i}_", recentre_bytes(av)) if recentre else av
             for v in range(used):
                 kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v], pairs16))
 
@@ -255,7 +272,7 @@ def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shif
 
 def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                nibbles: bool = False, fixed: bool = False, add: bool = False,
-               pairs16: bool = False) -> Kernel:
+               pairs16: bool = False, recentre: bool = False) -> Kernel:
     """MB output blocks of L channels x R output pixels of one row of a blocked uint8
     convolution whose input is already padded (every tap is inside): for each input block cb,
     tap (kh, kw) and group g of 4 input channels of the block, MB weight vectors (4 bytes per
@@ -273,10 +290,12 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     encoding's bytes per tap), y_mb (output stride between blocks), zy (and the shift with
     `fixed`); with `add` (fixed point) then the residual's buffer, zr, qa, qb, 2^(33-s) and zc
     (`ResidualAdd`). `pairs16`: the weights' byte pairs fit int16 (kernel_ir.pairs_fit16;
-    the dot4s are dot4p)."""
+    the dot4s are dot4p). `recentre`: the pixels are summed as x - 128, which the caller's
+    corr accounts for (computed with zx - 128: the module doc)."""
     if add and not fixed:
         raise ValueError("qconv_tile: a residual add needs fixed-point requantization")
-    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed, add, pairs16)
+    pairs16 = pairs16 and not recentre
+    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed, add, pairs16, recentre)
     if key in _CACHE:
         return _CACHE[key]
     enc = QConvWeights("dot4", lanes, 4 * groups, mb, nibbles)
@@ -327,6 +346,7 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                 for t in range(r):
                     xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix + 4 * (g * chunk + c),
                                                        vec, 4))
+                    xb = kb.local(f"s{t}_", recentre_bytes(xb)) if recentre else xb
                     for j in range(mb):
                         kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[c * mb + j], pairs16))
     _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual)
@@ -335,7 +355,8 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
 
 
 def qconv_sparse_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = False,
-                      add: bool = False, pairs16: bool = False) -> Kernel:
+                      add: bool = False, pairs16: bool = False,
+                      recentre: bool = False) -> Kernel:
     """One output block of L channels x R output pixels of one row of a blocked uint8
     convolution whose weights are mostly zero, over the block's stored dot4 groups only: a
     group is L output channels x 4 input channels at one tap whose 4L weights are not all
@@ -346,10 +367,11 @@ def qconv_sparse_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = 
     Parameters: x (the tile's first pixel), w (the block's first group's weight vector),
     offs (its first group's offset), corr, mult (the block's channels), y; then n (groups),
     y_mb (unused: one block), zy (and the shift with `fixed`); with `add` the residual's
-    (`ResidualAdd`). `pairs16` as `qconv_tile`."""
+    (`ResidualAdd`). `pairs16` and `recentre` as `qconv_tile`."""
     if add and not fixed:
         raise ValueError("qconv_sparse_tile: a residual add needs fixed-point requantization")
-    key = ("qconv_sparse", lanes, r, x_pix, out, fixed, add, pairs16)
+    pairs16 = pairs16 and not recentre
+    key = ("qconv_sparse", lanes, r, x_pix, out, fixed, add, pairs16, recentre)
     if key in _CACHE:
         return _CACHE[key]
     kb = KernelBuilder(f"mk_qspconv_u8x{lanes}_r{r}_p{x_pix}_{out.name.lower()}"
@@ -374,6 +396,7 @@ def qconv_sparse_tile(lanes: int, r: int, x_pix: int, out: DType, fixed: bool = 
         wv = kb.local("wv", vload(w, e * vec, vec))
         for t in range(r):
             xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix, vec, 4))
+            xb = kb.local(f"s{t}_", recentre_bytes(xb)) if recentre else xb
             kb.assign(acc[t][0], dot4(acc[t][0], xb, wv, pairs16))
     _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual)
     _CACHE[key] = kb.build()

@@ -28,6 +28,9 @@ class VectorUnit:
     dot4: str  # the instructions of one dot4: "vpdpbusd", "vpmaddwd", "smull+addp", "sdot"
     # those of a dot4 whose weight pairs fit int16 (kernel IR dot4p), where cheaper than dot4's
     dot4_pairs16: str = ""
+    # whether uint8 x int8 costs more than int8 x int8 (NEON: the widening of a; sdot's
+    # correction term), so that the int8 tiles re-centre uint8 rows (kernel_ir.recentre)
+    dot4_recentre: bool = False
 
     def lanes(self, dtype: DType) -> int:
         return self.width // dtype.itemsize if dtype in self.dtypes else 1
@@ -39,9 +42,10 @@ VECTOR_UNITS: dict[str, VectorUnit] = {u.name: u for u in (
     VectorUnit("avx2", 32, 16, _VECTOR_TYPES, "vpmaddwd",  # bytes widened to 16 bits
                "vpmaddubsw+vpmaddwd"),
     VectorUnit("avx2-vnni", 32, 16, _VECTOR_TYPES, "vpdpbusd"),  # AVX-VNNI, chosen at run time
-    VectorUnit("neon", 16, 32, _VECTOR_TYPES, "smull+addp"),  # aarch64
-    VectorUnit("neon-dotprod", 16, 32, _VECTOR_TYPES, "sdot"),  # Armv8.2-A, chosen at run time
-    VectorUnit("neon-armv7", 16, 16, _VECTOR_TYPES, "smull+addp"),
+    VectorUnit("neon", 16, 32, _VECTOR_TYPES, "smull+addp", dot4_recentre=True),  # aarch64
+    # Armv8.2-A, chosen at run time
+    VectorUnit("neon-dotprod", 16, 32, _VECTOR_TYPES, "sdot", dot4_recentre=True),
+    VectorUnit("neon-armv7", 16, 16, _VECTOR_TYPES, "smull+addp", dot4_recentre=True),
 )}
 
 

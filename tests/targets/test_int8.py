@@ -435,19 +435,23 @@ def tile_oracle(a, b, za, zb, rs, epi, mult, zy, shift=0):
     return (np.rint(v).astype(np.int32) + zy).astype(np.uint8 if epi.out is U8 else np.int8)
 
 
+@pytest.mark.parametrize("recentre", [False, True], ids=["", "recentred"])
 @pytest.mark.parametrize("build_name", sorted(BUILDS))
-def test_gemm_tile_epilogues_match_numpy(build_name, tmp_path):
+def test_gemm_tile_epilogues_match_numpy(build_name, recentre, tmp_path):
     """Every epilogue (int32, zero points, float and fixed-point requantization per tensor
     and per column) on the panels encode_gemm makes, 8-bit and two to a byte (the caller
     then scales the zero-point tables by 16 and the multipliers by 1/16, or the shift by 4),
-    and the narrow tiles of a last panel that uses only its first vectors."""
+    and the narrow tiles of a last panel that uses only its first vectors. `recentre` (NEON's
+    form, run here on every ISA): uint8 rows summed as A - 128, the caller passing za - 128
+    and row sums minus 128 K."""
     isa, flags = BUILDS[build_name]
     lanes = lanes_of(isa)
     mr, nv = mk8.tile_shape(lanes)
     width = nv * lanes
     cases = [(a_t, kt, epi, nib, max(1, nv + u if u < 0 else u or nv))
-             for a_t, kt, epi, nib, u in TILE_CASES]
-    kernels = [mk8.gemm_tile(lanes, mr, nv, a_t, kt, epi, nib, used)
+             for a_t, kt, epi, nib, u in TILE_CASES
+             if not recentre or (a_t is U8 and epi.zero_a)]
+    kernels = [mk8.gemm_tile(lanes, mr, nv, a_t, kt, epi, nib, used, recentre=recentre)
                for a_t, kt, epi, nib, used in cases]
     lib = build(tmp_path, kernels, isa, flags, f"tile_{build_name}")
     rng = np.random.default_rng(5)
@@ -462,6 +466,7 @@ def test_gemm_tile_epilogues_match_numpy(build_name, tmp_path):
         packed = encode_gemm(b, enc)
         bp, bt = packed, packed[enc.sizes(k, width)[0]:].copy()
         za, zb = 9, rng.integers(-5, 6, width).astype(np.int32)
+        zb *= epi.zero_b or not recentre  # zb is 0 without zero_b (za - 128 then holds)
         cz = (k * zb - b.astype(np.int32).sum(0)).astype(np.int32)
         rs = a.astype(np.int32).sum(1)
         if epi.fixed:
@@ -477,8 +482,8 @@ def test_gemm_tile_epilogues_match_numpy(build_name, tmp_path):
         args += [zb * scale] if epi.zero_b else []
         tile_mult = mult if epi.fixed else mult / np.float32(scale)
         args += [tile_mult] if epi.out is not I32 and epi.mult_per_column else []
-        args += [y, 5, k, ldy, ncols] + ([za] if epi.zero_a else [])
-        args += list(map(int, rs)) if epi.zero_b else []
+        args += [y, 5, k, ldy, ncols] + ([za - 128 * recentre] if epi.zero_a else [])
+        args += [int(s) - 128 * k * recentre for s in rs] if epi.zero_b else []
         if epi.out is not I32:
             m_tile = m_scalar if epi.fixed else float(np.float32(m_scalar) / np.float32(scale))
             args += ([] if epi.mult_per_column else [m_tile]) + [zy]

@@ -160,6 +160,22 @@ def test_dot4_is_exact():
     assert (y_ == 5 + 4 * 255 * -128).all()
 
 
+def test_recentre_is_a_minus_128_and_keeps_the_dot4_exact():
+    # sum a b = dot4(a - 128, b) + 128 sum b, at the extremes of both operands
+    kb = KernelBuilder("rc")
+    a, b = kb.input("a", U8, (16,)), kb.input("b", I8, (16,))
+    y = kb.output("y", I32, (4,))
+    from edgec.targets.kernel_ir import dot4, recentre
+    kb.store(y, 0, dot4(const(0, I32), recentre(vload(a, 0, 16)), vload(b, 0, 16)))
+    av = np.array([0, 127, 128, 255] * 4, np.uint8)
+    bv = np.array([-128] * 4 + [127] * 4 + [-1, 1, -128, 127] * 2, np.int8)
+    y_ = np.zeros(4, np.int32)
+    run_kernel(kb.build(), av, bv, y_)
+    want = (av.astype(np.int64) * bv).reshape(4, 4).sum(1) \
+        - 128 * bv.astype(np.int64).reshape(4, 4).sum(1)
+    np.testing.assert_array_equal(y_, want)
+
+
 def test_nibble_fields_times_16():
     # byte 0x8F: low field -1, high field -8; 0x70: low 0, high 7
     kb = KernelBuilder("nib")

@@ -36,7 +36,7 @@ from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from .. import microkernels_int8 as mk
 from ..kernel_ir import INDEX, Expr, cast, const
 from ..lowering import NodeKernelBuilder, kernel
-from .quant_common import constant_table, dot4_pairs16
+from .quant_common import constant_table, dot4_pairs16, dot4_recentre
 
 I32, F32 = DType.I32, DType.F32
 # the largest buffer (bytes, on the stack of each task) that int4 conv weights are unpacked
@@ -130,16 +130,18 @@ def dot4_groups(wc: np.ndarray, g: _QGeo, lanes: int
     return v[keep], offsets, ptr, share
 
 
-def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale: int):
+def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale: int,
+            recentre: bool = False):
     """(corr, mult, shift): corr (b - zx * sum of W - zw per output channel) and the
     multipliers, padded with zeros to whole blocks, for tiles that sum scale * w (a power of
-    2). Fixed-point (the node's `rq_shift`, set by the fixed-point pass): the int32 `rq_mult`
+    2); tiles that sum x - 128 (`recentre`, microkernels_int8) take zx - 128 for zx.
+    Fixed-point (the node's `rq_shift`, set by the fixed-point pass): the int32 `rq_mult`
     with the shift grown by log2(scale); float (shift None): sx * sw / sy divided by scale,
     exactly."""
     mpad = node.output.shape[1] * lanes
     m = wc.shape[0]
     zx = node.inputs[2]
-    zxv = int(zx.const.reshape(-1)[0]) if zx is not None else 0
+    zxv = (int(zx.const.reshape(-1)[0]) if zx is not None else 0) - 128 * recentre
     b = node.input(8)
     corr = np.zeros(mpad, np.int64)
     corr[:m] = (b.const.astype(np.int64) if b is not None else 0) \
@@ -208,7 +210,8 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     # the report says where the weights were packed: a pipeline without pack-weights packs
     # them here, into a table the text IR does not show
     where = "" if node.attrs.get("wenc") else ", weights packed by the kernel builder"
-    corr, mult, shift = _tables(kb, node, wc, lanes, 16 if enc.nibbles else 1)
+    recentre = enc.kind == "dot4" and dot4_recentre(kb)
+    corr, mult, shift = _tables(kb, node, wc, lanes, 16 if enc.nibbles else 1, recentre)
     fixed = shift is not None
     rq = ", fixed-point requantization" if fixed else ""
     # weights whose byte pairs fit int16: the cheaper dot4 where the target has one (AVX2's
@@ -256,7 +259,7 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
             cnt = kb.local("cnt", cast(pv[ob + 1], INDEX) - lo)
             for ow0, r in row_tiles(g.ow, r_max):
                 fn = mk.qconv_sparse_tile(lanes, r, g.sw * g.xb, out, fixed, res is not None,
-                                          pairs16)
+                                          pairs16, recentre)
                 xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
                 yo = ((n * g.mblocks + ob) * g.oh + oh) * g.ow * lanes + ow0 * lanes
                 kb.call(fn, (x, xo), (wv, lo * (4 * lanes)), (ov, lo), (corr, ob * lanes),
@@ -311,7 +314,7 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                     for ow0, r in tiles:
                         fn = mk.qconv_tile(lanes, mb, r, g.sw * g.xb, groups, out,
                                            enc.nibbles and not unpack, fixed,
-                                           res is not None, pairs16)
+                                           res is not None, pairs16, recentre)
                         xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
                         yo = ((n * g.mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes \
                             + ow0 * lanes

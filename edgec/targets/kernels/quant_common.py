@@ -80,6 +80,14 @@ def zero_point(kb: NodeKernelBuilder, v: Value | None, name: str) -> Expr | None
     return scalar(kb, v, name, I32)
 
 
+def dot4_recentre(kb: NodeKernelBuilder) -> bool:
+    """Whether the int8 tiles of a node re-centre their uint8 rows (microkernels_int8: int8 x
+    int8 dot4s of A - 128, the 128 colsum in the node's tables), where the target's vector
+    unit has the cheaper int8 x int8 dot4 (NEON's)."""
+    unit = kb.target.vector
+    return unit is not None and unit.dot4_recentre
+
+
 def dot4_pairs16(kb: NodeKernelBuilder, pairs: np.ndarray) -> tuple[bool, str]:
     """Whether the int8 tiles of a node write their dot4s as dot4p (kernel_ir: the weights'
     byte pairs `pairs` [..., 2], as the tiles pair them, fit int16 for any uint8 input),

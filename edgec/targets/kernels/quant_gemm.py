@@ -18,7 +18,7 @@ from ...ir.graph import Node, Value
 from .. import microkernels_int8 as mk8
 from ..kernel_ir import INDEX, Buffer, Expr, cast, const, minimum
 from ..lowering import NodeKernelBuilder
-from .quant_common import constant_table, dot4_pairs16, zero_point
+from .quant_common import constant_table, dot4_pairs16, dot4_recentre, zero_point
 
 F32, I32 = DType.F32, DType.I32
 
@@ -77,6 +77,8 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
     # has one (AVX2's vpmaddubsw; int4 weights are summed as 16 * b and stay as they are)
     pairs16, pairs_say = dot4_pairs16(kb, gemm_pairs(bmat)) \
         if a_v.dtype is DType.U8 and not enc.nibbles else (False, "")
+    # uint8 A summed as A - 128 (microkernels_int8) where int8 x int8 is the cheaper dot4
+    recentre = a_v.dtype is DType.U8 and dot4_recentre(kb)
     kb.strategy = "int8 GEMM" + (", int4 weights two to a byte" if enc.nibbles else "") + \
         (f", sparse dot4 groups, density {stored[:-(-n // lanes)].mean():.2f}"
          if enc.sparse else "") + \
@@ -93,6 +95,7 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
         return constant_table(kb, out, name, b_v)
 
     zero_a = za_v is not None and not (za_v.is_const and not za_v.const.any())
+    colsum = b.sum(0, dtype=np.int64)
     zero_b = bool(zb.any())
     fixed = rq.fixed if rq is not None else None
     mult_per_column = rq is not None and (fixed[0] if fixed else rq.table).size > 1
@@ -100,16 +103,17 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
     folded = bias is not None
     if folded:
         za_c = int(za_v.const.reshape(-1)[0]) if za_v is not None else 0
-        corr = za_c * (k * zb.astype(np.int64) - b.sum(0, dtype=np.int64)) + bias
-    else:
-        corr = (k * zb.astype(np.int64) - b.sum(0, dtype=np.int64)) if zero_a else None
+        # re-centred: the 128 colsum the tile's sums lack
+        corr = za_c * (k * zb.astype(np.int64) - colsum) + bias + 128 * recentre * colsum
+    else:  # re-centred: the zero point za - 128 (and row sums minus 128 K) take it
+        corr = (k * zb.astype(np.int64) - colsum) if zero_a or recentre else None
     if corr is not None and np.abs(corr * scale).max(initial=0) >= 2**31:
         return False
     m_table = None if rq is None or fixed else rq.table.astype(np.float32) * np.float32(1 / scale)
     if m_table is not None and not np.array_equal(m_table * np.float32(scale), rq.table):
         return False  # (a multiplier too small to divide by 16 exactly)
-    epi = mk8.Int8Epilogue(node.output.dtype, zero_a or folded, zero_b, mult_per_column,
-                           fixed is not None)
+    epi = mk8.Int8Epilogue(node.output.dtype, zero_a or folded or recentre, zero_b,
+                           mult_per_column, fixed is not None)
     a = kb.bind(a_v, "a")
     full_size = enc.sizes(k, n)[0]
     if benc:
@@ -144,7 +148,9 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
             r0 = kb.local("r0", t * mr_max)
             # scalars read from buffers are loaded inside the parallel loop (its body is closed)
             za = const(1, I32) if folded else zero_point(kb, za_v, "a_zp") if zero_a else None
-            scalars = [za] if zero_a or folded else []
+            if recentre and not folded:
+                za = const(-128, I32) if za is None else kb.local("za", za - 128)
+            scalars = [za] if epi.zero_a else []
             if rq is not None:
                 if mult_per_column:
                     m = None
@@ -169,7 +175,8 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
                             rs = kb.local(f"rs{i}_", const(0, I32))
                             with kb.loop(k, "kk") as kk:
                                 kb.assign(rs, rs + cast(a[(r0 + i) * k + kk], I32))
-                            sums.append(rs)
+                            # re-centred rows (zero point za - 128): the sums of A - 128
+                            sums.append(rs - 128 * k if recentre and not folded else rs)
 
                     def tile(p, used: int = 0, mr: int = mr, sums: list = sums) -> None:
                         if enc.sparse:  # each vector of the panel over its stored groups
@@ -177,7 +184,7 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
                                 vector(p, v, mr, sums)
                             return
                         fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles,
-                                           used, pairs16=pairs16)
+                                           used, pairs16=pairs16, recentre=recentre)
                         args = [(a, r0 * k), (bp, p * (groups * 4 * lanes * enc.group_vectors))]
                         args += [(bt, full_size + p * (4 * lanes * enc.group_vectors))] \
                             if ktail else []
@@ -190,7 +197,7 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
 
                     def vector(p, v: int, mr: int, sums: list) -> None:
                         fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, sparse=True,
-                                           pairs16=pairs16)
+                                           pairs16=pairs16, recentre=recentre)
                         col = kb.local("col", p * width + v * lanes)
                         q = kb.local("q", p * nv + v)
                         lo = kb.local("lo", cast(gptr[q], INDEX))

@@ -151,6 +151,9 @@ class CRenderer:
     def _v_nibble(self, e: Expr, x: Expr, k: Expr) -> str:
         return self.vop("nibble_hi" if k.value else "nibble_lo", DType.I8, a=self.expr(x))
 
+    def _v_recentre(self, e: Expr, x: Expr) -> str:
+        return self.vop("recentre", DType.U8, a=self.expr(x))
+
     def _v_mulshift(self, e: Expr, x: Expr, m: Expr, sh: Expr) -> str:
         return self.vop("mulshift", DType.I32, a=self.expr(x), b=self.expr(m), c=self.expr(sh))
 
@@ -197,6 +200,7 @@ class CRenderer:
                           "dot4p": "_v_dot4",
                           "vgather": "_v_gather",
                           "mul16": "_v_mul16", "nibble": "_v_nibble", "cast": "_v_cast",
+                          "recentre": "_v_recentre",
                           "mulshift": "_v_mulshift",
                           "call": "_v_math",
                           "neg": "_v_neg",
@@ -217,6 +221,8 @@ class CRenderer:
             w = self.expr(e.args[0], 11)
             return f"({w} << 4 & 0xf0f0f0f0u)" if e.args[1].value == 0 else \
                 f"({w} & 0xf0f0f0f0u)"
+        if e.op == "recentre":
+            return f"({self.expr(e.args[0], 7)} ^ 0x80808080u)"
         raise ValueError(f"C renderer: no scalar form of a 4-lane {e.dtype} {e.op}")
 
     def _byte(self, e: Expr, k: int) -> str:

@@ -9,7 +9,8 @@ except where the weights' byte pairs fit int16 (kernel IR `dot4p`): `vpmaddubsw`
 uint8 bytes by the weights, then `vpmaddwd` by ones, exact and 3 instructions instead of 4
 and the widening (benchmarks/peak_int8_avx2.c, BENCHMARKS.md);
 in scalar C a 4-lane 8-bit vector is a 32-bit word and dot4 the sum of its 4 byte products.
-On NEON dot4 is exact too (16-bit products, widening pairwise sums); `arm64-dotprod` also
+On NEON dot4 is exact too (16-bit products, widening pairwise sums; the int8 tiles re-centre
+uint8 rows to int8, kernel IR `recentre`, for the cheaper int8 x int8 form); `arm64-dotprod` also
 renders each micro-kernel with a dot4 for Armv8.2-A `sdot` and calls one of the two versions as
 the CPU says at run time (`Dispatch`, `CRenderer.dispatched`).
 """
@@ -93,6 +94,7 @@ def _int8_ops(pre: str, si: str, dot4: dict[DType, str],
     # 16-bit shift and a mask)
     ops[("nibble_lo", DType.I8)] = f"edgec_nibble_lo{64 if pre == '_mm512' else 32}({{a}})"
     ops[("nibble_hi", DType.I8)] = f"{pre}_and_{si}({{a}}, {pre}_set1_epi8((char)0xF0))"
+    ops[("recentre", DType.U8)] = f"{pre}_xor_{si}({{a}}, {pre}_set1_epi8((char)0x80))"
     # int32 <-> float32 conversions (C's: to nearest, truncating back) and round half even
     ops[("to_f32", DType.I32)] = f"{pre}_cvtepi32_ps({{a}})"
     ops[("to_i32", DType.F32)] = f"{pre}_cvttps_epi32({{a}})"
@@ -179,6 +181,7 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
                 ("store_narrow_n", dt): f"edgec_vst1q_s32_narrow_{t}({{p}}, {{v}}, {{n}})",
                 ("load_widen", dt): f"edgec_vld4_{t}_s32({{p}})"}
     ops[("load_widen", DType.U16)] = "vreinterpretq_s32_u32(vmovl_u16(vld1_u16({p})))"
+    ops[("recentre", DType.U8)] = "vreinterpretq_s8_u8(veorq_u8({a}, vdupq_n_u8(0x80)))"
     ops |= {("nibble_lo", DType.I8): "vshlq_n_s8({a}, 4)",
             ("nibble_hi", DType.I8): "vandq_s8({a}, vdupq_n_s8((int8_t)0xF0))"}
     ops |= {("to_f32", DType.I32): "vcvtq_f32_s32({a})",

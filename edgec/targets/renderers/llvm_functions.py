@@ -158,6 +158,8 @@ class _FunctionBuilder:
             v = self.expr(a[0])
             f = b.shl if a[1].value == 0 else b.and_
             return f(v, self.splat(ir.Constant(I8, 4 if a[1].value == 0 else -16), e.lanes))
+        if op == "recentre":  # a ^ 0x80, byte by byte (LLVM's i8 has no sign)
+            return b.xor(self.expr(a[0]), self.splat(ir.Constant(I8, -128), e.lanes))
         if op == "mulshift":
             return self.mulshift(e)
         if op == "fma":
