@@ -12,8 +12,9 @@ onnxruntime int8's; exit 1 otherwise: edgec's fixed-point requantization parts f
 onnxruntime's float32 one at rare near-ties, so the outputs may differ by a few steps),
 then per thread count edgec and each onnxruntime session run interleaved for N pairs: medians
 and the median per-pair ratio. Each latency is also given as a fraction of
-the int8 floor: 2 x MACs of the convolutions and GEMMs / the one-core `vpdpbusd` peak
-(`peak_int8.c`, CPU time) over the threads.
+the int8 floor: 2 x MACs of the convolutions and GEMMs / the one-core int8 peak of what the
+target runs (`peak_int8.c`'s `vpdpbusd`, or for an AVX2 target `peak_int8_avx2.c maddubs`,
+the pair-summed dot4; CPU time) over the threads.
 
     python benchmarks/bench_quant.py [--models resnet18,mobilenet_v2] [--own resnet18,mlp]
         [--threads 1,2] [--pairs 30] [--target x86] [--reduce-range]
@@ -53,19 +54,25 @@ from bench_models import (  # noqa: E402
 
 import edgec  # noqa: E402
 from edgec import zoo  # noqa: E402
+from edgec.targets.target import get_target  # noqa: E402
 
 
-def measure_int8_peak(work: Path) -> tuple[float, str] | None:
-    """Best of five runs of peak_int8.c built for this host: (GOP/s on one core, ISA), or None
-    where the host has no VNNI."""
+def measure_int8_peak(work: Path, target: str = "x86") -> tuple[float, str] | None:
+    """Best of five runs of the int8 probe for what `target` runs on this host: (GOP/s on one
+    core, what it measured), or None where the host cannot run it. For an AVX2 target the
+    pair-summed sequence of peak_int8_avx2.c (vpmaddubsw, vpmaddwd by ones: the dot4 every
+    int8 layer edgec quantizes takes there), else peak_int8.c's VNNI `vpdpbusd`."""
     exe = work / "peak_int8"
-    built = subprocess.run(["gcc", "-O2", "-march=native", str(HERE / "peak_int8.c"), "-o",
-                            str(exe)], capture_output=True)
+    avx2 = get_target(target).isa == "avx2"
+    src, flags, args = (("peak_int8_avx2.c", ["-mavx2", "-mfma"], ["maddubs"]) if avx2
+                        else ("peak_int8.c", ["-march=native"], []))
+    built = subprocess.run(["gcc", "-O2", *flags, str(HERE / src), "-o", str(exe)],
+                           capture_output=True)
     if built.returncode:
         return None
-    runs = [subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
-            for _ in range(5)]
-    return max(float(r[2]) for r in runs), runs[0][1]
+    runs = [subprocess.run([str(exe), *args], check=True, capture_output=True,
+                           text=True).stdout.split() for _ in range(5)]
+    return max(float(r[2]) for r in runs), "avx2 vpmaddubsw" if avx2 else runs[0][1]
 
 
 def output_step(qdq: Path) -> float:
@@ -221,11 +228,11 @@ def main() -> None:
     a.threads = [int(t) for t in a.threads.split(",")]
     with tempfile.TemporaryDirectory(prefix="edgec-bench-quant-") as d:
         work = Path(d)
-        peak = measure_int8_peak(work)
+        peak = measure_int8_peak(work, a.target)
         cpu, _ = machine()
         print(f"# {cpu}, {platform.machine()}, target {a.target}, {a.pairs} pairs"
               + (", QDQ weights 7-bit (reduce_range)" if a.reduce_range else "") + "; int8 peak "
-              + (f"{peak[0]:.0f} GOP/s ({peak[1]}, peak_int8.c)" if peak else "unmeasured"))
+              + (f"{peak[0]:.0f} GOP/s ({peak[1]})" if peak else "unmeasured"))
         print("| model | threads | edgec int8 ms (of floor) | onnxruntime int8 ms (of floor) | "
               "edgec / ort int8 | onnxruntime f32 ms | edgec int8 / ort f32 | compile s |")
         print("|---|---|---|---|---|---|---|---|")
