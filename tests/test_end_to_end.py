@@ -39,6 +39,7 @@ def compiled(request, tmp_path_factory):
     return name, path, art, feeds, onnxruntime_outputs(path, feeds)
 
 
+@pytest.mark.slow
 def test_loader_matches_onnxruntime(compiled):
     name, _, art, feeds, want = compiled
     got = edgec.load(art.out_dir).run(feeds)

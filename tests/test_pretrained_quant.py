@@ -19,6 +19,8 @@ import edgec
 from edgec import zoo
 from edgec.passes.calibration import sqnr_db
 
+pytestmark = pytest.mark.slow  # the download, and a 53-convolution int8 build
+
 # what pip prints when it cannot reach the index (then the test skips; any other failure fails)
 OFFLINE = ("NewConnectionError", "Failed to establish a new connection", "Max retries exceeded",
            "Temporary failure in name resolution", "Name or service not known",

@@ -114,6 +114,7 @@ def figure(text: str, before: str) -> float:
     return float(text.split(before)[1].split()[0].rstrip(",;"))
 
 
+@pytest.mark.slow
 def test_quantization_alone_and_end_to_end_errors(calibrated, capsys):
     d, xs = calibrated
     calib = ["--calib", str(d / "calib.npz")]
@@ -195,6 +196,7 @@ def test_data_aware_pruning_shows_progress_on_a_terminal_only():
         assert ("prune: data-aware:" in text and "/5 [" in text) == bar, text
 
 
+@pytest.mark.slow
 def test_prune_with_quantize_defaults_to_the_int8_groups(calibrated, capsys):
     d, _ = calibrated
     calib = ["--calib", str(d / "calib.npz")]

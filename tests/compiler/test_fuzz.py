@@ -22,6 +22,7 @@ def test_seeds_are_valid_models(name):
     onnx.checker.check_model(fuzz.SEEDS[name](), full_check=True)
 
 
+@pytest.mark.slow
 def test_mutants_end_in_an_edgec_error_or_a_run(tmp_path):
     result = fuzz.fuzz(160, seed=20261126, workers=2, timeout=120, keep=tmp_path,
                        progress=False)
@@ -48,7 +49,8 @@ def test_sanitized_mutants_run_clean(tmp_path):
 
 
 @pytest.mark.parametrize("mode, outcome", [("bug", "bug:KeyError"), ("crash", "crash"),
-                                           ("hang", "hang"), ("sanitizer", "crash:library")])
+                                           pytest.param("hang", "hang", marks=pytest.mark.slow),
+                                           ("sanitizer", "crash:library")])
 def test_the_harness_counts_failures(tmp_path, monkeypatch, mode, outcome):
     monkeypatch.setenv("EDGEC_FUZZ_SELF_TEST", mode)
     result = fuzz.fuzz(2, seed=1, workers=1, timeout=5, keep=tmp_path, progress=False)

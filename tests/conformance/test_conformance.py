@@ -57,6 +57,7 @@ def _round_robin(report: str, k: int) -> list[str]:
     return picked[:k]
 
 
+@pytest.mark.slow
 def test_sample_through_the_llvm_backend(tmp_path):
     names = _round_robin((ROOT / "CONFORMANCE.md").read_text(), LLVM_SAMPLE)
     assert len(names) == LLVM_SAMPLE

@@ -417,6 +417,7 @@ E2E = {"geometry": geometry_model, "widths": widths_model, "gemm": gemm_model,
 
 @pytest.mark.parametrize("target", X86_TARGETS)
 @pytest.mark.parametrize("model", list(E2E))
+@pytest.mark.slow
 def test_end_to_end_against_onnxruntime(model, target, tmp_path):
     m = E2E[model]()
     art = edgec.compile(m, tmp_path, target=target, name=model)

@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 from test_quantize import calib_feeds, mobile_net
 
 import edgec
@@ -42,6 +43,7 @@ def test_fit_pairs_negative_and_per_tensor():
     assert fitted[0, 0] + fitted[0, 1] >= -128 and fitted[1, 2] == 79  # rint(127 / 1.6)
 
 
+@pytest.mark.slow
 def test_avx2_build_runs_every_layer_on_pair_sums(tmp_path):
     """--quantize int8 for x86-avx2 fits the pairs (the log and quantization.json say how
     many channels), so no int8 layer keeps the widened dot4; a build for x86-avx512 or

@@ -362,6 +362,7 @@ def int8_models(rng) -> list[tuple[str, onnx.ModelProto, dict]]:
 
 # (x86 is the host's best ISA; x86-avx2 runs under qemu's Haswell and x86-avx512 below)
 @pytest.mark.parametrize("target,backend", [("x86", "c"), ("c-generic", "c"), ("x86", "llvm")])
+@pytest.mark.slow
 def test_int8_gemm_models_match_onnxruntime(target, backend, tmp_path):
     rng = np.random.default_rng(3)
     for name, m, feeds in int8_models(rng):
@@ -496,6 +497,7 @@ def test_gemm_tile_epilogues_match_numpy(build_name, recentre, tmp_path):
         assert not got[:, ncols:].any(), "stored past ncols"
 
 
+@pytest.mark.slow
 def test_gemm_tiles_compile_for_avx512(tmp_path):
     kernels = [mk8.gemm_tile(16, *mk8.tile_shape(16), a_t, kt, epi, nib, used)
                for a_t in (U8, I8) for kt in (0, 3) for epi in EPILOGUES for nib in (False, True)
@@ -510,6 +512,7 @@ def test_gemm_tiles_compile_for_avx512(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["c", "llvm"])
+@pytest.mark.slow
 def test_avx512_vnni_models(backend, tmp_path):
     """uint8 A takes vpdpbusd, int8 A (qlmm1) the widening form in LLVM; the models run, exact,
     where the CPU has AVX-512 (on AVX2 hosts they are compiled and disassembled only)."""

@@ -113,7 +113,12 @@ def run_as_program(g: Graph, target: str, feeds: dict, ran: set[str], without: s
     return run_program(prog, feeds)
 
 
-@pytest.mark.parametrize("op", list(BY_OP))
+# the node tests of these ops take over 10 s each on the interpreter
+SLOW_OPS = {"Attention", "LpPool", "Mish", "SoftmaxCrossEntropyLoss"}
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, marks=pytest.mark.slow) if op in SLOW_OPS
+                                else op for op in BY_OP])
 def test_node_tests_on_the_interpreter(op):
     conf = conformance_module()
     ran: set[str] = set()
@@ -170,6 +175,7 @@ def quantized_cnn(tmp_path_factory) -> Graph:
 
 
 @pytest.mark.parametrize("target", ["c-generic", "x86-avx2", "x86-avx512"])
+@pytest.mark.slow
 def test_models_on_the_interpreter(target, tmp_path_factory):
     ran: set[str] = set()
     for m in (zoo.tiny_cnn(), small_resnet(8)):

@@ -183,6 +183,7 @@ CONV_CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_convolutions(check):
     b = Builder("conv")
     for xs, ws, attrs in CONV_CASES:

@@ -344,6 +344,7 @@ def test_two_llvm_libraries_link_into_one_program(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "mlp"])
+@pytest.mark.slow
 def test_benchmark_models_against_onnxruntime(tmp_path, name):
     import onnxruntime as ort
 

@@ -54,6 +54,7 @@ def _feeds(model, seed: int = 0) -> dict[str, np.ndarray]:
     ("mobilenet_v2", "x86-avx2", False),  # the AVX2 kernels (and AVX-VNNI's, where it has it)
     ("mlp", "c-generic", True),  # portable C, the weights Huffman coded
 ])
+@pytest.mark.slow
 def test_benchmark_models_run_clean(name, target, compress, tmp_path):
     if not runs_here(target):
         pytest.skip(f"this CPU does not run {target}")
@@ -92,6 +93,7 @@ def test_row_tasks_run_clean(tmp_path):
             assert rel_error(got[name], w) < 1e-4, (name, threads)
 
 
+@pytest.mark.slow
 def test_int8_model_runs_clean_and_as_built_without_sanitizers(tmp_path):
     model = zoo.mobilenet_v2()
     calib = {"input": np.random.default_rng(1).standard_normal((2, 3, 224, 224))
@@ -104,6 +106,7 @@ def test_int8_model_runs_clean_and_as_built_without_sanitizers(tmp_path):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 def test_conformance_sample_runs_clean(tmp_path):
     """The passing tests of the ops that read indices, and the first passing test of every
     other op type CONFORMANCE.md lists."""
