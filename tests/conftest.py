@@ -1,4 +1,5 @@
 import ast
+import functools
 import inspect
 import re
 import subprocess
@@ -76,32 +77,44 @@ def _value_marks(value, names: tuple[set[str], set[str]], depth: int = 0,
     return marks
 
 
+@functools.cache
+def _source_refs(code) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the string constants, the names) in the source of the function of `code`, not its
+    decorators (parameters are seen as such); parsed once per function for all the items."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+    except (OSError, TypeError, SyntaxError):
+        return (), ()
+    tree.body[0].decorator_list = []
+    nodes = list(ast.walk(tree))
+    return (tuple(n.value for n in nodes if isinstance(n, ast.Constant)
+                  and isinstance(n.value, str)),
+            tuple(dict.fromkeys(n.id for n in nodes if isinstance(n, ast.Name))))
+
+
 def _code_marks(func, names, seen: set, by_name: bool = True) -> set[str]:
     """Marks the source of `func` calls for, with the functions of tests/ it names; not its
-    decorators (parameters are seen as such), nor target names if not `by_name`."""
+    decorators, nor target names if not `by_name`."""
     func = inspect.unwrap(func)
     code = getattr(func, "__code__", None)
     if code is None or code in seen or not code.co_filename.startswith(str(TESTS)):
         return set()
     seen.add(code)
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError, SyntaxError):
-        return set()
-    tree.body[0].decorator_list = []
+    strings, ids = _source_refs(code)
     marks: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            marks |= _value_marks(node.value, names, by_name=by_name)
-            marks |= {"qemu"} if node.value.startswith("qemu-") else set()
-        elif isinstance(node, ast.Name) and node.id in func.__globals__:
-            value = func.__globals__[node.id]
-            if inspect.isfunction(value):
-                if value.__name__ in NETWORK_HELPERS:
-                    marks.add("network")
-                marks |= _code_marks(value, names, seen, by_name)
-            else:
-                marks |= _value_marks(value, names, by_name=by_name)
+    for text in strings:
+        marks |= _value_marks(text, names, by_name=by_name)
+        marks |= {"qemu"} if text.startswith("qemu-") else set()
+    for name in ids:
+        if name not in func.__globals__:
+            continue
+        value = func.__globals__[name]
+        if inspect.isfunction(value):
+            if value.__name__ in NETWORK_HELPERS:
+                marks.add("network")
+            marks |= _code_marks(value, names, seen, by_name)
+        else:
+            marks |= _value_marks(value, names, by_name=by_name)
     return marks
 
 
