@@ -83,11 +83,9 @@ def cmd_opt(a) -> None:
 
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path) as data:
-            return {k: data[k] for k in data.files}
-    except (OSError, ValueError) as e:
-        raise EdgecError(f"cannot read inputs from {path}: {e}") from None
+    from ..passes.quantize import load_samples
+
+    return load_samples(path, "inputs from")
 
 
 def _emulator(text: str | None) -> list[str] | None:

@@ -74,13 +74,17 @@ ACTIVATIONS = ("Relu", "Clip")
 TRANSPARENT = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
 
 
-def load_samples(path: str | Path) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file of calibration samples, by input name."""
+def load_samples(path: str | Path, what: str = "calibration samples") -> dict[str, np.ndarray]:
+    """The arrays of an .npz file (`what` it holds, for the error), by input name."""
     try:
-        with np.load(path) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
-        raise EdgecError(f"cannot read calibration samples {path}: {e}") from None
+        data = np.load(path)
+    except (OSError, ValueError, EOFError) as e:  # EOFError: an empty file
+        raise EdgecError(f"cannot read {what} {path}: {e or 'empty file'}") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise EdgecError(f"cannot read {what} {path}: not an .npz of named arrays (np.savez "
+                         "writes one, an array per input name)")
+    with data:
+        return {k: data[k] for k in data.files}
 
 
 def sample_feeds(graph: Graph, samples: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:

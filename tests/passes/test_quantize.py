@@ -342,3 +342,27 @@ def test_cli_quantize_methods(tmp_path, capsys):
     assert not any(r["equalized"] or r["bias_correction"] for r in rows)
     with pytest.raises(EdgecError, match="quantize methods smooth: choose from equalize"):
         edgec.compile(m, tmp_path / "bad", quantize="int8", quantize_methods=["smooth"])
+
+
+def test_input_files_that_are_not_npz_are_refused_by_name(tmp_path, capsys):
+    """An empty file, a bare .npy and an ONNX file given where an .npz is wanted: one line
+    each from run --inputs and compile --calib, no traceback."""
+    m = mobile_net(8)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    out = tmp_path / "out"
+    assert main(["compile", str(path), "-o", str(out)]) == 0
+    (tmp_path / "empty.npz").write_bytes(b"")
+    np.save(tmp_path / "bare.npy", np.zeros(3, np.float32))
+    cases = {"empty.npz": "No data left in file", "bare.npy": "not an .npz of named arrays",
+             "m.onnx": "cannot read"}
+    for name, text in cases.items():
+        capsys.readouterr()
+        assert main(["run", str(out), "--inputs", str(tmp_path / name)]) == 1
+        err = capsys.readouterr().err
+        assert f"cannot read inputs from {tmp_path / name}" in err and text in err, err
+        assert "Traceback" not in err
+        assert main(["compile", str(path), "-o", str(tmp_path / "q"), "--quantize", "int8",
+                     "--calib", str(tmp_path / name)]) == 1
+        err = capsys.readouterr().err
+        assert f"cannot read calibration samples {tmp_path / name}" in err and text in err, err
