@@ -58,7 +58,8 @@ def fetch_wheel(package: str, folder: Path) -> Path:
     subprocess.CalledProcessError (with pip's output) if pip fails."""
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", package,
                     "-d", str(folder)], check=True, capture_output=True, text=True)
-    return next(folder.glob(package.replace("-", "_") + "-*.whl"))
+    prefix = package.replace("-", "_").lower() + "-"  # wheel names keep the project's case
+    return next(w for w in folder.glob("*.whl") if w.name.lower().startswith(prefix))
 
 
 def load_model(wheel, path: str = CLASSIFIER) -> onnx.ModelProto:
