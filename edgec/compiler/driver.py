@@ -135,7 +135,9 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
 
 QUANTIZE_BITS = {"int8": 8, "int7": 7, "int4": 4, "int3": 3, "int2": 2}
 # the remedies the quantize pass applies on request (Nagel et al., ICCV 2019)
-QUANTIZE_METHODS = ("equalize", "bias-correct")
+# and the ones that measure the layers on the samples: AdaRound (Nagel et al., ICML 2020),
+# mixed precision by sensitivity (with accuracy_budget)
+QUANTIZE_METHODS = ("equalize", "bias-correct", "adaround", "sensitivity")
 # what the plots of report.html and quantization.png need, as the README names it
 PLOTS_NEED = "it needs matplotlib (pip install 'edgec[report]')"
 
@@ -216,7 +218,12 @@ def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = Fa
     measured = all(x.get("latency_share") is not None for x in q["layers"])
     (out / "quantization.json").write_text(json.dumps(q, indent=2) + "\n")
     summary = {"report": "quantization.json", "bits": q["bits"],
-               "output_sqnr_db": q["output_sqnr_db"], "kept_float": q["kept_float"]}
+               "output_sqnr_db": q["output_sqnr_db"], "kept_float": q["kept_float"],
+               "quantized_mac_share": q["quantized_mac_share"]}
+    if "mixed_precision" in q:  # which layers stayed float and why
+        m = q["mixed_precision"]
+        summary["mixed_precision"] = {k: m[k] for k in ("method", "budget_db", "met",
+                                                        "kept_float")}
     # the outputs' error on the samples: of quantization alone, and of the whole compile
     # against the model as given where a pass before it (prune) changed the float model
     summary |= {k: q[k] for k in ("output_rel_error", "end_to_end_sqnr_db",
@@ -272,11 +279,17 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
     if unknown:
         raise EdgecError(f"quantize methods {', '.join(sorted(unknown))}: choose from "
                          f"{', '.join(QUANTIZE_METHODS)}")
+    if "sensitivity" in methods and budget <= 0:
+        raise EdgecError("quantize method sensitivity keeps layers float until the outputs "
+                         "meet accuracy_budget: give it (--accuracy-budget DB; 25 to 35 dB "
+                         "keeps most answers)")
     feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
     q = Quantize(bits=QUANTIZE_BITS[quantize], calib=method, skip=",".join(skip),
                  samples=samples, weights=weights, budget=budget, feeds=feeds, log=log,
                  original=original, pairs=pairs and QUANTIZE_BITS[quantize] == 8,
-                 equalize="equalize" in methods, bias_correct="bias-correct" in methods)
+                 equalize="equalize" in methods, bias_correct="bias-correct" in methods,
+                 adaround="adaround" in methods,
+                 keep="sensitivity" if "sensitivity" in methods else "worst")
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
         raise EdgecError("quantize needs the pipeline's fuse-qdq pass to make integer ops")
@@ -338,9 +351,13 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     the weights only (data-free). `calib_method`: minmax, percentile, kl or admm;
     `quantize_skip`: node names kept in float; `quantize_weights`: minmax or admm (auto: ADMM
     below 8 bits); `accuracy_budget` (dB): the least SQNR of the outputs against the float
-    model on the samples, the worst layers kept in float until it holds; `quantize_methods`:
+    model on the samples, the worst layers kept in float until it holds (with the method
+    "sensitivity", the fewest layers by their measured effect on the outputs, at least 90% of
+    the MACs quantized: passes/sensitivity.py); `quantize_methods`:
     any of "equalize" (cross-layer equalization first) and "bias-correct" (each quantized
-    weight's mean shift taken off its bias), passes/quantize.py. A calibrated
+    weight's mean shift taken off its bias), "adaround" (each weight rounded up or down for
+    its layer's output on the samples, passes/adaround.py) and "sensitivity",
+    passes/quantize.py. A calibrated
     quantization writes quantization.json and quantization.png (per layer: scale, zero
     point, bits, SQNR, share of the MACs and of the latency measured on the samples where
     the host runs the target) beside the library.
@@ -572,6 +589,11 @@ def _quantization_line(q: dict) -> str:
     line = (f"quantized ({q['bits']}-bit weights, uint8 activations): output SQNR "
             f"{q['output_sqnr_db']} dB, relative error {q['output_rel_error']:.3g} from "
             "quantization alone")
+    if q["kept_float"]:
+        why = {x["node"]: x for x in q.get("mixed_precision", {}).get("kept_float", [])}
+        line += (f"; {q['quantized_mac_share']:.1%} of the MACs quantized, kept float: "
+                 + ", ".join(f"{k} (for {why[k]['for']}: {why[k]['sensitivity_db']} dB alone)"
+                             if k in why else k for k in q["kept_float"]))
     if "end_to_end_rel_error" in q:
         line += (f"; end to end, against the model as given: SQNR {q['end_to_end_sqnr_db']} dB, "
                  f"relative error {q['end_to_end_rel_error']:.3g}")

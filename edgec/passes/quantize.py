@@ -37,13 +37,21 @@ holds against its tolerance), recorded in graph.meta["quantization"] (the driver
 quantization.json and .png). Given `original`, the model as the user gave it (before pruning,
 say), the outputs are measured against it too: the end-to-end error beside the error of
 quantization alone. With a `budget` (dB), the layer of worst SQNR is kept in float and the graph
-quantized again until the outputs' SQNR meets it. The float values of the observed tensors
-are held over all samples for this: memory grows with samples x activations.
+quantized again until the outputs' SQNR meets it; with `keep=sensitivity`, the fewest layers
+by their measured effect on the outputs, at least `min_quantized_macs` of the MACs quantized
+(sensitivity.py; each kept layer's record says for which point and its sensitivity). The
+float values of the observed tensors are held over all samples for this: memory grows with
+samples x activations.
+
+With `adaround`, each layer's weights are rounded up or down to minimise its output error on
+the samples (AdaRound, Nagel et al., ICML 2020: adaround.py) instead of to nearest; the
+codes are worked out once, for every trial graph.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,10 +60,12 @@ import numpy as np
 
 from ..errors import EdgecError, PassError
 from ..ir import DType, Graph, Node, QuantParams, Value
-from ..ir.interpreter import interpret
+from ..ir.interpreter import interpret, run_node
+from .adaround import round_layer
 from .bias_correction import channel_mean, correct_bias
 from .calibration import (
     ACT_METHODS,
+    PAIR_LIMIT,
     Observer,
     activation_params,
     fit_pairs,
@@ -65,11 +75,14 @@ from .calibration import (
 )
 from .equalize import equalize as equalize_layers
 from .manager import register_pass
+from .sensitivity import SAMPLES as SENSITIVITY_SAMPLES
+from .sensitivity import MixedPrecision, Point, choose
 
 BITS = (8, 7, 4, 3, 2)
 GRANULARITIES = ("channel", "tensor")
 CALIBRATIONS = (*ACT_METHODS, "admm")
 ACTIVATIONS = ("Relu", "Clip")
+KEEPS = ("worst", "sensitivity")
 # ops whose result on quantized values is the quantization of their result (same parameters)
 TRANSPARENT = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
 
@@ -134,7 +147,12 @@ class Quantize:
     # channels that need one (calibration.py fit_pairs), so that the layers run on the
     # cheaper dot4 there; the driver sets it for AVX2 targets
     pairs: bool = False
-    budget: float = 0.0  # dB: the least output SQNR; the worst layers stay float until it holds
+    budget: float = 0.0  # dB: the least output SQNR; layers stay float until it holds
+    # which layers stay float for the budget: worst (the layer of least SQNR, in turn) or
+    # sensitivity (the fewest layers by their own effect on the outputs: sensitivity.py)
+    keep: str = "worst"
+    min_quantized_macs: float = 0.9  # keep=sensitivity: the least share of MACs quantized
+    adaround: bool = False  # weights rounded up or down for each layer's output (adaround.py)
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
     log: Any = field(default=None, compare=False, metadata={"option": False})
     # the model as given (a Graph, same inputs and outputs), for the end-to-end error
@@ -160,8 +178,15 @@ class Quantize:
         wmethod = self.weights if self.weights != "auto" else \
             "admm" if self.calib == "admm" or self.bits < 8 else "minmax"
         if not feeds:
-            done = [self._weight(graph, n, wmethod) for n in list(graph.nodes)
-                    if n.name in candidates and n.name not in skip and n.op != "Add"]
+            if self.adaround or self.keep == "sensitivity":
+                what = "adaround" if self.adaround else "keep=sensitivity"
+                raise PassError(f"quantize: {what} needs calibration samples (samples=FILE.npz, "
+                                "--calib, or calib= in Python): it measures the layers' outputs "
+                                "on them")
+            layers = [n for n in graph.nodes if n.name in candidates and n.name not in skip
+                      and n.op != "Add"]
+            codes = {n.name: self._codes(n, wmethod) for n in layers}
+            done = [self._weight(graph, n, codes) for n in list(graph.nodes) if n.name in codes]
             if self.bias_correct:
                 k = sum(d["bias_correction"] is not None for d in done)
                 self._say(f"quantize: bias correction (data-free, from batch norms) of {k} "
@@ -180,11 +205,17 @@ class Quantize:
             for n in graph.nodes:
                 if n.name in candidates and n.op != "Add":
                     n.meta["input_mean"] = channel_mean(n, reference[n.inputs[0].name])
+        codes = self._all_codes(graph, candidates, wmethod, reference)
+        mixed = None
+        if self.keep == "sensitivity" and self.budget > 0:
+            mixed = self._by_sensitivity(graph, candidates, skip, observed, codes, feeds,
+                                         reference)
+            skip |= {x.name for x in mixed.kept}
         while True:  # skip the worst layer until the output's SQNR meets the budget
             trial = graph.copy()
-            layers = self._apply(trial, skip, observed, wmethod)
+            layers = self._apply(trial, skip, observed, codes)
             out_sqnr, got = _measure(trial, feeds, reference, layers)
-            if self.budget <= 0 or out_sqnr >= self.budget:
+            if self.budget <= 0 or out_sqnr >= self.budget or mixed is not None:
                 break
             left = [x for x in layers if x["node"] not in skip]
             if not left:
@@ -196,17 +227,28 @@ class Quantize:
                       f"{worst['node']} ({worst['sqnr_db']:.1f} dB) stays float")
             skip.add(worst["node"])
         measured = {x["node"]: x["sqnr_db"] for x in layers}  # on the trial, the same graph
-        layers = self._apply(graph, skip, observed, wmethod)
+        layers = self._apply(graph, skip, observed, codes)
         for x in layers:
             x["sqnr_db"] = _finite(measured[x["node"]])
+        total = sum(x["macs"] for x in layers) or 1
+        share = sum(x["macs"] for x in layers if not x["float"]) / total
         graph.meta["quantization"] = {
             "bits": self.bits, "weights": wmethod, "granularity": self.granularity,
             "calibration": "minmax" if self.calib == "admm" else self.calib,
             "samples": len(feeds), "budget_db": self.budget or None,
             "output_sqnr_db": _finite(out_sqnr),
             "output_rel_error": _output_error(graph, reference, got, relative_error),
-            "kept_float": sorted(skip), "layers": layers}
+            "kept_float": sorted(skip), "quantized_mac_share": round(share, 4),
+            "adaround": self.adaround, "layers": layers}
         q = graph.meta["quantization"]
+        if mixed is not None:
+            q["mixed_precision"] = mixed.record()
+            why = {x.name: x for x in mixed.kept}
+            for x in layers:
+                if x["node"] in why:
+                    k = why[x["node"]]
+                    x["kept_float_for"] = {"point": k.point,
+                                           "sensitivity_db": _finite(k.sensitivity_db)}
         if self.pairs:
             q["pairs_fitted"] = sum(x.get("pairs_fitted") or 0 for x in layers)
         figures = f"output SQNR {out_sqnr:.1f} dB, relative error {q['output_rel_error']:.3g}"
@@ -219,19 +261,24 @@ class Quantize:
                        f"{_db(q['end_to_end_sqnr_db'])}, relative error "
                        f"{q['end_to_end_rel_error']:.3g}")
         done = [x for x in layers if not x["float"]]
-        self._say(f"quantize: {len(done)} ops to {self.bits}-bit weights ({wmethod}, per "
+        self._say(f"quantize: {len(done)} ops to {self.bits}-bit weights ({wmethod}"
+                  + (", adaround" if self.adaround else "") + f", per "
                   f"{self.granularity}) and uint8 activations ({q['calibration']}, "
                   f"{len(feeds)} samples); {figures}"
-                  + (f"; {len(skip)} kept float" if skip else "")
+                  + (f"; {len(skip)} kept float, {share:.1%} of the MACs quantized"
+                     if skip else "")
                   + (f"; {q['pairs_fitted']} channels scaled so that their weight pairs "
                      "fit AVX2's exact 16-bit sums" if self.pairs else ""))
         return True
 
     def _apply(self, graph: Graph, skip: set[str], observed: dict[str, Observer],
-               wmethod: str) -> list[dict]:
+               codes: dict[str, WeightCodes], only: set[str] | None = None) -> list[dict]:
         """Quantize `graph` (a copy, or the graph itself) leaving `skip` in float; returns a
-        row per candidate layer (its parameters; SQNR filled in by _measure)."""
+        row per candidate layer (its parameters; SQNR filled in by _measure). `only`: the
+        quantization points (_points) to quantize, the others left float."""
         targets = [n for n in graph.nodes if n.name not in skip and _quantizable(n)]
+        if only is not None:
+            targets = [n for n in targets if any(k in only for k in _points_of(n))]
         rows = []
         for n in graph.nodes:
             if not _quantizable(n):
@@ -239,7 +286,8 @@ class Quantize:
             rows.append({"node": n.name, "op": n.op, "float": n.name in skip,
                          "macs": _macs(n), "output": _after_activation(n.output).name,
                          "equalized": bool(n.meta.get("equalized")), "bias_correction": None})
-        done = {n.name: self._weight(graph, n, wmethod) for n in targets if n.op != "Add"}
+        done = {n.name: self._weight(graph, n, codes) for n in targets if n.op != "Add"
+                and (only is None or _weight_point(n) in only)}
         for r in rows:
             r |= done.get(r["node"], {})
         points = _activation_points(targets)
@@ -256,6 +304,8 @@ class Quantize:
             params[id(v)] = activation_params(lo, hi, self.symmetric)
         dq_of = {}
         for v in points:
+            if only is not None and v.name not in only:
+                continue
             name = v.name
             dq_of[name] = _insert_qdq(graph, v, *params[id(v)]).name
             s, z = params[id(v)]
@@ -267,13 +317,95 @@ class Quantize:
             r.setdefault("bits", 32)
         return rows
 
-    def _weight(self, graph: Graph, n: Node, wmethod: str) -> dict:
-        """Quantize `n`'s weight, its bias corrected if asked; the record's entries."""
+    def _weight(self, graph: Graph, n: Node, codes: dict[str, WeightCodes]) -> dict:
+        """Quantize `n`'s weight to its `codes`, its bias corrected if asked; the record's
+        entries."""
         w = n.inputs[1].const
-        wq, fitted = _quantize_weight(graph, n, self.bits, self.granularity, wmethod,
-                                      self.pairs)
-        rec = {"pairs_fitted": fitted} if fitted is not None else {}
+        c = codes[n.name]
+        wq = _quantize_weight(graph, n, c, self.bits)
+        rec = {"pairs_fitted": c.fitted} if c.fitted is not None else {}
+        if c.adarounded is not None:
+            rec["adarounded"] = c.adarounded
         return rec | (correct_bias(graph, n, w, wq) if self.bias_correct else {})
+
+    def _codes(self, n: Node, wmethod: str, xs: list[np.ndarray] | None = None
+               ) -> WeightCodes:
+        """The codes of `n`'s weight: by `wmethod`, fitted to AVX2's pairs if asked, and
+        given its inputs `xs` on the samples, rounded by AdaRound."""
+        w = n.inputs[1].const
+        axis = _weight_axis(n) if self.granularity == "channel" else None
+        codes, scales = weight_params(w, self.bits, axis, wmethod)
+        fitted = None
+        k = _reduction_axis(n, codes.ndim)
+        if self.pairs and self.bits == 8 and k is not None:
+            codes, scales, fitted = fit_pairs(w, scales, axis, k)
+        changed = None
+        if xs is not None:
+            better = round_layer(n, w, scales, axis, self.bits, xs)
+            if better is not None:
+                if fitted is not None:  # channels whose pairs no longer fit keep theirs
+                    better = _keep_pairs(better, codes, axis, k)
+                changed = round(float(np.mean(better != codes)), 4)
+                codes = better
+        return WeightCodes(codes, scales, axis, fitted, changed)
+
+    def _all_codes(self, graph: Graph, candidates: list[str], wmethod: str,
+                   reference: dict[str, list]) -> dict[str, WeightCodes]:
+        """The codes of every candidate layer's weight, once for all the trial graphs."""
+        layers = [n for n in graph.nodes if n.name in candidates and n.op != "Add"]
+        if not self.adaround:
+            return {n.name: self._codes(n, wmethod) for n in layers}
+        out = {}
+        t0 = time.perf_counter()
+        for n in layers:
+            out[n.name] = self._codes(n, wmethod, reference[n.inputs[0].name])
+        changed = [c.adarounded for c in out.values() if c.adarounded is not None]
+        self._say(f"quantize: adaround of {len(changed)} of {len(layers)} layers in "
+                  f"{time.perf_counter() - t0:.1f} s ({np.mean(changed or [0]):.1%} of their "
+                  "weights rounded the other way than to nearest, on average)")
+        return out
+
+    def _by_sensitivity(self, graph: Graph, candidates: list[str], skip: set[str],
+                        observed: dict[str, Observer], codes: dict[str, WeightCodes],
+                        feeds: list[dict], reference: dict[str, list]) -> MixedPrecision:
+        """The layers to keep float by the sensitivity of their quantization points
+        (sensitivity.py), said on the log."""
+        few = feeds[:SENSITIVITY_SAMPLES]
+        outs = {v.name: reference[v.name] for v in graph.outputs}
+        t0 = time.perf_counter()
+        nodes = [n for n in graph.nodes if n.name in candidates and n.name not in skip]
+        layers_of: dict[str, list[str]] = {}
+        for n in nodes:
+            for k in _points_of(n):
+                layers_of.setdefault(k, []).append(n.name)
+        cache = _all_values(graph, few)
+        points = []
+        for k, layers in layers_of.items():
+            trial = graph.copy()
+            self._apply(trial, skip, observed, codes, only={k})
+            got = _rerun(graph, trial, cache, set(outs))
+            points.append(Point(k, tuple(layers), _output_error(
+                trial, {o: v[:len(few)] for o, v in outs.items()}, got, sqnr_db)))
+        del cache
+
+        def output_sqnr(keep: set[str]) -> float:
+            trial = graph.copy()
+            self._apply(trial, keep, observed, codes)
+            return _output_error(trial, outs, _point_values(trial, feeds, set(outs)), sqnr_db)
+
+        macs = {n.name: _macs(n) for n in graph.nodes if n.name in candidates}
+        mixed = choose(points, macs, output_sqnr, self.budget, self.min_quantized_macs, skip)
+        kept = ", ".join(f"{x.name} (for {x.point}: {x.sensitivity_db:.1f} dB)"
+                         for x in mixed.kept)
+        worst = ", ".join(f"{p.name} {p.sensitivity_db:.1f} dB" for p in mixed.points[:3])
+        self._say(f"quantize: sensitivity of {len(points)} quantization points on {len(few)} "
+                  f"samples (the outputs' SQNR with each alone quantized; the worst: {worst}) "
+                  f"in {time.perf_counter() - t0:.1f} s; kept float for {self.budget} dB: "
+                  f"{kept or 'none'}; outputs {mixed.output_sqnr_db:.1f} dB with "
+                  f"{mixed.quantized_mac_share:.1%} of the MACs quantized"
+                  + ("" if mixed.met else " (budget not met: no more layer fits in "
+                     f"min_quantized_macs={self.min_quantized_macs})"))
+        return mixed
 
     def _say(self, text: str) -> None:
         print(text, file=self.log if self.log is not None else sys.stderr)
@@ -292,6 +424,14 @@ class Quantize:
             raise PassError(f"quantize: weights={self.weights!r}; choose auto, minmax or admm")
         if not 50.0 < self.percentile <= 100.0:
             raise PassError(f"quantize: percentile={self.percentile} must be in (50, 100]")
+        if self.keep not in KEEPS:
+            raise PassError(f"quantize: keep={self.keep!r}; choose {' or '.join(KEEPS)}")
+        if self.keep == "sensitivity" and self.budget <= 0:
+            raise PassError("quantize: keep=sensitivity needs budget=DB, the least SQNR of the "
+                            "outputs against float (25 to 35 dB keeps most answers)")
+        if not 0.0 <= self.min_quantized_macs <= 1.0:
+            raise PassError(f"quantize: min_quantized_macs={self.min_quantized_macs} must be "
+                            "a share of the MACs in [0, 1] (0.9: 90% stay quantized)")
 
     def _feeds(self, graph: Graph) -> list[dict[str, np.ndarray]]:
         if self.feeds is not None and self.samples:
@@ -344,6 +484,17 @@ def _activation_points(targets: list[Node]) -> list[Value]:
             if v is not None and v.dtype is DType.F32 and not v.is_const:
                 seen.setdefault(id(v), v)
     return list(seen.values())
+
+
+def _weight_point(n: Node) -> str:
+    return f"weight of {n.name}"
+
+
+def _points_of(n: Node) -> list[str]:
+    """The quantization points a candidate layer quantizes: its weight ("weight of NODE"),
+    and the activations it reads and writes (by value name)."""
+    return ([_weight_point(n)] if n.op != "Add" else []) + \
+        [v.name for v in _activation_points([n])]
 
 
 def _transparent_source(v: Value, points: list[Value]) -> Value | None:
@@ -406,19 +557,39 @@ def _reduction_axis(n: Node, ndim: int) -> int | None:
     return ndim - 2 if ndim >= 2 else None  # MatMul: B [..., K, N]
 
 
-def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str,
-                     method: str, pairs: bool = False) -> tuple[np.ndarray, int | None]:
-    """Read `n`'s weight through DequantizeLinear of its codes; returns the dequantized
-    weight (float32) and, with `pairs`, how many of its channels took a larger scale so
-    that their byte pairs fit (None where none could need it: below 8 bits, or no paired
-    axis)."""
+@dataclass(frozen=True)
+class WeightCodes:
+    """A layer's quantized weight: codes, scales along `axis` (None: one scale), how many
+    channels took a larger scale for AVX2's pairs (None: none could) and the share of the
+    codes AdaRound rounded the other way (None: not run)."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    axis: int | None
+    fitted: int | None = None
+    adarounded: float | None = None
+
+
+def _keep_pairs(codes: np.ndarray, fitted: np.ndarray, axis: int | None, k: int) -> np.ndarray:
+    """`codes`, but `fitted`'s in each slice along `axis` where a byte pair along `k` would
+    leave what vpmaddubsw sums exactly (calibration.fit_pairs)."""
+    m = np.moveaxis(codes.astype(np.int32), k, 0)
+    n = m.shape[0] - m.shape[0] % 2
+    pos = np.maximum(m[0:n:2], 0) + np.maximum(m[1:n:2], 0)
+    neg = np.minimum(m[0:n:2], 0) + np.minimum(m[1:n:2], 0)
+    bad = np.moveaxis((pos > PAIR_LIMIT) | (neg < -PAIR_LIMIT), 0, k)
+    if axis is None:
+        return fitted if bad.any() else codes
+    others = tuple(d for d in range(codes.ndim) if d != axis)
+    shape = [-1 if d == axis else 1 for d in range(codes.ndim)]
+    return np.where(bad.any(axis=others).reshape(shape), fitted, codes)
+
+
+def _quantize_weight(graph: Graph, n: Node, c: WeightCodes, bits: int) -> np.ndarray:
+    """Read `n`'s weight through DequantizeLinear of its codes `c`; returns the dequantized
+    weight (float32)."""
     w = n.inputs[1]
-    axis = _weight_axis(n) if granularity == "channel" else None
-    codes, scales = weight_params(w.const, bits, axis, method)
-    fitted = None
-    k = _reduction_axis(n, codes.ndim)
-    if pairs and bits == 8 and k is not None:
-        codes, scales, fitted = fit_pairs(w.const, scales, axis, k)
+    codes, scales, axis = c.codes, c.scales, c.axis
     q = graph.const(codes, f"{w.name}_quantized")
     # the codes' type says what they are: `bits`-bit integers held in int8, and their scales
     q.type = q.type.with_quant(QuantParams.of(scales, None, axis, bits))
@@ -428,7 +599,7 @@ def _quantize_weight(graph: Graph, n: Node, bits: int, granularity: str,
                         name=f"{w.name}_DequantizeLinear", before=n)
     graph.set_input(n, 1, dq.output)
     shape = [-1 if d == axis else 1 for d in range(codes.ndim)] if axis is not None else []
-    return codes.astype(np.float32) * scales.reshape(shape), fitted
+    return codes.astype(np.float32) * scales.reshape(shape)
 
 
 def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> Value:
@@ -481,6 +652,49 @@ def _point_values(graph: Graph, feeds: list[dict], names: set[str]) -> dict[str,
                     out[v.name].append(o)
 
         interpret(graph, feed, hook=hook)
+    return out
+
+
+def _all_values(graph: Graph, feeds: list[dict]) -> list[dict[str, np.ndarray]]:
+    """Every value of `graph` (by name) on each sample."""
+    out = []
+    for feed in feeds:
+        env = {k: np.asarray(x) for k, x in feed.items()}
+
+        def hook(node: Node, outs: list, env=env) -> None:
+            env.update({v.name: o for v, o in zip(node.outputs, outs)})
+
+        interpret(graph, feed, hook=hook)
+        out.append(env)
+    return out
+
+
+def _rerun(graph: Graph, trial: Graph, cache: list[dict[str, np.ndarray]], names: set[str]
+           ) -> dict[str, list]:
+    """The values named `names` of `trial` (a copy of `graph` that quantizes some points) on
+    the samples whose values of `graph` are `cache`: the nodes whose inputs the change does
+    not reach take their values from the cache."""
+    old = {n.name for n in graph.nodes}
+    consts = {v.name for n in graph.nodes for v in n.inputs if v is not None and v.is_const}
+    out: dict[str, list] = {k: [] for k in names}
+    for values in cache:
+        env: dict[int, np.ndarray] = {id(v): values[v.name] for v in trial.inputs}
+        dirty: set[int] = set()
+        for node in trial.nodes:
+            fresh = node.name not in old or any(
+                v is not None and (id(v) in dirty or (v.is_const and v.name not in consts))
+                for v in node.inputs) or any(v.name not in values for v in node.outputs)
+            if fresh:
+                args = [None if v is None else (v.const if v.is_const else env[id(v)])
+                        for v in node.inputs]
+                results = run_node(node, args)
+                dirty |= {id(v) for v in node.outputs}
+            else:
+                results = [values[v.name] for v in node.outputs]
+            env.update({id(v): r for v, r in zip(node.outputs, results)})
+        for v in trial.outputs:
+            if v.name in out:
+                out[v.name].append(env[id(v)])
     return out
 
 

@@ -1,0 +1,216 @@
+# ruff: noqa: E501  (golden IR lines are as long as the printer makes them)
+"""Mixed precision by sensitivity in `quantize{keep=sensitivity,budget=DB}`: on hand-built
+models where one weight or one activation is far more sensitive than the rest (a huge outlier
+that a per-tensor scale must cover), the choice keeps float exactly the layers that quantize
+it, the record says why, the MAC budget holds; the greedy choice against a made-up
+measurement; and the options' errors."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from nets import Net
+from passcheck import check_pass
+
+from edgec.errors import PassError
+from edgec.passes import run_pipeline
+from edgec.passes.manager import PipelineStep
+from edgec.passes.quantize import Quantize
+from edgec.passes.sensitivity import Point, choose
+
+
+def chain(outlier: str, seed: int = 0):
+    """Four 16 x 16 Gemms with Relus; `outlier` "weight": g2's weight has one entry 160
+    times the others' scale (on an input that is always 0: the float model does not see it); "activation": g2's output has a channel 60 times the others (its row
+    of the weight and bias scaled up, g3's column scaled down: the float model computes
+    alike)."""
+    n = Net(f"chain_{outlier}", (1, 16), seed)
+    h = n.x
+    for i in range(4):
+        w = n.rng.standard_normal((16, 16)) * 0.25
+        b = n.rng.uniform(-0.1, 0.1, 16)
+        if i == 0 and outlier == "weight":  # input 5 of g2 is always 0 (Relu(-1))
+            w[5], b[5] = 0.0, -1.0
+        if i == 1 and outlier == "weight":
+            w[3, 5] = 40.0
+        if i == 1 and outlier == "activation":
+            w[7] *= 60
+            b[7] = abs(b[7]) * 60
+        if i == 2 and outlier == "activation":
+            w[:, 7] /= 60
+        h = n.g.add_node("Gemm", [h, n.const(w, f"w{i + 1}"), n.const(b, f"b{i + 1}")],
+                         {"transB": 1}, name=f"g{i + 1}").output
+        if i < 3:
+            h = n.op("Relu", h)
+    n.g.outputs = [h]
+    return n.g
+
+
+def quantize(graph, **opts):
+    """Per-tensor weights for the weight outlier, per channel for the activation's (its
+    channel's weights scaled alike)."""
+    x = np.random.default_rng(5).standard_normal((16, 1, 16)).astype(np.float32)
+    log = io.StringIO()
+    opts.setdefault("granularity", "tensor" if graph.name == "chain_weight" else "channel")
+    run_pipeline(graph, [PipelineStep(Quantize(feeds={"input": x}, log=log, **opts))],
+                 out=io.StringIO())
+    return graph.meta["quantization"], log.getvalue()
+
+
+@pytest.mark.parametrize("outlier, kept, point", [
+    ("weight", ["g2"], "weight of g2"),
+    ("activation", ["g2", "g3"], None),
+])
+def test_the_sensitive_point_keeps_exactly_its_layers(outlier, kept, point):
+    plain, _ = quantize(chain(outlier))
+    fixed, _ = quantize(chain(outlier), skip=",".join(kept))
+    # the outlier costs most of the error: without it float the outputs are far better
+    assert fixed["output_sqnr_db"] > plain["output_sqnr_db"] + 10, (plain, fixed)
+    budget = fixed["output_sqnr_db"] - 2
+    q, log = quantize(chain(outlier), keep="sensitivity", budget=budget,
+                      min_quantized_macs=0.4)
+    mixed = q["mixed_precision"]
+    assert q["kept_float"] == kept, log
+    assert mixed["met"] and q["output_sqnr_db"] >= budget
+    assert q["quantized_mac_share"] == mixed["quantized_mac_share"] == 1 - len(kept) / 4
+    worst = mixed["points"][0]
+    if point is None:  # the activation between g2's Relu and g3
+        point = next(x["output"] for x in q["layers"] if x["node"] == "g2")
+    assert worst["point"] == point
+    assert all(x["for"] == point for x in mixed["kept_float"])
+    rows = {x["node"]: x for x in q["layers"]}
+    assert rows["g2"]["float"] and rows["g2"]["kept_float_for"]["point"] == point
+    assert "kept_float_for" not in rows["g1"]
+    assert f"kept float for {budget} dB: g2 (for {point}" in log
+
+
+def test_the_mac_budget_bounds_what_stays_float():
+    q, log = quantize(chain("activation"), keep="sensitivity", budget=60.0,
+                      min_quantized_macs=0.7)
+    # the outlier needs two of the four layers float, half the MACs: not allowed
+    assert q["quantized_mac_share"] >= 0.7 and not q["mixed_precision"]["met"]
+    assert "budget not met" in log
+
+
+def test_greedy_choice_against_a_made_up_measurement():
+    """Noise adds: the measurement is the sum of the quantized points' noises; the choice
+    takes the noisiest points first, skips one whose layers exceed the MAC budget, and stops
+    at the budget."""
+    points = [Point("a", ("A",), 20.0), Point("b", ("B", "C"), 23.0),
+              Point("c", ("C",), 40.0), Point("d", ("D",), 24.0), Point("e", ("E",), 45.0)]
+    macs = {"A": 10, "B": 40, "C": 10, "D": 10, "E": 30}
+
+    def measure(floats: set[str]) -> float:
+        left = [p for p in points if not set(p.layers) <= floats]
+        return -10 * np.log10(sum(10 ** (-p.sensitivity_db / 10) for p in left) or 1e-30)
+
+    # all quantized 19.4 dB; A float 20.4 dB; b needs B and C (50 MACs, with A's 60 of
+    # 100 > 50): skipped; D float 22.9 dB
+    m = choose(points, macs, measure, 22.5, 0.5)
+    assert [k.name for k in m.kept] == ["A", "D"] and m.met, m
+    assert abs(m.quantized_mac_share - 0.8) < 1e-9
+    assert abs(m.output_sqnr_db - measure({"A", "D"})) < 1e-9 and m.output_sqnr_db >= 22.5
+    assert [k.point for k in m.kept] == ["a", "d"]
+    # a budget out of reach: everything that fits is kept float, and it says not met
+    m = choose(points, macs, measure, 30.0, 0.5)
+    assert [k.name for k in m.kept] == ["A", "D", "C"] and not m.met  # E: 60 > 50
+    assert abs(m.quantized_mac_share - 0.7) < 1e-9
+
+
+def test_text_in_text_out(tmp_path):
+    """quantize{keep=sensitivity}: the Gemm whose weight has an outlier (on an input that is
+    always 0) stays float, the other is quantized (per tensor), and its activations."""
+    x = np.random.default_rng(5).standard_normal((8, 1, 3)).astype(np.float32)
+    x[:, :, 2] = 0
+    np.savez(tmp_path / "calib.npz", x=x)
+    pipeline = (f"quantize{{granularity=tensor,samples={tmp_path / 'calib.npz'},"
+                "keep=sensitivity,budget=40,min_quantized_macs=0.3}")
+    # the outputs on the check's random inputs leave the calibrated ranges: text only
+    g = check_pass("""
+        graph @mp(%x: f32[1,3]) {
+          %w1 = const f32[2,3] dense<[1.0, -0.5, 100.0, 0.25, 0.75, 0.0]>
+          %w2 = const f32[2,2] dense<[0.5, 1.0, -1.0, 0.5]>
+          %a = Gemm(%x, %w1) {transA = 0, transB = 1} : f32[1,2]
+          %y = Gemm(%a, %w2) {transA = 0, transB = 1} : f32[1,2]
+          return %y
+        }""", pipeline, """
+        graph @mp(%x: f32[1,3]) {
+          %w1 = const f32[2,3] dense<[1.0, -0.5, 100.0, 0.25, 0.75, 0.0]>
+          %a_scale = const f32[] dense<[0.012771268]>
+          %a_zero_point = const u8[] dense<[138]>
+          %w2_quantized = const i8[2,2] quant<scale=0.007874016, zp=0> dense<[64, 127, -127, 64]>
+          %w2_scale = const f32[] dense<[0.007874016]>
+          %w2_zero_point = const i8[] dense<[0]>
+          %y_scale = const f32[] dense<[0.014037051]>
+          %y_zero_point = const u8[] dense<[96]>
+          %a = Gemm(%x, %w1) {transB = 1} : f32[1,2]
+          %a_QuantizeLinear = QuantizeLinear(%a, %a_scale, %a_zero_point) : u8[1,2] quant<scale=0.012771268, zp=138>
+          %a_DequantizeLinear = DequantizeLinear(%a_QuantizeLinear, %a_scale, %a_zero_point) : f32[1,2]
+          %w2_DequantizeLinear = DequantizeLinear(%w2_quantized, %w2_scale, %w2_zero_point) {axis = 0} : f32[2,2]
+          %y_0 = Gemm(%a_DequantizeLinear, %w2_DequantizeLinear) {transB = 1} : f32[1,2] #"y"
+          %y_QuantizeLinear = QuantizeLinear(%y_0, %y_scale, %y_zero_point) : u8[1,2] quant<scale=0.014037051, zp=96>
+          %y = DequantizeLinear(%y_QuantizeLinear, %y_scale, %y_zero_point) : f32[1,2] #"y_DequantizeLinear"
+          return %y
+        }""", tol=float("inf"))
+    mixed = g.meta["quantization"]["mixed_precision"]
+    assert mixed["kept_float"] == [{"node": "a", "macs": 6, "for": "weight of a",
+                                    "sensitivity_db": mixed["points"][0]["sensitivity_db"]}]
+    assert mixed["met"] and mixed["quantized_mac_share"] == 0.4
+
+
+def test_options_are_checked():
+    g = chain("weight")
+    with pytest.raises(PassError, match="keep=sensitivity needs budget=DB"):
+        quantize(g, keep="sensitivity")
+    with pytest.raises(PassError, match="keep='best'; choose worst or sensitivity"):
+        quantize(chain("weight"), keep="best", budget=30.0)
+    with pytest.raises(PassError, match=r"min_quantized_macs=1.5 must be a share"):
+        quantize(chain("weight"), keep="sensitivity", budget=30.0, min_quantized_macs=1.5)
+    with pytest.raises(PassError, match="keep=sensitivity needs calibration samples"):
+        run_pipeline(chain("weight"), [PipelineStep(Quantize(keep="sensitivity", budget=30.0,
+                                                             log=io.StringIO()))],
+                     out=io.StringIO())
+
+
+def test_cli_and_python_methods(tmp_path, capsys):
+    """--quantize-method sensitivity (with --accuracy-budget) and adaround reach the pass;
+    manifest.json, quantization.json and report.txt say which layers stayed float, why, and
+    the share of the MACs quantized; sensitivity without a budget is refused."""
+    import json
+
+    from test_quantize import calib_feeds, mobile_net
+
+    import edgec
+    from edgec.compiler.cli import main
+    from edgec.errors import EdgecError
+
+    m = mobile_net()
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    np.savez(tmp_path / "calib.npz", **calib_feeds(m))
+    budget = 40.0  # above what all quantized gives (int4: about 20 dB, 30 with adaround)
+    out = tmp_path / "out"
+    assert main(["compile", str(path), "-o", str(out), "--quantize", "int4", "--calib",
+                 str(tmp_path / "calib.npz"), "--quantize-method", "sensitivity",
+                 "--quantize-method", "adaround", "--accuracy-budget", str(budget)]) == 0
+    err = capsys.readouterr().err
+    assert "adaround of 4 of 4 layers" in err and "quantization points on 8 samples" in err
+    manifest = json.loads((out / "manifest.json").read_text())["quantization"]
+    q = json.loads((out / "quantization.json").read_text())
+    kept = q["mixed_precision"]["kept_float"]
+    assert kept and manifest["kept_float"] == q["kept_float"] == sorted(x["node"] for x in kept)
+    assert manifest["mixed_precision"]["kept_float"] == kept
+    assert manifest["quantized_mac_share"] == q["quantized_mac_share"] >= 0.9
+    assert all(r["adarounded"] is not None for r in q["layers"]
+               if r["op"] != "Add" and not r["float"])
+    report = (out / "report.txt").read_text()
+    first = kept[0]
+    assert (f"{q['quantized_mac_share']:.1%} of the MACs quantized, kept float: "
+            f"{first['node']} (for {first['for']}: {first['sensitivity_db']} dB alone)"
+            in report or first["node"] != q["kept_float"][0]), report
+    with pytest.raises(EdgecError, match="sensitivity keeps layers float until the outputs "
+                                         "meet accuracy_budget"):
+        edgec.compile(m, tmp_path / "bad", quantize="int8", calib=calib_feeds(m),
+                      quantize_methods=["sensitivity"])
