@@ -3,14 +3,16 @@ edgec's float32 and int8 convolution micro-kernels on named cores (nothing ARM r
 qemu, whose timings mean nothing).
 
 A 3x3 convolution (C channels in and out, HxW, ReLU) is compiled by edgec for `arm64` (float32,
-and int8 with calibrated uint8 activations: NEON's exact widening dot4) and `arm64-dotprod`
+and int8 with calibrated uint8 activations: NEON's dot4 without dotprod, two k-groups' products
+summed in int16 by `smull`/`smlal` and added into int32 pairs by `sadalp`) and `arm64-dotprod`
 (int8: the `sdot` version of the same micro-kernel); each library's C is compiled to assembly
 with the target's own flags by the Debian cross compiler, and the innermost loop that does the
 most multiplies is given to Debian's llvm-mca (LLVM 14) per core. Per loop iteration:
 
-- multiply-accumulates from its instruction mix: `fmla .4s` 4, `mul/smull/smlal .8h` 8,
-  `sdot .4s` 16, except an `sdot` whose operand is the 0x80 bytes the u8 activations were
-  re-centred with (the correction term 128 * sum(b), work that computes no product);
+- multiply-accumulates from its multiply instructions only (never `sadalp` or `addp`):
+  `fmla .4s` 4, `mul/smull/smlal(2) .8h` 8, `sdot .4s` 16, except an `sdot` whose operand is
+  the 0x80 bytes the u8 activations were re-centred with (the correction term 128 * sum(b),
+  work that computes no product);
 - the core's peak in the same model: a loop of 12 independent `fmla .4s` (float32), of 12
   `sdot` (int8 with dotprod), and of 12 `smlal .8h` with their `sadalp` (int8 without:
   8-bit products widened to 16 bits, summed in pairs into 32 bits), as MACs per cycle.

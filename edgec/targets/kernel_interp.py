@@ -310,6 +310,31 @@ def _dot4(e: Expr, acc: Eval, a: Eval, b: Eval) -> Eval:
     return dot4
 
 
+def _pairdot(e: Expr, acc: Eval, *ab: Eval) -> Eval:
+    half = e.args[1].value
+
+    def pairdot(env):
+        vs = [np.asarray(f(env), np.int64) for f in ab]
+        bytes16 = sum(a * b for a, b in zip(vs[::2], vs[1::2]))
+        if len(vs) == 4 and ((vs[1] == -128).any() or (vs[3] == -128).any()):
+            raise KernelError("pairdot of two k-groups with a weight of -128: their byte "
+                              "products could leave int16 (weights must lie in [-127, 127])")
+        n = e.lanes
+        s = np.asarray(acc(env), np.int64) + bytes16[2 * n * half:2 * n * (half + 1)] \
+            .reshape(n, 2).sum(axis=1)
+        return _value(s.astype(np.int32), DType.I32, n)
+
+    return pairdot
+
+
+def _pairfold(e: Expr, lo: Eval, hi: Eval) -> Eval:
+    def pairfold(env):
+        v = np.concatenate([np.asarray(lo(env), np.int64), np.asarray(hi(env), np.int64)])
+        return _value(v.reshape(-1, 2).sum(axis=1).astype(np.int32), DType.I32, e.lanes)
+
+    return pairfold
+
+
 def _nibble(e: Expr, a: Eval) -> Eval:
     k = e.args[1].value
 
@@ -407,6 +432,10 @@ def compile_expr(e: Expr) -> Eval:
         return _call(e, [compile_expr(a) for a in e.args[1:]])
     if op in ("dot4", "dot4p"):
         return _dot4(e, *(compile_expr(a) for a in e.args))
+    if op == "pairdot":
+        return _pairdot(e, *(compile_expr(a) for a in e.args[:1] + e.args[2:]))
+    if op == "pairfold":
+        return _pairfold(e, *(compile_expr(a) for a in e.args))
     if op == "mul16":
         return _mul16(e, *(compile_expr(a) for a in e.args))
     if op == "nibble":

@@ -44,6 +44,12 @@ negative to at least -128; 7-bit weights always do): AVX2 then sums it with `vpm
 and `vpmaddwd` by ones, exactly (the interpreter checks the claim); the other ISAs as dot4.
 `recentre(a)` is a uint8 vector's bytes as int8 a - 128 (a ^ 0x80): the NEON tiles sum
 int8 x int8 dot4s of it, the 128 sum b they lack folded into their compile-time tables.
+`pairdot(acc, ((a0, b0), (a1, b1)), half)` sums int8 x int8 dot4s of one or two k-groups
+in a "pairs" layout, NEON's without dotprod: the products of bytes j summed over the k-groups
+in int16 (exact: a in [-128, 127] and b in [-127, 127] for two, which the interpreter checks),
+then added pairwise into acc's N int32 lanes, lane m taking bytes 2m, 2m + 1 of the `half`
+(0: bytes 0 .. 2N-1, 1: the rest); `pairfold(lo, hi)` adds the lane pairs of both halves,
+giving dot4's lanes: dot4(0, a, b) = pairfold(pairdot(0, ((a, b),), 0), pairdot(.., 1)).
 
 Functions: a kernel may `Call` another kernel (a micro-kernel, the hot inner loops shared by
 many nodes) with pointers into its buffers (`Ptr`) and scalar arguments (`Scalar` params).
@@ -403,6 +409,37 @@ def recentre(a: Expr) -> Expr:
     return Expr("recentre", DType.I8, (a,), a.lanes)
 
 
+def pairdot(acc, pairs: Sequence[tuple[Expr, Expr]], half: int) -> Expr:
+    """acc[m] + sum over j in (2m, 2m + 1) + 2N half of sum_p a_p[j] b_p[j], for acc's N int32
+    lanes and one or two pairs (a_p, b_p) of int8 vectors of 4N lanes (see the module doc:
+    with two pairs the weights b_p must lie in [-127, 127], so that the byte sums fit int16)."""
+    if not 1 <= len(pairs) <= 2 or half not in (0, 1):
+        raise TypeError(f"kernel IR: pairdot of {len(pairs)} pairs, half {half}; it takes 1 "
+                        "or 2 pairs and half 0 or 1")
+    lanes = pairs[0][0].lanes
+    for a, b in pairs:
+        if a.dtype is not DType.I8 or b.dtype is not DType.I8 or a.lanes != lanes or \
+                b.lanes != lanes or lanes % 4:
+            raise TypeError(f"kernel IR: pairdot of {a.lanes}-lane {a.dtype} and {b.lanes}-lane "
+                            f"{b.dtype}; it takes int8 vectors of {lanes} lanes, whole dot4s")
+    acc = _lift(acc, DType.I32)
+    acc = broadcast(acc, lanes // 4) if acc.lanes == 1 else acc
+    if acc.dtype is not DType.I32 or acc.lanes != lanes // 4:
+        raise TypeError(f"kernel IR: pairdot sums {lanes} bytes into {lanes // 4} int32 lanes")
+    return Expr("pairdot", DType.I32, (acc, const(half, INDEX), *(x for p in pairs for x in p)),
+                acc.lanes)
+
+
+def pairfold(lo: Expr, hi: Expr) -> Expr:
+    """[lo0 + lo1, lo2 + lo3, .., hi0 + hi1, ..]: the two halves of `pairdot`'s sums folded
+    into dot4's lanes (int32 vectors of N lanes each)."""
+    if lo.dtype is not DType.I32 or hi.dtype is not DType.I32 or lo.lanes != hi.lanes or \
+            lo.lanes % 2:
+        raise TypeError(f"kernel IR: pairfold of {lo.lanes}-lane {lo.dtype} and {hi.lanes}-lane "
+                        f"{hi.dtype}; it takes int32 vectors of one even width")
+    return Expr("pairfold", DType.I32, (lo, hi), lo.lanes)
+
+
 def mul16(a: Expr, b: Expr) -> Expr:
     """a * b on int32 lanes whose values fit 16 bits: 0 <= a < 2^15 (bytes widened, say) and
     -2^15 <= b < 2^15, exactly; x86 computes it with one 16-bit multiply-add (`vpmaddwd`,
@@ -635,6 +672,9 @@ class Kernel:
     # site's constants (a micro-kernel whose unrolled specialisations would spill its
     # accumulators)
     opaque: bool = False
+    # a run-time dispatched kernel's version for CPUs without the extension, where it is
+    # another schedule of the same sums (NEON's pairdot beside sdot's dot4); same parameters
+    fallback: Kernel | None = None
 
     def callees(self) -> list[Kernel]:
         """The kernels this one calls, directly or not, callees first, each once."""

@@ -27,7 +27,7 @@ tiles' corr is computed with zx - 128.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ir.dtypes import DType
 from ..ir.encodings import GemmWeights, QConvWeights, gemm_tile_shape
@@ -47,6 +47,8 @@ from .kernel_ir import (
     mul16,
     mulshift,
     nibble,
+    pairdot,
+    pairfold,
     select,
     vbroadcast,
     vload,
@@ -86,8 +88,8 @@ class Int8Epilogue:
 
 def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
               epi: Int8Epilogue, nibbles: bool = False, used: int = 0,
-              sparse: bool = False, pairs16: bool = False, recentre: bool = False
-              ) -> Kernel:
+              sparse: bool = False, pairs16: bool = False, recentre: bool = False,
+              pairs: bool = False) -> Kernel:
     """MR rows x NV vectors of y = epilogue(A @ B) (see the module doc): parameters a (row 0
     of the tile), bp and bt (the panel's k-groups and its K % 4 rows, ir/encodings.py
     "gemm lL vNV [nib]": with `nibbles` two vectors to a byte, summed as 16 * b and the
@@ -104,21 +106,28 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
     `pairs16` (uint8 A): B's byte pairs fit int16 (kernel_ir.pairs_fit16; checked by the
     caller on the whole of B, its tail group included): the dot4s say so (op dot4p).
     `recentre` (uint8 A): the rows are summed as a - 128, which the caller's zero point,
-    row sums and table cz account for (the module doc)."""
+    row sums and table cz account for (the module doc). `pairs` (int8 or re-centred rows, B
+    within [-127, 127], not sparse, no nibbles): the k-groups two at a time, their products
+    summed in int16 (kernel_ir.pairdot) into two accumulators per vector, folded after the
+    k loop."""
     used = 1 if sparse else used or nv
     recentre = recentre and a_type is DType.U8
     if recentre and not epi.zero_a:
         raise ValueError("gemm_tile: re-centred rows need the zero-point table (za - 128)")
+    if pairs and (sparse or nibbles or not (recentre or a_type is I8)):
+        raise ValueError("gemm_tile: pairdot sums int8 rows and int8 weights, dense")
     pairs16 = pairs16 and not recentre
-    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used, sparse, pairs16, recentre)
+    key = (lanes, mr, nv, a_type, ktail, epi, nibbles, used, sparse, pairs16, recentre, pairs)
     if key in _CACHE:
         return _CACHE[key]
     enc = GemmWeights(lanes, nv, nibbles)
     kb = KernelBuilder(f"mk_gemm_{a_type.name.lower()}{'i4' if nibbles else 'i8'}x{lanes}_m{mr}"
                        f"_v{nv}{f'u{used}' if used < nv and not sparse else ''}"
-                       f"{'_sp' if sparse else ''}{'_p16' if pairs16 else ''}_t{ktail}{epi.tag}",
+                       f"{'_sp' if sparse else ''}{'_p16' if pairs16 else ''}"
+                       f"{'_s16' if pairs else ''}_t{ktail}{epi.tag}",
                        f"int8 gemm tile: {mr} rows x {used * lanes} columns, int32 accumulators"
                        + (", int4 weights two to a byte" if nibbles else "")
+                       + (", two k-groups summed in int16" if pairs else "")
                        + (", weight pairs within int16" if pairs16 else "")
                        + (", the stored dot4 groups only" if sparse else ""), opaque=True)
     a, bp = kb.pointer("a", a_type), kb.pointer("bp", I8)
@@ -160,15 +169,18 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
             for v in range(used):
                 kb.assign(acc[i][v], dot4(acc[i][v], av, bv[v], pairs16))
 
-    if sparse:
+    if pairs:
+        _gemm_pairs(kb, a, acc, [(bp, g * (4 * lanes * gv), g * 4) for g in (0, 1)], groups,
+                    bt, groups * 4 + (ktail - 4), lda, lanes, recentre)
+    elif sparse:
         with kb.loop(nst, "e") as e:
             g = kb.local("g", cast(gidx[e], INDEX))
             group(bp, g * (4 * lanes * gv), g * 4)
     else:
         with kb.loop(groups, "g") as g:
             group(bp, g * (4 * lanes * gv), g * 4)
-    if ktail:  # rows K-4 .. K-1 against the tail group (its rows before 4 * groups are 0)
-        group(bt, const(0), groups * 4 + (ktail - 4))
+    if ktail and not pairs:  # rows K-4 .. K-1 against the tail group (its rows before
+        group(bt, const(0), groups * 4 + (ktail - 4))  # 4 * groups are 0)
 
     if requant:
         qmin, qmax = QUANT_RANGES[epi.out]
@@ -208,6 +220,43 @@ def gemm_tile(lanes: int, mr: int, nv: int, a_type: DType, ktail: int,
     return _CACHE[key]
 
 
+def _gemm_pairs(kb: KernelBuilder, a: Expr, acc: list[list[Expr]], first: list[tuple],
+                groups: Expr, bt: Expr | None, tail_at: Expr, lda: Expr, lanes: int,
+                recentre: bool) -> None:
+    """`gemm_tile`'s k loop with `pairs`: k-groups 2g and 2g + 1 (`first`: their panel
+    buffer, weight offset and row offset at g = 0) in one pairdot per half, then the last
+    group of an odd number and the K % 4 tail group (`bt`, rows from `tail_at`) alone; the
+    sums folded into `acc`."""
+    mr, used = len(acc), len(acc[0])
+    half = [[[kb.local(f"acc{i}_{v}_{h}_", broadcast(const(0, I32), lanes)) for h in (0, 1)]
+             for v in range(used)] for i in range(mr)]
+
+    def step(at: list[tuple]) -> None:
+        bv = [[kb.local(f"b{p}_{v}_", vload(buf, b_at + v * (4 * lanes), 4 * lanes))
+               for v in range(used)] for p, (buf, b_at, _) in enumerate(at)]
+        for i in range(mr):
+            av = [vbroadcast(a, i * lda + a_at, 4 * lanes, 4) for _, _, a_at in at]
+            av = [kb.local(f"s{p}_", recentre_bytes(x) if recentre else x)
+                  for p, x in enumerate(av)]
+            for v in range(used):
+                for h in (0, 1):
+                    kb.assign(half[i][v][h], pairdot(half[i][v][h], [
+                        (av[p], bv[p][v]) for p in range(len(at))], h))
+
+    stride = first[1][1] - first[0][1], first[1][2] - first[0][2]  # one k-group's offsets
+    with kb.loop(groups // 2, "g") as g:
+        step([(buf, b_at + 2 * g * stride[0], a_at + 2 * g * stride[1])
+              for buf, b_at, a_at in first])
+    with kb.loop(groups % 2, "g") as g:  # the last group of an odd number
+        buf, b_at, a_at = first[0]
+        step([(buf, b_at + (groups - 1 + g) * stride[0], a_at + (groups - 1 + g) * stride[1])])
+    if bt is not None:
+        step([(bt, const(0), tail_at)])
+    for i in range(mr):
+        for v in range(used):
+            kb.assign(acc[i][v], pairfold(*half[i][v]))
+
+
 # -- blocked int8 convolution tiles ---------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -240,12 +289,14 @@ class ResidualAdd:
 
 
 def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shift, y, y_mb,
-                      zy, lanes: int, out: DType, add: ResidualAdd | None = None) -> None:
-    """y[j*y_mb + t*L] = requantized acc[t][j] + corr[j], L lanes each. Fixed-point (`shift` a
-    scalar): sat(mulshift(v, mult[j], shift) + zy) with int32 multipliers, rounded half up
-    (kernel_ir.mulshift). Float (`shift` None): sat(rint(v * mult[j]) + zy), the arithmetic of
-    `ir/ops/quant.py` round_saturate (clamped in float, rounded half to even). With `add`
-    (fixed point only) the residual is then added."""
+                      zy, lanes: int, out: DType, add: ResidualAdd | None = None,
+                      first: int = 0) -> None:
+    """y[j*y_mb + (first + t)*L] = requantized acc[t][j] + corr[j], L lanes each.
+    Fixed-point (`shift` a scalar): sat(mulshift(v, mult[j], shift) + zy) with int32
+    multipliers, rounded half up (kernel_ir.mulshift). Float (`shift` None):
+    sat(rint(v * mult[j]) + zy), the arithmetic of `ir/ops/quant.py` round_saturate (clamped
+    in float, rounded half to even). With `add` (fixed point only) the residual is then
+    added."""
     qmin, qmax = QUANT_RANGES[out]
     zv = kb.local("zv", broadcast(zy, lanes, I32))
     if shift is None:
@@ -258,6 +309,7 @@ def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shif
         cv = kb.local(f"c{j}_", vload(corr, j * lanes, lanes))
         mv = kb.local(f"m{j}_", vload(mult, j * lanes, lanes))
         for t in range(len(acc)):
+            at = j * y_mb + (first + t) * lanes
             if shift is None:
                 f = kb.local("f", cast(acc[t][j] + cv, F32) * mv)
                 f = kb.local("f", select(f > lo, f, lo))  # NaN goes to lo, as round_saturate
@@ -266,13 +318,13 @@ def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shif
                 q = kb.local("q", mulshift(acc[t][j] + cv, mv, shift) + zv)
                 q = kb.local("q", maximum(minimum(q, hi), lo))
                 if add is not None:
-                    q = add(kb, q, zv, j * y_mb + t * lanes, lanes, lo, hi)
-            kb.store(y, j * y_mb + t * lanes, q)
+                    q = add(kb, q, zv, at, lanes, lo, hi)
+            kb.store(y, at, q)
 
 
 def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                nibbles: bool = False, fixed: bool = False, add: bool = False,
-               pairs16: bool = False, recentre: bool = False) -> Kernel:
+               pairs16: bool = False, recentre: bool = False, pairs: int = 0) -> Kernel:
     """MB output blocks of L channels x R output pixels of one row of a blocked uint8
     convolution whose input is already padded (every tap is inside): for each input block cb,
     tap (kh, kw) and group g of 4 input channels of the block, MB weight vectors (4 bytes per
@@ -291,11 +343,20 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     `fixed`); with `add` (fixed point) then the residual's buffer, zr, qa, qb, 2^(33-s) and zc
     (`ResidualAdd`). `pairs16`: the weights' byte pairs fit int16 (kernel_ir.pairs_fit16;
     the dot4s are dot4p). `recentre`: the pixels are summed as x - 128, which the caller's
-    corr accounts for (computed with zx - 128: the module doc)."""
+    corr accounts for (computed with zx - 128: the module doc).
+
+    `pairs` (re-centred int8 weights in [-127, 127], no nibbles): the input blocks two at a
+    time, each pair of k-groups summed in int16 by `pairdot` into two accumulators per
+    output vector, folded after the k loop (`pairfold`); the R pixels `pairs` at a time, each
+    such sub-tile over the whole k loop, as twice the accumulators allow."""
     if add and not fixed:
         raise ValueError("qconv_tile: a residual add needs fixed-point requantization")
+    if pairs and (nibbles or not recentre):
+        raise ValueError("qconv_tile: pairdot sums re-centred int8 weights, not nibbles")
+    pairs = min(pairs, r)
     pairs16 = pairs16 and not recentre
-    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed, add, pairs16, recentre)
+    key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed, add, pairs16, recentre,
+           pairs)
     if key in _CACHE:
         return _CACHE[key]
     enc = QConvWeights("dot4", lanes, 4 * groups, mb, nibbles)
@@ -304,9 +365,11 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     kind = "i4" if nibbles else "u8"
     kb = KernelBuilder(f"mk_qconv_{kind}x{lanes}_m{mb}_r{r}_p{x_pix}_g{groups}_"
                        f"{out.name.lower()}{'_fx' if fixed else ''}{'_add' if add else ''}"
-                       f"{'_p16' if pairs16 else ''}",
+                       f"{'_p16' if pairs16 else ''}{f'_s16x{pairs}' if pairs else ''}",
                        f"int8 conv tile: {mb} blocks of {lanes} output channels x {r} pixels"
                        + (", int4 weights two to a byte" if nibbles else "")
+                       + (f", two k-groups summed in int16, {pairs} pixels at a time"
+                          if pairs else "")
                        + (", weight pairs within int16" if pairs16 else "")
                        + (", fixed-point requantization" if fixed else "")
                        + (", residual add" if add else ""), opaque=True)
@@ -320,6 +383,14 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     shift = kb.scalar("shift", I32) if fixed else None
     residual = ResidualAdd.params(kb, out) if add else None
     vec = 4 * lanes
+    if pairs:
+        for t0 in range(0, r, pairs):
+            acc = _qconv_pairs(kb, x, w, (ncb, nkh, nkw, x_cb, x_kh, x_kw, w_cb, w_kh),
+                               min(pairs, r - t0), t0, mb, groups, x_pix, vec, enc.kw_bytes(mb))
+            _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual,
+                              t0)
+        _CACHE[key] = kb.build()
+        return _CACHE[key]
     chunk = enc.chunk(groups, mb)  # groups of 4 input channels per loop iteration
     per = -(-chunk * mb // 2) if nibbles else chunk * mb  # weight loads per iteration
     # the sums start from 0 and take corr in the epilogue: started from corr (24 copies of
@@ -351,6 +422,49 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                         kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[c * mb + j], pairs16))
     _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual)
     _CACHE[key] = kb.build()
+    return _CACHE[key]
+
+
+def _qconv_pairs(kb: KernelBuilder, x: Expr, w: Expr, dims: tuple[Expr, ...], r: int, t0: int,
+                 mb: int, groups: int, x_pix: int, vec: int, kw_bytes: int
+                 ) -> list[list[Expr]]:
+    """The sums of pixels t0 .. t0 + r - 1 of `qconv_tile` with `pairs`, folded: the input
+    blocks two at a time (cb and cb + 1 at one tap: two k-groups per `pairdot`), then the
+    last one alone where their number is odd. `dims`: the tile's ncb, nkh, nkw, x_cb, x_kh,
+    x_kw, w_cb, w_kh."""
+    ncb, nkh, nkw, x_cb, x_kh, x_kw, w_cb, w_kh = dims
+    acc = [[[kb.local(f"acc{t}_{j}_{h}_", broadcast(const(0, I32), vec // 4))
+             for h in (0, 1)] for j in range(mb)] for t in range(r)]
+
+    def taps(cb: Expr, n: int) -> None:
+        with kb.loop(nkh, "kh") as kh, kb.loop(nkw, "kw") as kw:
+            xo = kb.local("xo", cb * x_cb + kh * x_kh + kw * x_kw + t0 * x_pix)
+            wo = kb.local("wo", cb * w_cb + kh * w_kh + kw * kw_bytes)
+            with kb.loop(groups, "g") as g:
+                wv = [[kb.local(f"w{p}_{j}_", vload(w, wo + p * w_cb + (g * mb + j) * vec, vec))
+                       for j in range(mb)] for p in range(n)]
+                for t in range(r):
+                    xb = [kb.local(f"s{p}_", recentre_bytes(vbroadcast(
+                        x, xo + p * x_cb + t * x_pix + 4 * g, vec, 4))) for p in range(n)]
+                    for j in range(mb):
+                        for h in (0, 1):
+                            kb.assign(acc[t][j][h], pairdot(acc[t][j][h], [
+                                (xb[p], wv[p][j]) for p in range(n)], h))
+
+    with kb.loop(ncb // 2, "cb") as cb:
+        taps(cb * 2, 2)
+    with kb.loop(ncb % 2, "cb") as cb:  # the last input block of an odd number
+        taps(ncb - 1 + cb, 1)
+    return [[kb.local(f"acc{t}_{j}_", pairfold(*acc[t][j])) for j in range(mb)]
+            for t in range(r)]
+
+
+def with_fallback(fn: Kernel, fallback: Kernel) -> Kernel:
+    """`fn` (a dot4 tile for a run-time dispatched extension: sdot) with `fallback`, the same
+    tile for CPUs without it (the `pairs` form), under the fallback's name."""
+    key = ("fallback", fn.name, fallback.name)
+    if key not in _CACHE:
+        _CACHE[key] = replace(fn, name=fallback.name, fallback=fallback)
     return _CACHE[key]
 
 

@@ -69,12 +69,24 @@ WIDENED = re.compile(r", dot4 widened \(vpmaddwd: the weights of a pair sum to -
                      r"\+-128 a 16-bit pair sum allows\)")
 
 
+# NEON without dotprod sums two k-groups' products in int16 where every weight is within
+# +-127 (kernel IR pairdot), else keeps the widened dot4; the strategy says which and why
+NEON_PAIRED = re.compile(r", dot4 as (smull\+smlal\+sadalp|vmull\+vmlal\+vpadal) \(two k-groups "
+                         r"summed in int16: weights within \+-127\)")
+NEON_WIDENED = re.compile(r", dot4 widened \(smull\+addp: a weight of -128; two k-groups' "
+                          r"products sum in int16 only within \+-127\)")
+
+
 def dot4_form(name: str) -> tuple[str, str]:
-    """(the strategy without its AVX2 dot4 form, the form: "paired", "widened" or "")."""
+    """(the strategy without its dot4 form, the form: "paired", "widened" or "")."""
     if name.endswith(PAIRED):
         return name[:-len(PAIRED)], "paired"
-    m = WIDENED.search(name)
-    return (name[:m.start()] + name[m.end():], "widened") if m else (name, "")
+    for pattern, form in ((WIDENED, "widened"), (NEON_PAIRED, "paired"),
+                          (NEON_WIDENED, "widened")):
+        m = pattern.search(name)
+        if m:
+            return name[:m.start()] + name[m.end():], form
+    return name, ""
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +107,11 @@ def test_qdq_models_stay_on_their_integer_fast_paths(model, target, qdq_models):
                                  or s.lanes != QFAST[op][dot4_form(s.name)[0]] * lanes))]
     assert not slow, f"QDQ {model} on {target} left its fast path:\n  " + "\n  ".join(slow)
     # onnxruntime's full-range 8-bit weights: on AVX2 the dot4 layers stay widened, each
-    # saying why; elsewhere the form is not named
+    # saying why (a pair sums past +-128); NEON's pairs need only each weight within +-127,
+    # which these hold; AVX-512 (VNNI) does not name the form
     forms = {dot4_form(s.name)[1] for _, op, s in got if "dot4" in s.name}
-    assert forms == ({"widened"} if target == "x86-avx2" else {""}), forms
+    assert forms == {"x86-avx2": {"widened"}, "x86-avx512": {""}}.get(target, {"paired"}), \
+        forms
     assert sum(op in QFAST for _, op, _ in got) == {"resnet18": 20, "mobilenet_v2": 52}[model]
     # every residual add runs in the convolution before it (fuse-residual)
     assert sum("residual add fused" in s.name for _, _, s in got) == \

@@ -74,6 +74,50 @@ static inline int32x4_t edgec_dot4_u8s8(int32x4_t acc, uint8x16_t a, int8x16_t b
     return edgec_dot4_fold(acc, vmulq_s16(a_lo, vmovl_s8(vget_low_s8(b))),
                            vmulq_s16(a_hi, vmovl_s8(vget_high_s8(b))));
 }
+/* kernel-IR pairdot: the byte products of one or two k-groups summed in int16 (exact for
+   weights in [-127, 127]: |2 * 128 * 127| < 32768), then pairwise into int32 lanes (sadalp),
+   bytes 0-7 (lo) or 8-15 (hi); pairfold adds the lane pairs of both halves at the end */
+static inline int32x4_t edgec_pairdot1_lo(int32x4_t acc, int8x16_t a, int8x16_t b)
+{
+    return vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+}
+static inline int32x4_t edgec_pairdot2_lo(int32x4_t acc, int8x16_t a0, int8x16_t b0,
+                                          int8x16_t a1, int8x16_t b1)
+{
+    int16x8_t p = vmull_s8(vget_low_s8(a0), vget_low_s8(b0));
+    return vpadalq_s16(acc, vmlal_s8(p, vget_low_s8(a1), vget_low_s8(b1)));
+}
+#if defined(__aarch64__)
+static inline int32x4_t edgec_pairdot1_hi(int32x4_t acc, int8x16_t a, int8x16_t b)
+{
+    return vpadalq_s16(acc, vmull_high_s8(a, b));
+}
+static inline int32x4_t edgec_pairdot2_hi(int32x4_t acc, int8x16_t a0, int8x16_t b0,
+                                          int8x16_t a1, int8x16_t b1)
+{
+    return vpadalq_s16(acc, vmlal_high_s8(vmull_high_s8(a0, b0), a1, b1));
+}
+static inline int32x4_t edgec_pairfold(int32x4_t lo, int32x4_t hi)
+{
+    return vpaddq_s32(lo, hi);
+}
+#else /* Armv7: the high halves as d registers, the fold by 64-bit pairwise adds */
+static inline int32x4_t edgec_pairdot1_hi(int32x4_t acc, int8x16_t a, int8x16_t b)
+{
+    return vpadalq_s16(acc, vmull_s8(vget_high_s8(a), vget_high_s8(b)));
+}
+static inline int32x4_t edgec_pairdot2_hi(int32x4_t acc, int8x16_t a0, int8x16_t b0,
+                                          int8x16_t a1, int8x16_t b1)
+{
+    int16x8_t p = vmull_s8(vget_high_s8(a0), vget_high_s8(b0));
+    return vpadalq_s16(acc, vmlal_s8(p, vget_high_s8(a1), vget_high_s8(b1)));
+}
+static inline int32x4_t edgec_pairfold(int32x4_t lo, int32x4_t hi)
+{
+    return vcombine_s32(vpadd_s32(vget_low_s32(lo), vget_high_s32(lo)),
+                        vpadd_s32(vget_low_s32(hi), vget_high_s32(hi)));
+}
+#endif
 /* the first n int32 lanes, already in the byte range (requantized), stored as bytes */
 #define EDGEC_NARROW4(t, ctype)                                                     \
     static inline void edgec_vst1q_s32_narrow_##t(ctype *p, int32x4_t v, ptrdiff_t n) \

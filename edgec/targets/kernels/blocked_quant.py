@@ -36,7 +36,7 @@ from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from .. import microkernels_int8 as mk
 from ..kernel_ir import INDEX, Expr, cast, const
 from ..lowering import NodeKernelBuilder, kernel
-from .quant_common import constant_table, dot4_pairs16, dot4_recentre
+from .quant_common import constant_table, dot4_pairdot, dot4_pairs16, dot4_recentre
 
 I32, F32 = DType.I32, DType.F32
 # the largest buffer (bytes, on the stack of each task) that int4 conv weights are unpacked
@@ -266,6 +266,10 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                         (mult, ob * lanes), (y, yo), cnt, y_mb, zy, *tail, *fused(yo))
         return
     mb_max = enc.mb
+    # NEON without dotprod: two k-groups summed in int16 where the weights allow
+    pairs, pairdot_say = dot4_pairdot(kb, wc, mb_max) if recentre and not enc.nibbles \
+        else (0, "")
+    sdot = pairs and "dotprod" in kb.target.features  # the pairs form is sdot's fallback
     groups = g.xb // 4
     ngroups = -(-g.mblocks // mb_max)
     taps = g.kh * g.kw
@@ -281,7 +285,7 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                 g.oh) if unpack else 1
     kb.strategy = "blocked int8 conv dot4" + (
         ", int4 weights two to a byte" + (" unpacked once per task" if unpack else "")
-        if enc.nibbles else "") + rq + pairs_say + where
+        if enc.nibbles else "") + rq + pairs_say + pairdot_say + where
     chunks = g.oh // rows
     # the threads' slices of the tasks: by output rows (every group of channels in each
     # task's rows) where the weights are smaller than the input, so that a thread's rows
@@ -312,9 +316,12 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                 with kb.loop(rows, "r") as i:
                     oh = kb.local("oh", oh0 + i)
                     for ow0, r in tiles:
-                        fn = mk.qconv_tile(lanes, mb, r, g.sw * g.xb, groups, out,
-                                           enc.nibbles and not unpack, fixed,
-                                           res is not None, pairs16, recentre)
+                        tile = (lanes, mb, r, g.sw * g.xb, groups, out,
+                                enc.nibbles and not unpack, fixed, res is not None, pairs16,
+                                recentre)
+                        fn = mk.qconv_tile(*tile, pairs=0 if sdot else pairs)
+                        if sdot:
+                            fn = mk.with_fallback(fn, mk.qconv_tile(*tile, pairs=pairs))
                         xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
                         yo = ((n * g.mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes \
                             + ow0 * lanes

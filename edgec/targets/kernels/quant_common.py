@@ -88,6 +88,32 @@ def dot4_recentre(kb: NodeKernelBuilder) -> bool:
     return unit is not None and unit.dot4_recentre
 
 
+# the vector units whose int8 tiles sum two k-groups' products in int16 (kernel IR pairdot:
+# NEON without dotprod), and its instructions; a fact of the unit (target.VectorUnit's place)
+PAIRDOT = {"neon": "smull+smlal+sadalp", "neon-armv7": "vmull+vmlal+vpadal"}
+
+
+def dot4_pairdot(kb: NodeKernelBuilder, weights: np.ndarray, mb: int) -> tuple[int, str]:
+    """The pixels per pass of a re-centred int8 conv tile of `mb` output vectors that sums
+    two k-groups in int16 (microkernels_int8.qconv_tile `pairs`; 0: the plain dot4), where
+    the target's vector unit has that form and every weight lies in [-127, 127] (|a b| for
+    int8 a at most 128 * 127, two of them within int16); and the report's words on it. On
+    a dotprod target it is the version for CPUs without dotprod."""
+    unit = kb.target.vector
+    form = PAIRDOT.get(unit.name) if unit is not None and unit.dot4_recentre else None
+    if form is None:
+        return 0, ""
+    sdot = "dotprod" in kb.target.features
+    if np.asarray(weights).min(initial=0) < -127:
+        return 0, (f", dot4 {'as sdot, else ' if sdot else ''}widened ({unit.dot4}: a weight "
+                   "of -128; two k-groups' products sum in int16 only within +-127)")
+    # two accumulators per output vector, the 2 * mb weight vectors, a broadcast and the
+    # 16-bit sum (and a spare register)
+    pixels = max(1, (unit.registers - 6 - 2 * mb) // (2 * mb))
+    return pixels, (f", dot4 as {'sdot, else ' if sdot else ''}{form} (two k-groups summed "
+                    "in int16: weights within +-127)")
+
+
 def dot4_pairs16(kb: NodeKernelBuilder, pairs: np.ndarray) -> tuple[bool, str]:
     """Whether the int8 tiles of a node write their dot4s as dot4p (kernel_ir: the weights'
     byte pairs `pairs` [..., 2], as the tiles pair them, fit int16 for any uint8 input),

@@ -18,7 +18,13 @@ from ...ir.graph import Node, Value
 from .. import microkernels_int8 as mk8
 from ..kernel_ir import INDEX, Buffer, Expr, cast, const, minimum
 from ..lowering import NodeKernelBuilder
-from .quant_common import constant_table, dot4_pairs16, dot4_recentre, zero_point
+from .quant_common import (
+    constant_table,
+    dot4_pairdot,
+    dot4_pairs16,
+    dot4_recentre,
+    zero_point,
+)
 
 F32, I32 = DType.F32, DType.I32
 
@@ -79,11 +85,15 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
         if a_v.dtype is DType.U8 and not enc.nibbles else (False, "")
     # uint8 A summed as A - 128 (microkernels_int8) where int8 x int8 is the cheaper dot4
     recentre = a_v.dtype is DType.U8 and dot4_recentre(kb)
+    # NEON without dotprod: two k-groups summed in int16 where every weight is within +-127
+    pairs, pairdot_say = dot4_pairdot(kb, bmat, nv) if dot4_recentre(kb) and not enc.nibbles \
+        and not enc.sparse else (0, "")
+    sdot = pairs and "dotprod" in kb.target.features  # the pairs form is sdot's fallback
     kb.strategy = "int8 GEMM" + (", int4 weights two to a byte" if enc.nibbles else "") + \
         (f", sparse dot4 groups, density {stored[:-(-n // lanes)].mean():.2f}"
          if enc.sparse else "") + \
         (", fixed-point requantization" if rq is not None and rq.fixed else "") + \
-        pairs_say + ("" if benc else ", weights packed by the kernel builder")
+        pairs_say + pairdot_say + ("" if benc else ", weights packed by the kernel builder")
     last_used = -(-(n - (panels - 1) * width) // lanes)  # vectors of the last panel in use
     b = bmat.astype(np.int32)
     zb = np.zeros(n, np.int32) if bz_v is None else np.broadcast_to(
@@ -183,8 +193,12 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
                             for v in range(used or nv):
                                 vector(p, v, mr, sums)
                             return
-                        fn = mk8.gemm_tile(lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles,
-                                           used, pairs16=pairs16, recentre=recentre)
+                        shape = (lanes, mr, nv, a_v.dtype, ktail, epi, enc.nibbles, used)
+                        fn = mk8.gemm_tile(*shape, pairs16=pairs16, recentre=recentre,
+                                           pairs=bool(pairs) and not sdot)
+                        if sdot:
+                            fn = mk8.with_fallback(fn, mk8.gemm_tile(
+                                *shape, pairs16=pairs16, recentre=recentre, pairs=True))
                         args = [(a, r0 * k), (bp, p * (groups * 4 * lanes * enc.group_vectors))]
                         args += [(bt, full_size + p * (4 * lanes * enc.group_vectors))] \
                             if ktail else []

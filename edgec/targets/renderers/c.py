@@ -162,6 +162,13 @@ class CRenderer:
         op = e.op if (e.op, x.dtype) in self.isa.ops else "dot4"
         return self.vop(op, x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
 
+    def _v_pairdot(self, e: Expr, acc: Expr, half: Expr, *ab: Expr) -> str:
+        return self.vop("pairdot", DType.I8, c=self.expr(acc), n=len(ab) // 2,
+                        h=("lo", "hi")[half.value], a=", ".join(self.expr(x) for x in ab))
+
+    def _v_pairfold(self, e: Expr, lo: Expr, hi: Expr) -> str:
+        return self.vop("pairfold", DType.I32, a=self.expr(lo), b=self.expr(hi))
+
     def _v_cast(self, e: Expr, x: Expr) -> str:
         if (x.op == "vload" and x.args[2] is None and x.dtype.itemsize in (1, 2)
                 and e.dtype is DType.I32):  # L bytes or halfwords widened to L int32 lanes
@@ -200,7 +207,8 @@ class CRenderer:
                           "dot4p": "_v_dot4",
                           "vgather": "_v_gather",
                           "mul16": "_v_mul16", "nibble": "_v_nibble", "cast": "_v_cast",
-                          "recentre": "_v_recentre",
+                          "recentre": "_v_recentre", "pairdot": "_v_pairdot",
+                          "pairfold": "_v_pairfold",
                           "mulshift": "_v_mulshift",
                           "call": "_v_math",
                           "neg": "_v_neg",
@@ -485,17 +493,19 @@ class CRenderer:
         """`k` as K_<tag> (rendered for the extension `d.isa`), K_<base tag> (this renderer's)
         and K, which calls the first where `d.test` holds and the second elsewhere; None when
         `k` uses none of the extension's own operations (or has parallel loops, whose outlined
-        tasks would not carry the attribute)."""
+        tasks would not carry the attribute). The second is `k.fallback` where it has one."""
         fast = CRenderer(d.isa)
+        base = k.fallback or k
         if any(isinstance(s, Loop) and s.kind == "parallel" for s in k.body) or \
-                fast.stmts(k.body, "") == self.stmts(k.body, ""):
+                fast.stmts(k.body, "") == self.stmts(base.body, ""):
             return None
         fast.function_prefix = f"{d.attribute} {self.function_prefix}"
         args = ", ".join(p.name for p in k.params)
         doc = c_comment(k.doc) or k.name
         return "\n".join([
             fast.kernel(replace(k, name=f"{k.name}_{d.tag}", doc=f"{k.doc} ({d.tag})")), "",
-            self.kernel(replace(k, name=f"{k.name}_{d.base_tag}", doc=f"{k.doc} ({d.base_tag})")),
+            self.kernel(replace(base, name=f"{k.name}_{d.base_tag}",
+                                doc=f"{base.doc} ({d.base_tag})")),
             "", f"/* {doc}: the {d.tag} version where the CPU has it */", self.signature(k), "{",
             f"    if ({d.test})", f"        {k.name}_{d.tag}({args});", "    else",
             f"        {k.name}_{d.base_tag}({args});", "}"])

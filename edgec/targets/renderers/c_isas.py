@@ -10,7 +10,9 @@ uint8 bytes by the weights, then `vpmaddwd` by ones, exact and 3 instructions in
 and the widening (benchmarks/peak_int8_avx2.c, BENCHMARKS.md);
 in scalar C a 4-lane 8-bit vector is a 32-bit word and dot4 the sum of its 4 byte products.
 On NEON dot4 is exact too (16-bit products, widening pairwise sums; the int8 tiles re-centre
-uint8 rows to int8, kernel IR `recentre`, for the cheaper int8 x int8 form); `arm64-dotprod` also
+uint8 rows to int8, kernel IR `recentre`, for the cheaper int8 x int8 form), and kernel IR
+`pairdot` sums two k-groups' products in int16 (`smull`, `smlal`) before one `sadalp`, its
+lane pairs folded once per tile (`pairfold`, `addp`); `arm64-dotprod` also
 renders each micro-kernel with a dot4 for Armv8.2-A `sdot` and calls one of the two versions as
 the CPU says at run time (`Dispatch`, `CRenderer.dispatched`).
 """
@@ -182,6 +184,9 @@ def _neon_ops(extra: dict[tuple[str, DType], str]) -> dict[tuple[str, DType], st
                 ("load_widen", dt): f"edgec_vld4_{t}_s32({{p}})"}
     ops[("load_widen", DType.U16)] = "vreinterpretq_s32_u32(vmovl_u16(vld1_u16({p})))"
     ops[("recentre", DType.U8)] = "vreinterpretq_s8_u8(veorq_u8({a}, vdupq_n_u8(0x80)))"
+    # kernel-IR pairdot (smull, smlal into int16, sadalp: {n} pairs, {h} half) and pairfold
+    ops[("pairdot", DType.I8)] = "edgec_pairdot{n}_{h}({c}, {a})"
+    ops[("pairfold", DType.I32)] = "edgec_pairfold({a}, {b})"
     ops |= {("nibble_lo", DType.I8): "vshlq_n_s8({a}, 4)",
             ("nibble_hi", DType.I8): "vandq_s8({a}, vdupq_n_s8((int8_t)0xF0))"}
     ops |= {("to_f32", DType.I32): "vcvtq_f32_s32({a})",

@@ -152,6 +152,8 @@ class _FunctionBuilder:
             return b.bitcast(self.splat(word, e.lanes // a[2]), mem_type(e.dtype, e.lanes))
         if op in ("dot4", "dot4p"):
             return self.dot4(e)
+        if op in ("pairdot", "pairfold"):
+            return self.pairs(e)
         if op == "mul16":  # the product, exact in 32 bits; LLVM picks the instruction
             return b.mul(self.expr(a[0]), self.expr(a[1]))
         if op == "nibble":  # v << 4 or v & 0xF0, byte by byte
@@ -242,6 +244,30 @@ class _FunctionBuilder:
         if n == 1:
             total = b.extract_element(total, ir.Constant(I32, 0))
         return b.add(self.splat(self.expr(acc), n), total)
+
+    def pairs(self, e: Expr) -> ir.Value:
+        """kernel IR pairdot (the bytes of one half widened to 32 bits, their products summed
+        over the k-groups and by lane pairs: the same value as NEON's int16 sums, which the
+        weights' range keeps exact) and pairfold (the lane pairs of both halves added)."""
+        b, n = self.b, e.lanes
+        if e.op == "pairfold":
+            both = b.shuffle_vector(self.expr(e.args[0]), self.expr(e.args[1]),
+                                    ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n))))
+            even, odd = ([2 * i + k for i in range(n)] for k in (0, 1))
+            return b.add(*(b.shuffle_vector(both, both, ir.Constant(ir.VectorType(I32, n), idx))
+                           for idx in (even, odd)))
+        acc, half, *ab = e.args
+        wide = ir.VectorType(I32, 2 * n)
+        sel = ir.Constant(wide, [2 * n * half.value + j for j in range(2 * n)])
+        total = None
+        for x, y in zip(ab[::2], ab[1::2]):
+            xs, ys = (b.shuffle_vector(self.expr(v), self.expr(v), sel) for v in (x, y))
+            prod = b.mul(b.sext(xs, wide), b.sext(ys, wide))
+            total = prod if total is None else b.add(total, prod)
+        even, odd = ([2 * i + k for i in range(n)] for k in (0, 1))
+        folded = b.add(*(b.shuffle_vector(total, total, ir.Constant(ir.VectorType(I32, n), idx))
+                         for idx in (even, odd)))
+        return b.add(self.expr(acc), folded)
 
     def pointer(self, buf: Buffer, index: Expr) -> ir.Value:
         base = self.env[buf.name]
