@@ -216,14 +216,15 @@ def parser() -> argparse.ArgumentParser:
                    help="least SQNR (dB) of the outputs against float on the samples: the "
                         "worst layers stay float until it holds")
     c.add_argument("--quantize-method", action="append",
-                   choices=["equalize", "bias-correct", "adaround", "sensitivity"],
+                   choices=["equalize", "bias-correct", "adaround", "sensitivity", "smooth"],
                    help="equalize: cross-layer equalization of consecutive layers' weight "
                         "ranges first; bias-correct: each quantized weight's mean output "
                         "shift taken off its bias (Nagel et al. 2019); adaround: weights "
                         "rounded up or down for each layer's output on the samples (Nagel et "
                         "al. 2020); sensitivity: with --accuracy-budget, the fewest layers "
                         "float by their measured effect on the outputs, at least 90%% of the "
-                        "MACs quantized (repeatable)")
+                        "MACs quantized; smooth: MatMul and Gemm inputs' channel ranges "
+                        "evened out against the weights' (SmoothQuant, alpha 0.5; repeatable)")
     c.add_argument("--quantize-skip", action="append", metavar="NODE",
                    help="keep this node in float (repeatable)")
     c.add_argument("--prune", type=float, default=0.0, metavar="SPARSITY",

@@ -136,8 +136,8 @@ def ensure_pipeline_plans_memory(pipeline: str) -> str:
 QUANTIZE_BITS = {"int8": 8, "int7": 7, "int4": 4, "int3": 3, "int2": 2}
 # the remedies the quantize pass applies on request (Nagel et al., ICCV 2019)
 # and the ones that measure the layers on the samples: AdaRound (Nagel et al., ICML 2020),
-# mixed precision by sensitivity (with accuracy_budget)
-QUANTIZE_METHODS = ("equalize", "bias-correct", "adaround", "sensitivity")
+# mixed precision by sensitivity (with accuracy_budget), SmoothQuant (alpha 0.5)
+QUANTIZE_METHODS = ("equalize", "bias-correct", "adaround", "sensitivity", "smooth")
 # what the plots of report.html and quantization.png need, as the README names it
 PLOTS_NEED = "it needs matplotlib (pip install 'edgec[report]')"
 
@@ -288,7 +288,7 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
                  samples=samples, weights=weights, budget=budget, feeds=feeds, log=log,
                  original=original, pairs=pairs and QUANTIZE_BITS[quantize] == 8,
                  equalize="equalize" in methods, bias_correct="bias-correct" in methods,
-                 adaround="adaround" in methods,
+                 adaround="adaround" in methods, smooth=0.5 if "smooth" in methods else 0.0,
                  keep="sensitivity" if "sensitivity" in methods else "worst")
     at = next((i for i, s in enumerate(steps) if s.pass_.name == "fuse-qdq"), None)
     if at is None:
@@ -356,8 +356,9 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     the MACs quantized: passes/sensitivity.py); `quantize_methods`:
     any of "equalize" (cross-layer equalization first) and "bias-correct" (each quantized
     weight's mean shift taken off its bias), "adaround" (each weight rounded up or down for
-    its layer's output on the samples, passes/adaround.py) and "sensitivity",
-    passes/quantize.py. A calibrated
+    its layer's output on the samples, passes/adaround.py), "smooth" (SmoothQuant's
+    activation smoothing of MatMul and Gemm inputs, alpha 0.5, passes/smooth.py) and
+    "sensitivity", passes/quantize.py. A calibrated
     quantization writes quantization.json and quantization.png (per layer: scale, zero
     point, bits, SQNR, share of the MACs and of the latency measured on the samples where
     the host runs the target) beside the library.

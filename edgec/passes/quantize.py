@@ -45,7 +45,9 @@ samples x activations.
 
 With `adaround`, each layer's weights are rounded up or down to minimise its output error on
 the samples (AdaRound, Nagel et al., ICML 2020: adaround.py) instead of to nearest; the
-codes are worked out once, for every trial graph.
+codes are worked out once, for every trial graph. With `smooth` (alpha), the inputs of
+MatMuls and Gemms have their channels' ranges evened out against the weights' first
+(SmoothQuant: smooth.py; the float model computes the same).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ from .equalize import equalize as equalize_layers
 from .manager import register_pass
 from .sensitivity import SAMPLES as SENSITIVITY_SAMPLES
 from .sensitivity import MixedPrecision, Point, choose
+from .smooth import smooth as smooth_inputs
 
 BITS = (8, 7, 4, 3, 2)
 GRANULARITIES = ("channel", "tensor")
@@ -153,6 +156,7 @@ class Quantize:
     keep: str = "worst"
     min_quantized_macs: float = 0.9  # keep=sensitivity: the least share of MACs quantized
     adaround: bool = False  # weights rounded up or down for each layer's output (adaround.py)
+    smooth: float = 0.0  # alpha of SmoothQuant's activation smoothing (smooth.py); 0: off
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
     log: Any = field(default=None, compare=False, metadata={"option": False})
     # the model as given (a Graph, same inputs and outputs), for the end-to-end error
@@ -178,8 +182,9 @@ class Quantize:
         wmethod = self.weights if self.weights != "auto" else \
             "admm" if self.calib == "admm" or self.bits < 8 else "minmax"
         if not feeds:
-            if self.adaround or self.keep == "sensitivity":
-                what = "adaround" if self.adaround else "keep=sensitivity"
+            if self.adaround or self.keep == "sensitivity" or self.smooth:
+                what = "adaround" if self.adaround else "smooth" if self.smooth else \
+                    "keep=sensitivity"
                 raise PassError(f"quantize: {what} needs calibration samples (samples=FILE.npz, "
                                 "--calib, or calib= in Python): it measures the layers' outputs "
                                 "on them")
@@ -194,6 +199,16 @@ class Quantize:
             self._say(f"quantize: no calibration samples: data-free, weights only "
                       f"({self.bits}-bit, {wmethod}); activations stay float")
             return True
+        smoothed = []
+        if self.smooth:
+            smoothed = smooth_inputs(graph, feeds, self.smooth,
+                                     lambda n: n.name in candidates and n.name not in skip)
+            self._say(f"quantize: activation smoothing (alpha {self.smooth}) of "
+                      f"{len(smoothed)} inputs of {sum(len(x['layers']) for x in smoothed)} "
+                      "layers" + "".join(f"; {x['input']} by {x['by']}, range "
+                                         f"{x['range_before']:.3g} -> {x['range_after']:.3g}"
+                                         for x in smoothed[:3])
+                      + ("; ..." if len(smoothed) > 3 else ""))
         # ranges are observed once, on the float model, for every tensor any choice of skipped
         # layers may quantize
         all_points = _activation_points([n for n in graph.nodes if n.name in candidates])
@@ -239,7 +254,7 @@ class Quantize:
             "output_sqnr_db": _finite(out_sqnr),
             "output_rel_error": _output_error(graph, reference, got, relative_error),
             "kept_float": sorted(skip), "quantized_mac_share": round(share, 4),
-            "adaround": self.adaround, "layers": layers}
+            "adaround": self.adaround, "smoothed": smoothed, "layers": layers}
         q = graph.meta["quantization"]
         if mixed is not None:
             q["mixed_precision"] = mixed.record()
@@ -285,7 +300,8 @@ class Quantize:
                 continue
             rows.append({"node": n.name, "op": n.op, "float": n.name in skip,
                          "macs": _macs(n), "output": _after_activation(n.output).name,
-                         "equalized": bool(n.meta.get("equalized")), "bias_correction": None})
+                         "equalized": bool(n.meta.get("equalized")),
+                         "smoothed": bool(n.meta.get("smoothed")), "bias_correction": None})
         done = {n.name: self._weight(graph, n, codes) for n in targets if n.op != "Add"
                 and (only is None or _weight_point(n) in only)}
         for r in rows:
@@ -429,6 +445,9 @@ class Quantize:
         if self.keep == "sensitivity" and self.budget <= 0:
             raise PassError("quantize: keep=sensitivity needs budget=DB, the least SQNR of the "
                             "outputs against float (25 to 35 dB keeps most answers)")
+        if not 0.0 <= self.smooth <= 1.0:
+            raise PassError(f"quantize: smooth={self.smooth} must be SmoothQuant's alpha in "
+                            "(0, 1] (0.5 splits the ranges evenly; 0: no smoothing)")
         if not 0.0 <= self.min_quantized_macs <= 1.0:
             raise PassError(f"quantize: min_quantized_macs={self.min_quantized_macs} must be "
                             "a share of the MACs in [0, 1] (0.9: 90% stay quantized)")

@@ -340,8 +340,8 @@ def test_cli_quantize_methods(tmp_path, capsys):
     assert plain.manifest["quantization"]["report"] == "quantization.json"
     rows = json.loads((tmp_path / "plain" / "quantization.json").read_text())["layers"]
     assert not any(r["equalized"] or r["bias_correction"] for r in rows)
-    with pytest.raises(EdgecError, match="quantize methods smooth: choose from equalize"):
-        edgec.compile(m, tmp_path / "bad", quantize="int8", quantize_methods=["smooth"])
+    with pytest.raises(EdgecError, match="quantize methods magic: choose from equalize"):
+        edgec.compile(m, tmp_path / "bad", quantize="int8", quantize_methods=["magic"])
 
 
 def test_input_files_that_are_not_npz_are_refused_by_name(tmp_path, capsys):
