@@ -7,7 +7,10 @@ of a weight of -128 in a two-k-group sum; a QLinearConv at the bounds (inputs 0 
 re-centred to -128 and 127 against weights +-127; an odd number of input blocks, a last
 group of fewer output blocks) built for `arm64` (C and LLVM), `armv7` and `arm64-dotprod`
 (its fallback under `qemu-aarch64 -cpu cortex-a53`) equal to edgec's interpreter, taking the
-pairs form, and with one weight of -128 keeping the widened dot4, each saying so.
+pairs form, and with one weight of -128 keeping the widened dot4, each saying so; the same
+programs on the kernel IR interpreter; the int8 GEMM tile's pairs (odd k-groups, a K % 4
+tail, a last panel of one vector) under qemu against numpy; an edgec-quantized conv on
+`arm64` naming the form.
 """
 
 from __future__ import annotations
@@ -199,3 +202,23 @@ def test_int8_gemm_pairs_exact_under_qemu(target, backend, a_type, tmp_path):
     for emu in emulators:
         got = edgec.load(art.out_dir, emulator=list(emu)).run({"a": a})["y"]
         np.testing.assert_array_equal(got, want, " ".join(emu))
+
+
+def test_edgec_quantized_conv_on_arm64_names_the_pairs_form(tmp_path):
+    # edgec's quantizer codes weights symmetrically within +-127: the pairs form, named
+    from onnx import TensorProto as T
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+                          "conv", [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 6, 6])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [1, 8, 6, 6])],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    calib = {"x": np.abs(rng.standard_normal((4, 8, 6, 6))).astype(np.float32)}
+    art = edgec.compile(m, tmp_path / "m", target="arm64", name="m", quantize="int8",
+                        calib=calib, log=io.StringIO())
+    (s,) = [r["strategy"] for r in art.manifest["kernel_strategies"]
+            if r["op"] == "BlockedQLinearConv"]
+    assert s.endswith(PAIRS), s
