@@ -226,6 +226,7 @@ class Quantize:
             mixed = self._by_sensitivity(graph, candidates, skip, observed, codes, feeds,
                                          reference)
             skip |= {x.name for x in mixed.kept}
+            signals = _signals(graph)
         while True:  # skip the worst layer until the output's SQNR meets the budget
             trial = graph.copy()
             layers = self._apply(trial, skip, observed, codes)
@@ -257,7 +258,7 @@ class Quantize:
             "adaround": self.adaround, "smoothed": smoothed, "layers": layers}
         q = graph.meta["quantization"]
         if mixed is not None:
-            q["mixed_precision"] = mixed.record()
+            q["mixed_precision"] = mixed.record() | {"measured_on": signals}
             why = {x.name: x for x in mixed.kept}
             for x in layers:
                 if x["node"] in why:
@@ -387,7 +388,8 @@ class Quantize:
         """The layers to keep float by the sensitivity of their quantization points
         (sensitivity.py), said on the log."""
         few = feeds[:SENSITIVITY_SAMPLES]
-        outs = {v.name: reference[v.name] for v in graph.outputs}
+        signals = _signals(graph)
+        outs = _point_values(graph, feeds, set(signals))
         t0 = time.perf_counter()
         nodes = [n for n in graph.nodes if n.name in candidates and n.name not in skip]
         layers_of: dict[str, list[str]] = {}
@@ -400,22 +402,24 @@ class Quantize:
             trial = graph.copy()
             self._apply(trial, skip, observed, codes, only={k})
             got = _rerun(graph, trial, cache, set(outs))
-            points.append(Point(k, tuple(layers), _output_error(
-                trial, {o: v[:len(few)] for o, v in outs.items()}, got, sqnr_db)))
+            points.append(Point(k, tuple(layers), _least_sqnr(
+                {o: v[:len(few)] for o, v in outs.items()}, got)))
         del cache
 
         def output_sqnr(keep: set[str]) -> float:
             trial = graph.copy()
             self._apply(trial, keep, observed, codes)
-            return _output_error(trial, outs, _point_values(trial, feeds, set(outs)), sqnr_db)
+            return _least_sqnr(outs, _point_values(trial, feeds, set(outs)))
 
         macs = {n.name: _macs(n) for n in graph.nodes if n.name in candidates}
         mixed = choose(points, macs, output_sqnr, self.budget, self.min_quantized_macs, skip)
         kept = ", ".join(f"{x.name} (for {x.point}: {x.sensitivity_db:.1f} dB)"
                          for x in mixed.kept)
         worst = ", ".join(f"{p.name} {p.sensitivity_db:.1f} dB" for p in mixed.points[:3])
+        on = "" if set(signals) == {v.name for v in graph.outputs} else \
+            f", measured on {', '.join(sorted(set(signals)))} before the final Softmax"
         self._say(f"quantize: sensitivity of {len(points)} quantization points on {len(few)} "
-                  f"samples (the outputs' SQNR with each alone quantized; the worst: {worst}) "
+                  f"samples (the outputs' SQNR with each alone quantized{on}; the worst: {worst}) "
                   f"in {time.perf_counter() - t0:.1f} s; kept float for {self.budget} dB: "
                   f"{kept or 'none'}; outputs {mixed.output_sqnr_db:.1f} dB with "
                   f"{mixed.quantized_mac_share:.1%} of the MACs quantized"
@@ -688,6 +692,28 @@ def _all_values(graph: Graph, feeds: list[dict]) -> list[dict[str, np.ndarray]]:
     return out
 
 
+def _signals(graph: Graph) -> list[str]:
+    """The values whose SQNR the sensitivity analysis measures: the graph's outputs, but the
+    logits of an output that a Softmax or LogSoftmax makes (through data movement), whose
+    error adds up from the layers' where the probabilities' saturates and jumps."""
+    out = []
+    for v in graph.outputs:
+        u = v
+        while u.producer is not None and u.producer.op in TRANSPARENT[1:]:
+            u = u.producer.inputs[0]
+        p = u.producer
+        out.append(p.inputs[0].name if p is not None and p.op in ("Softmax", "LogSoftmax")
+                   else v.name)
+    return out
+
+
+def _least_sqnr(want: dict[str, list], got: dict[str, list]) -> float:
+    def flat(values: list) -> np.ndarray:
+        return np.concatenate([np.asarray(a, np.float64).ravel() for a in values])
+
+    return min((sqnr_db(flat(want[k]), flat(got[k])) for k in want), default=float("inf"))
+
+
 def _rerun(graph: Graph, trial: Graph, cache: list[dict[str, np.ndarray]], names: set[str]
            ) -> dict[str, list]:
     """The values named `names` of `trial` (a copy of `graph` that quantizes some points) on
@@ -711,9 +737,9 @@ def _rerun(graph: Graph, trial: Graph, cache: list[dict[str, np.ndarray]], names
             else:
                 results = [values[v.name] for v in node.outputs]
             env.update({id(v): r for v, r in zip(node.outputs, results)})
-        for v in trial.outputs:
-            if v.name in out:
-                out[v.name].append(env[id(v)])
+            for v, r in zip(node.outputs, results):
+                if v.name in out:
+                    out[v.name].append(r)
     return out
 
 

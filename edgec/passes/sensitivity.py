@@ -17,6 +17,12 @@ everything quantized but one layer, ranks badly on real models: where the error 
 many layers, removing any one of them barely moves the outputs (issue 30: budget=25 dB kept
 every layer of one network float that way).
 
+The outputs are measured before a final Softmax (on the logits) where the model ends with
+one: the probabilities saturate, and a time step whose best class flips moves their SQNR by
+a jump, so that on a recognizer's softmax the SQNR is no sum (keeping its most sensitive layer
+float there lowered it, 16.4 -> 15.5 dB), where the logits' error adds up from the layers'.
+The budget is then on the logits too.
+
 The greedy choice takes the points in order of sensitivity (lowest SQNR first); removing one
 keeps float every layer that quantizes it, skipped where their MACs would bring the quantized
 share under `min_quantized_macs`; once the noise predicted by the sum over the points left

@@ -214,3 +214,19 @@ def test_cli_and_python_methods(tmp_path, capsys):
                                          "meet accuracy_budget"):
         edgec.compile(m, tmp_path / "bad", quantize="int8", calib=calib_feeds(m),
                       quantize_methods=["sensitivity"])
+
+
+def test_measured_on_the_logits_before_a_final_softmax():
+    """The probabilities saturate (their SQNR is no sum of the layers' noise): the choice
+    measures the Softmax's input, and the record says so; without one, the outputs."""
+    g = chain("weight")
+    logits = g.outputs[0]
+    g.outputs = [g.add_node("Softmax", [logits], {"axis": -1}, name="probs").output]
+    plain, _ = quantize(chain("weight"))
+    q, log = quantize(g, keep="sensitivity", budget=plain["output_sqnr_db"] + 6,
+                      min_quantized_macs=0.4)
+    assert q["mixed_precision"]["measured_on"] == [logits.name]
+    assert f"measured on {logits.name} before the final Softmax" in log
+    assert q["kept_float"] == ["g2"], log
+    q, _ = quantize(chain("weight"), keep="sensitivity", budget=30.0, min_quantized_macs=0.4)
+    assert q["mixed_precision"]["measured_on"] == [chain("weight").outputs[0].name]
