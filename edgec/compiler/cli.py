@@ -53,7 +53,7 @@ def cmd_compile(a) -> None:
                   quantize_methods=a.quantize_method or (),
                   prune=a.prune, prune_pattern=a.prune_pattern,
                   prune_exclude=a.prune_exclude or (), compress=a.compress,
-                  sanitize=a.sanitize, report=a.report)
+                  sanitize=a.sanitize, report=a.report, cpu=a.cpu, tune=not a.no_tune)
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
@@ -184,6 +184,7 @@ def _add_pipeline_flags(p: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
+    from ..passes.costs import MICROARCHS
     from ..targets.codegen import BACKENDS
     from ..targets.target import TARGETS
 
@@ -197,6 +198,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--backend", default="c", choices=BACKENDS,
                    help="what compiles the kernels: the C compiler or LLVM (llvmlite)")
     c.add_argument("--name", help="library and symbol prefix (default: the model file's stem)")
+    c.add_argument("--cpu", choices=sorted(MICROARCHS),
+                   help="the CPU family the library will run on, whose measured costs the "
+                        "cost models use (default: this machine's, where it runs the target)")
+    c.add_argument("--no-tune", action="store_true",
+                   help="never time a layer's sparse and dense kernels on this machine where "
+                        "the cost model cannot tell them apart: take the model's choice")
     c.add_argument("--pipeline", help="pass pipeline (default: edgec's standard one)")
     c.add_argument("--single-threaded", action="store_true",
                    help="no thread pool: the library needs no pthreads")

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import sys
 import time
@@ -23,7 +25,7 @@ from ..ir.graph import Graph
 from ..ir.onnx_dtypes import to_onnx
 from ..targets.codegen import generate
 from ..targets.lowering import unsupported_kernels
-from ..targets.target import get_target
+from ..targets.target import get_target, runs_on_host
 from ..targets.toolchain import (
     SANITIZE_CFLAGS,
     SANITIZE_LINK_FLAGS,
@@ -340,7 +342,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
             prune: float = 0.0,
             prune_pattern: str | None = None, prune_exclude: Sequence[str] = (),
             compress: bool = False, sanitize: bool = False,
-            report: str | None = None) -> Artifact:
+            report: str | None = None, cpu: str | None = None,
+            tune: bool | None = None) -> Artifact:
     """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
     `threads` False the library has no thread pool and links without pthreads; `backend`
     "llvm" compiles the kernels with LLVM instead of the C compiler.
@@ -385,6 +388,14 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     package files say so, an app links with -fsanitize=address,undefined, and the loader
     runs it as a program that reports a sanitizer's finding as an EdgecError.
 
+    `cpu` names the CPU family whose measured costs the cost models use (passes/costs.py;
+    default: the build host's, where it runs the target). With `tune` (the default), where
+    the build host runs the target, a layer whose sparse and dense kernels the cost model
+    cannot tell apart is built alone both ways and timed once on this CPU, the answer cached
+    (compiler/tune.py; report.txt and manifest.json's "sparse_timed" say which); None: on
+    unless the environment sets EDGEC_TUNE=0 (the test suite does, so that its kernel
+    choices do not depend on timings).
+
     `report` "html" writes report.html too (compiler/report_html.py): the graph before and
     after the passes, each kernel's latency on this host, the arena's memory timeline and,
     where they apply, each layer's quantization error and weight sparsity, in one page."""
@@ -401,7 +412,8 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
                          accuracy_budget=accuracy_budget, quantize_methods=quantize_methods,
                          prune=prune,
                          prune_pattern=prune_pattern, prune_exclude=prune_exclude,
-                         compress=compress, sanitize=sanitize, report=report)
+                         compress=compress, sanitize=sanitize, report=report, cpu=cpu,
+                         tune=tune)
 
 
 def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
@@ -415,12 +427,14 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
                   quantize_methods: Sequence[str] = (),
                   prune: float = 0.0, prune_pattern: str | None = None,
                   prune_exclude: Sequence[str] = (), compress: bool = False,
-                  sanitize: bool = False, report: str | None = None) -> Artifact:
-    """Compile an IR graph (modified in place by the pipeline) into `out_dir`."""
+                  sanitize: bool = False, report: str | None = None, cpu: str | None = None,
+                  tune: bool | None = None) -> Artifact:
+    """Compile an IR graph (modified in place by the pipeline; a copy of it where layers were
+    timed) into `out_dir`."""
     from ..passes import default_pipeline, parse_pipeline, run_pipeline
 
     t0 = started if started is not None else time.perf_counter()
-    tgt = get_target(target)
+    tgt = get_target(target, cpu)
     if sanitize:
         check_sanitizable(tgt, backend)
     name = name or default_name(graph.name)
@@ -436,7 +450,8 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     if report not in (None, "html"):
         raise EdgecError(f"report={report!r}: choose html")
     pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32),
-                                                                       tgt.registers))
+                                                                       tgt.registers,
+                                                                       tgt.uarch))
     steps = parse_pipeline(pipeline)
     if prune:
         steps = _with_prune(steps, prune, _prune_pattern(prune_pattern, quantize, calib, log),
@@ -451,10 +466,16 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     t_import = time.perf_counter()
     float32_bytes = _float32_bytes(graph)
     before = graph.copy() if report else None  # for the page: the graph as imported
-    pass_report = run_pipeline(graph, steps, verify_each=verify_each,
-                               print_ir_after_all=print_ir_after_all,
-                               check_numerics=check_numerics, timing=timing,
-                               out=log or sys.stderr)
+    run = functools.partial(run_pipeline, verify_each=verify_each,
+                            print_ir_after_all=print_ir_after_all,
+                            check_numerics=check_numerics, timing=timing,
+                            out=log or sys.stderr)
+    if tune is None:
+        tune = os.environ.get("EDGEC_TUNE", "1") != "0"
+    if tune and runs_on_host(tgt) and any(s.pass_.name == "sparsify" for s in steps):
+        graph, pass_report = _run_tuned(graph, steps, tgt, backend, run, log or sys.stderr)
+    else:
+        pass_report = run(graph, steps)
     plan = graph.meta["memory_plan"]
     t_passes = time.perf_counter()
     src = generate(graph, plan, tgt, name, source, threads=threads, backend=backend,
@@ -524,6 +545,9 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
               "total": round(t_build - t0, 4)}
     if "pruning" in graph.meta:  # the prune pass's record: each layer's share of zeros
         manifest["pruning"] = graph.meta["pruning"]
+    timed = _timed_layers(graph)
+    if timed:
+        manifest["sparse_timed"] = timed
     if "quantization" in graph.meta:
         # the timed copy of the library is loaded through its manifest
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -540,6 +564,55 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
 
         write_report(out, before, graph, manifest, tgt)
     return Artifact(out, name, manifest, timing)
+
+
+def _run_tuned(graph: Graph, steps: list, tgt, backend: str, run, log):
+    """Run the pipeline with sparsify reading this machine's measured choices; where it marked
+    layers its cost model cannot decide and nothing was measured for them yet, time them
+    (compiler/tune.py) and run the passes from sparsify on again with the answers."""
+    from ..passes.manager import PipelineReport
+    from .tune import close_layers, read_cache, timings_file, tune, with_timings
+
+    path = timings_file(tgt)
+    steps = with_timings(steps, path)
+    at = next(i for i, s in enumerate(steps) if s.pass_.name == "sparsify")
+    first = run(graph, steps[:at])
+    snapshot = graph.copy()
+    rest = run(graph, steps[at:])
+    plans = close_layers(graph, read_cache(path))
+    if plans:
+        tune(snapshot, plans, steps, tgt, path, backend, log)
+        graph = snapshot
+        rest = run(graph, steps[at:])
+    return graph, PipelineReport(first.records + rest.records)
+
+
+def _timed_layers(graph: Graph) -> list[dict]:
+    """The layers whose sparse-or-dense choice was close for the cost model, and how each was
+    settled: by the times measured on this CPU, or by the model (not timed: the build host
+    does not run the target, or --no-tune)."""
+    out = []
+    for n in graph.nodes:
+        p = n.meta.get("sparse")
+        if isinstance(p, dict) and p.get("close"):
+            row = {"layer": p["layer"], "kernel": "sparse" if p["sparse"] else "dense",
+                   "model_ratio": round(p["sparse_cost"] / p["dense_cost"], 3)}
+            if "measured_us" in p:
+                row["measured_us"] = p["measured_us"]
+            out.append(row)
+    return out
+
+
+def _timed_lines(rows: list[dict]) -> list[str]:
+    lines = []
+    for r in rows:
+        how = (f"timed on this CPU: sparse {r['measured_us']['sparse']:.1f} us, dense "
+               f"{r['measured_us']['dense']:.1f} us" if "measured_us" in r else
+               "not timed (the build host does not run the target, or --no-tune): the "
+               "model's choice")
+        lines.append(f"sparsify: {r['layer']} runs {r['kernel']}: the cost model could not "
+                     f"tell (sparse {r['model_ratio']:.2f}x the dense estimate); {how}")
+    return lines
 
 
 def _float32_bytes(graph: Graph) -> int:
@@ -561,6 +634,7 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
               _weights_line(manifest["weights"]),
               *([_pruning_line(manifest["pruning"])] if "pruning" in manifest else []),
               *_int8_sparse_hint(manifest),
+              *_timed_lines(manifest.get("sparse_timed", [])),
               *([_quantization_line(manifest["quantization"])]
                 if "output_rel_error" in manifest.get("quantization", {}) else []),
               *([f"quantization.png not drawn: {PLOTS_NEED}"]

@@ -65,14 +65,19 @@ DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-cons
                     "fuse,dce,sparsify,reorder,plan-memory")
 
 
-def default_pipeline(vector_lanes: int = 1, registers: int = 16) -> str:
+def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = "") -> str:
     """The standard pipeline for a target whose float vectors have `vector_lanes` lanes in
     `registers` registers: with vectors, convolutional regions run in blocked NCHWc layout of
     that many channels, and the weights of blocked integer convolutions and int8 GEMMs are
-    packed for tiles sized to the registers (and vectors) and requantized in fixed point."""
+    packed for tiles sized to the registers (and vectors) and requantized in fixed point.
+    `uarch`: the CPU family whose costs sparsify's model uses (passes/costs.py)."""
+    sparse = ",".join(([f"lanes={vector_lanes}"] if vector_lanes >= 2 else []) +
+                      ([f"uarch={uarch}"] if uarch else []))
+    pipeline = DEFAULT_PIPELINE.replace("sparsify,", f"sparsify{{{sparse}}}," if sparse
+                                        else "sparsify,")
     if vector_lanes < 2:
-        return DEFAULT_PIPELINE
-    return DEFAULT_PIPELINE.replace("sparsify,", f"sparsify{{lanes={vector_lanes}}},").replace(
+        return pipeline
+    return pipeline.replace(
         "reorder,", f"reorder{{lanes={vector_lanes},registers={registers}}},").replace(
         ",plan-memory", f",layout-nchwc{{block={vector_lanes}}},pack-weights{{registers="
                         f"{registers},lanes={vector_lanes}}},fixed-point,fuse-residual,dce,"

@@ -24,6 +24,9 @@ convolution's choice and its figures go to `node.meta["sparse"]` for the report.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import numpy as np
 
 from ..errors import PassError
@@ -38,6 +41,7 @@ from ..ir.sparse import (
     encode_conv,
     encode_sliced,
 )
+from .costs import microarch
 from .manager import register_pass
 from .rewrite import replace_value
 
@@ -61,11 +65,12 @@ SPARSE_RATE = {(1, 1): 0.35, (4, 1): 0.55, (8, 1): 0.6, (16, 1): 0.53, (1, 4): 0
 # no more entries than csr would (then its weights are 5 bytes per entry instead of 8)
 NM_RATE = SPARSE_RATE[1, 1]
 NM_GROUPS = (4, 8, 16)  # the M of N:M tried
-GEMV_RATE = 0.1  # one row of A: B streams from the caches once per call
-GATHER_RATE = 0.15
+# one row of A (B streams from the caches once per call) and the gathers: the CPU family's
+# rates (passes/costs.py: its bandwidth and gather cost against its FMA peak)
 # with rows of A the dense kernel reaches DENSE_RATE, the gathers do not get faster: [16, 512]
-# x [512, 512] at 90% zeros gathered in 102 us against 56 us dense
-GATHER_RATE_ROWS = 0.06
+# x [512, 512] at 90% zeros gathered in 102 us against 56 us dense (Emerald Rapids), a share
+# of the peak 1.5 times the gathers' over one row there
+GATHER_ROWS_SHARE = 1.5
 CONV_ROWS = 4  # rows of A from which a matrix product may run as a convolution over them
 # a matrix product as a convolution over its rows, [M, 512] x [512, 512] at 90% zeros
 # (AVX-512): a stored entry cost about 0.2 ns of offset load and broadcast plus 0.44 ns per
@@ -73,6 +78,13 @@ CONV_ROWS = 4  # rows of A from which a matrix product may run as a convolution 
 # transposes (a strided scalar copy) 0.65 ns an element, 60 times an FMA at the dense rate.
 # M = 16, 64, 128: 1.9x, 2.2x, 2.3x faster than dense
 TRANSPOSE_COST = 60.0
+
+
+def microarch_of(name: str):
+    try:
+        return microarch(name)
+    except ValueError as e:
+        raise PassError(f"sparsify: {e}") from None
 
 
 def _tile_fill(vectors: int) -> float:
@@ -171,21 +183,24 @@ def _matmul_candidate(node: Node) -> bool:
             and (node.input(3) is None or node.input(3).shape == node.output.shape))
 
 
-def matmul_plan(node: Node, lanes: int, **blocks) -> dict:
-    """The cost model's figures for a matrix product with constant B: the dense kernel at
-    `DENSE_RATE` of the peak with rows of A to share each weight's load, `GEMV_RATE` with one
-    row (it streams B once per call); the gathering kernel at `GATHER_RATE` of it per stored
-    entry (padding included) and row (`GATHER_RATE_ROWS` from 4 rows); from `CONV_ROWS`
-    rows of A (and no residual), the
-    sparse convolution over the rows as its pixels (A and the result transposed: `conv` in
-    the plan, with its blocks as `_blocks_plan` chooses them under `blocks`)."""
+def matmul_plan(node: Node, lanes: int, uarch: str = "", **blocks) -> dict:
+    """The cost model's figures for a matrix product with constant B on CPU family `uarch`
+    (passes/costs.py): the dense kernel at `DENSE_RATE` of the peak with rows of A to share
+    each weight's load, the family's `gemv_share` with one row (it streams B once per call);
+    the gathering kernel at its `gather_rate` per stored entry (padding included) and row
+    (`GATHER_ROWS_SHARE` times that from 4 rows); from `CONV_ROWS` rows of A (and no
+    residual), the sparse convolution over the rows as its pixels (A and the result
+    transposed: `conv` in the plan, with its blocks as `_blocks_plan` chooses them under
+    `blocks`)."""
+    cpu = microarch_of(uarch)
     b = node.inputs[1].const
     m = node.inputs[0].type.numel // b.shape[0]  # A's leading dimensions are its rows
     k, n = b.shape
     _, _, ptr = encode_sliced(b, SlicedWeights(lanes))
     stored = int(ptr[-1]) * lanes
-    dense = b.size * m / (DENSE_RATE if m >= 4 else GEMV_RATE)
-    sparse = stored * m / (GATHER_RATE if m < 4 else GATHER_RATE_ROWS)
+    gather = cpu.gather_rate(lanes) * (GATHER_ROWS_SHARE if m >= 4 else 1)
+    dense = b.size * m / (DENSE_RATE if m >= 4 else cpu.gemv_share)
+    sparse = stored * m / gather
     plan = {"rows": lanes, "density": round(float(np.count_nonzero(b)) / b.size, 4),
             "block_density": round(stored / max(b.size, 1), 4), "dense_cost": dense,
             "sparse_cost": sparse}
@@ -204,23 +219,71 @@ def matmul_plan(node: Node, lanes: int, **blocks) -> dict:
     return plan
 
 
+def tuning_key(node: Node, lanes: int, uarch: str) -> str:
+    """What a measured choice for `node` is filed under: its op, input shape, attributes and
+    weights (their zeros decide the sparse kernel's time), the vector lanes and CPU family."""
+    h = hashlib.sha1()
+    w = node.inputs[1].const
+    h.update(repr((node.op, list(node.inputs[0].shape), sorted(node.attrs.items()), w.shape,
+                   lanes, uarch)).encode())
+    h.update(np.ascontiguousarray(w).tobytes())
+    return h.hexdigest()[:20]
+
+
+def read_timings(path: str) -> dict:
+    """The measured choices in the JSON file at `path` (compiler/tune.py writes it):
+    {key: {"sparse": us, "dense": us}}; {} for no file."""
+    if not path:
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise PassError(f"sparsify: cannot read the timings in {path}: {e}; delete the file "
+                        "and compile again") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _settle(plan: dict, key: str, measured: dict, error: float) -> None:
+    """Mark `plan` `close` where the model cannot tell its kernels apart (estimates within
+    `error` of each other), and take a measured answer over the model's."""
+    lo, hi = sorted((plan["sparse_cost"], plan["dense_cost"]))
+    if hi < lo * error:
+        plan["close"] = True
+        plan["key"] = key
+    t = measured.get(key)
+    if isinstance(t, dict) and {"sparse", "dense"} <= t.keys():
+        plan["measured_us"] = {"sparse": t["sparse"], "dense": t["dense"]}
+        plan["sparse"] = t["sparse"] < t["dense"]
+
+
 @register_pass("sparsify")
 def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
-             pad_channels: bool = True, cols: int = 0, nm: bool = True) -> bool:
+             pad_channels: bool = True, cols: int = 0, nm: bool = True, uarch: str = "",
+             timings: str = "") -> bool:
     """Run convolutions and matrix products whose weights are mostly zero on the sparse
     kernels (`lanes`: the target's float vector, the slices of the gathering kernel;
     `force`: every candidate with any zero weight, whatever the cost model says, for tests;
     `pad_channels`: let a convolution's channels be padded to a multiple of the block;
     `cols`: only a convolution's blocks of that many input channels, 1 or 4; 0: any;
-    `nm`: let weights pruned N:M be stored so)."""
+    `nm`: let weights pruned N:M be stored so; `uarch`: the CPU family whose rates the
+    model uses, passes/costs.py; `timings`: a JSON file of measured choices, which
+    override the model's for the layers in it). A layer whose two estimates lie within
+    costs.MODEL_ERROR of each other is marked `close` in its plan, with its `key` in the
+    timings."""
     if cols not in (0, *BLOCK_COLS):
         raise PassError(f"sparsify: cols={cols} is not 0 (any) or one of {list(BLOCK_COLS)}")
+    error = microarch_of(uarch).error
+    measured = read_timings(timings)
     changed = False
     for node in list(graph.nodes):
         if _matmul_candidate(node) and (node.inputs[1].const == 0).any():
             plan = node.meta["sparse"] = matmul_plan(
-                node, lanes, pad_channels=pad_channels, cols=cols, use_nm=nm)
+                node, lanes, uarch, pad_channels=pad_channels, cols=cols, use_nm=nm)
             plan["layer"] = node.name  # the rewritten node's name may differ
+            _settle(plan, tuning_key(node, lanes, uarch), measured, error)
             if plan["sparse"] or force:
                 _rewrite_product(graph, node, plan, lanes)
                 changed = True
@@ -232,6 +295,7 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
             continue
         plan = sparse_plan(node, pad_channels, cols, nm)
         plan["layer"] = node.name
+        _settle(plan, tuning_key(node, lanes, uarch), measured, error)
         node.meta["sparse"] = plan
         if not (plan["sparse"] or force):
             continue

@@ -9,10 +9,12 @@ and run, off the device, under their qemu-user `emulator`.
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass, replace
 
 from ..errors import EdgecError
 from ..ir.dtypes import DType
+from ..passes.costs import MICROARCHS, UNKNOWN, identify
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ class Target:
     llvm_cpu: str = ""
     llvm_features: str = ""
     caches: Caches = Caches()
+    # the CPU family whose measured costs the cost models use (passes/costs.py): the build
+    # host's where its CPU runs the target's code, else "" (the figures the rates were
+    # tuned with); `--cpu` names another
+    uarch: str = ""
 
     @property
     def cross(self) -> bool:
@@ -146,14 +152,42 @@ _CPU_FLAGS = {"avx2": ("avx2",), "fma": ("fma",),
               "avx512vnni": ("avx512_vnni",)}
 
 
-def host_cpu_flags() -> frozenset[str]:
-    """This machine's CPU flags as /proc/cpuinfo lists them (empty where it cannot be read)."""
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo ({} where it cannot be read)."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
-            return frozenset(next((line.split(":", 1)[1].split() for line in f
-                                   if line.startswith("flags")), []))
+            for line in f:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
     except OSError:
-        return frozenset()
+        pass
+    return fields
+
+
+def host_cpu_flags() -> frozenset[str]:
+    """This machine's CPU flags as /proc/cpuinfo lists them (empty where it cannot be read)."""
+    return frozenset(_cpuinfo().get("flags", "").split())
+
+
+def host_uarch() -> str:
+    """This machine's CPU family in costs.MICROARCHS; "unknown" where edgec has no figures
+    for it."""
+    info = _cpuinfo()
+    try:
+        return identify(info.get("vendor_id", ""), int(info.get("cpu family", "-1")),
+                        int(info.get("model", "-1")))
+    except ValueError:
+        return "unknown"
+
+
+def host_cpu_name() -> str:
+    """This machine's CPU as /proc/cpuinfo names it, with its family and model."""
+    info = _cpuinfo()
+    return (f"{info.get('model name', 'unknown CPU')} (family {info.get('cpu family', '?')} "
+            f"model {info.get('model', '?')})")
 
 
 def missing_host_flags(target: Target) -> list[str]:
@@ -175,15 +209,31 @@ def host_x86_isa() -> str:
     return ""
 
 
-def get_target(name: str | Target) -> Target:
-    """The target called `name`; `x86` is resolved to the host's vector ISA."""
+def runs_on_host(target: Target) -> bool:
+    """Whether `target`'s code runs on this machine's CPU, natively."""
+    return target.arch == "x86_64" and not target.cross and platform.machine() == "x86_64" \
+        and not missing_host_flags(target)
+
+
+def get_target(name: str | Target, cpu: str | None = None) -> Target:
+    """The target called `name`; `x86` is resolved to the host's vector ISA. Its CPU family
+    (`uarch`) is `cpu` where given, else the host's where the host runs the target."""
     if isinstance(name, Target):
-        return name
-    try:
-        t = TARGETS[name]
-    except KeyError:
-        raise EdgecError(f"unknown target '{name}'; edgec knows: {', '.join(TARGETS)}") from None
-    if "host" in t.features and not t.isa:
-        isa = host_x86_isa()
-        t = replace(t, vector_bytes=64 if isa == "avx512" else 32, isa=isa)
+        t = name
+    else:
+        try:
+            t = TARGETS[name]
+        except KeyError:
+            raise EdgecError(f"unknown target '{name}'; edgec knows: "
+                             f"{', '.join(TARGETS)}") from None
+        if "host" in t.features and not t.isa:
+            isa = host_x86_isa()
+            t = replace(t, vector_bytes=64 if isa == "avx512" else 32, isa=isa)
+        if runs_on_host(t):
+            t = replace(t, uarch=host_uarch())
+    if cpu is not None:
+        if cpu and cpu not in MICROARCHS and cpu != UNKNOWN.name:
+            raise EdgecError(f"unknown CPU family '{cpu}' (--cpu); edgec has figures for: "
+                             f"{', '.join(MICROARCHS)}")
+        t = replace(t, uarch=cpu)
     return t

@@ -419,7 +419,12 @@ def test_sparsity_is_what_the_kernels_run(build, request):
         text = described[k["node"]]
         assert r["kernel strategy"] == k["strategy"] and text.startswith(k["strategy"])
         assert float(r["zero weights"]) == pytest.approx(zeros[layer], abs=1e-4)
-        assert "sparse" in k["strategy"], r  # 80% in blocks: every layer runs sparse
+        if "Conv" not in r["op"] and "sparse" not in k["strategy"]:
+            # the classifier (32 -> 10, 75% zeros) may run dense where the CPU family's costs
+            # say so (sparsify's matrix-vector rates, passes/costs.py): its row says so
+            assert r["stored as"] == "dense", r
+            continue
+        assert "sparse" in k["strategy"], r  # 80% in blocks: every convolution runs sparse
         density = float(re.search(r"density (\d\.\d+)", text).group(1))
         assert float(r["density"]) == density
         if r["op"] in ("Conv", "SparseConv"):

@@ -357,7 +357,7 @@ def test_sparse_matmul_matches_onnxruntime(target, backend, tmp_path):
     for batch in (1, 3):
         m = pruned_mlp(batch=batch)
         art = edgec.compile(m, tmp_path / f"out{batch}", target=target, name="mlp",
-                            backend=backend)
+                            backend=backend, cpu="emerald-rapids")
         ops = [k["op"] for k in art.manifest["kernel_strategies"]]
         assert ops.count("SparseMatMul") == 3, ops
         if runs_here(target):
@@ -466,7 +466,7 @@ def test_pruned_resnet18_stays_on_the_sparse_kernels(pattern, tmp_path):
     from edgec import zoo
 
     art = edgec.compile(zoo.resnet18(), tmp_path / "out", name="r18", prune=0.9,
-                        prune_pattern=pattern)
+                        prune_pattern=pattern, cpu="emerald-rapids")
     kinds = [(k["op"], k["strategy"]) for k in art.manifest["kernel_strategies"]]
     convs = [s for op, s in kinds if op == "SparseConv"]
     assert len(convs) == 20 and [op for op, _ in kinds].count("SparseMatMul") == 1, kinds

@@ -1,0 +1,103 @@
+"""What the cost models know of a CPU: the micro-architecture's measured figures, per family.
+
+A sparse kernel that gathers its inputs wins or loses against the dense one by the CPU's
+gather cost against the rate at which a dense matrix-vector product streams its weights, and
+these differ from one CPU family to the next by more than the zeros save: the MLP's gathering
+kernel ran 1.4x (70% zeros) and 3x (90%) faster than the dense one on the Intel Xeon
+(Emerald Rapids) the rates were tuned on, and 2.6x and 1.3x slower on an AMD Zen 4, whose
+dense product streams its 2.1 MB of weights at 3 times the Xeon's share of the FMA peak
+(BENCHMARKS.md, "Sparse kernels per CPU family"). So a target names its micro-architecture
+(`Target.uarch`: the build host's, detected from /proc/cpuinfo, or `--cpu NAME`) and
+`sparsify{uarch=NAME}` takes its rates from the figures here.
+
+Both figures are shares of the family's float32 FMA peak (the unit of sparsify's rates),
+measured on one core from the MLP of benchmarks/bench_sparse.py (784-512-256-10, batch 1,
+pruned by magnitude to 70% and 90%, unstructured and 4x1) with the peak of
+benchmarks/peak_fma.c:
+- `gemv_share`: the dense build's multiply-adds per second (535 k per inference);
+- `gather_share`: the gathering build's stored slots (sliced ELLPACK, padding included) per
+  second, by vector lanes (16: AVX-512, 8: AVX2).
+benchmarks/peak_gather.c gives the gather's own cost beside them.
+
+A CPU without figures here gets the reference family's and, where the build host runs the
+target, every close call timed (compiler/tune.py); two estimates within `MODEL_ERROR` of
+each other are close for every family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# two estimates within this factor of each other are a tie for the model (its rates fit the
+# kernels' measured times to within about 1.3x)
+MODEL_ERROR = 1.5
+UNKNOWN_ERROR = float("inf")  # a CPU without figures: every estimate is a tie
+
+
+@dataclass(frozen=True)
+class Microarch:
+    """One CPU family's figures for the cost models, and where they come from."""
+
+    name: str
+    doc: str
+    gemv_share: float  # one row of A: the dense kernel's share of the FMA peak
+    gather_share: dict[int, float] = field(default_factory=dict)  # by vector lanes
+    source: str = ""  # the host, date and commands of the measurements
+    error: float = MODEL_ERROR
+
+    def gather_rate(self, lanes: int) -> float:
+        """The gathering kernel's share of the FMA peak per stored slot, with `lanes`-wide
+        vectors (the widest measured where that width was not)."""
+        return self.gather_share.get(lanes) or self.gather_share[max(self.gather_share)]
+
+
+MICROARCHS: dict[str, Microarch] = {m.name: m for m in (
+    Microarch("emerald-rapids", "Intel Xeon, Sapphire and Emerald Rapids (AVX-512 VNNI)",
+              0.076, {16: 0.032},
+              "Intel Xeon (Emerald Rapids) host, 2026-11-26: bench_sparse.py --models mlp "
+              "(dense 0.079 ms; gathers 0.055 ms at 70%, 0.026 ms at 90%), peak 178 GFLOP/s "
+              "(BENCHMARKS.md, 'Sparse weights on the AVX-512 host'); Sapphire Rapids taken "
+              "to be the same"),
+    Microarch("zen4", "AMD Zen 4 (EPYC 9004, Ryzen 7000): AVX-512 on 256-bit datapaths",
+              0.29, {16: 0.032, 8: 0.040},
+              "AMD EPYC Zen 4 host (family 25 model 17), 2026-11-27: bench_sparse.py --models "
+              "mlp --target x86 / x86-avx2 (dense 0.027-0.036 ms; gathers 0.093 / 0.084 ms at "
+              "70%, 0.037 / 0.024 ms at 90%), peak_fma.c 117 GFLOP/s; peak_gather.c: a "
+              "gathered float costs 21 (AVX-512) and 24 (AVX2) FMA lanes"),
+    Microarch("zen1", "AMD Zen 1 and Zen+ (EPYC 7001, Ryzen 1000/2000): AVX2 on 128-bit "
+              "datapaths", 0.30, {8: 0.027},
+              "AMD EPYC Zen 1 host (family 23 model 1), at 39cd900 (issue 30): the MLP dense "
+              "0.081 ms, its 90%-sparse gathers 0.104 ms (0.78x), FMA peak 44 GFLOP/s"),
+)}
+REFERENCE = MICROARCHS["emerald-rapids"]
+UNKNOWN = Microarch("unknown", "a CPU edgec has no figures for: the reference family's, every "
+                    "close call timed", REFERENCE.gemv_share, REFERENCE.gather_share,
+                    "emerald-rapids's", UNKNOWN_ERROR)
+
+
+def microarch(name: str) -> Microarch:
+    """The figures of CPU family `name`: "" (none named: a target the build host does not
+    run) gives the reference family's; "unknown" (the build host's CPU, which edgec has no
+    figures for) the same with every estimate a tie, to be timed."""
+    if not name:
+        return REFERENCE
+    if name == UNKNOWN.name:
+        return UNKNOWN
+    try:
+        return MICROARCHS[name]
+    except KeyError:
+        raise ValueError(f"unknown CPU family '{name}'; edgec has figures for: "
+                         f"{', '.join(MICROARCHS)}") from None
+
+
+def identify(vendor: str, family: int, model: int) -> str:
+    """The family in MICROARCHS of a CPU by its /proc/cpuinfo vendor_id, cpu family and model;
+    "unknown" where edgec has no figures for it."""
+    if vendor == "AuthenticAMD":
+        if family == 23:
+            return "zen1" if model < 0x30 else "unknown"  # Zen 2 (0x31 and up): not measured
+        if family == 25 and (0x10 <= model <= 0x1f or 0x60 <= model <= 0xaf):
+            return "zen4"  # Genoa 0x10-0x1f, Raphael and Phoenix 0x60-0x7f, Bergamo 0xa0-
+    if vendor == "GenuineIntel" and family == 6 and model in (143, 207):
+        return "emerald-rapids"  # Sapphire Rapids (143) and Emerald Rapids (207)
+    return "unknown"
