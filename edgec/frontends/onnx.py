@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import onnx
 import onnx.inliner
@@ -515,22 +516,18 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _topological(g: onnx.GraphProto) -> list[onnx.NodeProto]:
-    """The nodes in a valid order: the file's order when it is one (ONNX requires it)."""
-    known = {i.name for i in g.input} | {t.name for t in g.initializer} | {""}
-    known |= {t.values.name for t in g.sparse_initializer}
-    produced = {o for n in g.node for o in n.output}
-    order, pending = [], list(g.node)
-    while pending:
-        rest = []
-        for n in pending:
-            # names produced by no node are left for the importer to report
-            if all(i in known or i not in produced for i in n.input):
-                order.append(n)
-                known.update(n.output)
-            else:
-                rest.append(n)
-        if len(rest) == len(pending):
-            raise FrontendError(f"the graph has a cycle through node "
-                                f"{rest[0].name or rest[0].output[0]} ({rest[0].op_type})")
-        pending = rest
-    return order
+    """The nodes in a valid order: the file's order when it is one (ONNX requires it), else
+    the order that keeps each node as early in the file as its inputs allow."""
+    producer = {o: i for i, n in enumerate(g.node) for o in n.output if o}
+    deps = nx.DiGraph()
+    deps.add_nodes_from(range(len(g.node)))
+    # names produced by no node (graph inputs, initializers, missing ones) add no edge: the
+    # importer reports the missing
+    deps.add_edges_from((producer[name], i) for i, n in enumerate(g.node)
+                        for name in n.input if name in producer)
+    try:
+        return [g.node[i] for i in nx.lexicographical_topological_sort(deps)]
+    except nx.NetworkXUnfeasible:
+        first = g.node[nx.find_cycle(deps)[0][0]]
+        raise FrontendError(f"the graph has a cycle through node "
+                            f"{first.name or first.output[0]} ({first.op_type})") from None

@@ -22,7 +22,7 @@ from edgec.errors import (
     VerificationError,
 )
 from edgec.frontends.onnx import import_onnx
-from edgec.ir import DType, TensorType, get_op
+from edgec.ir import DType, TensorType, get_op, interpret
 
 
 def conv_model(x_shape=(1, 3, 8, 8), attrs=None, inputs=("x", "w"), opset=17, **kw):
@@ -243,3 +243,32 @@ def test_empty_or_negative_windows_are_refused(op, kernel):
                       [1, 3, 8, 8])
     with pytest.raises(EdgecError, match=rf"{op}: kernel_shape must be >= 1"):
         import_onnx(model)
+
+
+def chain(order: list[int], cycle: bool = False) -> onnx.ModelProto:
+    """x -> Relu a -> Neg b -> Abs c -> y, the nodes written in `order`; `cycle`: Relu reads
+    c's output instead of x."""
+    nodes = [helper.make_node("Relu", ["c" if cycle else "x"], ["a"], name="relu"),
+             helper.make_node("Neg", ["a"], ["b"], name="neg"),
+             helper.make_node("Abs", ["b"], ["c"], name="abs"),
+             helper.make_node("Identity", ["c"], ["y"], name="out")]
+    g = helper.make_graph([nodes[i] for i in order], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_nodes_out_of_order_are_put_in_order():
+    g = import_onnx(chain([3, 2, 1, 0]))  # written backwards
+    assert [n.op for n in g.nodes] == [n.op for n in import_onnx(chain([0, 1, 2, 3])).nodes]
+    seen = set(v.name for v in g.inputs)
+    for n in g.nodes:  # each node after the producers of its inputs
+        assert all(v.is_const or v.name in seen for v in n.inputs if v is not None), n
+        seen.update(v.name for v in n.outputs)
+    x = np.array([1.5, -2.0], np.float32)
+    np.testing.assert_array_equal(interpret(g, {"x": x})["y"], np.abs(-np.maximum(x, 0)))
+
+
+def test_a_cycle_is_named():
+    with pytest.raises(FrontendError, match=r"cycle through node \w+ \((Relu|Neg|Abs)\)"):
+        import_onnx(chain([0, 1, 2, 3], cycle=True))
