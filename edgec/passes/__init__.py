@@ -61,8 +61,11 @@ from .rewrite import (
     sole_user,
 )
 
-DEFAULT_PIPELINE = ("fold-constants,remove-identity,dce,fold-batchnorm,fold-constants,fuse-qdq,"
-                    "fuse,dce,sparsify,reorder,plan-memory")
+
+def _spec(name: str, **options) -> str:
+    """`name{key=value,...}` in pipeline syntax; the bare name without options."""
+    shown = ",".join(f"{k}={v}" for k, v in options.items())
+    return f"{name}{{{shown}}}" if shown else name
 
 
 def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = "") -> str:
@@ -70,18 +73,22 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = ""
     `registers` registers: with vectors, convolutional regions run in blocked NCHWc layout of
     that many channels, and the weights of blocked integer convolutions and int8 GEMMs are
     packed for tiles sized to the registers (and vectors) and requantized in fixed point.
-    `uarch`: the CPU family whose costs sparsify's model uses (passes/costs.py)."""
-    sparse = ",".join(([f"lanes={vector_lanes}"] if vector_lanes >= 2 else []) +
-                      ([f"uarch={uarch}"] if uarch else []))
-    pipeline = DEFAULT_PIPELINE.replace("sparsify,", f"sparsify{{{sparse}}}," if sparse
-                                        else "sparsify,")
-    if vector_lanes < 2:
-        return pipeline
-    return pipeline.replace(
-        "reorder,", f"reorder{{lanes={vector_lanes},registers={registers}}},").replace(
-        ",plan-memory", f",layout-nchwc{{block={vector_lanes}}},pack-weights{{registers="
-                        f"{registers},lanes={vector_lanes}}},fixed-point,fuse-residual,dce,"
-                        "plan-memory")
+    `uarch`: the CPU family whose costs sparsify's model uses (passes/costs.py). The order
+    of the later passes is the one manager.RUNS_AFTER checks."""
+    vectors = vector_lanes >= 2
+    lanes = {"lanes": vector_lanes} if vectors else {}
+    steps = ["fold-constants", "remove-identity", "dce", "fold-batchnorm", "fold-constants",
+             "fuse-qdq", "fuse", "dce",
+             _spec("sparsify", **lanes, **({"uarch": uarch} if uarch else {})),
+             _spec("reorder", **lanes, **({"registers": registers} if vectors else {}))]
+    if vectors:
+        steps += [_spec("layout-nchwc", block=vector_lanes),
+                  _spec("pack-weights", registers=registers, lanes=vector_lanes),
+                  "fixed-point", "fuse-residual", "dce"]
+    return ",".join([*steps, "plan-memory"])
+
+
+DEFAULT_PIPELINE = default_pipeline()
 
 
 __all__ = [

@@ -50,6 +50,28 @@ class PassInfo:
 
 _PASSES: dict[str, PassInfo] = {}
 
+# where a pipeline holds both, each pass on the right runs before the one on the left, whose
+# input it makes: pack-weights packs the blocked convolutions layout-nchwc made, fixed-point
+# requantizes the packed and blocked ones, fuse-residual fuses residual adds into those
+# kernels, and plan-memory places the values of the graph as the passes left it
+RUNS_AFTER: dict[str, tuple[str, ...]] = {
+    "pack-weights": ("layout-nchwc",),
+    "fixed-point": ("layout-nchwc", "pack-weights"),
+    "fuse-residual": ("layout-nchwc", "pack-weights", "fixed-point"),
+    "plan-memory": ("quantize", "fuse-qdq", "fuse", "sparsify", "reorder", "layout-nchwc",
+                    "pack-weights", "fixed-point", "fuse-residual"),
+}
+
+
+def check_order(steps: Sequence[PipelineStep]) -> None:
+    """Raise PassError where a pass runs before one that RUNS_AFTER says must come first."""
+    names = [s.pass_.name for s in steps]
+    for i, name in enumerate(names):
+        late = next((n for n in names[i + 1:] if n in RUNS_AFTER.get(name, ())), None)
+        if late is not None:
+            raise PassError(f"pipeline {','.join(names)}: {name} runs before {late}, which "
+                            f"makes what {name} reads; put {late} before {name}")
+
 
 def _options_of(cls) -> dict[str, tuple[Any, Any]]:
     hints = typing.get_type_hints(cls)
@@ -454,6 +476,7 @@ class PassManager:
         else:
             self.steps = [s if isinstance(s, PipelineStep) else PipelineStep(s)
                           for s in pipeline]
+        check_order(self.steps)
         self.verify_each = verify_each
         self.print_ir_after_all = print_ir_after_all
         self.check_numerics = check_numerics

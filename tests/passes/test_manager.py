@@ -206,3 +206,24 @@ def test_sample_inputs_are_seeded_normal_floats_and_small_ints():
     np.testing.assert_array_equal(a["x"], b["x"])
     assert abs(a["x"].std() - 1) < 0.1 and a["x"].dtype == np.float32
     assert set(np.unique(a["i"])) == {0, 1, 2, 3} and a["i"].dtype == np.int64
+
+
+@pytest.mark.parametrize("text,first,late", [
+    ("fixed-point,layout-nchwc{block=8}", "fixed-point", "layout-nchwc"),
+    ("layout-nchwc{block=8},fixed-point,pack-weights", "fixed-point", "pack-weights"),
+    ("plan-memory,fuse", "plan-memory", "fuse"),
+])
+def test_a_pass_before_the_one_it_reads_is_refused(text, first, late):
+    with pytest.raises(PassError, match=f"{first} runs before {late}, which makes what "
+                                        f"{first} reads; put {late} before {first}"):
+        PassManager(text)
+
+
+@pytest.mark.parametrize("lanes,registers", [(1, 16), (4, 32), (8, 16), (16, 32)])
+def test_the_default_pipelines_keep_the_order(lanes, registers):
+    from edgec.passes import default_pipeline
+
+    text = default_pipeline(lanes, registers, "zen4")
+    assert str(PassManager(text)) == text
+    # dce and the folds may run anywhere
+    PassManager("dce,layout-nchwc{block=8},dce,pack-weights,fold-constants,plan-memory")
