@@ -224,6 +224,8 @@ def test_the_default_pipelines_keep_the_order(lanes, registers):
     from edgec.passes import default_pipeline
 
     text = default_pipeline(lanes, registers, "zen4")
-    assert str(PassManager(text)) == text
+    assert [s.pass_.name for s in PassManager(text).steps][-6:] == [
+        "layout-nchwc", "pack-weights", "fixed-point", "fuse-residual", "dce", "plan-memory"
+    ] if lanes > 1 else PassManager(text).steps[-1].pass_.name == "plan-memory"
     # dce and the folds may run anywhere
     PassManager("dce,layout-nchwc{block=8},dce,pack-weights,fold-constants,plan-memory")
