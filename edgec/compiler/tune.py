@@ -1,12 +1,13 @@
 """Where the cost model cannot tell the sparse kernel from the dense one, time both.
 
-`sparsify` marks a layer `close` when its two estimates lie within costs.MODEL_ERROR of each
-other. Where the build host runs the target's code, the driver then builds the layer alone
-twice (sparse, dense), times the two builds on this CPU, and files the answer in a JSON cache
-(`timings_file`: per target, CPU family and CPU model, under $EDGEC_CACHE_DIR or
-~/.cache/edgec) that `sparsify{timings=FILE}` reads: a layer is timed once per machine kind,
-and a measured answer outranks the model's from then on. The report says which layers were
-timed and what was measured.
+`sparsify` marks a matrix product `close` when its two estimates lie within
+costs.MODEL_ERROR of each other (convolutions are not: sparsify says why). Where the build
+host runs the target's code, the driver then builds the layer alone twice (sparse, dense),
+times the two builds on this CPU, and files the answer in a JSON cache (`timings_file`: per
+target, CPU family and CPU model, under $EDGEC_CACHE_DIR or ~/.cache/edgec) that
+`sparsify{timings=FILE}` reads: a layer is timed once per machine kind, and a measured answer
+outranks the model's from then on. The report says which layers were timed and what was
+measured.
 """
 
 from __future__ import annotations
