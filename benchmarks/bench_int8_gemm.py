@@ -1,5 +1,5 @@
 """Int8 GEMM: edgec's MatMulInteger (uint8 A x constant int8 B, the int8 micro-kernel) against
-onnxruntime's, on the GEMM shapes (M, N, K) of BENCHMARKING.md, 1 thread, interleaved.
+onnxruntime's, on the GEMM shapes (M, N, K) of BENCHMARKS.md, 1 thread, interleaved.
 
 Per shape: one MatMulInteger model, compiled by edgec and loaded through the Python loader,
 and an onnxruntime session (1 intra-op thread); outputs checked against exact integer
@@ -31,7 +31,7 @@ from onnx import helper, numpy_helper
 import edgec
 
 DEFAULT_SHAPES = "64x3136x64,256x196x2304,1024x49x1024"
-# the ten int8 GEMM shapes of BENCHMARKING.md
+# the ten int8 GEMM shapes (BENCHMARKS.md, How these are measured)
 ALL_SHAPES = ("500x500x500,2000x2000x2000,64x3136x64,128x784x64,256x196x2304,512x49x2304,"
               "512x49x4608,32x12544x27,1024x49x1024,128x3136x128")
 

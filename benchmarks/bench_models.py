@@ -1,4 +1,5 @@
-"""Side-by-side latency of edgec, onnxruntime and untuned TVM on the zoo models (BENCHMARKING.md).
+"""Side-by-side latency of edgec, onnxruntime and untuned TVM on the zoo models (the protocol
+of BENCHMARKS.md).
 
 Per model: compile with edgec (timed, ONNX to finished static library), load the artifact
 through the Python loader (the same C an app links) and an onnxruntime session, and for each
@@ -42,7 +43,8 @@ import onnx
 import onnxruntime as ort
 
 HERE = Path(__file__).resolve().parent
-# BENCHMARKING.md's single-core fp32 figure, used only when the peak cannot be measured here
+# the Xeon's single-core fp32 figure (BENCHMARKS.md,
+# The hosts' limits), used only when the peak cannot be measured here
 FALLBACK_PEAK_GFLOPS = 170.0
 ORT_LEVELS = {"disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
               "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -408,7 +410,7 @@ def setup(a: argparse.Namespace, work: Path) -> dict:
             try:
                 peak, isa = measure_peak_gflops(work, target)
             except (OSError, subprocess.CalledProcessError) as e:
-                peak, isa = FALLBACK_PEAK_GFLOPS, f"BENCHMARKING.md figure, not measured: {e}"
+                peak, isa = FALLBACK_PEAK_GFLOPS, f"the Xeon's figure, not measured: {e}"
         peaks[target] = {"gflops": peak, "isa": isa}
     # the checkout the measured edgec comes from (PYTHONPATH may point at another worktree)
     src = Path(edgec.__file__).resolve().parent

@@ -1,5 +1,6 @@
 """Quantized models: edgec against onnxruntime on the same QDQ model, and against
-onnxruntime's float32 run of the float model (BENCHMARKING.md; issue 14's speed points).
+onnxruntime's float32 run of the float model (the protocol of BENCHMARKS.md; issue 14's speed
+points).
 
 Per model (ResNet-18, MobileNetV2 of the zoo): the float model is quantized as onnxruntime
 users do it (`edgec.zoo.quantize_qdq`: quant_pre_process, then quantize_static to QDQ with

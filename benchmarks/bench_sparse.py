@@ -1,6 +1,6 @@
 """Sparse against dense: pruned models through edgec's sparse kernels, through edgec's dense
 kernels (the same pruned weights, the `sparsify` pass left out) and through onnxruntime (the
-peer that does not exploit sparsity), interleaved in one run (BENCHMARKING.md); with
+peer that does not exploit sparsity), interleaved in one run (the protocol of BENCHMARKS.md); with
 `--no-reorder`, also the sparse build without the `reorder` pass (output channels left in the
 model's order) beside, to time what reordering gains at each thread count; with
 `--no-padding`, the sparse build whose convolutions may not pad their channels to the block

@@ -1,4 +1,4 @@
-"""The package's layers import only layers to their left (DESIGN.md, docs/architecture.md):
+"""The package's layers import only layers to their left (docs/architecture.md):
 ir -> frontends -> passes -> targets -> runtime -> compiler. Checked on every import statement
 of every module, function-level imports included."""
 

@@ -1,7 +1,8 @@
 """`edgec bench OUT [--vs MODEL.onnx]`: time a compiled artifact, and onnxruntime on the
 original model in the same run, at 1 thread and at N.
 
-The protocol of BENCHMARKING.md: both loaded in this process on the same random inputs,
+The protocol of BENCHMARKS.md
+(How these are measured): both loaded in this process on the same random inputs,
 outputs checked against each other first (compiler/check.py: a fast wrong answer never
 counts; the tolerance is the user's, or the quantization's own budget, or by dtype), warmed up, then
 called alternately for `pairs` pairs; per thread count the median of each and the median of
