@@ -10,12 +10,14 @@ __version__ = "0.1.0"
 from .errors import EdgecError  # noqa: E402
 
 
-def compile(model, out_dir, **kwargs):
-    """Compile an ONNX model (path, bytes or onnx.ModelProto) into `out_dir`; see
-    `edgec.compiler.driver.compile` for the options (target, name, input_shapes, pipeline)."""
+def compile(model, out_dir, options=None, **kwargs):
+    """Compile an ONNX model (path, bytes or onnx.ModelProto) into `out_dir`; the options are
+    a `CompileOptions` (edgec.compiler.options) and/or its fields as keyword arguments
+    (target, name, pipeline, quantize, ...; `edgec.compiler.driver.compile` says what each
+    does), and `input_shapes`."""
     from .compiler.driver import compile as _compile
 
-    return _compile(model, out_dir, **kwargs)
+    return _compile(model, out_dir, options, **kwargs)
 
 
 def load(out_dir, emulator=None):

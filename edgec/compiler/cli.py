@@ -40,20 +40,21 @@ def _load_user_passes(a) -> None:
 
 def cmd_compile(a) -> None:
     from .driver import compile
+    from .options import CompileOptions
 
     _load_user_passes(a)
 
-    art = compile(a.model, a.output, target=a.target, name=a.name,
-                  input_shapes=_shapes(a.input_shape), pipeline=a.pipeline,
-                  verify_each=a.verify_each, print_ir_after_all=a.print_ir_after_all,
-                  check_numerics=a.check_numerics, timing=a.timing,
-                  threads=not a.single_threaded, backend=a.backend, quantize=a.quantize,
-                  calib=a.calib, calib_method=a.calib_method, quantize_skip=a.quantize_skip or (),
-                  quantize_weights=a.quantize_weights, accuracy_budget=a.accuracy_budget,
-                  quantize_methods=a.quantize_method or (),
-                  prune=a.prune, prune_pattern=a.prune_pattern,
-                  prune_exclude=a.prune_exclude or (), compress=a.compress,
-                  sanitize=a.sanitize, report=a.report, cpu=a.cpu, tune=not a.no_tune)
+    options = CompileOptions(
+        target=a.target, name=a.name, pipeline=a.pipeline, verify_each=a.verify_each,
+        print_ir_after_all=a.print_ir_after_all, check_numerics=a.check_numerics,
+        timing=a.timing, threads=not a.single_threaded, backend=a.backend,
+        quantize=a.quantize, calib=a.calib, calib_method=a.calib_method,
+        quantize_skip=a.quantize_skip or (), quantize_weights=a.quantize_weights,
+        accuracy_budget=a.accuracy_budget, quantize_methods=a.quantize_method or (),
+        prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
+        compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
+        tune=not a.no_tune)
+    art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -33,6 +34,7 @@ from ..targets.toolchain import (
     check_sanitizable,
     compile_objects,
 )
+from .options import CompileOptions
 
 
 @dataclass
@@ -331,20 +333,11 @@ def _with_prune(steps: list, sparsity: float, pattern: str, exclude: Sequence[st
     return [*steps[:at], PipelineStep(p), *steps[at:]]
 
 
-def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
-            input_shapes: Mapping[str, Sequence[int]] | None = None, pipeline: str | None = None,
-            verify_each: bool = False, print_ir_after_all: bool = False,
-            check_numerics: bool = False, timing: bool = False,
-            log: IO[str] | None = None, threads: bool = True, backend: str = "c",
-            quantize: str | None = None, calib=None, calib_method: str = "minmax",
-            quantize_skip: Sequence[str] = (), quantize_weights: str = "auto",
-            accuracy_budget: float = 0.0, quantize_methods: Sequence[str] = (),
-            prune: float = 0.0,
-            prune_pattern: str | None = None, prune_exclude: Sequence[str] = (),
-            compress: bool = False, sanitize: bool = False,
-            report: str | None = None, cpu: str | None = None,
-            tune: bool | None = None) -> Artifact:
-    """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. With
+def compile(model, out_dir, options: CompileOptions | None = None, *,
+            input_shapes: Mapping[str, Sequence[int]] | None = None, **changes) -> Artifact:
+    """Compile `model` into `out_dir`: libNAME.a, NAME.h, sources and manifest.json. The
+    options are `options` (a CompileOptions, compiler/options.py) with any of its fields given
+    as keyword arguments over it (`target="x86-avx2"`, `quantize="int8"`, ...). With
     `threads` False the library has no thread pool and links without pthreads; `backend`
     "llvm" compiles the kernels with LLVM instead of the C compiler.
 
@@ -400,86 +393,62 @@ def compile(model, out_dir, *, target: str = "x86", name: str | None = None,
     after the passes, each kernel's latency on this host, the arena's memory timeline and,
     where they apply, each layer's quantization error and weight sparsity, in one page."""
     t0 = time.perf_counter()
-    name = name or default_name(model)
-    graph = load_graph(model, input_shapes, name)
+    o = CompileOptions.of(options, changes)
+    o = dataclasses.replace(o, name=o.name or default_name(model))
+    graph = load_graph(model, input_shapes, o.name)
     source = Path(model).name if isinstance(model, str | Path) else ""
-    return compile_graph(graph, out_dir, target=target, name=name, pipeline=pipeline,
-                         verify_each=verify_each, print_ir_after_all=print_ir_after_all,
-                         check_numerics=check_numerics, timing=timing, log=log, source=source,
-                         started=t0, threads=threads, backend=backend,
-                         quantize=quantize, calib=calib, calib_method=calib_method,
-                         quantize_skip=quantize_skip, quantize_weights=quantize_weights,
-                         accuracy_budget=accuracy_budget, quantize_methods=quantize_methods,
-                         prune=prune,
-                         prune_pattern=prune_pattern, prune_exclude=prune_exclude,
-                         compress=compress, sanitize=sanitize, report=report, cpu=cpu,
-                         tune=tune)
+    return compile_graph(graph, out_dir, o, source=source, started=t0)
 
 
-def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | None = None,
-                  pipeline: str | None = None, verify_each: bool = False,
-                  print_ir_after_all: bool = False, check_numerics: bool = False,
-                  timing: bool = False, log: IO[str] | None = None, source: str = "",
-                  started: float | None = None, threads: bool = True,
-                  backend: str = "c", quantize: str | None = None, calib=None,
-                  calib_method: str = "minmax", quantize_skip: Sequence[str] = (),
-                  quantize_weights: str = "auto", accuracy_budget: float = 0.0,
-                  quantize_methods: Sequence[str] = (),
-                  prune: float = 0.0, prune_pattern: str | None = None,
-                  prune_exclude: Sequence[str] = (), compress: bool = False,
-                  sanitize: bool = False, report: str | None = None, cpu: str | None = None,
-                  tune: bool | None = None) -> Artifact:
+def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, *,
+                  source: str = "", started: float | None = None, **changes) -> Artifact:
     """Compile an IR graph (modified in place by the pipeline; a copy of it where layers were
     timed) into `out_dir`."""
     from ..passes import default_pipeline, parse_pipeline, run_pipeline
 
+    opt = CompileOptions.of(options, changes)
     t0 = started if started is not None else time.perf_counter()
-    tgt = get_target(target, cpu)
-    if sanitize:
-        check_sanitizable(tgt, backend)
-    name = name or default_name(graph.name)
+    tgt = get_target(opt.target, opt.cpu)
+    if opt.sanitize:
+        check_sanitizable(tgt, opt.backend)
+    name = opt.name or default_name(graph.name)
     missing = unsupported_kernels(graph.nodes)
     if missing:
         counts = graph.op_counts()
         raise UnsupportedOpError("no kernel yet for op(s): " +
                                  ", ".join(f"{o} (x{counts[o]})" for o in missing))
-    if quantize is not None and pipeline is not None:
-        raise EdgecError("give quantize= or a pipeline with a quantize{...} pass, not both")
-    if prune and pipeline is not None:
-        raise EdgecError("give prune= or a pipeline with a prune{...} pass, not both")
-    if report not in (None, "html"):
-        raise EdgecError(f"report={report!r}: choose html")
-    pipeline = ensure_pipeline_plans_memory(pipeline or default_pipeline(tgt.lanes(DType.F32),
+    pipeline = ensure_pipeline_plans_memory(opt.pipeline or default_pipeline(tgt.lanes(DType.F32),
                                                                        tgt.registers,
                                                                        tgt.uarch))
     steps = parse_pipeline(pipeline)
-    if prune:
-        steps = _with_prune(steps, prune, _prune_pattern(prune_pattern, quantize, calib, log),
-                            prune_exclude, calib, log)
+    if opt.prune:
+        pattern = _prune_pattern(opt.prune_pattern, opt.quantize, opt.calib, opt.log)
+        steps = _with_prune(steps, opt.prune, pattern, opt.prune_exclude, opt.calib, opt.log)
         pipeline = ",".join(map(str, steps))
-    if quantize is not None:
-        steps = _with_quantize(steps, quantize, calib, calib_method, quantize_skip,
-                               quantize_weights, accuracy_budget, log,
-                               graph.copy() if prune and calib is not None else None,
-                               pairs=tgt.isa == "avx2", methods=quantize_methods)
+    if opt.quantize is not None:
+        steps = _with_quantize(steps, opt.quantize, opt.calib, opt.calib_method, opt.quantize_skip,
+                               opt.quantize_weights, opt.accuracy_budget, opt.log,
+                               graph.copy() if opt.prune and opt.calib is not None else None,
+                               pairs=tgt.isa == "avx2", methods=opt.quantize_methods)
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
     float32_bytes = _float32_bytes(graph)
-    before = graph.copy() if report else None  # for the page: the graph as imported
-    run = functools.partial(run_pipeline, verify_each=verify_each,
-                            print_ir_after_all=print_ir_after_all,
-                            check_numerics=check_numerics, timing=timing,
-                            out=log or sys.stderr)
+    before = graph.copy() if opt.report else None  # for the page: the graph as imported
+    run = functools.partial(run_pipeline, verify_each=opt.verify_each,
+                            print_ir_after_all=opt.print_ir_after_all,
+                            check_numerics=opt.check_numerics, timing=opt.timing,
+                            out=opt.log or sys.stderr)
+    tune = opt.tune
     if tune is None:
         tune = os.environ.get("EDGEC_TUNE", "1") != "0"
     if tune and runs_on_host(tgt) and any(s.pass_.name == "sparsify" for s in steps):
-        graph, pass_report = _run_tuned(graph, steps, tgt, backend, run, log or sys.stderr)
+        graph, pass_report = _run_tuned(graph, steps, tgt, opt.backend, run, opt.log or sys.stderr)
     else:
         pass_report = run(graph, steps)
     plan = graph.meta["memory_plan"]
     t_passes = time.perf_counter()
-    src = generate(graph, plan, tgt, name, source, threads=threads, backend=backend,
-                   compress=compress, sanitize=sanitize)
+    src = generate(graph, plan, tgt, name, source, threads=opt.threads, backend=opt.backend,
+                   compress=opt.compress, sanitize=opt.sanitize)
 
     out = Path(out_dir)
     try:
@@ -493,11 +462,11 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         else:
             path.write_text(content)
     t_codegen = time.perf_counter()
-    objects = compile_objects(tgt, src.c_sources, out, SANITIZE_CFLAGS if sanitize else ())
+    objects = compile_objects(tgt, src.c_sources, out, SANITIZE_CFLAGS if opt.sanitize else ())
     archive(objects + src.objects, f"lib{name}.a", out, tgt)
     for o in objects:
         (out / o).unlink(missing_ok=True)
-    for fname, content in package_files(name, threads, source, sanitize).items():
+    for fname, content in package_files(name, opt.threads, source, opt.sanitize).items():
         (out / fname).write_text(content)
     t_build = time.perf_counter()
 
@@ -508,13 +477,13 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
         "edgec_version": __version__,
         "source": source,
         "target": tgt.name,
-        "cflags": [*tgt.cflags, *(SANITIZE_CFLAGS if sanitize else ())],
+        "cflags": [*tgt.cflags, *(SANITIZE_CFLAGS if opt.sanitize else ())],
         "vector_isa": tgt.isa,
-        "backend": backend,
-        "threads": threads,
+        "backend": opt.backend,
+        "threads": opt.threads,
         # built with AddressSanitizer and UndefinedBehaviorSanitizer (--sanitize)
-        "sanitize": sanitize,
-        "link_flags": link_flags(threads, sanitize),
+        "sanitize": opt.sanitize,
+        "link_flags": link_flags(opt.threads, opt.sanitize),
         "pipeline": pipeline,
         "inputs": [io(v) for v in graph.inputs],
         "outputs": [io(v) for v in graph.outputs],
@@ -551,15 +520,15 @@ def compile_graph(graph: Graph, out_dir, *, target: str = "x86", name: str | Non
     if "quantization" in graph.meta:
         # the timed copy of the library is loaded through its manifest
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        measure_layer_latency(graph.meta["quantization"], out, calib, graph, tgt, sanitize,
+        measure_layer_latency(graph.meta["quantization"], out, opt.calib, graph, tgt, opt.sanitize,
                               manifest["kernel_strategies"])
-        manifest["quantization"] = write_quantization_report(graph.meta["quantization"], out,
-                                                             log or sys.stderr, bool(report))
-    if report:
+        manifest["quantization"] = write_quantization_report(
+            graph.meta["quantization"], out, opt.log or sys.stderr, bool(opt.report))
+    if opt.report:
         manifest["report_html"] = "report.html"
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     (out / "report.txt").write_text(_report(manifest, pass_report, plan, timing))
-    if report:
+    if opt.report:
         from .report_html import write_report
 
         write_report(out, before, graph, manifest, tgt)

@@ -1,0 +1,63 @@
+"""What a compile is asked to do: one typed record that the CLI and `edgec.compile` build and
+the driver reads (compiler/driver.py `compile` says what each option does)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from ..errors import EdgecError
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """The options of a compile, besides the model and the output folder."""
+
+    target: str = "x86"
+    name: str | None = None
+    pipeline: str | None = None
+    verify_each: bool = False
+    print_ir_after_all: bool = False
+    check_numerics: bool = False
+    timing: bool = False
+    log: IO[str] | None = None
+    threads: bool = True
+    backend: str = "c"
+    quantize: str | None = None
+    calib: Any = None  # {input: samples} or the path of an .npz
+    calib_method: str = "minmax"
+    quantize_skip: Sequence[str] = ()
+    quantize_weights: str = "auto"
+    accuracy_budget: float = 0.0
+    quantize_methods: Sequence[str] = ()
+    prune: float = 0.0
+    prune_pattern: str | None = None
+    prune_exclude: Sequence[str] = ()
+    compress: bool = False
+    sanitize: bool = False
+    report: str | None = None
+    cpu: str | None = None
+    tune: bool | None = None
+
+    @classmethod
+    def of(cls, options: CompileOptions | None, changes: Mapping[str, Any]) -> CompileOptions:
+        """`options` (default: the defaults) with `changes` (keyword arguments of `compile`)
+        applied; an unknown name is a TypeError naming it and the known ones, as a Python
+        call with a wrong keyword would be."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"compile() got unknown option(s) {', '.join(sorted(unknown))}; "
+                            f"options: {', '.join(f.name for f in dataclasses.fields(cls))}")
+        return dataclasses.replace(options or cls(), **changes).checked()
+
+    def checked(self) -> CompileOptions:
+        """These options, or an EdgecError naming the first pair that cannot go together."""
+        if self.quantize is not None and self.pipeline is not None:
+            raise EdgecError("give quantize= or a pipeline with a quantize{...} pass, not both")
+        if self.prune and self.pipeline is not None:
+            raise EdgecError("give prune= or a pipeline with a prune{...} pass, not both")
+        if self.report not in (None, "html"):
+            raise EdgecError(f"report={self.report!r}: choose html")
+        return self
