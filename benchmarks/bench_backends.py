@@ -15,16 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import onnx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import interleave, ort_session, random_feeds, rel_error  # noqa: E402
+from bench_models import interleave, ort_session, random_feeds, rel_error
 
 BACKENDS = ("c", "llvm")
 

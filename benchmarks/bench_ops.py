@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import onnx
+from bench_models import interleave, ort_session, rel_error, set_threads, summary
 from onnx import TensorProto, helper, numpy_helper
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import interleave, ort_session, rel_error, set_threads, summary  # noqa: E402
 
 IR_VERSION = 10  # onnxruntime 1.31 reads IR 13 at most
 FEATURES = [1, 64, 56, 56]  # ResNet-18's first stage

@@ -33,16 +33,13 @@ import argparse
 import os
 import platform
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import onnx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import (  # noqa: E402
+from bench_models import (
     HERE,
     count_flops,
     interleave,
@@ -53,9 +50,9 @@ from bench_models import (  # noqa: E402
     summary,
 )
 
-import edgec  # noqa: E402
-from edgec import zoo  # noqa: E402
-from edgec.targets.target import get_target  # noqa: E402
+import edgec
+from edgec import zoo
+from edgec.targets.target import get_target
 
 
 def measure_int8_peak(work: Path, target: str = "x86") -> tuple[float, str] | None:

@@ -114,8 +114,7 @@ def ocr_rec(wheel: str | None = None) -> onnx.ModelProto:
     """PaddleOCR's PP-OCRv4 text-line recognizer as the rapidocr-onnxruntime wheel ships it
     (trained by PaddleOCR: real weights, whose pruned channels are not spread evenly), its
     input fixed to rapidocr's [1, 3, 48, 320]. The wheel: `wheel`, or `pip download`ed."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from textlines import RECOGNIZER, fetch_wheel, load_model
+    from edgec.testing.textlines import RECOGNIZER, fetch_wheel, load_model
 
     if wheel is None:
         folder = Path(tempfile.mkdtemp())

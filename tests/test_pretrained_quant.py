@@ -1,8 +1,8 @@
 """Quantization of a pretrained network on real inputs (issue 14): PaddleOCR's text-line
 orientation classifier from the rapidocr-onnxruntime wheel, on word crops of the scanned page in
-the scikit-image wheel (tests/textlines.py), both fetched from PyPI by `pip download`. The int8
-build, calibrated on the crops of three page lines, must give the float model's answer on at
-least 98% of the crops of the other lines. benchmarks/pretrained_quant.py reports each
+the scikit-image wheel (edgec/testing/textlines.py), both fetched from PyPI by `pip download`.
+The int8 build, calibrated on the crops of three page lines, must give the float model's answer
+on at least 98% of the crops of the other lines. benchmarks/pretrained_quant.py reports each
 calibration method, and onnxruntime's QDQ model compiled by edgec, beside it."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import subprocess
 import numpy as np
 import onnxruntime as ort
 import pytest
-from textlines import HEIGHT, WIDTH, fetch_wheel, load_crops, load_model
 
 import edgec
 from edgec import zoo
 from edgec.passes.calibration import sqnr_db
+from edgec.testing.textlines import HEIGHT, WIDTH, fetch_wheel, load_crops, load_model
 
 pytestmark = pytest.mark.slow  # the download, and a 53-convolution int8 build
 

@@ -1,5 +1,5 @@
 """Quantization's accuracy on real data: an MLP trained here on scikit-learn's digits
-(tests/digits.py), quantized by edgec with calibration on training images, compiled, and run
+(edgec/testing/digits.py), quantized by edgec with calibration on training images, compiled, and run
 on the held-out split. Int8 may lose at most 0.5 points of top-1 accuracy against the float
 model (onnxruntime), 4-bit weights with ADMM at most 1 point (the issue's bounds); 3 and 2
 bits are reported by benchmarks/accuracy_quant.py, not bounded here."""
@@ -11,9 +11,9 @@ import io
 import numpy as np
 import onnxruntime as ort
 import pytest
-from digits import accuracy, train
 
 import edgec
+from edgec.testing.digits import accuracy, train
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """ONNX conformance: the backend node tests of the onnx 1.22.0 wheel, run through edgec's C.
 
 Each test's model is compiled by the real driver (`edgec.compiler.driver.compile`, the test's
@@ -14,6 +13,9 @@ with the expected ones as the ONNX backend runner does: shape and dtype equal, t
     python scripts/conformance.py --target x86-avx2 --emulator "qemu-x86_64 -cpu Haswell"
     python scripts/conformance.py --target arm64       # under qemu-aarch64 (armv7: qemu-arm)
     python scripts/conformance.py --sanitize           # built and run with ASan + UBSan
+
+`python -m edgec.testing.conformance` takes the same arguments (scripts/conformance.py calls
+this module's `main`); the tests import the harness as `edgec.testing.conformance`.
 
 This file compiles each test (in worker processes) and drives the suite; its siblings hold the
 rest: conformance_common.py (the tests, the categories left out, tolerances, a result),
@@ -49,10 +51,8 @@ import onnx
 import onnx.backend.test
 from onnx import numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
-# the sibling modules; mismatch and tolerances are imported for the tests, which use them
-# from here
-from conformance_common import (  # noqa: F401
+# mismatch and tolerances are imported for the tests, which use them from here
+from .conformance_common import (  # noqa: F401
     BATCH,
     COMPILE_TIMEOUT_S,
     DEFAULT_PLATFORM,
@@ -71,8 +71,8 @@ from conformance_common import (  # noqa: F401
     test_names,
     tolerances,
 )
-from conformance_report import report, staleness
-from conformance_runner import _run_batch, _signal_name
+from .conformance_report import report, staleness
+from .conformance_runner import _run_batch, _signal_name
 
 # -- one test -----------------------------------------------------------------------------
 
@@ -236,8 +236,9 @@ class _Worker:
         self.log = open(work / f"worker{index}.log", "a")  # its warnings, for a reader
 
     def command(self) -> list[str]:
-        return [sys.executable, __file__, "--serve", str(self.work), "--target", self.target,
-                "--backend", self.backend, *(["--sanitize"] if self.sanitize else [])]
+        return [sys.executable, "-m", "edgec.testing.conformance", "--serve", str(self.work),
+                "--target", self.target, "--backend", self.backend,
+                *(["--sanitize"] if self.sanitize else [])]
 
     def prepare(self, test: str) -> Prepared:
         if self.proc is None or self.proc.poll() is not None:

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from pathlib import Path
 
 import onnx
 import onnx.backend.test
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
-from conformance_common import (
+from .conformance_common import (
     ATOL,
     ATOL_OVERRIDES,
     BATCH,

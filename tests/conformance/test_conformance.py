@@ -1,4 +1,4 @@
-"""A fast sample of the ONNX node-test conformance suite (scripts/conformance.py).
+"""A fast sample of the ONNX node-test conformance suite (edgec/testing/conformance.py).
 
 The tests CONFORMANCE.md lists as passing, one per op type spread over the op list, are
 compiled, built and run again: a regression in any of those ops shows in the normal test run.
@@ -7,29 +7,17 @@ A larger sample, taken round-robin over the op types, runs through the LLVM back
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from edgec.testing import conformance
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = 40
 LLVM_SAMPLE = 200
-
-
-def _harness():
-    path = ROOT / "scripts" / "conformance.py"
-    spec = importlib.util.spec_from_file_location("conformance", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["conformance"] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
-
-
-conformance = _harness()
 
 
 def _sample(report: str, k: int) -> list[str]:

@@ -28,7 +28,7 @@ import numpy as np
 import onnx.numpy_helper
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, random_feeds, small_resnet
-from harness import conformance_module, conformance_results, rel_error
+from harness import conformance_results, rel_error
 from test_int8 import check_mulshift, mulshift_kernel
 from test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
     SENTINEL,
@@ -58,6 +58,7 @@ from edgec.runtime.emulated import EmulatedModel
 from edgec.targets.kernel_ir import Kernel
 from edgec.targets.renderers.c_isas import VECTOR_ISAS
 from edgec.targets.target import Target, get_target
+from edgec.testing import conformance
 
 F32 = DType.F32
 ARM = ["arm64", "armv7"]
@@ -402,7 +403,6 @@ def conformance_sample(k: int) -> list[str]:
 
 @pytest.mark.parametrize("target,backend", BUILDS, ids=BUILD_IDS)
 def test_conformance_sample(target, backend, tmp_path):
-    conformance = conformance_module()
     names = conformance_sample(CONFORMANCE_SAMPLE)
     assert len(set(names)) == CONFORMANCE_SAMPLE
     platform = conformance.Platform(target, get_target(target).emulator, backend)

@@ -1,7 +1,7 @@
 """Every op's kernel run by the kernel-IR interpreter, with no C compiler, against references.
 
 1. The ONNX node tests that pass through generated C (CONFORMANCE.md), grouped by op: each is
-   imported (inputs edgec needs as constants baked in, as scripts/conformance.py does), taken
+   imported (inputs edgec needs as constants baked in, as edgec.testing.conformance does), taken
    through the default pipeline of c-generic (scalar kernels) and of x86-avx512 (16-lane
    kernels), made a program (program.py: the launches and control flow of NAME_run over one
    workspace, as the memory plan lays it out), run by the interpreter (`run_program`) and
@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 import pytest
 from convnets import small_resnet
-from harness import conformance_module, conformance_results, rel_error
+from harness import conformance_results, rel_error
 
 from edgec import zoo
 from edgec.compiler.driver import load_graph
@@ -41,6 +41,7 @@ from edgec.targets.lowering import CONTROL_OPS, lower_node
 from edgec.targets.program import build_program
 from edgec.targets.program_interp import run_graph, run_program
 from edgec.targets.target import get_target
+from edgec.testing import conformance
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "passes"))
 from test_layout import chunks_model, feeds_for, mixed_graph  # noqa: E402
@@ -82,13 +83,12 @@ def pipelined(graph: Graph, target: str, without: str = "") -> Graph:
 def load_node_test(test: str) -> tuple[Graph, dict, list[np.ndarray], list[str]]:
     """The test's graph (its constant-only inputs baked in), feeds, expected outputs and the
     ONNX output names."""
-    conf = conformance_module()
-    folder = conf.NODE_DIR / test
+    folder = conformance.NODE_DIR / test
     model = onnx.load(folder / "model.onnx")
-    arrays = conf.load_tensors(folder / "test_data_set_0", "input", len(model.graph.input))
+    arrays = conformance.load_tensors(folder / "test_data_set_0", "input", len(model.graph.input))
     feeds = {i.name: a for i, a in zip(model.graph.input, arrays)}
-    wants = conf.load_tensors(folder / "test_data_set_0", "output", len(model.graph.output))
-    inputs = [i.name for i in conf._inputs_of(model)]
+    wants = conformance.load_tensors(folder / "test_data_set_0", "output", len(model.graph.output))
+    inputs = [i.name for i in conformance._inputs_of(model)]
     folded: set[str] = set()
     while True:
         live = [n for n in inputs if n not in folded]
@@ -96,10 +96,10 @@ def load_node_test(test: str) -> tuple[Graph, dict, list[np.ndarray], list[str]]
             g = load_graph(model, {n: list(feeds[n].shape) for n in live}, test)
             break
         except (ShapeError, FrontendError) as e:
-            more = conf._constant_culprits(str(e), model, set(live), feeds) - folded
+            more = conformance._constant_culprits(str(e), model, set(live), feeds) - folded
             assert more, f"{test}: {e}"
             folded |= more
-            conf._fold(model, more, feeds)
+            conformance._fold(model, more, feeds)
     feeds = {v.name: feeds[v.name].reshape(v.shape) for v in g.inputs}
     return g, feeds, wants, [o.name for o in model.graph.output]
 
@@ -120,12 +120,11 @@ SLOW_OPS = {"Attention", "LpPool", "Mish", "SoftmaxCrossEntropyLoss"}
 @pytest.mark.parametrize("op", [pytest.param(op, marks=pytest.mark.slow) if op in SLOW_OPS
                                 else op for op in BY_OP])
 def test_node_tests_on_the_interpreter(op):
-    conf = conformance_module()
     ran: set[str] = set()
     big = 0
     for test in BY_OP[op]:
         g, feeds, wants, names = load_node_test(test)
-        rtol, atol = conf.tolerances(test)
+        rtol, atol = conformance.tolerances(test)
         reference = interpret(g, feeds)
         targets = TARGETS
         if sum(a.size for a in feeds.values()) > BIG_INPUT:
@@ -134,7 +133,7 @@ def test_node_tests_on_the_interpreter(op):
             got = run_as_program(g, target, feeds, ran)
             for name, want in zip(names, wants, strict=True):
                 for what, w in (("expected", want), ("reference", reference[name])):
-                    bad = conf.mismatch(got[name], w, rtol, atol)
+                    bad = conformance.mismatch(got[name], w, rtol, atol)
                     assert bad is None, f"{test} on {target}: output {name} vs {what} {bad}"
     if op in _REGISTRY and op not in BUILT_HERE:
         assert op in ran, f"no node test of {op} ran its kernel (all its inputs folded?)"

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
-from harness import conformance_module, conformance_results, rel_error, runs_here
+from harness import conformance_results, rel_error, runs_here
 from test_threads import rowwise
 
 import edgec
@@ -34,6 +34,7 @@ from edgec.targets.renderers.c import CRenderer
 from edgec.targets.renderers.c_isas import VECTOR_ISAS, sanitized
 from edgec.targets.target import get_target
 from edgec.targets.toolchain import SANITIZE_CFLAGS, archive, compile_objects
+from edgec.testing import conformance
 
 ROOT = Path(__file__).resolve().parents[2]
 F32, I64 = DType.F32, DType.I64
@@ -110,7 +111,6 @@ def test_int8_model_runs_clean_and_as_built_without_sanitizers(tmp_path):
 def test_conformance_sample_runs_clean(tmp_path):
     """The passing tests of the ops that read indices, and the first passing test of every
     other op type CONFORMANCE.md lists."""
-    conformance = conformance_module()
     rows = [(t, op) for t, (op, status) in sorted(conformance_results().items())
             if status == "pass"]
     index_tests = [t for t, _ in rows if re.match(INDEX_TESTS, t)]
