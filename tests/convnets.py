@@ -1,5 +1,6 @@
-"""Small convolutional ONNX models for tests, built with onnx.helper and random weights, and
-onnxruntime as their oracle: `OnnxNet` (a few-line builder) and `small_resnet`."""
+"""Small ONNX models for tests, built with onnx.helper and random weights, and onnxruntime as
+their oracle: `OnnxNet` (a few-line builder), `small_resnet` and `rowwise` (row-wise ops for
+the thread pool)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,30 @@ def small_resnet(size: int = 32) -> onnx.ModelProto:
                     transB=1)
     n.output(logits, f)
     return n.model()
+
+
+def rowwise() -> onnx.ModelProto:
+    """Row-wise and elementwise ops large enough for the thread pool, in tasks that do not
+    divide their rows: Exp over 99 900 elements (chunks of 16 384), a broadcast Add by rows
+    of 333, Softmax along the last axis and along a middle one (a task per outer index, each
+    with its inner loop), LayerNormalization, and the reductions of each row (ReduceMean,
+    ReduceLogSumExp)."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal(333).astype(np.float32), n)
+             for n in ("b", "scale", "bias")]
+    nodes = [helper.make_node("Exp", ["x"], ["e"]),
+             helper.make_node("Add", ["x", "b"], ["a"]),
+             helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+             helper.make_node("Softmax", ["z"], ["m"], axis=1),
+             helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["n"], axis=-1),
+             helper.make_node("ReduceMean", ["x"], ["r"], axes=[-1]),
+             helper.make_node("ReduceLogSumExp", ["x"], ["l"], axes=[-1])]
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "rowwise", [helper.make_tensor_value_info("x", f, [300, 333]),
+                           helper.make_tensor_value_info("z", f, [4, 100, 257])],
+        [helper.make_tensor_value_info(n, f, None) for n in "easmnrl"], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:

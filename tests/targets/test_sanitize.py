@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
+from convnets import rowwise
 from harness import conformance_results, rel_error, runs_here
-from test_threads import rowwise
 
 import edgec
 from edgec import zoo
@@ -78,7 +78,7 @@ def test_benchmark_models_run_clean(name, target, compress, tmp_path):
 
 def test_row_tasks_run_clean(tmp_path):
     """Elementwise, row-wise and reduction kernels split into row tasks with a remainder
-    (test_threads.py's model), at 1 and 2 threads."""
+    (convnets.rowwise, the thread pool tests' model), at 1 and 2 threads."""
     model = rowwise()
     art = edgec.compile(model, tmp_path / "rowwise", name="rowwise", target="x86",
                         sanitize=True)
