@@ -8,7 +8,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "edgec"
-LAYERS = ["ir", "frontends", "passes", "targets", "runtime", "compiler"]
+LAYERS = ["ir", "frontends", "passes", "targets", "runtime", "compiler", "testing"]
+# where a sys.path edit or a load by path would reach across folders
+OUTSIDE = [ROOT.parent / "benchmarks", ROOT.parent / "scripts"]
+# the calls that run a module found by its file path
+BY_PATH = {"spec_from_file_location", "SourceFileLoader", "run_path", "load_source"}
 
 
 def edgec_imports(path: Path, root: Path) -> list[str]:
@@ -53,3 +57,54 @@ def test_a_wrong_import_is_seen(tmp_path):
         "import numpy\n\n\ndef f():\n    from ..compiler.driver import compile\n")
     (pkg / "compiler" / "driver.py").write_text("from ..ir.graph import f\n")
     assert violations(pkg) == ["edgec/ir/graph.py imports edgec.compiler.driver"]
+
+
+def test_testing_is_the_last_layer(tmp_path):
+    """edgec.testing may import all of edgec; nothing in edgec imports it."""
+    pkg = tmp_path / "edgec"
+    (pkg / "compiler").mkdir(parents=True)
+    (pkg / "testing").mkdir()
+    (pkg / "compiler" / "cli.py").write_text("from edgec.testing import fuzz\n")
+    (pkg / "testing" / "fuzz.py").write_text("from ..compiler import cli\n")
+    assert violations(pkg) == ["edgec/compiler/cli.py imports edgec.testing"]
+
+
+def _is_sys_path(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "path"
+            and isinstance(node.value, ast.Name) and node.value.id == "sys")
+
+
+def path_hacks(path: Path) -> list[str]:
+    """'file:line what' for each edit of sys.path and each load of a module by its file path
+    in `path`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if isinstance(func, ast.Attribute) and _is_sys_path(func.value):
+                found.append((node.lineno, f"sys.path.{func.attr}"))
+            elif name in BY_PATH:
+                found.append((node.lineno, name))
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_is_sys_path(t) for t in targets):
+                found.append((node.lineno, "sys.path assigned"))
+    return [f"{path.name}:{line} {what}" for line, what in sorted(found)]
+
+
+def test_benchmarks_and_scripts_import_edgec_as_a_package():
+    """The test tooling they share lives in edgec.testing; they import it by name."""
+    found = [hack for folder in OUTSIDE for path in sorted(folder.rglob("*.py"))
+             for hack in path_hacks(path)]
+    assert not found, "\n".join(found)
+
+
+def test_a_path_hack_is_seen(tmp_path):
+    script = tmp_path / "bench.py"
+    script.write_text("import importlib.util\nimport sys\n\n"
+                      "sys.path.insert(0, 'tests')\nsys.path += ['x']\n\n\ndef f():\n"
+                      "    return importlib.util.spec_from_file_location('m', 'm.py')\n"
+                      "print(sys.path)\n")
+    assert path_hacks(script) == ["bench.py:4 sys.path.insert", "bench.py:5 sys.path assigned",
+                                  "bench.py:9 spec_from_file_location"]
