@@ -1,6 +1,7 @@
 """The package's layers import only layers to their left (docs/architecture.md):
-ir -> frontends -> passes -> targets -> runtime -> compiler. Checked on every import statement
-of every module, function-level imports included."""
+ir -> frontends -> passes -> targets -> runtime -> compiler -> testing. Checked on every import
+statement of every module, function-level imports included. The code around the package
+(benchmarks/, scripts/) imports it by name: no sys.path edit, no module loaded by its path."""
 
 from __future__ import annotations
 
