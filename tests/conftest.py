@@ -50,7 +50,7 @@ def check(tmp_path, monkeypatch):
 #   network: it calls a helper that downloads (NETWORK_HELPERS).
 # `slow` is not seen by a rule: tests over about 8 s on 2 cores carry @pytest.mark.slow.
 TESTS = Path(__file__).parent
-NETWORK_HELPERS = {"fetch_wheel"}  # tests/textlines.py: pip download
+NETWORK_HELPERS = {"fetch_wheel"}  # edgec/testing/textlines.py: pip download
 
 
 def _cross_names() -> tuple[set[str], set[str]]:
