@@ -24,6 +24,7 @@ from ..errors import EdgecError, UnsupportedOpError
 from ..ir.dtypes import DType
 from ..ir.graph import Graph
 from ..ir.onnx_dtypes import to_onnx
+from ..runtime import manifest as manifest_file
 from ..targets.codegen import generate
 from ..targets.lowering import unsupported_kernels
 from ..targets.target import get_target, runs_on_host
@@ -519,14 +520,14 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         manifest["sparse_timed"] = timed
     if "quantization" in graph.meta:
         # the timed copy of the library is loaded through its manifest
-        (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        manifest_file.write(out, manifest)
         measure_layer_latency(graph.meta["quantization"], out, opt.calib, graph, tgt, opt.sanitize,
                               manifest["kernel_strategies"])
         manifest["quantization"] = write_quantization_report(
             graph.meta["quantization"], out, opt.log or sys.stderr, bool(opt.report))
     if opt.report:
         manifest["report_html"] = "report.html"
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest = manifest_file.write(out, manifest)
     (out / "report.txt").write_text(_report(manifest, pass_report, plan, timing))
     if opt.report:
         from .report_html import write_report

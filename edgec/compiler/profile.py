@@ -10,13 +10,14 @@ benchmarks/profile_layers.py.
 from __future__ import annotations
 
 import ctypes
-import json
 import re
 import shutil
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from ..runtime.loader import read_manifest
 
 # a kernel call of NAME_run: k<index>_<node>(...) in C; the LLVM backend's kernels are
 # global symbols of its object, named NAME_k<index>_<node>
@@ -37,7 +38,7 @@ def instrument(out_dir: Path, threads: int) -> list[str]:
     """Wrap each kernel call of NAME_run in out_dir's NAME.c in a timer; the kernels' names
     as the manifest gives them (k<index>_<node name>, NAME_k<index>_... for the LLVM
     backend), in the order of edgec_profile_ns."""
-    manifest = json.loads((out_dir / "manifest.json").read_text())
+    manifest = read_manifest(out_dir)
     call = re.compile(CALL.format(lib=re.escape(manifest["name"])))
     src = out_dir / f"{manifest['name']}.c"
     lines = src.read_text().splitlines()

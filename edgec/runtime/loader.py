@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import EdgecError, ShapeError
+from . import manifest as manifest_file
 
 if TYPE_CHECKING:
     from .emulated import EmulatedModel
@@ -32,14 +32,8 @@ STAGED_OUTPUT_BYTES = 16 * 1024
 
 
 def read_manifest(out_dir) -> dict:
-    path = Path(out_dir) / "manifest.json"
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise EdgecError(f"{out_dir} is not an edgec artifact (no manifest.json); "
-                         "create one with `edgec compile`") from None
-    except (OSError, json.JSONDecodeError) as e:
-        raise EdgecError(f"cannot read {path}: {e}") from None
+    """The checked manifest of the artifact in `out_dir` (runtime/manifest.py)."""
+    return manifest_file.read(out_dir)
 
 
 def _aligned_empty(nbytes: int) -> np.ndarray:
