@@ -53,7 +53,7 @@ def cmd_compile(a) -> None:
         accuracy_budget=a.accuracy_budget, quantize_methods=a.quantize_method or (),
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
-        tune=not a.no_tune)
+        tune=not a.no_tune, emit_kernels=a.emit_kernels)
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
@@ -202,6 +202,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--cpu", choices=sorted(MICROARCHS),
                    help="the CPU family the library will run on, whose measured costs the "
                         "cost models use (default: this machine's, where it runs the target)")
+    c.add_argument("--emit-kernels", action="store_true",
+                   help="also write OUT/NAME.kernels.txt: the program IR and every kernel in "
+                        "edgec's kernel IR, as text")
     c.add_argument("--no-tune", action="store_true",
                    help="never time a layer's sparse and dense kernels on this machine where "
                         "the cost model cannot tell them apart: take the model's choice")

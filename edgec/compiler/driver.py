@@ -390,6 +390,9 @@ def compile(model, out_dir, options: CompileOptions | None = None, *,
     unless the environment sets EDGEC_TUNE=0 (the test suite does, so that its kernel
     choices do not depend on timings).
 
+    `emit_kernels` writes NAME.kernels.txt: the program IR (the launches, loops and
+    branches NAME_run makes) and every kernel it launches in the kernel IR, as text.
+
     `report` "html" writes report.html too (compiler/report_html.py): the graph before and
     after the passes, each kernel's latency on this host, the arena's memory timeline and,
     where they apply, each layer's quantization error and weight sparsity, in one page."""
@@ -449,7 +452,8 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     plan = graph.meta["memory_plan"]
     t_passes = time.perf_counter()
     src = generate(graph, plan, tgt, name, source, threads=opt.threads, backend=opt.backend,
-                   compress=opt.compress, sanitize=opt.sanitize)
+                   compress=opt.compress, sanitize=opt.sanitize,
+                   emit_kernels=opt.emit_kernels)
 
     out = Path(out_dir)
     try:
@@ -462,6 +466,8 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
             path.write_bytes(content)
         else:
             path.write_text(content)
+    if src.kernel_ir is not None:
+        (out / f"{name}.kernels.txt").write_text(src.kernel_ir)
     t_codegen = time.perf_counter()
     objects = compile_objects(tgt, src.c_sources, out, SANITIZE_CFLAGS if opt.sanitize else ())
     archive(objects + src.objects, f"lib{name}.a", out, tgt)

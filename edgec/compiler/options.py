@@ -40,6 +40,7 @@ class CompileOptions:
     report: str | None = None
     cpu: str | None = None
     tune: bool | None = None
+    emit_kernels: bool = False
 
     @classmethod
     def of(cls, options: CompileOptions | None, changes: Mapping[str, Any]) -> CompileOptions:

@@ -39,6 +39,7 @@ from .program import (
     SetScalar,
     build_program,
 )
+from .program_printer import print_program
 from .renderers.c import CRenderer
 from .renderers.c_isas import AVXVNNI, DOTPROD, VECTOR_ISAS, sanitized
 from .runtime_c import c_source
@@ -60,6 +61,7 @@ class Sources:
     # per lowered node: its name, op, kernel and Strategy (lowering.py), in graph order
     strategies: list[dict] = field(default_factory=list)
     dot_product_kernels: bool = False  # micro-kernels dispatched to sdot/AVX-VNNI at run time
+    kernel_ir: str | None = None  # the program and its kernels as text (emit_kernels)
     coded_bytes: int | None = None  # --compress: the coded weights' bytes
     weights_buffer_bytes: int = 0  # --compress: the static buffer they are decoded into
 
@@ -198,14 +200,15 @@ class _RunPrinter:
 
 def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
              threads: bool = True, backend: str = "c", compress: bool = False,
-             sanitize: bool = False) -> Sources:
+             sanitize: bool = False, emit_kernels: bool = False) -> Sources:
     """C sources of the library for `graph`, laid out by the memory plan `plan`; with
     `threads` False the library runs on the caller's thread only and needs no pthreads.
     `backend` names an entry of BACKENDS. With `compress` the weights are stored Huffman
     coded (huffman.py) and decoded by NAME_init (or the first run) into a static buffer.
     With `sanitize` (a build with AddressSanitizer) each weight array is followed by a
     redzone of REDZONE bytes, which NAME.c poisons at start-up: the sanitizer sees no other
-    memory than the C it compiles, and the weights are assembled."""
+    memory than the C it compiles, and the weights are assembled. With `emit_kernels` the
+    program IR and its kernels as text go to `kernel_ir` (program_printer.py)."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise EdgecError(f"library name '{name}' is not a C identifier; pass --name")
     if backend not in BACKENDS:
@@ -286,6 +289,7 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
         src.coded_bytes, src.weights_buffer_bytes = len(blob), coded[3]
     src.kernels = prog.kernels
     src.strategies = prog.strategies
+    src.kernel_ir = print_program(prog) if emit_kernels else None
     return src
 
 
