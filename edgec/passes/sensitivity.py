@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# samples the per-layer measurements run on (each runs the whole model once per layer)
+# samples the per-point measurements run on (each reruns the model from its point on; every
+# value of the float model is held for them: memory grows with SAMPLES x activations)
 SAMPLES = 8
 
 
