@@ -27,7 +27,7 @@ from ..ir.onnx_dtypes import to_onnx
 from ..runtime import manifest as manifest_file
 from ..targets.codegen import generate
 from ..targets.lowering import unsupported_kernels
-from ..targets.target import get_target, runs_on_host
+from ..targets.target import get_target, pair_sums, runs_on_host
 from ..targets.toolchain import (
     SANITIZE_CFLAGS,
     SANITIZE_LINK_FLAGS,
@@ -433,7 +433,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         steps = _with_quantize(steps, opt.quantize, opt.calib, opt.calib_method, opt.quantize_skip,
                                opt.quantize_weights, opt.accuracy_budget, opt.log,
                                graph.copy() if opt.prune and opt.calib is not None else None,
-                               pairs=tgt.isa == "avx2", methods=opt.quantize_methods)
+                               pairs=pair_sums(tgt), methods=opt.quantize_methods)
         pipeline = ",".join(map(str, steps))
     t_import = time.perf_counter()
     float32_bytes = _float32_bytes(graph)

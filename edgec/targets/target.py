@@ -209,6 +209,16 @@ def host_x86_isa() -> str:
     return ""
 
 
+def pair_sums(target: Target) -> bool:
+    """Whether 8-bit weights should be fitted to the pair sums of AVX2's vpmaddubsw (quantize
+    {pairs=1}): the target's int8 dot products are AVX2's, and the library is not known to run
+    on a CPU with AVX-VNNI, where its dot products run vpdpbusd (chosen at run time), which
+    sums any weights exactly: the build host's own target (`x86`) on such a host."""
+    if target.isa != "avx2":
+        return False
+    return not ("host" in target.features and "avx_vnni" in host_cpu_flags())
+
+
 def runs_on_host(target: Target) -> bool:
     """Whether `target`'s code runs on this machine's CPU, natively."""
     return target.arch == "x86_64" and not target.cross and platform.machine() == "x86_64" \

@@ -77,3 +77,18 @@ def test_avx2_build_runs_every_layer_on_pair_sums(tmp_path):
                                                 for i in range(len(x))])
     fitted, seven = sqnr_db(want, got["x86-avx2", "int8"]), sqnr_db(want, got["x86-avx2", "int7"])
     assert fitted >= seven - 0.5, (fitted, seven, sqnr_db(want, got["c-generic", "int8"]))
+
+
+def test_pairs_are_fitted_only_where_the_library_may_run_vpmaddubsw(monkeypatch):
+    """x86-avx2 libraries may run on any AVX2 CPU: fitted. The host's own build (`x86`)
+    resolved to AVX2 on a CPU with AVX-VNNI runs vpdpbusd (dispatched at run time): not
+    fitted, its 8 bits kept whole. AVX-512 and NEON: never."""
+    from edgec.targets import target as t
+
+    monkeypatch.setattr(t, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx_vnni"}))
+    host = t.replace(t.TARGETS["x86"], isa="avx2")
+    assert not t.pair_sums(host)
+    assert t.pair_sums(t.TARGETS["x86-avx2"])
+    monkeypatch.setattr(t, "host_cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    assert t.pair_sums(host)
+    assert not t.pair_sums(t.TARGETS["x86-avx512"]) and not t.pair_sums(t.TARGETS["arm64"])
