@@ -190,6 +190,12 @@ def _lift(x, like: DType) -> Expr:
     raise TypeError(f"cannot use {x!r} in a kernel expression")
 
 
+def _cdiv(a: int, b: int) -> int:
+    """a / b as C divides integers: exact, rounded toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
 def _fold(op: str, a, b):
     if op == "add":
         return a + b
@@ -198,9 +204,9 @@ def _fold(op: str, a, b):
     if op == "mul":
         return a * b
     if op == "div":
-        return a / b if isinstance(a, float) or isinstance(b, float) else int(a / b)
+        return a / b if isinstance(a, float) or isinstance(b, float) else _cdiv(a, b)
     if op == "mod":
-        return math.fmod(a, b) if isinstance(a, float) else a - b * int(a / b)
+        return math.fmod(a, b) if isinstance(a, float) else a - b * _cdiv(a, b)
     if op == "max":
         return max(a, b)
     if op == "min":

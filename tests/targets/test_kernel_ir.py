@@ -120,3 +120,14 @@ def test_partial_unroll_hint_keeps_the_loop_exact(tmp_path):
     out = np.empty_like(a)
     fn(a.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p))
     np.testing.assert_array_equal(out, np.cumsum(a))
+
+
+def test_integer_folding_divides_as_c_does_and_exactly():
+    """C's integer / and % round toward zero; 2**60 + 1 = 3 x 384307168202282325 + 2, which
+    a float quotient (53 bits) would get wrong."""
+    from edgec.targets.kernel_ir import _fold
+
+    assert _fold("div", 2**60 + 1, 3) == 384307168202282325
+    assert _fold("mod", 2**60 + 1, 3) == 2
+    assert [_fold("div", a, b) for a, b in ((-7, 2), (7, -2), (-7, -2))] == [-3, -3, 3]
+    assert [_fold("mod", a, b) for a, b in ((-7, 2), (7, -2), (-7, -2))] == [-1, 1, -1]
