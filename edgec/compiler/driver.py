@@ -36,6 +36,7 @@ from ..targets.toolchain import (
     compile_objects,
 )
 from .options import CompileOptions
+from .tune import run_tuned, timed_layers, timed_lines
 
 
 @dataclass
@@ -446,7 +447,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     if tune is None:
         tune = os.environ.get("EDGEC_TUNE", "1") != "0"
     if tune and runs_on_host(tgt) and any(s.pass_.name == "sparsify" for s in steps):
-        graph, pass_report = _run_tuned(graph, steps, tgt, opt.backend, run, opt.log or sys.stderr)
+        graph, pass_report = run_tuned(graph, steps, tgt, opt.backend, run, opt.log or sys.stderr)
     else:
         pass_report = run(graph, steps)
     plan = graph.meta["memory_plan"]
@@ -521,7 +522,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
               "total": round(t_build - t0, 4)}
     if "pruning" in graph.meta:  # the prune pass's record: each layer's share of zeros
         manifest["pruning"] = graph.meta["pruning"]
-    timed = _timed_layers(graph)
+    timed = timed_layers(graph)
     if timed:
         manifest["sparse_timed"] = timed
     if "quantization" in graph.meta:
@@ -540,55 +541,6 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
 
         write_report(out, before, graph, manifest, tgt)
     return Artifact(out, name, manifest, timing)
-
-
-def _run_tuned(graph: Graph, steps: list, tgt, backend: str, run, log):
-    """Run the pipeline with sparsify reading this machine's measured choices; where it marked
-    layers its cost model cannot decide and nothing was measured for them yet, time them
-    (compiler/tune.py) and run the passes from sparsify on again with the answers."""
-    from ..passes.manager import PipelineReport
-    from .tune import close_layers, read_cache, timings_file, tune, with_timings
-
-    path = timings_file(tgt)
-    steps = with_timings(steps, path)
-    at = next(i for i, s in enumerate(steps) if s.pass_.name == "sparsify")
-    first = run(graph, steps[:at])
-    snapshot = graph.copy()
-    rest = run(graph, steps[at:])
-    plans = close_layers(graph, read_cache(path))
-    if plans:
-        tune(snapshot, plans, steps, tgt, path, backend, log)
-        graph = snapshot
-        rest = run(graph, steps[at:])
-    return graph, PipelineReport(first.records + rest.records)
-
-
-def _timed_layers(graph: Graph) -> list[dict]:
-    """The layers whose sparse-or-dense choice was close for the cost model, and how each was
-    settled: by the times measured on this CPU, or by the model (not timed: the build host
-    does not run the target, or --no-tune)."""
-    out = []
-    for n in graph.nodes:
-        p = n.meta.get("sparse")
-        if isinstance(p, dict) and p.get("close"):
-            row = {"layer": p["layer"], "kernel": "sparse" if p["sparse"] else "dense",
-                   "model_ratio": round(p["sparse_cost"] / p["dense_cost"], 3)}
-            if "measured_us" in p:
-                row["measured_us"] = p["measured_us"]
-            out.append(row)
-    return out
-
-
-def _timed_lines(rows: list[dict]) -> list[str]:
-    lines = []
-    for r in rows:
-        how = (f"timed on this CPU: sparse {r['measured_us']['sparse']:.1f} us, dense "
-               f"{r['measured_us']['dense']:.1f} us" if "measured_us" in r else
-               "not timed (the build host does not run the target, or --no-tune): the "
-               "model's choice")
-        lines.append(f"sparsify: {r['layer']} runs {r['kernel']}: the cost model could not "
-                     f"tell (sparse {r['model_ratio']:.2f}x the dense estimate); {how}")
-    return lines
 
 
 def _float32_bytes(graph: Graph) -> int:
@@ -610,7 +562,7 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
               _weights_line(manifest["weights"]),
               *([_pruning_line(manifest["pruning"])] if "pruning" in manifest else []),
               *_int8_sparse_hint(manifest),
-              *_timed_lines(manifest.get("sparse_timed", [])),
+              *timed_lines(manifest.get("sparse_timed", [])),
               *([_quantization_line(manifest["quantization"])]
                 if "output_rel_error" in manifest.get("quantization", {}) else []),
               *([f"quantization.png not drawn: {PLOTS_NEED}"]

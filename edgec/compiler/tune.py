@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..errors import EdgecError
 from ..ir import Graph, Node
-from ..passes.manager import PipelineStep
+from ..passes.manager import PipelineReport, PipelineStep
+from ..passes.sparsify import read_timings
 from ..targets.target import Target, host_cpu_name
 
 # time each build for at least this long, alternating, after a warm-up
@@ -111,7 +112,7 @@ def tune(snapshot: Graph, plans: list[dict], steps: list, target: Target, path: 
     rest = [s for s in steps[at + 1:] if s.pass_.name in AFTER_SPARSIFY]
     sparse_steps = [PipelineStep(replace(steps[at].pass_, force=True, timings="")), *rest]
     nodes = {n.name: n for n in snapshot.nodes}
-    measured = read_cache(path)
+    measured = read_timings(str(path))
     flipped = 0
     for plan in plans:
         node = nodes.get(plan["layer"])
@@ -128,20 +129,56 @@ def tune(snapshot: Graph, plans: list[dict], steps: list, target: Target, path: 
     return flipped
 
 
+def run_tuned(graph: Graph, steps: list, tgt, backend: str, run, log):
+    """Run the pipeline with sparsify reading this machine's measured choices; where it marked
+    layers its cost model cannot decide and nothing was measured for them yet, time them
+    (compiler/tune.py) and run the passes from sparsify on again with the answers."""
+    path = timings_file(tgt)
+    steps = with_timings(steps, path)
+    at = next(i for i, s in enumerate(steps) if s.pass_.name == "sparsify")
+    first = run(graph, steps[:at])
+    snapshot = graph.copy()
+    rest = run(graph, steps[at:])
+    plans = close_layers(graph, read_timings(str(path)))
+    if plans:
+        tune(snapshot, plans, steps, tgt, path, backend, log)
+        graph = snapshot
+        rest = run(graph, steps[at:])
+    return graph, PipelineReport(first.records + rest.records)
+
+
+def timed_layers(graph: Graph) -> list[dict]:
+    """The layers whose sparse-or-dense choice was close for the cost model, and how each was
+    settled: by the times measured on this CPU, or by the model (not timed: the build host
+    does not run the target, or --no-tune)."""
+    out = []
+    for n in graph.nodes:
+        p = n.meta.get("sparse")
+        if isinstance(p, dict) and p.get("close"):
+            row = {"layer": p["layer"], "kernel": "sparse" if p["sparse"] else "dense",
+                   "model_ratio": round(p["sparse_cost"] / p["dense_cost"], 3)}
+            if "measured_us" in p:
+                row["measured_us"] = p["measured_us"]
+            out.append(row)
+    return out
+
+
+def timed_lines(rows: list[dict]) -> list[str]:
+    lines = []
+    for r in rows:
+        how = (f"timed on this CPU: sparse {r['measured_us']['sparse']:.1f} us, dense "
+               f"{r['measured_us']['dense']:.1f} us" if "measured_us" in r else
+               "not timed (the build host does not run the target, or --no-tune): the "
+               "model's choice")
+        lines.append(f"sparsify: {r['layer']} runs {r['kernel']}: the cost model could not "
+                     f"tell (sparse {r['model_ratio']:.2f}x the dense estimate); {how}")
+    return lines
+
+
 # the passes after sparsify that a layer timed alone goes through (the layouts, packing and
 # memory plan the full build gives it; no reorder, which only moves channels between layers)
 AFTER_SPARSIFY = ("layout-nchwc", "pack-weights", "fixed-point", "fuse-residual", "dce",
                   "plan-memory")
-
-
-def read_cache(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError):
-        return {}  # a damaged cache is measured again
-    return data if isinstance(data, dict) else {}
 
 
 def write_cache(path: Path, measured: dict) -> None:
@@ -158,4 +195,5 @@ def write_cache(path: Path, measured: dict) -> None:
                          ) from None
 
 
-__all__ = ["close_layers", "read_cache", "timings_file", "tune", "with_timings"]
+__all__ = ["close_layers", "run_tuned", "timed_layers", "timed_lines", "timings_file", "tune",
+           "with_timings"]
