@@ -398,9 +398,9 @@ def main() -> None:
 def setup(a: argparse.Namespace, work: Path) -> dict:
     """What the run is measured on and with: machine, floor, versions, commit."""
     import edgec
+    import edgec.codegen.library  # noqa: F401  (imported now so no compile time counts them)
     import edgec.compiler.driver
     import edgec.passes
-    import edgec.targets.codegen  # noqa: F401  (imported now so no compile time counts them)
 
     cpu, flags = machine()
     peaks = {}  # the fp32 peak of each target's ISA, which its builds' floor is measured by

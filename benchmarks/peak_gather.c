@@ -1,5 +1,5 @@
 /* What a vector gather costs against an FMA on the core at hand: the figure the sparse cost
- * model's gather rate scales with (edgec/passes/costs.py).
+ * model's gather rate scales with (edgec/targets/uarch.py).
  *
  * The loop is the gathering kernel's (SparseMatMul, sliced ELLPACK): per stored slice, a
  * vector of column indices is loaded, A's inputs are gathered by it (vgatherdps) and

@@ -24,7 +24,7 @@ from harness import check_against_interpreter  # noqa: E402
 def check(tmp_path, monkeypatch):
     """check(graph, feeds=None, tol=1e-5): compile the graph to C with no warning in the
     generated kernels (the file m.c), build and run it, and match the interpreter."""
-    from edgec.targets import toolchain
+    from edgec.codegen import toolchain
 
     def strict_run(cmd, cwd):
         res = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)

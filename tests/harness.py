@@ -91,7 +91,7 @@ def machine_flags(target: str) -> list[str]:
 def isa_builds() -> dict:
     """{name: (vector ISA, gcc flags)} of the C kernel builds this machine runs: AVX2, scalar
     C and, where the CPU has AVX-512, AVX-512, each with its x86 target's own flags."""
-    from edgec.targets.renderers.c_isas import VECTOR_ISAS
+    from edgec.codegen.renderers.c_isas import VECTOR_ISAS
 
     builds = {"avx2": (VECTOR_ISAS["avx2"], machine_flags("x86-avx2")), "scalar": (None, [])}
     if runs_here("x86-avx512"):

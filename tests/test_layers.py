@@ -1,7 +1,9 @@
 """The package's layers import only layers to their left (docs/architecture.md):
-ir -> frontends -> passes -> targets -> runtime -> compiler -> testing. Checked on every import
-statement of every module, function-level imports included. The code around the package
-(benchmarks/, scripts/) imports it by name: no sys.path edit, no module loaded by its path."""
+ir -> frontends -> targets -> passes -> kernel_ir -> lowering -> codegen -> runtime -> compiler
+-> testing. Checked on every import statement of every module, function-level imports included.
+zoo (the example models, built with onnx alone) imports no other layer, and only testing imports
+it. The code around the package (benchmarks/, scripts/) imports it by name: no sys.path edit, no
+module loaded by its path."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "edgec"
-LAYERS = ["ir", "frontends", "passes", "targets", "runtime", "compiler", "testing"]
+LAYERS = ["ir", "frontends", "targets", "passes", "kernel_ir", "lowering", "codegen",
+          "runtime", "compiler", "testing"]
+# a layer of its own that imports no other; only these may import it
+LEAVES = {"zoo": {"testing"}}
 # where a sys.path edit or a load by path would reach across folders
 OUTSIDE = [ROOT.parent / "benchmarks", ROOT.parent / "scripts"]
 # the calls that run a module found by its file path
@@ -35,12 +40,19 @@ def violations(root: Path) -> list[str]:
     wrong = []
     for path in sorted(root.rglob("*.py")):
         parts = path.relative_to(root).parts
-        if len(parts) < 2 or parts[0] not in LAYERS:
+        if len(parts) < 2 or (parts[0] not in LAYERS and parts[0] not in LEAVES):
             continue
-        here = LAYERS.index(parts[0])
         for mod in edgec_imports(path, root):
             layer = mod.split(".")[1] if "." in mod else ""
-            if layer in LAYERS and LAYERS.index(layer) > here:
+            if layer == parts[0]:
+                continue
+            if parts[0] in LEAVES:
+                bad = layer != ""  # a leaf imports no other layer
+            elif layer in LEAVES:
+                bad = parts[0] not in LEAVES[layer]
+            else:
+                bad = layer in LAYERS and LAYERS.index(layer) > LAYERS.index(parts[0])
+            if bad:
                 wrong.append(f"{path.relative_to(root.parent)} imports {mod}")
     return wrong
 
@@ -58,6 +70,30 @@ def test_a_wrong_import_is_seen(tmp_path):
         "import numpy\n\n\ndef f():\n    from ..compiler.driver import compile\n")
     (pkg / "compiler" / "driver.py").write_text("from ..ir.graph import f\n")
     assert violations(pkg) == ["edgec/ir/graph.py imports edgec.compiler.driver"]
+
+
+def test_the_back_end_layers_go_one_way(tmp_path):
+    """Lowering builds kernels of the kernel IR; the kernel IR knows nothing of lowering, and
+    code generation renders what lowering built."""
+    pkg = tmp_path / "edgec"
+    for layer in ("kernel_ir", "lowering", "codegen"):
+        (pkg / layer).mkdir(parents=True)
+    (pkg / "kernel_ir" / "program.py").write_text("from ..lowering.lower import lower_node\n")
+    (pkg / "lowering" / "lower.py").write_text("from ..kernel_ir.kernel import Kernel\n")
+    (pkg / "codegen" / "library.py").write_text("from ..lowering.program import build_program\n")
+    assert violations(pkg) == ["edgec/kernel_ir/program.py imports edgec.lowering.lower"]
+
+
+def test_zoo_is_a_leaf(tmp_path):
+    """The example models import no other layer, and nothing but testing imports them."""
+    pkg = tmp_path / "edgec"
+    for layer in ("zoo", "ir", "testing"):
+        (pkg / layer).mkdir(parents=True)
+    (pkg / "zoo" / "cnns.py").write_text("from ..ir.graph import Graph\nfrom .builder import B\n")
+    (pkg / "ir" / "graph.py").write_text("from ..zoo import resnet18\n")
+    (pkg / "testing" / "models.py").write_text("from ..zoo import resnet18\n")
+    assert violations(pkg) == ["edgec/ir/graph.py imports edgec.zoo",
+                               "edgec/zoo/cnns.py imports edgec.ir.graph"]
 
 
 def test_testing_is_the_last_layer(tmp_path):

@@ -33,10 +33,10 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantTy
 import edgec
 from edgec.frontends.onnx import import_onnx
 from edgec.ir import DType, Graph, TensorType, interpret, parse, print_graph, verify
+from edgec.lowering.kernels import blocked_quant
 from edgec.passes import DEFAULT_PIPELINE, apply_patterns, default_pipeline, run_pipeline
 from edgec.passes.fuse_qdq import FUSE_QDQ_PATTERNS
 from edgec.runtime.loader import load
-from edgec.targets.kernels import blocked_quant
 from edgec.targets.target import get_target
 
 SHAPE = (1, 3, 16, 16)

@@ -185,9 +185,9 @@ def _add_pipeline_flags(p: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    from ..passes.costs import MICROARCHS
-    from ..targets.codegen import BACKENDS
+    from ..codegen.library import BACKENDS
     from ..targets.target import TARGETS
+    from ..targets.uarch import MICROARCHS
 
     ap = argparse.ArgumentParser(prog="edgec",
                                  description="ONNX to self-contained static libraries")

@@ -20,21 +20,21 @@ from typing import IO
 import numpy as np
 
 from .. import __version__
-from ..errors import EdgecError, UnsupportedOpError
-from ..ir.dtypes import DType
-from ..ir.graph import Graph
-from ..ir.onnx_dtypes import to_onnx
-from ..runtime import manifest as manifest_file
-from ..targets.codegen import generate
-from ..targets.lowering import unsupported_kernels
-from ..targets.target import get_target, pair_sums, runs_on_host
-from ..targets.toolchain import (
+from ..codegen.library import generate
+from ..codegen.toolchain import (
     SANITIZE_CFLAGS,
     SANITIZE_LINK_FLAGS,
     archive,
     check_sanitizable,
     compile_objects,
 )
+from ..errors import EdgecError, UnsupportedOpError
+from ..ir.dtypes import DType
+from ..ir.graph import Graph
+from ..ir.onnx_dtypes import to_onnx
+from ..lowering.lower import unsupported_kernels
+from ..runtime import manifest as manifest_file
+from ..targets.target import get_target, pair_sums, runs_on_host
 from .options import CompileOptions
 from .tune import run_tuned, timed_layers, timed_lines
 
@@ -374,7 +374,7 @@ def compile(model, out_dir, options: CompileOptions | None = None, *,
     quantized on samples, the outputs' error is measured both against the pruned float
     model (quantization alone) and against the model as given (end to end).
 
-    `compress` stores the weights canonical-Huffman coded (targets/huffman.py), decoded once
+    `compress` stores the weights canonical-Huffman coded (codegen/huffman.py), decoded once
     by NAME_init or the first run into a static buffer of NAME_WEIGHTS_BUFFER_BYTES;
     manifest.json's "weights" gives their bytes as float32, as packed and as coded.
 
@@ -383,7 +383,7 @@ def compile(model, out_dir, options: CompileOptions | None = None, *,
     package files say so, an app links with -fsanitize=address,undefined, and the loader
     runs it as a program that reports a sanitizer's finding as an EdgecError.
 
-    `cpu` names the CPU family whose measured costs the cost models use (passes/costs.py;
+    `cpu` names the CPU family whose measured costs the cost models use (targets/uarch.py;
     default: the build host's, where it runs the target). With `tune` (the default), where
     the build host runs the target, a layer whose sparse and dense kernels the cost model
     cannot tell apart is built alone both ways and timed once on this CPU, the answer cached
@@ -506,7 +506,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
                    "lower_bound_bytes": plan.lower_bound_bytes},
         "ops": graph.op_counts(),
         "kernels": len(src.kernels),
-        # per node: the kernel it got and how it computes (targets/lowering.py Strategy)
+        # per node: the kernel it got and how it computes (lowering/lower.py Strategy)
         "kernel_strategies": src.strategies,
         # NAME_dot_product_kernels() exists: int8 micro-kernels chosen at run time
         "dot_product_kernels": src.dot_product_kernels,
@@ -618,7 +618,7 @@ def _int8_sparse_hint(manifest: dict) -> list[str]:
 
 
 def _strategy_text(s: dict) -> str:
-    from ..targets.lowering import Strategy
+    from ..lowering.lower import Strategy
 
     return Strategy(s["strategy"], s["kind"], s["lanes"], s["parallel"],
                     tuple(s["micro_kernels"])).describe()

@@ -391,7 +391,7 @@ def gemm_pairs(b: np.ndarray) -> np.ndarray:
     """[..., 2]: the byte pairs of B [K, N] (K >= 4) as the GEMM tile's k-groups hold them
     (rows 4g, 4g+1 and 4g+2, 4g+3 of each column; the K % 4 tail rows as the last 2 or 4
     bytes of one more group, its rows before 4 * (K // 4) zero), for int8 dot products
-    whose 16-bit pair sums must not saturate (targets/kernel_ir.py pairs_fit16)."""
+    whose 16-bit pair sums must not saturate (kernel_ir/kernel.py pairs_fit16)."""
     k, n = b.shape
     full = np.asarray(b[:k // 4 * 4], np.int64).reshape(-1, 2, n)
     tail = np.asarray(b[k - 4:], np.int64).copy()

@@ -73,7 +73,7 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = ""
     `registers` registers: with vectors, convolutional regions run in blocked NCHWc layout of
     that many channels, and the weights of blocked integer convolutions and int8 GEMMs are
     packed for tiles sized to the registers (and vectors) and requantized in fixed point.
-    `uarch`: the CPU family whose costs sparsify's model uses (passes/costs.py). The order
+    `uarch`: the CPU family whose costs sparsify's model uses (targets/uarch.py). The order
     of the later passes is the one manager.RUNS_AFTER checks."""
     vectors = vector_lanes >= 2
     lanes = {"lanes": vector_lanes} if vectors else {}

@@ -188,7 +188,7 @@ def fit_pairs(w: np.ndarray, scales: np.ndarray, axis: int | None, kaxis: int
     """8-bit codes of `w` whose byte pairs along the reduction axis `kaxis` (entries 2j and
     2j+1: the pairs of the int8 kernels' dot4 groups) sum to at most 128 over their positive
     codes and at least -128 over their negative ones, what x86's vpmaddubsw adds exactly
-    against uint8 inputs (targets/kernel_ir.py pairs_fit16).
+    against uint8 inputs (kernel_ir/kernel.py pairs_fit16).
 
     Each slice along `axis` (per output channel; None: the whole tensor) keeps its scale
     where its pairs fit and else takes the least one that makes them fit: with P the largest

@@ -103,7 +103,7 @@ def parse_pattern(pattern: str) -> tuple[str, int, int]:
 def prune_groups(wo: np.ndarray, sparsity: float, rows: int, taps: int = 1) -> np.ndarray:
     """`wo` [outputs, C * taps] (a convolution's, C-major) with `sparsity` of its blocks of
     `rows` outputs x 4 consecutive input channels at one tap zeroed, by L2 norm: the dot4
-    groups of the int8 kernels (targets/kernels/blocked_quant.py), rows = their lanes."""
+    groups of the int8 kernels (lowering/kernels/blocked_quant.py), rows = their lanes."""
     o, i = wo.shape
     c = i // taps
     w = np.zeros((-(-o // rows) * rows, -(-c // 4) * 4, taps), np.float64)

@@ -41,7 +41,7 @@ from ..ir.sparse import (
     encode_conv,
     encode_sliced,
 )
-from .costs import microarch
+from ..targets.uarch import microarch
 from .manager import register_pass
 from .rewrite import replace_value
 
@@ -66,7 +66,7 @@ SPARSE_RATE = {(1, 1): 0.35, (4, 1): 0.55, (8, 1): 0.6, (16, 1): 0.53, (1, 4): 0
 NM_RATE = SPARSE_RATE[1, 1]
 NM_GROUPS = (4, 8, 16)  # the M of N:M tried
 # one row of A (B streams from the caches once per call) and the gathers: the CPU family's
-# rates (passes/costs.py: its bandwidth and gather cost against its FMA peak)
+# rates (targets/uarch.py: its bandwidth and gather cost against its FMA peak)
 # with rows of A the dense kernel reaches DENSE_RATE, the gathers do not get faster: [16, 512]
 # x [512, 512] at 90% zeros gathered in 102 us against 56 us dense (Emerald Rapids), a share
 # of the peak 1.5 times the gathers' over one row there
@@ -185,7 +185,7 @@ def _matmul_candidate(node: Node) -> bool:
 
 def matmul_plan(node: Node, lanes: int, uarch: str = "", **blocks) -> dict:
     """The cost model's figures for a matrix product with constant B on CPU family `uarch`
-    (passes/costs.py): the dense kernel at `DENSE_RATE` of the peak with rows of A to share
+    (targets/uarch.py): the dense kernel at `DENSE_RATE` of the peak with rows of A to share
     each weight's load, the family's `gemv_share` with one row (it streams B once per call);
     the gathering kernel at its `gather_rate` per stored entry (padding included) and row
     (`GATHER_ROWS_SHARE` times that from 4 rows); from `CONV_ROWS` rows of A (and no
@@ -269,7 +269,7 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
     `pad_channels`: let a convolution's channels be padded to a multiple of the block;
     `cols`: only a convolution's blocks of that many input channels, 1 or 4; 0: any;
     `nm`: let weights pruned N:M be stored so; `uarch`: the CPU family whose rates the
-    model uses, passes/costs.py; `timings`: a JSON file of measured choices, which
+    model uses, targets/uarch.py; `timings`: a JSON file of measured choices, which
     override the model's for the layers in it). A matrix product whose two estimates lie
     within the family's error (costs.MODEL_ERROR) of each other is marked `close` in its
     plan, with its `key` in the timings. Convolutions are not: timed alone, the dense one

@@ -2,7 +2,7 @@
 
 Where ctypes cannot load the library (a cross target, or a build that must be proven not to
 use instructions the host has, e.g. `x86-avx2` under `qemu-x86_64 -cpu Haswell`), libNAME.a
-is linked statically with `runtime/c/edgec_runner.c` and run under an emulator command;
+is linked statically with `codegen/c/edgec_runner.c` and run under an emulator command;
 tensors travel through raw files in a temporary folder. A sanitized artifact (`edgec compile
 --sanitize`) runs so too, natively and linked dynamically (the sanitizers' runtimes are
 shared libraries); a finding of theirs is raised as an EdgecError that names it.
@@ -43,8 +43,8 @@ _PACKAGES = {"qemu-": "qemu-user"}
 
 def runner_command(manifest: Mapping, exe: str) -> list[str]:
     """The compiler command that builds the runner for an artifact, run in its folder."""
+    from ..codegen.toolchain import cc
     from ..targets.target import get_target
-    from ..targets.toolchain import cc
 
     target = get_target(manifest["target"])
     name = manifest["name"]

@@ -62,8 +62,8 @@ class CompiledModel:
     """A loaded artifact: `.run({name: array}) -> {name: array}`."""
 
     def __init__(self, out_dir):
+        from ..codegen.toolchain import shared_object
         from ..targets.target import get_target
-        from ..targets.toolchain import shared_object
 
         self.out_dir = Path(out_dir)
         self.manifest = read_manifest(out_dir)

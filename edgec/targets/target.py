@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import EdgecError
 from ..ir.dtypes import DType
-from ..passes.costs import MICROARCHS, UNKNOWN, identify
+from .uarch import MICROARCHS, UNKNOWN, identify
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Target:
     llvm_cpu: str = ""
     llvm_features: str = ""
     caches: Caches = Caches()
-    # the CPU family whose measured costs the cost models use (passes/costs.py): the build
+    # the CPU family whose measured costs the cost models use (targets/uarch.py): the build
     # host's where its CPU runs the target's code, else "" (the figures the rates were
     # tuned with); `--cpu` names another
     uarch: str = ""

@@ -112,8 +112,8 @@ int main(int argc, char **argv)
 
 def _link(batch: list[Prepared], work: Path, index: int, platform: Platform
           ) -> tuple[Path | None, str]:
+    from edgec.codegen.toolchain import SANITIZE_CFLAGS, SANITIZE_LINK_FLAGS, cc
     from edgec.targets.target import get_target
-    from edgec.targets.toolchain import SANITIZE_CFLAGS, SANITIZE_LINK_FLAGS, cc
 
     decls, table = [], []
     for p in batch:

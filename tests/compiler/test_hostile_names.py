@@ -1,5 +1,5 @@
 """Names from the model reach the generated C only as escaped string literals or inside
-comments made safe (targets/ctext.py): a tensor named to close a comment and define a macro,
+comments made safe (codegen/ctext.py): a tensor named to close a comment and define a macro,
 quotes, backslashes, a newline, a trigraph and non-ASCII letters. An app that includes the
 header compiles without the macro (strict C11, trigraphs on) and reads the names back byte
 for byte; the library computes what onnxruntime computes."""
@@ -14,7 +14,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper
 
 import edgec
-from edgec.targets.ctext import c_comment, c_string
+from edgec.codegen.ctext import c_comment, c_string
 
 HOSTILE_IN = "x*/ #define EDGEC_LEAKED 1 /*"
 HOSTILE_OUT = 'y "q" \\ ??/ \n é*/'

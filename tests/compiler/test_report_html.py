@@ -421,7 +421,7 @@ def test_sparsity_is_what_the_kernels_run(build, request):
         assert float(r["zero weights"]) == pytest.approx(zeros[layer], abs=1e-4)
         if "Conv" not in r["op"] and "sparse" not in k["strategy"]:
             # the classifier (32 -> 10, 75% zeros) may run dense where the CPU family's costs
-            # say so (sparsify's matrix-vector rates, passes/costs.py): its row says so
+            # say so (sparsify's matrix-vector rates, targets/uarch.py): its row says so
             assert r["stored as"] == "dense", r
             continue
         assert "sparse" in k["strategy"], r  # 80% in blocks: every convolution runs sparse

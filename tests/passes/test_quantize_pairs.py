@@ -14,8 +14,8 @@ import pytest
 from test_quantize import calib_feeds, mobile_net
 
 import edgec
+from edgec.kernel_ir.kernel import pairs_fit16
 from edgec.passes.calibration import fit_pairs, sqnr_db, weight_params
-from edgec.targets.kernel_ir import pairs_fit16
 
 
 def test_fit_pairs_by_hand():

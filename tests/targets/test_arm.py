@@ -29,8 +29,8 @@ import onnx.numpy_helper
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, random_feeds, small_resnet
 from harness import conformance_results, rel_error
-from test_int8 import check_mulshift, mulshift_kernel
-from test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
+from kernel_ir.test_int8 import check_mulshift, mulshift_kernel
+from kernel_ir.test_vector_ir import (  # noqa: F401  (the imported tests run here on `built` below)
     SENTINEL,
     axpy_driver,
     c_source,
@@ -50,13 +50,13 @@ from test_vector_ir import (  # noqa: F401  (the imported tests run here on `bui
 
 import edgec
 from edgec import zoo
+from edgec.codegen.renderers.c_isas import VECTOR_ISAS
 from edgec.compiler.driver import compile_graph, load_graph
 from edgec.errors import EdgecError, ToolchainError
 from edgec.ir.dtypes import DType
+from edgec.kernel_ir.kernel import Kernel
 from edgec.runtime import C_DIR
 from edgec.runtime.emulated import EmulatedModel
-from edgec.targets.kernel_ir import Kernel
-from edgec.targets.renderers.c_isas import VECTOR_ISAS
 from edgec.targets.target import Target, get_target
 from edgec.testing import conformance
 

@@ -16,8 +16,8 @@ import subprocess
 
 import numpy as np
 import pytest
+from kernel_ir.test_int8 import int8_models, onnxruntime_run
 from onnx import numpy_helper
-from test_int8 import int8_models, onnxruntime_run
 
 import edgec
 from edgec.targets.target import host_cpu_flags

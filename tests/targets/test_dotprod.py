@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from convnets import onnxruntime_outputs, random_feeds
+from kernel_ir.test_int8 import int8_models, onnxruntime_run
 from onnx import numpy_helper
-from test_int8 import int8_models, onnxruntime_run
 
 import edgec
 from edgec import zoo

@@ -1,0 +1,639 @@
+"""A numpy interpreter of the kernel IR: runs a `Kernel` on arrays, with no C compiler.
+
+It gives every kernel the meaning its renderers must give it, so kernels can be tested on
+small shapes against the ops' numpy references (`run_graph` executes a lowered graph kernel
+by kernel) and a renderer's output against the interpreter's. The semantics are C's, as the
+renderers print them:
+
+- integer arithmetic wraps in the type's width; `div` and `mod` truncate toward zero (C's `/`
+  and `%`); shifts are C's; comparisons give bool; `and`/`or`/`not` are logical;
+- float `max`/`min` are C's fmaxf/fminf (a NaN operand loses to a number); float `mod` is fmod;
+  float32 `exp` and `tanh` are mathlib's definitions (the renderers' own, to the bit), the
+  other math functions numpy's, correctly rounded;
+- a float converted to an integer type must fit it (C leaves the rest undefined): the
+  interpreter raises `KernelError` where C would be undefined, so a builder that relies on it
+  is caught here; `kernel_ir.convert` is the saturating conversion for values that may not fit;
+- `select` of scalars evaluates only the chosen operand (C's `?:`); of vectors, both;
+- `fma` rounds once (computed in float64 and rounded: exact for float32 products);
+- every load, store and prefetch is bounds-checked against the buffer it names;
+- the threads of a block whose body has barriers run as Python threads that wait for each
+  other at every `Barrier` (so the interpreter checks `kernel_passes.split_barriers`, which
+  the CPU renderers use, instead of sharing its assumptions); arrays `Alloc`ed before the block
+  are shared by its threads, those a thread allocates are its own; every other loop binding
+  runs as a plain loop;
+- a `Stream` is a queue of at most `depth` values; pushing into a full one or popping an
+  empty one is an error (kernels run one after the other here, as on a CPU).
+
+Values are numpy scalars (INDEX values are Python ints) and, for vectors, 1-D arrays of
+`lanes` elements. Each expression is compiled once into a Python closure over an environment
+of locals (a table from op to closure builder, as the renderers are tables from op to text).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import KernelError
+from ..ir.dtypes import DType
+from . import mathlib
+from .kernel import (
+    INDEX,
+    Alloc,
+    Assign,
+    Barrier,
+    Buffer,
+    Call,
+    Expr,
+    If,
+    Kernel,
+    Local,
+    Loop,
+    Pop,
+    Prefetch,
+    Push,
+    Scalar,
+    Store,
+    Stream,
+    pairs_fit16,
+)
+from .passes import has_barrier
+from .threads import threaded_block, wait_at_barrier
+
+Env = dict
+Eval = Callable[[Env], object]
+
+
+def _np(dtype: DType) -> np.dtype:
+    return np.dtype(np.int64) if dtype is INDEX else dtype.np
+
+
+def _value(x, dtype: DType, lanes: int = 1):
+    """x as a value of `dtype`: a Python int for INDEX scalars, else numpy."""
+    if lanes > 1:
+        return np.asarray(x).astype(_np(dtype))
+    if dtype is INDEX:
+        return int(x)
+    return _np(dtype).type(x)
+
+
+# -- expressions ----------------------------------------------------------------------------
+
+def _c_div(a, b, dtype: DType):
+    if dtype.is_float:
+        return a / b
+    if dtype is INDEX:
+        if b == 0:
+            raise KernelError("an index expression divides by 0")
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    b_ = np.where(b == 0, 1, b)  # C leaves x / 0 undefined; builders guard it with a select
+    q = np.abs(np.asarray(a, np.int64)) // np.abs(np.asarray(b_, np.int64))
+    return np.where((np.asarray(a) < 0) != (np.asarray(b) < 0), -q, q)
+
+
+def _c_mod(a, b, dtype: DType):
+    if dtype.is_float:
+        return np.fmod(a, b)
+    if dtype is INDEX:
+        if b == 0:
+            raise KernelError("an index expression takes a remainder by 0")
+        return a - b * _c_div(a, b, INDEX)
+    b_ = np.where(b == 0, 1, b)
+    return np.asarray(a, np.int64) - np.asarray(b_, np.int64) * _c_div(a, b_, dtype)
+
+
+def _fmax(a, b):
+    return np.fmax(a, b)
+
+
+def _fmin(a, b):
+    return np.fmin(a, b)
+
+
+_ARITH = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+          "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+          "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+          "bitand": lambda a, b: a & b, "bitor": lambda a, b: a | b,
+          "bitxor": lambda a, b: a ^ b}
+
+_MATH: dict[str, Callable] = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs,
+    "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "isnan": np.isnan, "isinf": np.isinf, "sign": np.sign, "log1p": np.log1p,
+    "expm1": np.expm1, "pow": np.power, "fmod": np.fmod,
+    "erf": np.frompyfunc(math.erf, 1, 1),
+}
+
+
+def _binary(e: Expr, a: Eval, b: Eval) -> Eval:
+    op, dtype = e.op, e.args[0].dtype
+    out = _np(e.dtype)
+    if op in ("and", "or"):
+        if op == "and":
+            return lambda env: _value(bool(a(env)) and bool(b(env)), DType.BOOL) if e.lanes == 1 \
+                else np.logical_and(a(env), b(env))
+        return lambda env: _value(bool(a(env)) or bool(b(env)), DType.BOOL) if e.lanes == 1 \
+            else np.logical_or(a(env), b(env))
+    if op == "div":
+        return lambda env: _value(_c_div(a(env), b(env), dtype), e.dtype, e.lanes)
+    if op == "mod":
+        return lambda env: _value(_c_mod(a(env), b(env), dtype), e.dtype, e.lanes)
+    if op in ("max", "min"):
+        if dtype.is_float:
+            fn = _fmax if op == "max" else _fmin
+            return lambda env: fn(a(env), b(env))
+        cmp = np.greater if op == "max" else np.less
+
+        def pick(env):
+            x, y = a(env), b(env)
+            return _value(np.where(cmp(x, y), x, y), e.dtype, e.lanes)
+
+        return pick
+    if op in ("shl", "shr"):
+        bits = 8 * out.itemsize
+
+        def shift(env):
+            x, n = a(env), b(env)
+            if np.any(np.asarray(n) < 0) or np.any(np.asarray(n) >= bits):
+                raise KernelError(f"a shift by {n} of a {bits}-bit value is undefined in C")
+            if dtype is INDEX:
+                return x << n if op == "shl" else x >> n
+            xs = np.asarray(x, out)
+            r = np.left_shift(xs, np.asarray(n, out)) if op == "shl" else \
+                np.right_shift(xs, np.asarray(n, out))
+            return _value(r, e.dtype, e.lanes)
+
+        return shift
+    fn = _ARITH[op]
+    if dtype is INDEX:
+        return lambda env: fn(a(env), b(env))
+    return lambda env: _value(fn(a(env), b(env)), e.dtype, e.lanes)
+
+
+def _cast(e: Expr, x: Eval) -> Eval:
+    src, dst = e.args[0].dtype, e.dtype
+    if src.is_float and not dst.is_float and dst is not DType.BOOL:
+        info = np.iinfo(_np(dst))
+
+        def to_int(env):
+            v = np.asarray(x(env), np.float64)
+            if np.any(np.isnan(v)) or np.any(np.trunc(v) < info.min) or \
+                    np.any(np.trunc(v) > info.max):
+                raise KernelError(f"a {src} value {v} converted to {dst} does not fit it "
+                                  "(undefined in C; kernel_ir.convert saturates)")
+            return _value(np.trunc(v).astype(_np(dst)), dst, e.lanes)
+
+        return to_int
+    return lambda env: _value(np.asarray(x(env)).astype(_np(dst)), dst, e.lanes)
+
+
+@functools.cache
+def _math_function(name: str, lanes: int) -> Callable:
+    """mathlib's float32 `name` for `lanes`, as a function of the argument's value."""
+    mf = mathlib.FUNCTIONS[name](lanes)
+    body, result = _block(list(mf.body)), compile_expr(mf.result)
+
+    def run(x):
+        env = {"x": x}
+        body(env)
+        return result(env)
+
+    return run
+
+
+def _call(e: Expr, args: list[Eval]) -> Eval:
+    fn_name = e.args[0]
+    dtype = e.args[1].dtype
+    if fn_name in mathlib.FUNCTIONS and dtype is DType.F32:  # the renderers' own, bit for bit
+        fn = _math_function(fn_name, e.lanes)
+        return lambda env: fn(args[0](env))
+    if fn_name in ("max", "min"):
+        fn = _fmax if fn_name == "max" else _fmin
+    else:
+        fn = _MATH[fn_name]
+
+    def run(env):
+        with np.errstate(all="ignore"):
+            vals = [np.asarray(a(env)) for a in args]
+            if not dtype.is_float:  # abs, sign, floor... of integers: exact in their type
+                r = fn(*vals)
+            else:
+                r = fn(*[v.astype(np.float64) for v in vals])
+        return _value(np.asarray(r).astype(np.float64) if fn_name == "erf" else r, e.dtype,
+                      e.lanes)
+
+    return run
+
+
+def _select(e: Expr, c: Eval, a: Eval, b: Eval) -> Eval:
+    if e.lanes == 1:
+        return lambda env: a(env) if c(env) else b(env)
+    return lambda env: _value(np.where(c(env), a(env), b(env)), e.dtype, e.lanes)
+
+
+def _load(e: Expr, idx: Eval) -> Eval:
+    buf: Buffer = e.args[0]
+
+    def load(env):
+        arr, i = env["#bufs"][buf.name], idx(env)
+        if not 0 <= i < arr.size:
+            raise KernelError(f"load {buf.name}[{i}] outside its {arr.size} elements")
+        v = arr[i]
+        return int(v) if e.dtype is INDEX else v
+
+    return load
+
+
+def _vload(e: Expr, idx: Eval, count: Eval | None) -> Eval:
+    buf: Buffer = e.args[0]
+    lanes = e.lanes
+
+    def vload(env):
+        arr, i = env["#bufs"][buf.name], idx(env)
+        n = lanes if count is None else max(0, min(lanes, count(env)))
+        if i < 0 or i + n > arr.size:
+            raise KernelError(f"vector load {buf.name}[{i}:{i + n}] outside its {arr.size} "
+                              "elements")
+        out = np.zeros(lanes, arr.dtype)
+        out[:n] = arr[i:i + n]
+        return out
+
+    return vload
+
+
+def _vgather(e: Expr, base: Eval, idx: Eval) -> Eval:
+    buf: Buffer = e.args[0]
+
+    def vgather(env):
+        arr = env["#bufs"][buf.name]
+        at = base(env) + np.asarray(idx(env), np.int64)
+        if at.min() < 0 or at.max() >= arr.size:
+            raise KernelError(f"gather of {buf.name}[{at.min()}..{at.max()}] outside its "
+                              f"{arr.size} elements")
+        return arr[at]
+
+    return vgather
+
+
+def _vbroadcast(e: Expr, idx: Eval) -> Eval:
+    buf: Buffer = e.args[0]
+    group = e.args[2]
+
+    def vbroadcast(env):
+        arr, i = env["#bufs"][buf.name], idx(env)
+        if i < 0 or i + group > arr.size:
+            raise KernelError(f"broadcast of {buf.name}[{i}:{i + group}] outside its "
+                              f"{arr.size} elements")
+        return np.tile(arr[i:i + group], e.lanes // group)
+
+    return vbroadcast
+
+
+def _dot4(e: Expr, acc: Eval, a: Eval, b: Eval) -> Eval:
+    def dot4(env):
+        bv = np.asarray(b(env), np.int64)
+        if e.op == "dot4p" and not pairs_fit16(bv.reshape(-1, 2)):
+            raise KernelError("dot4 with pairs16: a pair of weights would saturate a 16-bit "
+                              f"sum ({bv.reshape(-1, 2).tolist()})")
+        prod = np.asarray(a(env), np.int64) * bv
+        s = np.asarray(acc(env), np.int64) + prod.reshape(-1, 4).sum(axis=1)
+        return _value(s.astype(np.int32) if e.lanes > 1 else s[0].astype(np.int32), DType.I32,
+                      e.lanes)
+
+    return dot4
+
+
+def _pairdot(e: Expr, acc: Eval, *ab: Eval) -> Eval:
+    half = e.args[1].value
+
+    def pairdot(env):
+        vs = [np.asarray(f(env), np.int64) for f in ab]
+        bytes16 = sum(a * b for a, b in zip(vs[::2], vs[1::2]))
+        if len(vs) == 4 and ((vs[1] == -128).any() or (vs[3] == -128).any()):
+            raise KernelError("pairdot of two k-groups with a weight of -128: their byte "
+                              "products could leave int16 (weights must lie in [-127, 127])")
+        n = e.lanes
+        s = np.asarray(acc(env), np.int64) + bytes16[2 * n * half:2 * n * (half + 1)] \
+            .reshape(n, 2).sum(axis=1)
+        return _value(s.astype(np.int32), DType.I32, n)
+
+    return pairdot
+
+
+def _pairfold(e: Expr, lo: Eval, hi: Eval) -> Eval:
+    def pairfold(env):
+        v = np.concatenate([np.asarray(lo(env), np.int64), np.asarray(hi(env), np.int64)])
+        return _value(v.reshape(-1, 2).sum(axis=1).astype(np.int32), DType.I32, e.lanes)
+
+    return pairfold
+
+
+def _nibble(e: Expr, a: Eval) -> Eval:
+    k = e.args[1].value
+
+    def nibble(env):
+        u = np.asarray(a(env), np.int8).view(np.uint8)
+        r = (u << np.uint8(4)) if k == 0 else (u & np.uint8(0xF0))
+        return _value(r.astype(np.uint8).view(np.int8), DType.I8, e.lanes)
+
+    return nibble
+
+
+def _recentre(e: Expr, a: Eval) -> Eval:
+    def recentre(env):
+        u = np.asarray(a(env), np.int16) - 128
+        return _value(u.astype(np.int8), DType.I8, e.lanes)
+
+    return recentre
+
+
+def _mul16(e: Expr, a: Eval, b: Eval) -> Eval:
+    def mul16(env):
+        x, y = np.asarray(a(env), np.int64), np.asarray(b(env), np.int64)
+        if (x < 0).any() or (x >= 2**15).any() or (y < -2**15).any() or (y >= 2**15).any():
+            raise KernelError("mul16 of operands outside 16 bits (a in [0, 2^15), b in "
+                              f"[-2^15, 2^15)): {x.min()}..{x.max()} and {y.min()}..{y.max()}")
+        return _value((x * y).astype(np.int32), DType.I32, e.lanes)
+
+    return mul16
+
+
+def _mulshift(e: Expr, a: Eval, m: Eval, s: Eval) -> Eval:
+    def mulshift(env):
+        n = int(s(env))
+        if not 33 <= n <= 62:
+            raise KernelError(f"mulshift by 2^{n}; the shift must be in [33, 62]")
+        p = np.asarray(a(env), np.int64) * np.asarray(m(env), np.int64) + (1 << (n - 1))
+        return _value((p >> n).astype(np.int32), DType.I32, e.lanes)
+
+    return mulshift
+
+
+def _fma(e: Expr, a: Eval, b: Eval, c: Eval) -> Eval:
+    def fma(env):
+        r = np.asarray(a(env), np.float64) * np.asarray(b(env), np.float64) + \
+            np.asarray(c(env), np.float64)
+        return _value(r, e.dtype, e.lanes)
+
+    return fma
+
+
+def _hreduce(e: Expr, v: Eval) -> Eval:
+    op = e.args[0]
+    fn = {"add": np.sum, "max": np.max, "min": np.min}[op]
+    return lambda env: _value(fn(v(env)), e.dtype)
+
+
+def _bitcast(e: Expr, x: Eval) -> Eval:
+    src = _np(e.args[0].dtype)
+
+    def bitcast(env):
+        v = np.ascontiguousarray(np.asarray(x(env), src)).view(_np(e.dtype))
+        return v if e.lanes > 1 else _value(v.reshape(())[()], e.dtype)
+
+    return bitcast
+
+
+def compile_expr(e: Expr) -> Eval:
+    """A closure that evaluates `e` in an environment of locals (and '#bufs': the arrays)."""
+    op = e.op
+    if op == "const":
+        v = _value(e.value, e.dtype)
+        return lambda env: v
+    if op == "var":
+        name = e.args[0]
+        return lambda env: env[name]
+    if op == "load":
+        return _load(e, compile_expr(e.args[1]))
+    if op == "vload":
+        cnt = e.args[2]
+        return _vload(e, compile_expr(e.args[1]), None if cnt is None else compile_expr(cnt))
+    if op == "vbroadcast":
+        return _vbroadcast(e, compile_expr(e.args[1]))
+    if op == "vgather":
+        return _vgather(e, compile_expr(e.args[1]), compile_expr(e.args[2]))
+    if op == "broadcast":
+        x = compile_expr(e.args[0])
+        return lambda env: np.full(e.lanes, x(env), _np(e.dtype))
+    if op == "select":
+        return _select(e, *(compile_expr(a) for a in e.args))
+    if op == "cast":
+        return _cast(e, compile_expr(e.args[0]))
+    if op == "bitcast":
+        return _bitcast(e, compile_expr(e.args[0]))
+    if op == "call":
+        return _call(e, [compile_expr(a) for a in e.args[1:]])
+    if op in ("dot4", "dot4p"):
+        return _dot4(e, *(compile_expr(a) for a in e.args))
+    if op == "pairdot":
+        return _pairdot(e, *(compile_expr(a) for a in e.args[:1] + e.args[2:]))
+    if op == "pairfold":
+        return _pairfold(e, *(compile_expr(a) for a in e.args))
+    if op == "mul16":
+        return _mul16(e, *(compile_expr(a) for a in e.args))
+    if op == "nibble":
+        return _nibble(e, compile_expr(e.args[0]))
+    if op == "recentre":
+        return _recentre(e, compile_expr(e.args[0]))
+    if op == "mulshift":
+        return _mulshift(e, *(compile_expr(a) for a in e.args))
+    if op == "fma":
+        return _fma(e, *(compile_expr(a) for a in e.args))
+    if op == "hreduce":
+        return _hreduce(e, compile_expr(e.args[1]))
+    if op == "neg":
+        x = compile_expr(e.args[0])
+        if e.dtype is INDEX:
+            return lambda env: -x(env)
+        return lambda env: _value(np.negative(x(env)), e.dtype, e.lanes)
+    if op == "not":
+        x = compile_expr(e.args[0])
+        return lambda env: np.logical_not(x(env)) if e.lanes > 1 else _value(not x(env),
+                                                                           DType.BOOL)
+    if len(e.args) == 2:
+        return _binary(e, compile_expr(e.args[0]), compile_expr(e.args[1]))
+    raise ValueError(f"kernel interpreter: unknown kernel-IR op {op}")
+
+
+# -- statements -----------------------------------------------------------------------------
+
+Exec = Callable[[Env], None]
+
+
+def _block(stmts: list) -> Exec:
+    parts = [_stmt(s) for s in stmts]
+
+    def block(env):
+        for p in parts:
+            p(env)
+
+    return block
+
+
+def _store(s: Store) -> Exec:
+    idx, val = compile_expr(s.index), compile_expr(s.value)
+    count = None if s.count is None else compile_expr(s.count)
+    name, lanes = s.buf.name, s.value.lanes
+
+    def store(env):
+        arr, i, v = env["#bufs"][name], idx(env), val(env)
+        n = lanes if count is None else max(0, min(lanes, count(env)))
+        if i < 0 or i + n > arr.size:
+            raise KernelError(f"store {name}[{i}:{i + n}] outside its {arr.size} elements")
+        if lanes == 1:
+            arr[i] = v
+        else:
+            arr[i:i + n] = np.asarray(v)[:n]
+
+    return store
+
+
+def _stream_op(s: Push | Pop) -> Exec:
+    name, depth = s.stream.name, s.stream.depth
+    if isinstance(s, Push):
+        value = compile_expr(s.value)
+
+        def push(env):
+            q = env["#streams"][name]
+            if len(q) >= depth:
+                raise KernelError(f"push into stream {name}, full with {depth} values")
+            q.append(value(env))
+
+        return push
+
+    def pop(env):
+        q = env["#streams"][name]
+        if not q:
+            raise KernelError(f"pop from stream {name}, which is empty")
+        env[s.name] = q.popleft()
+
+    return pop
+
+
+def _stmt(s) -> Exec:
+    if isinstance(s, Loop) and s.kind == "block" and has_barrier(s.body):
+        return threaded_block(s, _block, compile_expr)
+    if isinstance(s, Barrier):
+        return wait_at_barrier
+    if isinstance(s, Push | Pop):
+        return _stream_op(s)
+    if isinstance(s, Alloc):
+        buf = s.buf
+        fill = np.nan if buf.dtype.is_float else 0
+
+        def alloc(env):  # uninitialised, as on every target: NaN shows a read before a write
+            env["#bufs"][buf.name] = np.full(buf.numel, fill, _np(buf.dtype))
+
+        return alloc
+    if isinstance(s, Loop):
+        extent, body, var = compile_expr(s.extent), _block(s.body), s.var
+
+        def loop(env):
+            for i in range(extent(env)):
+                env[var] = i
+                body(env)
+
+        return loop
+    if isinstance(s, Local | Assign):
+        value, name = compile_expr(s.init if isinstance(s, Local) else s.value), s.name
+
+        def assign(env):
+            v = value(env)
+            env[name] = v.copy() if isinstance(v, np.ndarray) else v
+
+        return assign
+    if isinstance(s, Store):
+        return _store(s)
+    if isinstance(s, Prefetch):
+        idx, name = compile_expr(s.index), s.buf.name
+
+        def prefetch(env):
+            i, arr = idx(env), env["#bufs"][name]
+            if not 0 <= i < arr.size:
+                raise KernelError(f"prefetch of {name}[{i}] outside its {arr.size} elements")
+
+        return prefetch
+    if isinstance(s, If):
+        cond, then, orelse = compile_expr(s.cond), _block(s.then), _block(s.orelse)
+        return lambda env: then(env) if cond(env) else orelse(env)
+    if isinstance(s, Call):
+        return _call_stmt(s)
+    raise ValueError(f"kernel interpreter: unknown statement {type(s).__name__}")
+
+
+def _call_stmt(s: Call) -> Exec:
+    callee = compiled(s.fn)
+    args = []
+    for p, a in zip(s.fn.params, s.args, strict=True):
+        if isinstance(p, Buffer):
+            args.append((p.name, a.buf.name, compile_expr(a.offset)))
+        else:
+            args.append((p.name, None, compile_expr(a)))
+
+    def call(env):
+        bufs, scalars = {}, {}
+        for pname, bname, off in args:
+            if bname is None:
+                scalars[pname] = off(env)
+                continue
+            arr, o = env["#bufs"][bname], off(env)
+            if o < 0:
+                raise KernelError(f"pointer {bname} {o} before the start of the buffer")
+            bufs[pname] = arr[o:]  # past the end: empty, so any access through it fails
+        callee(bufs, scalars)
+
+    return call
+
+
+def compiled(k: Kernel) -> Callable[[dict, dict], None]:
+    """`k` compiled once (kept on the kernel): a function of (arrays by parameter name,
+    scalars by name)."""
+    hit = k.__dict__.get("_interpreted")
+    if hit is not None:
+        return hit
+    body = _block(k.body)
+
+    def run(bufs: dict, scalars: dict) -> None:
+        env = dict(scalars)
+        env["#bufs"] = bufs
+        with np.errstate(all="ignore"):
+            body(env)
+
+    k.__dict__["_interpreted"] = run
+    return run
+
+
+def run_kernel(k: Kernel, *args) -> None:
+    """Run kernel `k` on `args`, one per parameter in order: a numpy array for a `Buffer`
+    (flattened in place: a C-contiguous array, written through for outputs), a number for a
+    `Scalar`, a `collections.deque` for a `Stream` (popped from or pushed to)."""
+    if len(args) != len(k.params):
+        raise TypeError(f"{k.name} takes {len(k.params)} arguments, got {len(args)}")
+    bufs, scalars, streams = {}, {}, {}
+    for p, a in zip(k.params, args):
+        if isinstance(p, Stream):
+            if not isinstance(a, deque):
+                raise TypeError(f"{k.name}: argument {p.name} is a stream: pass a deque")
+            streams[p.name] = a
+            continue
+        if isinstance(p, Buffer):
+            arr = np.asarray(a)
+            if not arr.flags.c_contiguous:
+                raise TypeError(f"{k.name}: argument {p.name} is not C-contiguous")
+            if arr.dtype != _np(p.dtype):
+                raise TypeError(f"{k.name}: argument {p.name} is {arr.dtype}, not {p.dtype}")
+            if p.sized and arr.size < p.numel:
+                raise TypeError(f"{k.name}: argument {p.name} has {arr.size} elements, "
+                                f"the kernel reads {p.numel}")
+            bufs[p.name] = arr.reshape(-1)
+        elif isinstance(p, Scalar):
+            scalars[p.name] = _value(a, p.dtype)
+    scalars["#streams"] = streams
+    compiled(k)(bufs, scalars)

@@ -1,0 +1,707 @@
+"""The loop-level kernel IR: what every renderer (C now; LLVM, CUDA, HLS later) prints.
+
+A `Kernel` is a function over `Buffer`s (flat, typed, with a logical shape) whose body is a
+list of statements: counted `Loop`s from 0 to an extent, scalar `Local`s, `Assign`, `Store`,
+`If` and `Prefetch` (a hint that some memory is read soon; it changes no value). Values are
+`Expr` trees, immutable and hashable, built with Python operators (`x[i] * w[j] + acc`);
+index arithmetic uses the `INDEX` dtype. Builders fold constants (`i * 1 -> i`, `0 + i -> i`)
+so the generated code reads like code a person would write.
+A loop's `kind` is its binding: "serial"; "unroll" (fully unrolled by the renderer's
+compiler); "parallel" (its iterations split over the runtime's thread pool; such a loop stands
+at the top of a kernel and reads only the kernel's parameters); "grid" (independent blocks of
+work: a GPU's grid); "block" (the threads of one block, which may wait for each other at a
+`Barrier` and share `Alloc`ed arrays in "shared" memory; directly nested block loops form one
+block of threads); "pipeline" (a hardware pipeline starting an iteration every `ii` cycles).
+A CPU renders every binding but "parallel" as a plain loop (block loops split at their
+barriers: `kernel_passes.split_barriers`). A serial loop's `unroll` > 1 asks the renderer's
+compiler to unroll it by that factor (a hint).
+
+Memory: a `Buffer` lives in a memory `space`: "global" (the kernel's parameters), "shared"
+(on-chip memory shared by a block's threads: GPU shared memory, FPGA block RAM) or "local"
+(private to a thread: registers). `Alloc` declares a kernel-local array in shared or local
+memory, uninitialised. A `Stream` parameter is a FIFO between kernels (an FPGA stream, a GPU
+queue): `Push` appends a value, `Pop` takes the oldest into a local.
+
+Vectors: an expression has `lanes` (1 for a scalar). `vload`/vector `Store` move `lanes`
+consecutive elements, optionally only the first `count` (a masked tail); `broadcast` splats
+a scalar; `vgather(buf, base, idx)` reads buf[base + idx[l]] into lane l (idx an int32
+vector: the columns of a sparse row); arithmetic, `fma` and comparisons work lane by lane,
+and `hreduce` folds the lanes to a scalar. Every renderer maps (dtype, lanes) to its ISA's
+vector registers.
+
+Integer dot products (int8 inputs, int32 accumulators): `dot4(acc, a, b)` with acc an int32
+vector of N lanes and a (uint8 or int8), b (int8) 8-bit vectors of 4N lanes is
+acc[i] + sum_{k<4} a[4i+k] * b[4i+k] per lane i, exact in int32 (no saturation; the
+intermediate products never overflow). Its 8-bit operands come from `vload` of a uint8/int8
+buffer (4N consecutive bytes) and `vbroadcast(buf, index, 4N, 4)`, the 4 bytes at buf[index]
+repeated in every group of 4 lanes (one row's k-group against N columns). Renderers map it to
+VNNI `vpdpbusd`, an exact 16-bit widening on AVX2, `sdot`/`udot` on Armv8.2; without a vector
+ISA (N = 1) a 4-lane 8-bit vector is one 32-bit word, lane k in bits 8k..8k+7.
+`dot4(acc, a, b, pairs16=True)` (op "dot4p") is the same sum for uint8 a, stating that b's
+byte pairs (4i, 4i+1) and (4i+2, 4i+3) keep every pair sum a[j] b[j] + a[j+1] b[j+1] in
+int16 for any uint8 a (`pairs_fit16`: the positive weights of a pair sum to at most 128, the
+negative to at least -128; 7-bit weights always do): AVX2 then sums it with `vpmaddubsw`
+and `vpmaddwd` by ones, exactly (the interpreter checks the claim); the other ISAs as dot4.
+`recentre(a)` is a uint8 vector's bytes as int8 a - 128 (a ^ 0x80): the NEON tiles sum
+int8 x int8 dot4s of it, the 128 sum b they lack folded into their compile-time tables.
+`pairdot(acc, ((a0, b0), (a1, b1)), half)` sums int8 x int8 dot4s of one or two k-groups
+in a "pairs" layout, NEON's without dotprod: the products of bytes j summed over the k-groups
+in int16 (exact: a in [-128, 127] and b in [-127, 127] for two, which the interpreter checks),
+then added pairwise into acc's N int32 lanes, lane m taking bytes 2m, 2m + 1 of the `half`
+(0: bytes 0 .. 2N-1, 1: the rest); `pairfold(lo, hi)` adds the lane pairs of both halves,
+giving dot4's lanes: dot4(0, a, b) = pairfold(pairdot(0, ((a, b),), 0), pairdot(.., 1)).
+
+Functions: a kernel may `Call` another kernel (a micro-kernel, the hot inner loops shared by
+many nodes) with pointers into its buffers (`Ptr`) and scalar arguments (`Scalar` params).
+Sparse iteration (CSR and block-CSR weights) is a loop whose bounds are loaded from the row
+pointer array: see `KernelBuilder.csr`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.dtypes import SUB_BYTE, DType, int_range_as_float
+
+INDEX = DType.INDEX
+LOOP_KINDS = ("serial", "unroll", "parallel", "grid", "block", "pipeline")
+SPACES = ("global", "shared", "local")
+
+# Expression ops and their arity class. "call" carries the math function name as args[0].
+BINARY = ("add", "sub", "mul", "div", "mod", "max", "min", "lt", "le", "gt", "ge", "eq", "ne",
+          "and", "or", "bitand", "bitor", "bitxor", "shl", "shr")
+COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+UNARY = ("neg", "not")
+MATH = ("exp", "log", "sqrt", "tanh", "erf", "pow", "abs", "floor", "ceil", "round", "sin",
+        "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "fmod",
+        "isnan", "isinf", "sign", "log1p", "expm1")
+
+
+@dataclass(frozen=True, eq=True)
+class Expr:
+    op: str
+    dtype: DType
+    args: tuple
+    lanes: int = 1
+
+    # -- arithmetic sugar: operands may be Python numbers ---------------------------------
+    def __add__(self, o):
+        return binary("add", self, o)
+
+    def __radd__(self, o):
+        return binary("add", o, self)
+
+    def __sub__(self, o):
+        return binary("sub", self, o)
+
+    def __rsub__(self, o):
+        return binary("sub", o, self)
+
+    def __mul__(self, o):
+        return binary("mul", self, o)
+
+    def __rmul__(self, o):
+        return binary("mul", o, self)
+
+    def __truediv__(self, o):
+        return binary("div", self, o)
+
+    def __rtruediv__(self, o):
+        return binary("div", o, self)
+
+    def __floordiv__(self, o):  # integer division of non-negative index expressions
+        return binary("div", self, o)
+
+    def __mod__(self, o):
+        return binary("mod", self, o)
+
+    def __neg__(self):
+        return unary("neg", self)
+
+    def __lt__(self, o):
+        return binary("lt", self, o)
+
+    def __le__(self, o):
+        return binary("le", self, o)
+
+    def __gt__(self, o):
+        return binary("gt", self, o)
+
+    def __ge__(self, o):
+        return binary("ge", self, o)
+
+    def eq(self, o) -> Expr:
+        return binary("eq", self, o)
+
+    def ne(self, o) -> Expr:
+        return binary("ne", self, o)
+
+    def __and__(self, o):
+        return binary("and", self, o)
+
+    def __or__(self, o):
+        return binary("or", self, o)
+
+    def __invert__(self):
+        return unary("not", self)
+
+    def __bool__(self):
+        raise TypeError("a kernel-IR expression has no truth value; use select() or If")
+
+    def cast(self, dtype: DType) -> Expr:
+        return cast(self, dtype)
+
+    @property
+    def is_const(self) -> bool:
+        return self.op == "const"
+
+    @property
+    def value(self):
+        return self.args[0]
+
+
+def const(value, dtype: DType = INDEX) -> Expr:
+    if dtype is DType.BOOL:
+        value = bool(value)
+    elif dtype.is_float:
+        value = float(value)
+    else:
+        value = int(value)
+    return Expr("const", dtype, (value,))
+
+
+def var(name: str, dtype: DType = INDEX) -> Expr:
+    return Expr("var", dtype, (name,))
+
+
+def _lift(x, like: DType) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool | np.bool_):
+        return const(x, DType.BOOL)
+    if isinstance(x, int | np.integer) and not like.is_float:
+        return const(x, like)
+    if isinstance(x, float | int | np.floating | np.integer):
+        return const(x, like if like.is_float else DType.F32)
+    raise TypeError(f"cannot use {x!r} in a kernel expression")
+
+
+def _cdiv(a: int, b: int) -> int:
+    """a / b as C divides integers: exact, rounded toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _fold(op: str, a, b):
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op == "div":
+        return a / b if isinstance(a, float) or isinstance(b, float) else _cdiv(a, b)
+    if op == "mod":
+        return math.fmod(a, b) if isinstance(a, float) else a - b * _cdiv(a, b)
+    if op == "max":
+        return max(a, b)
+    if op == "min":
+        return min(a, b)
+    return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b,
+            "ne": a != b}.get(op)
+
+
+def binary(op: str, a, b) -> Expr:
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        raise TypeError("binary() needs at least one expression operand")
+    like = a.dtype if isinstance(a, Expr) else b.dtype
+    a, b = _lift(a, like), _lift(b, like)
+    if a.dtype != b.dtype and op not in ("shl", "shr"):
+        raise TypeError(f"kernel IR: {op} of {a.dtype} and {b.dtype}; cast one side first")
+    dtype = DType.BOOL if op in COMPARE else a.dtype
+    if a.lanes != b.lanes:  # a scalar operand of a vector op is splat across the lanes
+        if min(a.lanes, b.lanes) != 1:
+            raise TypeError(f"kernel IR: {op} of {a.lanes}- and {b.lanes}-lane vectors")
+        lanes = max(a.lanes, b.lanes)
+        a, b = broadcast(a, lanes), broadcast(b, lanes)
+    if a.lanes > 1:
+        return Expr(op, dtype, (a, b), a.lanes)
+    if a.is_const and b.is_const and op in COMPARE + ("add", "sub", "mul", "max", "min") + (
+            ("div", "mod") if a.dtype.is_int and b.value != 0 else ()):
+        return const(_fold(op, a.value, b.value), dtype)
+    if op == "add" and a.is_const and a.value == 0 and not a.dtype.is_float:
+        return b
+    if op in ("add", "sub") and b.is_const and b.value == 0 and not b.dtype.is_float:
+        return a
+    if op == "mul" and not a.dtype.is_float:
+        if (a.is_const and a.value == 0) or (b.is_const and b.value == 0):
+            return const(0, dtype)
+        if a.is_const and a.value == 1:
+            return b
+        if b.is_const and b.value == 1:
+            return a
+    if op == "div" and b.is_const and b.value == 1 and not a.dtype.is_float:
+        return a
+    if op == "mod" and b.is_const and b.value == 1 and not a.dtype.is_float:
+        return const(0, dtype)
+    if op in ("and", "or") and a.is_const:
+        return b if (a.value if op == "and" else not a.value) else a
+    return Expr(op, dtype, (a, b))
+
+
+def unary(op: str, a: Expr) -> Expr:
+    if a.lanes > 1:
+        return Expr(op, a.dtype, (a,), a.lanes)
+    if a.is_const and op == "neg":
+        return const(-a.value, a.dtype)
+    if a.is_const and op == "not":
+        return const(not a.value, DType.BOOL)
+    return Expr(op, a.dtype, (a,))
+
+
+def call(fn: str, *args, dtype: DType | None = None) -> Expr:
+    """A math function (see MATH) applied elementwise, computed in the operand's type."""
+    if fn not in MATH:
+        raise ValueError(f"kernel IR has no math function {fn}")
+    like = next(a.dtype for a in args if isinstance(a, Expr))
+    lifted = tuple(_lift(a, like) for a in args)
+    out = dtype or (DType.BOOL if fn in ("isnan", "isinf") else like)
+    lanes = max(a.lanes for a in lifted)
+    if lanes > 1:
+        lifted = tuple(broadcast(a, lanes) for a in lifted)
+    return Expr("call", out, (fn,) + lifted, lanes)
+
+
+def select(cond: Expr, a, b) -> Expr:
+    like = a.dtype if isinstance(a, Expr) else b.dtype if isinstance(b, Expr) else DType.F32
+    a, b = _lift(a, like), _lift(b, like)
+    if cond.is_const:
+        return a if cond.value else b
+    lanes = max(cond.lanes, a.lanes, b.lanes)
+    if lanes > 1:
+        cond, a, b = (broadcast(e, lanes) for e in (cond, a, b))
+    return Expr("select", a.dtype, (cond, a, b), lanes)
+
+
+def maximum(a, b) -> Expr:
+    return binary("max", a, b)
+
+
+def minimum(a, b) -> Expr:
+    return binary("min", a, b)
+
+
+def cast(x: Expr, dtype: DType) -> Expr:
+    if x.dtype == dtype:
+        return x
+    if x.lanes > 1:
+        return Expr("cast", dtype, (x,), x.lanes)
+    if x.is_const and (dtype.is_float or not isinstance(x.value, float)):
+        return const(x.value, dtype)
+    return Expr("cast", dtype, (x,))
+
+
+def convert(x: Expr, dtype: DType) -> Expr:
+    """`x` as `dtype` by edgec's value conversion (`ir.dtypes.convert`, which says why): a float
+    outside an integer type's range saturates to it and NaN gives 0, where `cast`, as C's
+    conversion, assumes the value fits."""
+    if dtype in SUB_BYTE:  # via int32, the low bits kept (two's complement)
+        v = binary("bitand", convert(x, DType.I32), const((1 << dtype.bits) - 1, DType.I32))
+        if dtype.is_signed:
+            sign = const(1 << (dtype.bits - 1), DType.I32)
+            v = binary("bitxor", v, sign) - sign
+        return cast(v, dtype)
+    if not (x.dtype.is_float and dtype.is_int):
+        return cast(x, dtype)
+    x = cast(x, DType.F32) if x.dtype is DType.F16 else x
+    lo, top = int_range_as_float(dtype)
+    info = np.iinfo(dtype.np)
+    inside = select(call("isnan", x), const(0, dtype), cast(x, dtype))
+    return select(x < lo, const(info.min, dtype), select(x >= top, const(info.max, dtype), inside))
+
+
+def bitcast(x: Expr, dtype: DType) -> Expr:
+    """x's bits read as `dtype`, a type of the same size (no value conversion)."""
+    if x.dtype.itemsize != dtype.itemsize:
+        raise TypeError(f"kernel IR: bitcast of {x.dtype} to {dtype} changes the size")
+    return x if x.dtype == dtype else Expr("bitcast", dtype, (x,), x.lanes)
+
+
+# -- vectors ------------------------------------------------------------------------------
+
+def broadcast(x, lanes: int, dtype: DType = DType.F32) -> Expr:
+    """`x` (a scalar expression or number) in every one of `lanes` lanes."""
+    x = _lift(x, dtype)
+    if lanes == 1 or x.lanes == lanes:
+        return x
+    if x.lanes != 1:
+        raise TypeError(f"kernel IR: cannot broadcast a {x.lanes}-lane vector to {lanes}")
+    return Expr("broadcast", x.dtype, (x,), lanes)
+
+
+def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
+    """buf[index : index + lanes] as a vector; with `count`, only the first `count` lanes are
+    read (the others are 0), for the tail of a row."""
+    if lanes == 1:  # a 1-lane tail reads its one element only when the count is not 0
+        return buf[index] if count is None else select(_lift(count, INDEX) > 0, buf[index],
+                                                       const(0, buf.dtype))
+    cnt = None if count is None else _lift(count, INDEX)
+    return Expr("vload", buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
+
+
+def vgather(buf: Buffer, base, idx: Expr) -> Expr:
+    """buf[base + idx[l]] in lane l, for an int32 index vector `idx` (a scalar index: one
+    element)."""
+    if idx.lanes == 1:
+        return buf[_lift(base, INDEX) + cast(idx, INDEX)]
+    if idx.dtype is not DType.I32:
+        raise TypeError(f"kernel IR: a gather takes int32 indices, not {idx.dtype}")
+    return Expr("vgather", buf.dtype, (buf, _lift(base, INDEX), idx), idx.lanes)
+
+
+def vbroadcast(buf: Buffer, index, lanes: int, group: int) -> Expr:
+    """buf[index : index + group] repeated lanes / group times: a broadcast of a group of
+    elements (4 bytes: one k-group of a row for `dot4`) read straight from memory."""
+    if lanes % group:
+        raise TypeError(f"kernel IR: {lanes} lanes are no whole number of groups of {group}")
+    if lanes == group:
+        return vload(buf, index, lanes)
+    return Expr("vbroadcast", buf.dtype, (buf, _lift(index, INDEX), group), lanes)
+
+
+DOT4_TYPES = ((DType.U8, DType.I8), (DType.I8, DType.I8))
+
+
+def pairs_fit16(b: np.ndarray) -> bool:
+    """Whether the int8 weights `b` [..., 2] (the last axis a byte pair of a dot4: bytes
+    4i, 4i+1 or 4i+2, 4i+3) keep a[0] b[0] + a[1] b[1] within int16 for every uint8 a: the
+    sum of the positive weights of each pair at most 128 (255 * 128 <= 32767) and of the
+    negative at least -128, so that x86's vpmaddubsw never saturates."""
+    b = np.asarray(b, np.int32)
+    return bool((np.maximum(b, 0).sum(-1) <= 128).all() and
+                (np.minimum(b, 0).sum(-1) >= -128).all())
+
+
+def dot4(acc, a: Expr, b: Expr, pairs16: bool = False) -> Expr:
+    """acc[i] + sum_{k<4} a[4i+k] * b[4i+k] for each of acc's N int32 lanes, exactly; a is
+    uint8 or int8 and b int8, each with 4N lanes (see the module doc). `pairs16`: a is
+    uint8 and b's byte pairs fit `pairs_fit16` (op "dot4p")."""
+    if pairs16 and a.dtype is not DType.U8:
+        raise TypeError(f"kernel IR: dot4 with pairs16 takes uint8 a, not {a.dtype}")
+    if (a.dtype, b.dtype) not in DOT4_TYPES:
+        raise TypeError(f"kernel IR: dot4 of {a.dtype} and {b.dtype}; it takes uint8 or int8 "
+                        "times int8")
+    if a.lanes != b.lanes or a.lanes % 4:
+        raise TypeError(f"kernel IR: dot4 of {a.lanes}- and {b.lanes}-lane vectors")
+    acc = _lift(acc, DType.I32)
+    acc = broadcast(acc, a.lanes // 4) if acc.lanes == 1 else acc
+    if acc.dtype is not DType.I32 or acc.lanes != a.lanes // 4:
+        raise TypeError(f"kernel IR: dot4 accumulates {a.lanes} bytes into {a.lanes // 4} "
+                        f"int32 lanes, not {acc.lanes} of {acc.dtype}")
+    return Expr("dot4p" if pairs16 else "dot4", DType.I32, (acc, a, b), acc.lanes)
+
+
+def recentre(a: Expr) -> Expr:
+    """The uint8 vector `a` as the int8 vector a - 128, byte by byte (a ^ 0x80 read as int8:
+    one XOR), so that sum a b = sum (a - 128) b + 128 sum b: a uint8 x int8 dot4 becomes an
+    int8 x int8 one plus a correction that depends on b only (NEON's cheaper forms)."""
+    if a.dtype is not DType.U8 or a.lanes % 4:
+        raise TypeError(f"kernel IR: recentre of a {a.lanes}-lane {a.dtype} vector; it takes "
+                        "uint8 vectors of whole 4-byte groups")
+    return Expr("recentre", DType.I8, (a,), a.lanes)
+
+
+def pairdot(acc, pairs: Sequence[tuple[Expr, Expr]], half: int) -> Expr:
+    """acc[m] + sum over j in (2m, 2m + 1) + 2N half of sum_p a_p[j] b_p[j], for acc's N int32
+    lanes and one or two pairs (a_p, b_p) of int8 vectors of 4N lanes (see the module doc:
+    with two pairs the weights b_p must lie in [-127, 127], so that the byte sums fit int16)."""
+    if not 1 <= len(pairs) <= 2 or half not in (0, 1):
+        raise TypeError(f"kernel IR: pairdot of {len(pairs)} pairs, half {half}; it takes 1 "
+                        "or 2 pairs and half 0 or 1")
+    lanes = pairs[0][0].lanes
+    for a, b in pairs:
+        if a.dtype is not DType.I8 or b.dtype is not DType.I8 or a.lanes != lanes or \
+                b.lanes != lanes or lanes % 4:
+            raise TypeError(f"kernel IR: pairdot of {a.lanes}-lane {a.dtype} and {b.lanes}-lane "
+                            f"{b.dtype}; it takes int8 vectors of {lanes} lanes, whole dot4s")
+    acc = _lift(acc, DType.I32)
+    acc = broadcast(acc, lanes // 4) if acc.lanes == 1 else acc
+    if acc.dtype is not DType.I32 or acc.lanes != lanes // 4:
+        raise TypeError(f"kernel IR: pairdot sums {lanes} bytes into {lanes // 4} int32 lanes")
+    return Expr("pairdot", DType.I32, (acc, const(half, INDEX), *(x for p in pairs for x in p)),
+                acc.lanes)
+
+
+def pairfold(lo: Expr, hi: Expr) -> Expr:
+    """[lo0 + lo1, lo2 + lo3, .., hi0 + hi1, ..]: the two halves of `pairdot`'s sums folded
+    into dot4's lanes (int32 vectors of N lanes each)."""
+    if lo.dtype is not DType.I32 or hi.dtype is not DType.I32 or lo.lanes != hi.lanes or \
+            lo.lanes % 2:
+        raise TypeError(f"kernel IR: pairfold of {lo.lanes}-lane {lo.dtype} and {hi.lanes}-lane "
+                        f"{hi.dtype}; it takes int32 vectors of one even width")
+    return Expr("pairfold", DType.I32, (lo, hi), lo.lanes)
+
+
+def mul16(a: Expr, b: Expr) -> Expr:
+    """a * b on int32 lanes whose values fit 16 bits: 0 <= a < 2^15 (bytes widened, say) and
+    -2^15 <= b < 2^15, exactly; x86 computes it with one 16-bit multiply-add (`vpmaddwd`,
+    a's high halves being 0) instead of the two-uop 32-bit multiply."""
+    if a.dtype is not DType.I32 or b.dtype is not DType.I32 or a.lanes != b.lanes:
+        raise TypeError(f"kernel IR: mul16 of {a.lanes}-lane {a.dtype} and {b.lanes}-lane "
+                        f"{b.dtype}; it takes int32 lanes of one width")
+    return Expr("mul16", DType.I32, (a, b), a.lanes)
+
+
+def nibble(v: Expr, k: int) -> Expr:
+    """The 4-bit field k (0: bits 0-3, 1: bits 4-7) of each byte of the int8 vector v, as a
+    signed 4-bit value times 16, an int8: k = 0 is v << 4 and k = 1 is v & 0xF0, byte by byte.
+    Two int4 weights packed in a byte come out in the range dot4 takes, scaled by 16 (the
+    requantization divides it out exactly); one shift and one AND on every ISA."""
+    if v.dtype is not DType.I8 or k not in (0, 1):
+        raise TypeError(f"kernel IR: nibble {k} of {v.lanes}-lane {v.dtype}; it takes int8 "
+                        "vectors and field 0 or 1")
+    return Expr("nibble", DType.I8, (v, const(k, DType.I32)), v.lanes)
+
+
+def mulshift(v: Expr, m, s) -> Expr:
+    """round(v * m / 2^s) on int32 lanes, from the exact 64-bit product, rounded half toward
+    +infinity: floor((v * m + 2^(s-1)) / 2^s). `s` is a scalar int32 in [33, 62] (a kernel
+    parameter or a constant); the result is exact in int32 for any int32 v and m (|v * m| <
+    2^62). This is fixed-point requantization: m / 2^s stands for the real multiplier. Every
+    ISA takes the high word h of the 64-bit product and computes floor((h + 2^(s-33)) /
+    2^(s-32)) in 32 bits (floor((h * 2^32 + l) / 2^k) = floor(h / 2^(k-32)) for 0 <= l < 2^32,
+    and the rounding term 2^(s-1) has no bits in the low word): x86 vpmuldq on even and odd
+    lanes, NEON vmull_s32 and vaddhn_s64."""
+    m, s = _lift(m, DType.I32), _lift(s, DType.I32)
+    m = broadcast(m, v.lanes) if m.lanes == 1 else m
+    if v.dtype is not DType.I32 or m.dtype is not DType.I32 or m.lanes != v.lanes or \
+            s.dtype is not DType.I32 or s.lanes != 1:
+        raise TypeError(f"kernel IR: mulshift of {v.lanes}-lane {v.dtype} by {m.lanes}-lane "
+                        f"{m.dtype} >> {s.dtype}; it takes int32 lanes and a scalar int32 shift")
+    if s.is_const and not 33 <= s.value <= 62:
+        raise TypeError(f"kernel IR: mulshift by 2^{s.value}; the shift must be in [33, 62]")
+    return Expr("mulshift", DType.I32, (v, m, s), v.lanes)
+
+
+def fma(a, b, c) -> Expr:
+    """a * b + c rounded once (a fused multiply-add), lane by lane."""
+    like = next(x.dtype for x in (a, b, c) if isinstance(x, Expr))
+    a, b, c = (_lift(x, like) for x in (a, b, c))
+    lanes = max(a.lanes, b.lanes, c.lanes)
+    a, b, c = (broadcast(x, lanes) for x in (a, b, c))
+    if len({a.dtype, b.dtype, c.dtype}) != 1 or not like.is_float:
+        raise TypeError("kernel IR: fma takes three operands of one float type")
+    return Expr("fma", like, (a, b, c), lanes)
+
+
+HREDUCE = ("add", "max", "min")
+
+
+def hreduce(op: str, v: Expr) -> Expr:
+    """The lanes of `v` folded with `op` (add, max or min) into a scalar."""
+    if op not in HREDUCE:
+        raise ValueError(f"kernel IR: no horizontal {op}")
+    return v if v.lanes == 1 else Expr("hreduce", v.dtype, (op, v), 1)
+
+
+# -- buffers and statements ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Buffer:
+    """A flat array parameter of a kernel; `shape` is its logical row-major shape."""
+
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    role: str = "in"  # "in", "out", "const" (weights) or "scratch"
+    # a micro-kernel's pointer parameter has no fixed size: shape () and sized=False
+    sized: bool = True
+    space: str = "global"  # see SPACES
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def __getitem__(self, index) -> Expr:
+        return Expr("load", self.dtype, (self, _lift(index, INDEX)))
+
+    def at(self, *coords) -> Expr:
+        """The element at row-major coordinates `coords`."""
+        return self[self.offset(*coords)]
+
+    def offset(self, *coords) -> Expr:
+        """The linear index of row-major coordinates (extent-1 dims contribute nothing)."""
+        if len(coords) != len(self.shape):
+            raise ValueError(
+                f"buffer {self.name} has rank {len(self.shape)}, got {len(coords)} coords")
+        return linear_index(coords, self.shape)
+
+
+@dataclass(frozen=True)
+class Ptr:
+    """A pointer argument of a `Call`: `buf` advanced by `offset` elements."""
+
+    buf: Buffer
+    offset: Expr
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A scalar parameter of a kernel (micro-kernels take sizes and strides as these)."""
+
+    name: str
+    dtype: DType
+
+    @property
+    def expr(self) -> Expr:
+        return var(self.name, self.dtype)
+
+
+def linear_index(coords: Sequence, shape: Sequence[int]) -> Expr:
+    idx: Expr = const(0)
+    for c, d in zip(coords, shape):
+        idx = idx * d + (const(0) if d == 1 else _lift(c, INDEX))
+    return idx
+
+
+@dataclass
+class Loop:
+    var: str
+    extent: Expr
+    body: list
+    kind: str = "serial"
+    unroll: int = 0  # a serial loop's partial unroll factor for the compiler (0: its choice)
+    ii: int = 0  # a pipeline loop's initiation interval in cycles (0: the tool's choice)
+
+
+@dataclass
+class Local:
+    """Declares a mutable scalar or vector (an accumulator) initialised to `init`."""
+
+    name: str
+    dtype: DType
+    init: Expr
+
+    @property
+    def lanes(self) -> int:
+        return self.init.lanes
+
+
+@dataclass
+class Assign:
+    name: str
+    value: Expr
+
+
+@dataclass
+class Store:
+    buf: Buffer
+    index: Expr
+    value: Expr
+    count: Expr | None = None  # a vector store of only the first `count` lanes
+
+
+@dataclass
+class Prefetch:
+    """A hint that buf[index] will be read soon: the renderer's prefetch instruction (the
+    line comes into every cache level), or nothing where it has none. It computes and
+    changes nothing, and index must lie inside the buffer."""
+
+    buf: Buffer
+    index: Expr
+
+
+@dataclass
+class Alloc:
+    """Declares `buf` (role "scratch", space "shared" or "local"), a kernel-local array."""
+
+    buf: Buffer
+
+
+@dataclass
+class Barrier:
+    """Every thread of the enclosing block loops reaches this point before any goes on."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A FIFO parameter of `dtype` values, at most `depth` of them held at once; `role` "in"
+    (the kernel pops) or "out" (it pushes)."""
+
+    name: str
+    dtype: DType
+    depth: int
+    role: str = "in"
+
+
+@dataclass
+class Push:
+    stream: Stream
+    value: Expr
+
+
+@dataclass
+class Pop:
+    """Takes the oldest value of `stream` into a new local `name`."""
+
+    stream: Stream
+    name: str
+
+
+@dataclass
+class Call:
+    """A call of another kernel (a micro-kernel); args match its params: a `Ptr` for a
+    Buffer param, an Expr for a `Scalar` param."""
+
+    fn: Kernel
+    args: list
+
+
+@dataclass
+class If:
+    cond: Expr
+    then: list
+    orelse: list = field(default_factory=list)
+
+
+@dataclass
+class Kernel:
+    name: str
+    params: list  # Buffer and Scalar
+    body: list
+    doc: str = ""
+    # opaque: compiled as called through its parameters only, never specialised on a call
+    # site's constants (a micro-kernel whose unrolled specialisations would spill its
+    # accumulators)
+    opaque: bool = False
+    # a run-time dispatched kernel's version for CPUs without the extension, where it is
+    # another schedule of the same sums (NEON's pairdot beside sdot's dot4); same parameters
+    fallback: Kernel | None = None
+
+    def callees(self) -> list[Kernel]:
+        """The kernels this one calls, directly or not, callees first, each once."""
+        out: dict[str, Kernel] = {}
+        for s in walk(self.body):
+            if isinstance(s, Call) and s.fn.name not in out:
+                for k in s.fn.callees() + [s.fn]:
+                    out.setdefault(k.name, k)
+        return list(out.values())
+
+
+def walk(stmts: list) -> Iterator:
+    """Every statement, depth first."""
+    for s in stmts:
+        yield s
+        if isinstance(s, Loop):
+            yield from walk(s.body)
+        elif isinstance(s, If):
+            yield from walk(s.then)
+            yield from walk(s.orelse)
+
+
+# the builder the op kernels are written with (kernel_builder.py), importable from here too
+from .builder import KernelBuilder  # noqa: E402, F401

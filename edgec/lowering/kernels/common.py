@@ -1,0 +1,159 @@
+"""What the kernel builders share: strides and offsets, operands and fused epilogues, loop
+windows that cut taps in the padding off by their bounds, named locals, and constants derived
+at compile time (weight layouts).
+
+Taps that land in padding are cut off by loop bounds computed once per row or pixel
+(`window`), never tested in an inner loop: j in [0, extent) reads position a + j*step,
+valid iff 0 <= a + j*step < limit, i.e.
+j in [ceil(max(0, -a) / step), min(extent, ceil(max(0, limit - a) / step))).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.graph import Value
+from ...ir.types import TensorType
+from ...kernel_ir.kernel import (
+    Buffer,
+    Expr,
+    const,
+    maximum,
+    minimum,
+)
+from ..lower import NodeKernelBuilder, operand
+
+Activation = Callable[[Expr], Expr]
+
+
+# -- indexing helpers -----------------------------------------------------------------------
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
+def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int, ...]:
+    """Strides of a row-major `shape` read at `out_shape` coordinates (numpy broadcasting):
+    0 along dims the operand broadcasts over."""
+    padded = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    return tuple(0 if d == 1 else s for d, s in zip(padded, row_major_strides(padded), strict=True))
+
+
+def offset(coords: Sequence, strides: Sequence[int]) -> Expr:
+    e = const(0)
+    for c, s in zip(coords, strides, strict=True):
+        if s:
+            e = e + c * s
+    return e
+
+
+def parallel_split(n: int, grain: int = 16384, most: int = 64) -> tuple[int, int]:
+    """(tasks, elements per task) for a loop of `n` elements on the thread pool: the most
+    tasks (up to `most`) that divide n evenly with at least `grain` elements each; (1, n)
+    for a loop too small to be worth waking the pool. A kernel left serial between parallel
+    ones also lets the workers fall asleep, and the next kernel pays their waking (ResNet-18
+    int8: each 7 us padding ran 17-20 us at two threads after a serial residual add)."""
+    tasks = max((t for t in range(1, most + 1) if n % t == 0 and n // t >= grain), default=1)
+    return tasks, n // tasks
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A tensor read at output coordinates; a one-element constant is a literal."""
+
+    src: Buffer | Expr
+    strides: tuple[int, ...]
+
+    def at(self, coords: Sequence) -> Expr:
+        if isinstance(self.src, Expr):
+            return self.src
+        return self.src[offset(coords, self.strides)]
+
+
+def bind_operand(kb: NodeKernelBuilder, value: Value, name: str,
+                 out_shape: Sequence[int]) -> Operand:
+    return Operand(operand(kb, value, name), broadcast_strides(value.shape, out_shape))
+
+
+@dataclass
+class Epilogue:
+    """y = act(scale * acc + sum(factor * addend)), applied to an accumulator before its
+    final store. Coordinates are those of the node's output."""
+
+    scale: float = 1.0
+    addends: list[tuple[Operand, float]] = field(default_factory=list)
+    activation: Activation | None = None
+
+    @property
+    def is_identity(self) -> bool:
+        return self.scale == 1.0 and not self.addends and self.activation is None
+
+    def __call__(self, kb: NodeKernelBuilder, acc: Expr, coords: Sequence) -> Expr:
+        v = acc if self.scale == 1.0 else acc * const(self.scale, acc.dtype)
+        for opd, factor in self.addends:
+            t = opd.at(coords)
+            v = v + (t if factor == 1.0 else t * const(factor, acc.dtype))
+        if self.activation is None:
+            return v
+        return self.activation(named(kb, "v", v))  # activations read their input twice
+
+
+def window(kb: NodeKernelBuilder, name: str, base: Expr, off: int, step: int, limit: int,
+           extent: int, bases: Sequence[int]) -> tuple[Expr, Expr]:
+    """(first, count) of the j in [0, extent) whose position base + off + j*step lies in
+    [0, limit). `bases` lists the values `base` takes; bounds that never cut fold away."""
+    lo, hi = const(0), const(extent)
+    if not len(bases):
+        return lo, const(0)
+    if min(bases) + off < 0:
+        lo = kb.local(f"{name}_lo", _ceil_div(maximum(const(-off) - base, 0), step))
+    if max(bases) + off + (extent - 1) * step >= limit:
+        room = const(limit - off) - base  # may be negative only when the pads are wide
+        hi = minimum(_ceil_div(room if limit - off - max(bases) >= 0 else maximum(room, 0),
+                               step), extent)
+    if lo.is_const and hi.is_const:
+        return lo, hi - lo
+    return lo, kb.local(f"{name}_n", hi - lo)
+
+
+def named(kb: NodeKernelBuilder, name: str, e: Expr) -> Expr:
+    """`e` held in a local (read once, printed once) unless it is a variable or constant."""
+    return e if e.op in ("var", "const") else kb.local(name, e)
+
+
+def _letter(k: int) -> str:
+    """a, b, ..., z, ba, bb, ...: a base-26 name that ends in a letter."""
+    return (_letter(k // 26) if k >= 26 else "") + chr(ord("a") + k % 26)
+
+
+def _ceil_div(e: Expr, d: int) -> Expr:
+    return (e + (d - 1)) // d
+
+
+def _axis_names(nsp: int) -> list[str]:
+    return list("dhw"[-nsp:]) if nsp <= 3 else [str(i) for i in range(nsp)]
+
+
+def _lowest(dtype: DType) -> Expr:
+    return const(-math.inf if dtype.is_float else np.iinfo(dtype.np).min, dtype)
+
+
+def derived_constant(kb: NodeKernelBuilder, source: Value, key: str,
+                     make: Callable[[np.ndarray], np.ndarray], name: str = "wp") -> Buffer:
+    """A buffer for a compile-time transform of constant `source` (a weight layout), made
+    once per source and layout so that nodes sharing a weight share its transform."""
+    cache = source.meta.setdefault("derived_constants", {})
+    if key not in cache:
+        arr = make(source.const)
+        arr.setflags(write=False)
+        cache[key] = Value(f"{source.name}_{key}", TensorType(arr.shape, source.dtype), arr)
+    return kb.bind(cache[key], name)

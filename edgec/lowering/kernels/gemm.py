@@ -1,0 +1,100 @@
+"""Matrix products with constant weights on a vector target: a driver around `gemm_tile`.
+
+Y[M, N] = act(A[M, K] @ B[K, N] + bias + Z) with B packed at compile time into panels of
+NB = NV * L columns, [panel][k][column], zero past N, so the micro-kernel reads one panel
+front to back. The parallel loop runs over (row tile, panel); the rows of A are the
+flattened leading axes, so a batch of vectors is one matrix.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.graph import Node, Value
+from ...ir.ops.fused import VECTOR_ACTIVATIONS
+from ...kernel_ir.kernel import const, minimum
+from .. import microkernels as mk
+from ..lower import NodeKernelBuilder
+from .activation import activation_key, activation_of
+from .common import derived_constant
+
+F32 = DType.F32
+
+
+def tiles(lanes: int, m: int) -> tuple[int, int]:
+    """(MR, NV): rows and column vectors of the register tile; a single row (a
+    matrix-vector product) keeps 8 vectors of accumulators to cover the FMA latency."""
+    if m == 1:
+        return 1, 8
+    return (4, 4) if lanes >= 16 else (4, 2)
+
+
+def pack_panels(b: np.ndarray, width: int) -> np.ndarray:
+    k, n = b.shape
+    panels = -(-n // width)
+    out = np.zeros((panels, k, width), b.dtype)
+    for p in range(panels):
+        cols = b[:, p * width:(p + 1) * width]
+        out[p, :, :cols.shape[1]] = cols
+    return out.reshape(-1)
+
+
+def vector_gemm(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value,
+                bias_v: Value | None = None, z_v: Value | None = None,
+                fused: Node | None = None) -> bool:
+    """Build the kernel if the product fits the micro-kernel (float32, constant 2-D B,
+    constant or no bias, residual of Y's shape, the activation of the `fused` node one the
+    vector epilogue implements); else return False."""
+    lanes = kb.lanes(F32)
+    act_name = fused.attrs["activation"] if fused is not None else ""
+    if (lanes < 2 or y_v.dtype != F32 or a_v.dtype != F32 or not b_v.is_const
+            or len(b_v.shape) != 2 or len(a_v.shape) < 1 or a_v.shape[-1] != b_v.shape[0]
+            or act_name not in VECTOR_ACTIVATIONS
+            or (bias_v is not None and (not bias_v.is_const or bias_v.shape != b_v.shape[1:]))
+            or (z_v is not None and z_v.shape != y_v.shape)):
+        return False
+    k, n = b_v.shape
+    m = math.prod(a_v.shape[:-1])
+    if m == 0 or n == 0 or y_v.type.numel != m * n:
+        return False
+    act = activation_of(fused) if fused is not None else None
+    act_key = activation_key(fused) if fused is not None else ""
+    mr, nv = tiles(lanes, m)
+    width = nv * lanes
+    panels = -(-n // width)
+    kb.strategy = "vector GEMM"
+    a = kb.bind(a_v, "a")
+    bp = derived_constant(kb, b_v, f"panels{width}", lambda w: pack_panels(w, width), "bp")
+
+    def padded_bias(_):
+        out = np.zeros(panels * width, np.float32)
+        if bias_v is not None:
+            out[:n] = bias_v.const
+        return out
+
+    bias = derived_constant(kb, bias_v if bias_v is not None else b_v,
+                            f"bias{width}{'' if bias_v is not None else 'zero'}", padded_bias,
+                            "bias")
+    z = kb.bind(z_v, "z") if z_v is not None else None
+    y = kb.bind(y_v, "y")
+    full, rest = m // mr, m % mr
+    mtiles = full + (1 if rest else 0)
+    with kb.loop(mtiles * panels, "t", kind="parallel") as t:
+        p = kb.local("p", t % panels)
+        i0 = kb.local("i0", (t // panels) * mr)
+        cols = kb.local("cols", minimum(n - p * width, width))
+        # every row tile has mr rows but the last, which may have fewer
+        variants = [(mr, (t // panels) < full)] if full else []
+        variants += [(rest, (t // panels) >= full)] if rest else []
+        for rows, cond in variants:
+            with kb.if_(cond if len(variants) > 1 else const(True)):
+                fn = mk.gemm_tile(lanes, rows, nv, z is not None, act_key, act)
+                args = [(a, i0 * k), (bp, p * (k * width)), (bias, p * width)]
+                args += [(z, i0 * n + p * width)] if z is not None else []
+                args += [(y, i0 * n + p * width), k, k, n, cols]
+                kb.call(fn, *args)
+    return True
+

@@ -1,0 +1,254 @@
+"""Kernel builders of the integer convolutions (ConvInteger, QLinearConv), in the arithmetic
+of quant.py: int32 accumulators of (x - zx) * (w - zw) from the int32 bias, requantized once.
+
+Three forms (gcc -O3 vectorizes integer reductions, reassociating them, so the loop it picks is
+the innermost one): register tiles of output channels whose innermost loop runs over input
+channels; sums written out term by term where an output has few terms (depthwise), so the loop
+over output columns is the one that vectorizes; and a direct loop nest for the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.graph import Node, Value
+from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
+from ...kernel_ir.kernel import Buffer, Expr, cast, const
+from ..lower import NodeKernelBuilder, kernel
+from .common import named, offset, row_major_strides
+from .conv import ConvGeometry
+from .quant_common import Requant, constant_table, narrow, scalar, zero_point
+
+F32, I32 = DType.F32, DType.I32
+TILE_M = 8  # output channels per register tile: 8 int32 accumulators are one AVX2 vector
+# A convolution with at most UNROLL_TERMS terms per output (input channels x taps) is written
+# out, for UNROLL_CHANNELS output channels at a time, unless it has more than TILE_TERMS terms
+# and its channels fit register tiles (measured on AVX2: depthwise and pointwise over <= 8
+# channels are faster written out, wider pointwise ones in tiles).
+UNROLL_TERMS = 49
+UNROLL_CHANNELS = 4
+TILE_TERMS = 12
+
+
+
+# -- convolutions ------------------------------------------------------------------------------
+
+Finish = Callable[[Expr], Callable[[Expr], Expr]]
+
+
+def _conv_tile(mg: int) -> int:
+    """Output channels per register tile: a vector of int32 accumulators."""
+    return next((t for t in (TILE_M, TILE_M // 2) if mg % t == 0 and mg >= t), 1)
+
+
+def pack_int_conv_weights(wc: np.ndarray, group: int, tile: int) -> np.ndarray:
+    """W - zw [M, Cg, taps...] as [group, block, tap, channel in block, c]: each accumulator
+    of a tile reads its weights over c contiguously."""
+    m, cg = wc.shape[:2]
+    mg = m // group
+    w = wc.reshape(group, mg // tile, tile, cg, -1)
+    return np.ascontiguousarray(w.transpose(0, 1, 4, 2, 3))
+
+
+def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None, w_v: Value,
+              wz_v: Value | None, bias_v: Value | None, channel: Finish) -> None:
+    """y[n, m, o] = finish_m(b[m] + sum_{c, k} (x[n, g*Cg + c, o*s + k*d - p] - zx) *
+    (w[m, c, k] - zw[m])) with int32 accumulators; taps in the padding are cut off by loop
+    bounds (they would multiply x - zx = 0). `channel(m)` sets up per-channel values once and
+    returns the finishing function of the accumulator.
+
+    Constant weights (and zero point) are stored as W - zw. With more than TILE_TERMS terms
+    per output and a multiple of 4 output channels per group they are packed for register
+    tiles (`_int_conv_tiles`); with at most UNROLL_TERMS terms the sums are written out
+    (`_unrolled_rows`); otherwise one accumulator per output runs over c and the taps."""
+    geo = ConvGeometry.of(node, x_v, w_v, flatten_pointwise=False)
+    x = kb.bind(x_v, "x")
+    xz = zero_point(kb, xz_v, "x_zp")
+    b = kb.bind(bias_v, "b") if bias_v is not None else None
+    y = kb.bind(node.output, "y")
+    wz_buf = wz_lit = None
+    if w_v.is_const and (wz_v is None or wz_v.is_const):
+        wc = centred_conv_weights(w_v.const, None if wz_v is None else wz_v.const)
+        tile = _conv_tile(geo.mg)
+        if tile > 1 and geo.cg * math.prod(geo.ksz) > TILE_TERMS:
+            w = constant_table(kb, narrow(pack_int_conv_weights(wc, geo.group, tile)),
+                               f"packed{tile}", w_v)
+            kb.strategy = "integer conv register tiles"
+            _int_conv_tiles(kb, geo, x, xz, w, tile, b, y, channel)
+            return
+        w = constant_table(kb, narrow(wc), "wc", w_v)
+    else:
+        w = kb.bind(w_v, "w")
+        per_m = wz_v is not None and wz_v.type.numel > 1
+        wz_buf = kb.bind(wz_v, "w_zp") if per_m else None
+        wz_lit = zero_point(kb, wz_v, "w_zp") if not per_m else None
+    xs, ws = row_major_strides(x_v.shape), row_major_strides(w_v.shape)
+    ys = row_major_strides(node.output.shape)
+    unroll = geo.cg * math.prod(geo.ksz) <= UNROLL_TERMS
+    tj = min(_conv_tile(geo.mg), UNROLL_CHANNELS) if unroll else 1
+    kb.strategy = "integer conv rows, unrolled" if unroll else "integer conv rows"
+    with kb.loops([geo.n, geo.group, geo.mg // tj], ["n", "g", "mo"]) as (n, g, mo):
+        chans = []
+        for j in range(tj):
+            m = named(kb, "m", g * geo.mg + mo * tj + j)
+            wz = named(kb, "wz", cast(wz_buf[m], I32)) if wz_buf is not None else wz_lit
+            chans.append(_Channel(m, channel(m), wz, b[m] if b is not None else const(0, I32)))
+
+        def centered_x(c, pos) -> Expr:
+            xv = cast(x[offset([n, g * geo.cg + c, *pos], xs)], I32)
+            return xv - xz if xz is not None else xv
+
+        def weight(ch: _Channel, c, kidx) -> Expr:
+            wv = cast(w[offset([ch.m, c, *kidx], ws)], I32)
+            return wv - ch.wz if ch.wz is not None else wv
+
+        def store(ch: _Channel, oo, acc: Expr) -> None:
+            kb.store(y, offset([n, ch.m, *oo], ys), ch.finish(acc))
+
+        def pixel(ch: _Channel, oo: list[Expr]) -> None:
+            taps = geo.row_taps(kb, oo)
+            acc = kb.local("acc", ch.bias)
+            with kb.loop(geo.cg, "c") as c, \
+                    kb.loops([t[1] for t in taps], [f"k{a}" for a in geo.names]) as kk:
+                kidx = [t[0] + k for t, k in zip(taps, kk, strict=True)]
+                kb.assign(acc, acc + centered_x(c, geo.input_pos(oo, kidx)) * weight(ch, c, kidx))
+            store(ch, oo, acc)
+
+        if not unroll:
+            with kb.loops(geo.osp, [f"o{a}" for a in geo.names]) as oo:
+                pixel(chans[0], oo)
+        else:
+            _unrolled_rows(kb, geo, chans, weight, centered_x, pixel, store)
+
+
+@dataclass
+class _Channel:
+    """An output channel of a convolution kernel: its index, finishing function, weight zero
+    point (None when subtracted at compile time) and bias."""
+
+    m: Expr
+    finish: Callable[[Expr], Expr]
+    wz: Expr | None
+    bias: Expr
+
+
+def _unrolled_rows(kb: NodeKernelBuilder, geo: ConvGeometry, chans: list[_Channel],
+                   weight: Callable, centered_x: Callable, pixel: Callable,
+                   store: Callable) -> None:
+    """A few output channels with few terms per output (depthwise, narrow pointwise): their
+    weights in locals and, where every tap of a row's columns lies inside the input, each sum
+    written out, so the loop over those columns vectorizes (the channels share its x loads);
+    the other positions go through `pixel`."""
+    terms = [(c, k) for c in range(geo.cg) for k in itertools.product(*map(range, geo.ksz))]
+    wk = {(id(ch), c, k): named(kb, "wk", weight(ch, c, [const(v) for v in k]))
+          for ch in chans for c, k in terms}
+
+    def unrolled(oo: list[Expr]) -> None:
+        xs = [centered_x(c, geo.input_pos(oo, [const(v) for v in k])) for c, k in terms]
+        for ch in chans:
+            acc = ch.bias
+            for xv, (c, k) in zip(xs, terms, strict=True):
+                acc = acc + xv * wk[id(ch), c, k]
+            store(ch, oo, named(kb, "acc", acc))
+
+    inner = geo.interior()
+    lo, hi = inner[-1]
+    last = geo.osp[-1]
+
+    def edge(start: int, stop: int, oo: list[Expr]) -> None:
+        for ch in chans:
+            with kb.loop(stop - start, "ow") as t:
+                pixel(ch, [*oo, t + start])
+
+    def interior_row(oo: list[Expr]) -> None:
+        edge(0, lo, oo)
+        with kb.loop(hi - lo, "ow") as t:
+            unrolled([*oo, t + lo])
+        edge(hi, last, oo)
+
+    with kb.loops(geo.osp[:-1], [f"o{a}" for a in geo.names[:-1]]) as oo:
+        cond = None  # the row's taps along the outer axes all lie inside the input
+        for o, (a, z), size in zip(oo, inner[:-1], geo.osp[:-1], strict=True):
+            for t in ([o >= a] if a > 0 else []) + ([o < z] if z < size else []):
+                cond = t if cond is None else cond & t
+        if cond is None:
+            interior_row(oo)
+        else:
+            with kb.if_(cond):
+                interior_row(oo)
+            with kb.else_():
+                edge(0, last, oo)
+
+
+def _int_conv_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, xz: Expr | None,
+                w: Buffer, tile: int, b: Buffer | None, y: Buffer, channel: Finish) -> None:
+    """Register tiles of `tile` output channels, weights packed by pack_int_conv_weights: per
+    output position, acc[j] += (x[c, tap] - zx) * w[tap, j, c] over the taps and input
+    channels, the innermost loop over c updating every j from one x load. gcc vectorizes that
+    loop over c: each j's weights are contiguous in c, the x values a strided gather that the
+    tile shares."""
+    xs = row_major_strides((geo.n, geo.cg * geo.group, *geo.isp))
+    ys = row_major_strides((geo.n, geo.mg * geo.group, *geo.osp))
+    ntaps = math.prod(geo.ksz)
+    blocks = geo.mg // tile
+    with kb.loops([geo.n, geo.group, blocks], ["n", "g", "blk"]) as (n, g, blk):
+        m0 = named(kb, "m0", g * geo.mg + blk * tile)
+        wblk = named(kb, "wblk", (g * blocks + blk) * (ntaps * geo.cg * tile))
+        finishes = [channel(m0 + j) for j in range(tile)]
+        with kb.loops(geo.osp, [f"o{a}" for a in geo.names]) as oo:
+            taps = geo.row_taps(kb, oo)
+            accs = [kb.local(f"acc{j}", b[m0 + j] if b is not None else const(0, I32))
+                    for j in range(tile)]
+            with kb.loops([t[1] for t in taps], [f"k{a}" for a in geo.names]) as kk:
+                kidx = [t[0] + k for t, k in zip(taps, kk, strict=True)]
+                xrow = named(kb, "xrow", offset([n, g * geo.cg, *geo.input_pos(oo, kidx)], xs))
+                wrow = named(kb, "wrow", wblk + offset(kidx, row_major_strides(geo.ksz))
+                             * (geo.cg * tile))
+                with kb.loop(geo.cg, "c") as c:
+                    xv = cast(x[xrow + c * xs[1]], I32)
+                    xv = named(kb, "xv", xv - xz if xz is not None else xv)
+                    for j, acc in enumerate(accs):
+                        wv = cast(w[wrow + j * geo.cg + c], I32)
+                        kb.assign(acc, acc + xv * wv)
+            for j, acc in enumerate(accs):
+                kb.store(y, offset([n, m0 + j, *oo], ys), finishes[j](acc))
+
+
+@kernel("ConvInteger")
+def conv_integer(kb: NodeKernelBuilder, node: Node) -> None:
+    _int_conv(kb, node, node.inputs[0], node.input(2), node.inputs[1], node.input(3), None,
+              lambda m: lambda acc: acc)
+
+
+@kernel("QLinearConv")
+def qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
+    """y = sat(rint(acc * M[m]) + zy), M[m] = sx * sw[m] / sy."""
+    x_v, sx_v, zx_v, w_v, sw_v, zw_v, sy_v, zy_v, b_v = (node.input(i) for i in range(9))
+    per_m = sw_v.type.numel > 1
+    if sx_v.is_const and sw_v.is_const and sy_v.is_const:
+        table = requantize_multiplier(sx_v.const.reshape(()), sw_v.const.reshape(-1),
+                                      sy_v.const.reshape(()))
+        if per_m:
+            buf = constant_table(kb, table, "mults", sw_v)
+            mult_of = lambda m: buf[m]  # noqa: E731
+        else:
+            lit = const(float(table.reshape(-1)[0]), F32)
+            mult_of = lambda m: lit  # noqa: E731
+    else:
+        sx, sy = scalar(kb, sx_v, "x_scale", F32), scalar(kb, sy_v, "y_scale", F32)
+        sw_buf = kb.bind(sw_v, "w_scale") if per_m else None
+        sw = scalar(kb, sw_v, "w_scale", F32) if not per_m else None
+        mult_of = lambda m: (sx * (cast(sw_buf[m], F32) if per_m else sw)) / sy  # noqa: E731
+    req = Requant.make(kb, node.output.dtype, zero_point(kb, zy_v, "y_zp"))
+
+    def channel(m: Expr):
+        mm = named(kb, "mult", mult_of(m))
+        return lambda acc: req(kb, cast(acc, F32) * mm)
+
+    _int_conv(kb, node, x_v, zx_v, w_v, zw_v, b_v, channel)

@@ -1,0 +1,142 @@
+"""The CPU families' costs (targets/uarch.py) in sparsify's choice, and measured choices
+overriding the model's (`sparsify{timings=FILE}`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from edgec.errors import EdgecError, PassError
+from edgec.ir import DType, Graph, TensorType
+from edgec.passes import run_pipeline
+from edgec.passes.sparsify import matmul_plan, tuning_key
+from edgec.targets.target import get_target
+from edgec.targets.uarch import MICROARCHS, REFERENCE, identify, microarch
+
+
+def gemv(zeros: float, k: int = 512, n: int = 512, seed: int = 0) -> Graph:
+    """y = x @ B for one row x [1, k], B with `zeros` of its entries zero."""
+    rng = np.random.default_rng(seed)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    b[rng.random(b.shape) < zeros] = 0
+    g = Graph("gemv")
+    x = g.add_input("x", TensorType((1, k), DType.F32))
+    g.outputs = [g.add_node("MatMul", [x, g.const(b, "B")], name="mm").output]
+    return g
+
+
+def ops_after(g: Graph, sparsify: str) -> list[str]:
+    run_pipeline(g, sparsify)
+    return [n.op for n in g.nodes]
+
+
+@pytest.mark.parametrize("vendor,family,model,name", [
+    ("AuthenticAMD", 23, 1, "zen1"), ("AuthenticAMD", 23, 0x18, "zen1"),
+    ("AuthenticAMD", 23, 0x31, "unknown"),  # Zen 2: not measured
+    ("AuthenticAMD", 25, 0x01, "unknown"),  # Zen 3
+    ("AuthenticAMD", 25, 17, "zen4"), ("AuthenticAMD", 25, 0x61, "zen4"),
+    ("GenuineIntel", 6, 207, "emerald-rapids"), ("GenuineIntel", 6, 143, "emerald-rapids"),
+    ("GenuineIntel", 6, 85, "unknown"),  # Skylake-SP / Cascade Lake
+])
+def test_cpu_families_from_cpuinfo(vendor, family, model, name):
+    assert identify(vendor, family, model) == name
+
+
+def test_a_gathering_product_is_chosen_by_the_cpu_family():
+    """[1, 512] x [512, 512] at 70% zeros: 16-lane slices store 0.33-0.35 of B's entries
+    (slices pad to their longest row). On the Xeon the gathers cost 0.34 / 0.032 = 10.6
+    per entry against 1 / 0.076 = 13.2 dense: sparse. On Zen 4 the dense product streams
+    at 0.29 of the peak: 1 / 0.29 = 3.4 against 10.6: dense."""
+    g = gemv(0.7)
+    plan = matmul_plan(g.nodes[0], 16, "emerald-rapids")
+    slots = plan["block_density"]
+    assert 0.3 < slots < 0.4
+    assert plan["sparse_cost"] == pytest.approx(slots * 512 * 512 / 0.032, rel=1e-3)
+    assert plan["dense_cost"] == pytest.approx(512 * 512 / 0.076)
+    assert "SparseMatMul" in ops_after(gemv(0.7), "sparsify{lanes=16,uarch=emerald-rapids}")
+    assert ops_after(gemv(0.7), "sparsify{lanes=16,uarch=zen4}") == ["MatMul"]
+    # at 97% zeros the gathers win on Zen 4 too (0.03 x 31 = 0.9 < 3.4)
+    assert "SparseMatMul" in ops_after(gemv(0.97), "sparsify{lanes=16,uarch=zen4}")
+
+
+def test_close_estimates_are_marked_and_measured_answers_win(tmp_path):
+    g = gemv(0.7)
+    node = g.nodes[0]
+    key = tuning_key(node, 16, "zen4")
+    plan = matmul_plan(node, 16, "zen4")
+    assert plan["dense_cost"] < plan["sparse_cost"]  # the model: dense, by about 3x
+    run_pipeline(g, "sparsify{lanes=16,uarch=zen4}")
+    assert "close" not in g.nodes[0].meta["sparse"]  # 3x apart: the model can tell
+    # a CPU without figures: every estimate is a tie, to be timed
+    g = gemv(0.7)
+    run_pipeline(g, "sparsify{lanes=16,uarch=unknown}")
+    p = g.nodes[0].meta["sparse"]
+    assert p["close"] and p["key"] == tuning_key(gemv(0.7).nodes[0], 16, "unknown")
+    # a measured answer overrides the model's, for that layer only
+    timings = tmp_path / "t.json"
+    timings.write_text(json.dumps({key: {"sparse": 5.0, "dense": 9.0}}))
+    g = gemv(0.7)
+    assert "SparseMatMul" in ops_after(g, f'sparsify{{lanes=16,uarch=zen4,timings="{timings}"}}')
+    assert next(n for n in g.nodes if n.op == "SparseMatMul").meta["sparse"]["measured_us"] \
+        == {"sparse": 5.0, "dense": 9.0}
+    other = gemv(0.7, seed=1)  # other weights: another key, the model's choice
+    assert ops_after(other, f'sparsify{{lanes=16,uarch=zen4,timings="{timings}"}}') == \
+        ["MatMul"]
+
+
+def test_bad_families_and_timings_are_named(tmp_path):
+    with pytest.raises(PassError, match="unknown CPU family 'zen9'.*zen4"):
+        run_pipeline(gemv(0.7), "sparsify{lanes=16,uarch=zen9}")
+    with pytest.raises(EdgecError, match="unknown CPU family 'zen9' \\(--cpu\\)"):
+        get_target("x86-avx2", "zen9")
+    bad = tmp_path / "t.json"
+    bad.write_text("{not json")
+    with pytest.raises(PassError, match="cannot read the timings in .*t.json"):
+        run_pipeline(gemv(0.7), f'sparsify{{lanes=16,timings="{bad}"}}')
+    assert get_target("arm64", "zen1").uarch == "zen1"
+
+
+def test_every_family_says_where_its_figures_come_from():
+    assert microarch("") is REFERENCE
+    for m in MICROARCHS.values():
+        assert m.source and 0 < m.gemv_share < 1 and all(0 < r < 1 for r in
+                                                           m.gather_share.values())
+
+
+def pruned_mlp(zeros: float):
+    """bench_sparse.py's MLP (the zoo's 784-512-256-10) pruned by magnitude, unstructured."""
+    from onnx import numpy_helper
+
+    from edgec import zoo
+    from edgec.passes.prune import prune_weight
+
+    m = zoo.MODELS["mlp"]()
+    for init in m.graph.initializer:
+        w = numpy_helper.to_array(init)
+        if w.ndim == 2:
+            w = prune_weight(w, zeros, "unstructured").astype(np.float32)
+            init.CopyFrom(numpy_helper.from_array(w, init.name))
+    return m
+
+
+@pytest.mark.parametrize("cpu,lanes,zeros,kernels", [
+    # measured (targets/uarch.py's sources): the gathering build 1.44x and 3.09x faster than
+    # the dense one on the Xeon; 0.38x and 0.77x on Zen 4 (AVX-512), 0.39x and 1.10x with
+    # AVX2 there; 0.78x at 90% on Zen 1
+    ("emerald-rapids", 16, 0.7, ["SparseMatMul", "SparseMatMul", "FusedMatMul"]),
+    ("emerald-rapids", 16, 0.9, ["SparseMatMul"] * 3),
+    ("zen4", 16, 0.7, ["FusedMatMul"] * 3),
+    ("zen4", 16, 0.9, ["FusedMatMul"] * 3),
+    ("zen4", 8, 0.7, ["FusedMatMul"] * 3),
+    ("zen4", 8, 0.9, ["SparseMatMul", "SparseMatMul", "FusedMatMul"]),
+    ("zen1", 8, 0.9, ["FusedMatMul"] * 3),
+])
+def test_the_benchmark_mlp_takes_the_faster_kernels_of_each_family(cpu, lanes, zeros, kernels):
+    from edgec.frontends.onnx import import_onnx
+
+    g = import_onnx(pruned_mlp(zeros))
+    run_pipeline(g, f"fold-constants,remove-identity,dce,fuse,dce,"
+                    f"sparsify{{lanes={lanes},uarch={cpu}}}")
+    assert [n.op for n in g.nodes if "MatMul" in n.op] == kernels
