@@ -20,15 +20,22 @@
 from __future__ import annotations
 
 import io
-import sys
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from convnets import small_resnet
 from harness import conformance_results, rel_error
+from lowering.test_sparse_conv import (
+    input_block_net,
+    odd_channels_net,
+    pruned_mlp,
+    pruned_net,
+    sequence_mlp,
+    short_map_net,
+)
+from passes.test_layout import chunks_model, feeds_for, mixed_graph
 
 from edgec import zoo
 from edgec.compiler.driver import load_graph
@@ -43,17 +50,6 @@ from edgec.lowering.run_graph import run_graph
 from edgec.passes import default_pipeline, run_pipeline
 from edgec.targets.target import get_target
 from edgec.testing import conformance
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "passes"))
-from test_layout import chunks_model, feeds_for, mixed_graph  # noqa: E402
-from test_sparse_conv import (  # noqa: E402
-    input_block_net,
-    odd_channels_net,
-    pruned_mlp,
-    pruned_net,
-    sequence_mlp,
-    short_map_net,
-)
 
 TARGETS = ("c-generic", "x86-avx512")
 BIG_INPUT = 20_000

@@ -8,7 +8,6 @@ import io
 import json
 import math
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,9 +23,6 @@ from edgec.passes.calibration import Observer, activation_params, sqnr_db, weigh
 from edgec.passes.manager import PipelineStep
 from edgec.passes.quantize import Quantize
 from edgec.targets.target import get_target
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-
 
 # -- calibration, by hand ------------------------------------------------------------------------
 
