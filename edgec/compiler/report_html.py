@@ -24,7 +24,7 @@ from ..errors import EdgecError
 from ..ir.dtypes import DType
 from ..ir.graph import Graph
 from ..ir.printer import print_graph, print_value
-from ..passes.plan_memory import MemoryPlan
+from ..ir.records import MemoryPlan, QuantizationRecord
 from ..targets.target import Target, missing_host_flags
 
 LATENCY_RUNS = 5  # timed passes over one random input, after a warm-up pass
@@ -59,10 +59,11 @@ NO_MATPLOTLIB = "<p class=\"note\">(no plot: it needs matplotlib, pip install 'e
 def write_report(out: Path, before: Graph, after: Graph, manifest: dict,
                  target: Target) -> Path:
     """out/report.html on the compile of `before` into `after` (the graph the pipeline left,
-    its memory plan and quantization record in its meta), whose artifact is in `out`."""
+    its memory plan and quantization record in its compile record), whose artifact is in
+    `out`."""
     latency, note = kernel_latency(out, manifest, target)
-    text = page(before, after, manifest, after.meta["memory_plan"],
-                after.meta.get("quantization"), latency, note)
+    text = page(before, after, manifest, after.record.need("memory_plan", "the HTML report"),
+                after.record.quantization, latency, note)
     path = out / "report.html"
     path.write_text(text, encoding="utf-8")
     return path
@@ -96,7 +97,7 @@ def kernel_latency(out: Path, manifest: dict,
 
 
 def page(before: Graph, after: Graph, manifest: dict, plan: MemoryPlan,
-         quantization: dict | None, latency: Mapping[str, float] | None,
+         quantization: QuantizationRecord | None, latency: Mapping[str, float] | None,
          latency_note: str = "") -> str:
     """The report as one HTML page: `plan` the memory plan (passes/plan_memory.py),
     `quantization` the quantize pass's record (or None), `latency` ns per kernel (or None,
@@ -111,7 +112,7 @@ def page(before: Graph, after: Graph, manifest: dict, plan: MemoryPlan,
         ("graph-after", "The graph after the passes", _graph(after, "after", notes)),
         ("latency", "Latency per kernel", _latency(manifest, latency, latency_note)),
         ("memory", "Memory: the arena over time", _memory(after, plan, manifest))]
-    if quantization:
+    if quantization is not None:
         sections.append(("quantization", "Quantization error per layer",
                          _quantization(quantization)))
     sparse = sparse_layers(after, kernels)
@@ -203,16 +204,17 @@ def _memory(after: Graph, plan: MemoryPlan, m: dict) -> str:
             f"<details><summary>{len(plan.aliases)} views</summary>{views}</details>")
 
 
-def _quantization(q: dict) -> str:
-    layers = q["layers"]
-    head = (f"<p>{q['bits']}-bit weights ({escape(str(q.get('weights')))}, per "
-            f"{escape(str(q.get('granularity')))}), uint8 activations "
-            f"({escape(str(q['calibration']))}, {q['samples']} samples): the outputs' SQNR "
-            f"against float {_number(q['output_sqnr_db'])} dB"
-            + (f", budget {q['budget_db']} dB" if q.get("budget_db") else "")
-            + (f"; kept float: {escape(', '.join(q['kept_float']))}" if q["kept_float"] else "")
+def _quantization(q: QuantizationRecord) -> str:
+    layers = q.layers
+    head = (f"<p>{q.bits}-bit weights ({escape(str(q.weights))}, per "
+            f"{escape(str(q.granularity))}), uint8 activations "
+            f"({escape(str(q.calibration))}, {q.samples} samples): the outputs' SQNR "
+            f"against float {_number(q.output_sqnr_db)} dB"
+            + (f", budget {q.budget_db} dB" if q.budget_db else "")
+            + (f"; kept float: {escape(', '.join(q.kept_float))}" if q.kept_float else "")
             + ". A layer's SQNR is that of its output: its error and that of all before it.</p>")
-    other = q.get("other_latency_share")
+    other = q.latency.other if q.latency is not None else None
+    note = q.latency.note if q.latency is not None else None
     table = _table("quantization-layers", ["layer", "op", "kept float", "SQNR (dB)",
                                            "share of MACs", "share of latency"],
                    [(Name(x["node"]), x["op"], "yes" if x["float"] else "no",
@@ -225,8 +227,8 @@ def _quantization(q: dict) -> str:
                  "in its convolution's) takes its time there. The other kernels (layout "
                  "changes, padding, pooling, quantize and dequantize at the edges) make the "
                  "column add up to 100%.</p>")
-    elif q.get("latency_note"):
-        head += f'<p class="note">{escape(q["latency_note"])}.</p>'
+    elif note:
+        head += f'<p class="note">{escape(note)}.</p>'
     return head + _plot("quantization-plot", _quantization_figure, q) + table
 
 
@@ -265,7 +267,7 @@ class SparseLayer:
 
 def sparse_layers(graph: Graph, kernels: Mapping[str, dict]) -> list[SparseLayer]:
     """The layers whose weights hold zeros: those the sparsify pass planned (float, their
-    node's meta["sparse"]), then those the prune pass zeroed (graph.meta["pruning"]) that it
+    node's meta["sparse"]), then those the prune pass zeroed (graph.record.pruning) that it
     did not plan (a quantized layer is another node by then: the integer op named after its
     fused output, whose kernel may run its zeros sparse too; a convolution whose kernel
     does a residual add too is named after the add's output: its meta["fused"] names the
@@ -280,21 +282,21 @@ def sparse_layers(graph: Graph, kernels: Mapping[str, dict]) -> list[SparseLayer
                                    kernels.get(n.name) or kernels.get(n.name + "_nchwc"),
                                    n.attrs.get("wenc") or "dense",
                                    s["sparse_cost"] / s["dense_cost"]))
-    pruning = graph.meta.get("pruning")
-    if not pruning:
+    pruning = graph.record.pruning
+    if pruning is None:
         return out
     seen = {n.meta["sparse"].get("layer", n.name) for n in graph.nodes if "sparse" in n.meta}
-    quantized = {x["node"]: x["output"] for x in
-                 (graph.meta.get("quantization") or {}).get("layers", []) if not x["float"]}
-    for x in pruning["layers"]:
-        if x["node"] in seen or not x["zeros"]:
+    quant = graph.record.quantization
+    quantized = {x["node"]: x["output"] for x in (quant.layers if quant else []) if not x["float"]}
+    for x in pruning.layers:
+        if x.node in seen or not x.zeros:
             continue
-        names = [x["node"]] + [o + q for o in (x["output"], quantized.get(x["node"], ""))
-                               if o for q in ("_QuantizeLinear", "")]
+        names = [x.node] + [o + q for o in (x.output, quantized.get(x.node, ""))
+                            if o for q in ("_QuantizeLinear", "")]
         node = next((nodes[k] for n in names for k in (n, n + "_nchwc")
                      if k in nodes and nodes[k].name in kernels), None)
         enc = node and (node.attrs.get("wenc") or node.attrs.get("benc"))
-        out.append(SparseLayer(x["node"], x["op"], x["zeros"],
+        out.append(SparseLayer(x.node, x.op, x.zeros,
                                kernels[node.name] if node else None, enc or "dense"))
     return out
 
@@ -539,15 +541,15 @@ def _memory_figure(plan: MemoryPlan, order: list[str], positions: int):
     return fig
 
 
-def _quantization_figure(q: dict):
-    layers = q["layers"]
+def _quantization_figure(q: QuantizationRecord):
+    layers = q.layers
     fig, ax = _bars(len(layers))
     sqnr = [x["sqnr_db"] if x["sqnr_db"] is not None else 0 for x in layers]
     ax.barh(range(len(layers)), sqnr,
             color=["tab:gray" if x["float"] else "tab:orange" for x in layers])
     ax.set_yticks(range(len(layers)), [_label(x["node"]) for x in layers], fontsize=7)
-    if q.get("budget_db"):
-        ax.axvline(q["budget_db"], color="tab:red", ls="--", lw=1)
+    if q.budget_db:
+        ax.axvline(q.budget_db, color="tab:red", ls="--", lw=1)
     ax.set_xlabel("SQNR of the layer's output against float (dB); grey: kept float")
     return fig
 

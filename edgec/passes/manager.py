@@ -523,7 +523,7 @@ class PassManager:
             record = PassRecord(spec, changed, time.perf_counter() - t0, iterations)
             report.records.append(record)
             if changed:  # analyses of the old graph are stale now
-                graph.meta.pop("memory_plan", None)
+                graph.record.forget(["memory_plan"])
             if self.print_ir_after_all:
                 state = "changed" if changed else "unchanged"
                 print(f"// ----- IR after {spec} ({state}) ----- //", file=out)

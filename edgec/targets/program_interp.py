@@ -94,7 +94,7 @@ def run_graph(graph, feeds, target=None, kernels: set[str] | None = None) -> dic
     from .lowering import CONTROL_OPS, lower_node
 
     check_feeds(graph, feeds)
-    plan = graph.meta.get("memory_plan")
+    plan = graph.record.memory_plan
     aliases = plan.aliases if plan is not None else {}
     # (not np.ascontiguousarray, which makes a 0-d array 1-d)
     env: dict[int, np.ndarray] = {id(v): np.array(feeds[v.name], order="C")
