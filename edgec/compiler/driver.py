@@ -445,7 +445,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     run = functools.partial(run_pipeline, verify_each=opt.verify_each,
                             print_ir_after_all=opt.print_ir_after_all,
                             check_numerics=opt.check_numerics, timing=opt.timing,
-                            out=opt.log or sys.stderr)
+                            out=opt.log or sys.stderr, needs={"memory_plan": "code generation"})
     tune = opt.tune
     if tune is None:
         tune = os.environ.get("EDGEC_TUNE", "1") != "0"

@@ -98,7 +98,7 @@ def plan(graph: Graph, alignment: int = 64) -> MemoryPlan:
         sizes={v.name: sizes[id(v)] for v in planned}, strategy=strategy)
 
 
-@register_pass("plan-memory")
+@register_pass("plan-memory", writes=("memory_plan",), invalidates=())
 def plan_memory(graph: Graph, *, alignment: int = 64) -> bool:
     """Assign arena offsets to activations; the plan goes to graph.record.memory_plan."""
     graph.record.memory_plan = plan(graph, alignment)

@@ -175,7 +175,7 @@ def _keep(scores: np.ndarray, sparsity: float) -> np.ndarray:
     return keep.reshape(scores.shape)
 
 
-@register_pass("prune")
+@register_pass("prune", writes=("pruning",))
 @dataclass(frozen=True)
 class Prune:
     """Set the smallest weights (or blocks of them) of convolutions and matrix products to

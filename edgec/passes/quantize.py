@@ -465,7 +465,7 @@ class Quantize:
         return []
 
 
-register_pass("quantize")(Quantize)
+register_pass("quantize", writes=("quantization",))(Quantize)
 
 
 # -- what is quantized ---------------------------------------------------------------------------
