@@ -5,8 +5,9 @@ sparsity. The page loads nothing (no scripts, no other files: the plots are inli
 with matplotlib) and every name from the model is HTML-escaped.
 
 The graph drawing puts a node in the row of its depth, d(n) = 1 + max d(producers of its
-inputs) (graph inputs at 0, a graph output one row below its producer), and orders each row
-once by the mean column of the nodes' producers (the barycentre), which keeps chains straight.
+inputs) (graph inputs at 0, a graph output one row below its producer): the rows are the
+topological generations of the drawing's DAG (networkx). Each row is ordered once by the mean
+column of the nodes' producers (the barycentre), which keeps chains straight.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 
 from ..errors import EdgecError
@@ -394,14 +396,13 @@ def graph_svg(graph: Graph, key: str, notes: Mapping[str, str] | None = None) ->
     in the page; `notes`: a line more in a node's tooltip, by node name."""
     notes = notes or {}
     boxes: list[tuple[str, str, str, str]] = []  # (first line, name, tooltip, fill)
-    depth: list[int] = []
     edges: dict[tuple[int, int], str] = {}  # (from box, to box) -> the value's text
     box_of: dict[int, int] = {}  # id(node or graph input) -> box
+    below_inputs: list[int] = []  # nodes of constants only: a row below the inputs'
 
     def add(line: str, name: str, tip: str, fill: str, sources: list) -> None:
         i = len(boxes)
         boxes.append((line, name, tip, fill))
-        depth.append(1 + max((depth[s] for s, _ in sources), default=-1))
         for s, v in sources:
             edges.setdefault((s, i), print_value(v))
 
@@ -417,15 +418,20 @@ def graph_svg(graph: Graph, key: str, notes: Mapping[str, str] | None = None) ->
                          *(f"{k} = {_attr_text(a)}" for k, a in n.attrs.items()),
                          *([notes[n.name]] if n.name in notes else [])])
         ins = [(source(v), v) for v in n.inputs if v is not None and not v.is_const]
-        add(n.op, n.name, tip, _fill(n.op), [(s, v) for s, v in ins if s is not None])
-        depth[-1] = max(depth[-1], 1)  # a node of constants only, below the inputs' row
+        sources = [(s, v) for s, v in ins if s is not None]
+        if not sources:
+            below_inputs.append(len(boxes))
+        add(n.op, n.name, tip, _fill(n.op), sources)
     for v in graph.outputs:
         s = source(v)
         add("output", v.name, print_value(v), EDGE_FILL, [(s, v)] if s is not None else [])
 
-    rows: dict[int, list[int]] = {}
-    for i, d in enumerate(depth):
-        rows.setdefault(d, []).append(i)
+    dag = nx.DiGraph(list(edges))
+    dag.add_nodes_from(range(len(boxes)))
+    dag.add_edges_from((-1, i) for i in below_inputs)  # -1: a box-less node in the inputs' row
+    rows = {d: sorted(i for i in gen if i >= 0)
+            for d, gen in enumerate(nx.topological_generations(dag))}
+    depth = {i: d for d, row in rows.items() for i in row}
     preds: dict[int, list[int]] = {}
     for s, t in edges:
         preds.setdefault(t, []).append(s)
