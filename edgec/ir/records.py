@@ -183,6 +183,10 @@ class CompileRecord:
                             f"{reader}{where}")
         return value
 
+    def held(self) -> list[str]:
+        """The fields that hold a value."""
+        return [name for name in RECORDS if getattr(self, name) is not None]
+
     def forget(self, names: Iterable[str]) -> None:
         """Set the fields `names` to None (a pass invalidated them)."""
         for name in names:

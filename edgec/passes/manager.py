@@ -512,9 +512,7 @@ class PassManager:
     def run(self, graph: Graph) -> PipelineReport:
         out = self.out if self.out is not None else sys.stderr
         contracts = [(s.pass_.name, contract_of(s.pass_)) for s in self.steps]
-        held = [f.name for f in dataclasses.fields(graph.record)
-                if getattr(graph.record, f.name) is not None]
-        check_contracts(contracts, held, self.needs)
+        check_contracts(contracts, graph.record.held(), self.needs)
         report = PipelineReport()
         self._verified_text: str | None = None
         if self.verify_each:

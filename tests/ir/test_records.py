@@ -61,3 +61,15 @@ def test_quantization_json_keeps_its_keys_and_leaves_out_what_did_not_run():
         "mixed_precision", "pairs_fitted", "end_to_end_sqnr_db", "end_to_end_rel_error",
         "other_latency_share", "latency_note"]
     assert "latency_note" not in quantization(latency=LatencyShares(0.25)).to_json()
+
+
+def test_the_record_lists_one_writer_per_field_and_what_it_holds():
+    from dataclasses import fields
+
+    from edgec.ir.records import RECORDS
+
+    assert [f.name for f in fields(CompileRecord)] == list(RECORDS)
+    record = CompileRecord(memory_plan=MemoryPlan({}, {}, 0, 0, 0, 64))
+    assert record.held() == ["memory_plan"]
+    record.forget(["memory_plan", "pruning"])
+    assert record.held() == []
