@@ -32,6 +32,7 @@ from ..errors import EdgecError, UnsupportedOpError
 from ..ir.dtypes import DType
 from ..ir.graph import Graph
 from ..ir.onnx_dtypes import to_onnx
+from ..ir.records import LatencyShares, QuantizationRecord
 from ..lowering.lower import unsupported_kernels
 from ..runtime import manifest as manifest_file
 from ..targets.target import get_target, pair_sums, runs_on_host
@@ -148,7 +149,7 @@ QUANTIZE_METHODS = ("equalize", "bias-correct", "adaround", "sensitivity", "smoo
 PLOTS_NEED = "it needs matplotlib (pip install 'edgec[report]')"
 
 
-def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
+def measure_layer_latency(q: QuantizationRecord, out: Path, calib, graph: Graph, target,
                           sanitize: bool = False, kernels: Sequence[dict] = ()) -> None:
     """Each layer's share of the measured latency (`latency_share`; `other_latency_share` for
     the kernels of no layer: layout changes, padding, the edges' quantize), timing every
@@ -173,7 +174,7 @@ def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
                                               dtype=v.dtype.np)
                       for k, v in ((v.name, v) for v in graph.inputs)} for i in range(n)]
             names = {x["node"]: [x["node"], x["output"], f"{x['output']}_QuantizeLinear"]
-                     for x in q["layers"]}
+                     for x in q.layers}
             hosts = _fused_layers(graph, names)
             for guest, (host, kernel) in hosts.items():
                 names[host].append(kernel)
@@ -182,13 +183,12 @@ def measure_layer_latency(q: dict, out: Path, calib, graph: Graph, target,
                                          names)
         except (EdgecError, KeyError, OSError) as e:
             why = f"timing failed: {e}"
-    for x in q["layers"]:
+    for x in q.layers:
         x["latency_share"] = None if why else round(shares[x["node"]], 4)
         if not why and x["node"] in hosts:
             x["in_kernel_of"] = hosts[x["node"]][0]
-    q["other_latency_share"] = None if why else round(other, 4)
-    if why:
-        q["latency_note"] = f"latency share not measured: {why}"
+    q.latency = LatencyShares(None, f"latency share not measured: {why}") if why else \
+        LatencyShares(round(other, 4))
 
 
 def _fused_layers(graph: Graph, names: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
@@ -212,28 +212,31 @@ def _fused_layers(graph: Graph, names: dict[str, list[str]]) -> dict[str, tuple[
     return out
 
 
-def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = False) -> dict:
+def write_quantization_report(q: QuantizationRecord, out: Path, log: IO[str],
+                              asked: bool = False) -> dict:
     """quantization.json (the quantize pass's per-layer record) and quantization.png (per
     layer: SQNR against float and share of the measured latency, or of the MACs where it was
     not measured; float layers marked) in `out`; returns the manifest's summary. Without
     matplotlib the picture is left out, said on `log` only when a report was `asked` for
     (report.txt says it in any case)."""
-    total = sum(x["macs"] for x in q["layers"]) or 1
-    for x in q["layers"]:
+    total = sum(x["macs"] for x in q.layers) or 1
+    for x in q.layers:
         x["mac_share"] = round(x["macs"] / total, 4)
-    measured = all(x.get("latency_share") is not None for x in q["layers"])
-    (out / "quantization.json").write_text(json.dumps(q, indent=2) + "\n")
-    summary = {"report": "quantization.json", "bits": q["bits"],
-               "output_sqnr_db": q["output_sqnr_db"], "kept_float": q["kept_float"],
-               "quantized_mac_share": q["quantized_mac_share"]}
-    if "mixed_precision" in q:  # which layers stayed float and why
-        m = q["mixed_precision"]
+    measured = all(x.get("latency_share") is not None for x in q.layers)
+    (out / "quantization.json").write_text(json.dumps(q.to_json(), indent=2) + "\n")
+    summary = {"report": "quantization.json", "bits": q.bits,
+               "output_sqnr_db": q.output_sqnr_db, "kept_float": q.kept_float,
+               "quantized_mac_share": q.quantized_mac_share}
+    if q.mixed_precision is not None:  # which layers stayed float and why
+        m = q.mixed_precision
         summary["mixed_precision"] = {k: m[k] for k in ("method", "budget_db", "met",
                                                         "kept_float")}
     # the outputs' error on the samples: of quantization alone, and of the whole compile
     # against the model as given where a pass before it (prune) changed the float model
-    summary |= {k: q[k] for k in ("output_rel_error", "end_to_end_sqnr_db",
-                                  "end_to_end_rel_error") if k in q}
+    summary["output_rel_error"] = q.output_rel_error
+    if q.end_to_end is not None:
+        summary |= {"end_to_end_sqnr_db": q.end_to_end.sqnr_db,
+                    "end_to_end_rel_error": q.end_to_end.rel_error}
     try:
         import matplotlib
 
@@ -244,19 +247,19 @@ def write_quantization_report(q: dict, out: Path, log: IO[str], asked: bool = Fa
             print(f"quantization.png not drawn: {PLOTS_NEED}", file=log)
         summary["plot"] = None
         return summary
-    rows = q["layers"]
+    rows = q.layers
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(max(6, 0.22 * len(rows)), 6))
     xs = range(len(rows))
     sq = [x["sqnr_db"] if x["sqnr_db"] is not None else 0 for x in rows]
     colors = ["tab:gray" if x["float"] else "tab:blue" for x in rows]
     top.bar(xs, sq, color=colors)
     top.set_ylabel("SQNR vs float (dB)")
-    top.set_title(f"{q['bits']}-bit weights, uint8 activations ({q['calibration']}, "
-                  f"{q['samples']} samples)\noutput SQNR {q['output_sqnr_db']} dB"
-                  + (f", budget {q['budget_db']} dB (dashed)" if q.get("budget_db") else "")
+    top.set_title(f"{q.bits}-bit weights, uint8 activations ({q.calibration}, "
+                  f"{q.samples} samples)\noutput SQNR {q.output_sqnr_db} dB"
+                  + (f", budget {q.budget_db} dB (dashed)" if q.budget_db else "")
                   + "; grey: kept float", fontsize=9)
-    if q.get("budget_db"):
-        top.axhline(q["budget_db"], color="tab:red", lw=1, ls="--")
+    if q.budget_db:
+        top.axhline(q.budget_db, color="tab:red", lw=1, ls="--")
     share = "latency_share" if measured else "mac_share"
     bottom.bar(xs, [100 * x[share] for x in rows], color=colors)
     bottom.set_ylabel("share of latency (%)" if measured else "share of MACs (%)")
@@ -442,7 +445,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     run = functools.partial(run_pipeline, verify_each=opt.verify_each,
                             print_ir_after_all=opt.print_ir_after_all,
                             check_numerics=opt.check_numerics, timing=opt.timing,
-                            out=opt.log or sys.stderr)
+                            out=opt.log or sys.stderr, needs={"memory_plan": "code generation"})
     tune = opt.tune
     if tune is None:
         tune = os.environ.get("EDGEC_TUNE", "1") != "0"
@@ -450,7 +453,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         graph, pass_report = run_tuned(graph, steps, tgt, opt.backend, run, opt.log or sys.stderr)
     else:
         pass_report = run(graph, steps)
-    plan = graph.meta["memory_plan"]
+    plan = graph.record.need("memory_plan", "code generation")
     t_passes = time.perf_counter()
     src = generate(graph, plan, tgt, name, source, threads=opt.threads, backend=opt.backend,
                    compress=opt.compress, sanitize=opt.sanitize,
@@ -520,18 +523,19 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     timing = {"import": round(t_import - t0, 4), "passes": round(t_passes - t_import, 4),
               "codegen": round(t_codegen - t_passes, 4), "build": round(t_build - t_codegen, 4),
               "total": round(t_build - t0, 4)}
-    if "pruning" in graph.meta:  # the prune pass's record: each layer's share of zeros
-        manifest["pruning"] = graph.meta["pruning"]
+    if graph.record.pruning is not None:  # each layer's share of zeros
+        manifest["pruning"] = graph.record.pruning.to_json()
     timed = timed_layers(graph)
     if timed:
         manifest["sparse_timed"] = timed
-    if "quantization" in graph.meta:
+    q = graph.record.quantization
+    if q is not None:
         # the timed copy of the library is loaded through its manifest
         manifest_file.write(out, manifest)
-        measure_layer_latency(graph.meta["quantization"], out, opt.calib, graph, tgt, opt.sanitize,
+        measure_layer_latency(q, out, opt.calib, graph, tgt, opt.sanitize,
                               manifest["kernel_strategies"])
-        manifest["quantization"] = write_quantization_report(
-            graph.meta["quantization"], out, opt.log or sys.stderr, bool(opt.report))
+        manifest["quantization"] = write_quantization_report(q, out, opt.log or sys.stderr,
+                                                             bool(opt.report))
     if opt.report:
         manifest["report_html"] = "report.html"
     manifest = manifest_file.write(out, manifest)

@@ -5,8 +5,9 @@ sparsity. The page loads nothing (no scripts, no other files: the plots are inli
 with matplotlib) and every name from the model is HTML-escaped.
 
 The graph drawing puts a node in the row of its depth, d(n) = 1 + max d(producers of its
-inputs) (graph inputs at 0, a graph output one row below its producer), and orders each row
-once by the mean column of the nodes' producers (the barycentre), which keeps chains straight.
+inputs) (graph inputs at 0, a graph output one row below its producer): the rows are the
+topological generations of the drawing's DAG (networkx). Each row is ordered once by the mean
+column of the nodes' producers (the barycentre), which keeps chains straight.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 
 from ..errors import EdgecError
 from ..ir.dtypes import DType
 from ..ir.graph import Graph
 from ..ir.printer import print_graph, print_value
-from ..passes.plan_memory import MemoryPlan
+from ..ir.records import MemoryPlan, QuantizationRecord
 from ..targets.target import Target, missing_host_flags
 
 LATENCY_RUNS = 5  # timed passes over one random input, after a warm-up pass
@@ -59,10 +61,11 @@ NO_MATPLOTLIB = "<p class=\"note\">(no plot: it needs matplotlib, pip install 'e
 def write_report(out: Path, before: Graph, after: Graph, manifest: dict,
                  target: Target) -> Path:
     """out/report.html on the compile of `before` into `after` (the graph the pipeline left,
-    its memory plan and quantization record in its meta), whose artifact is in `out`."""
+    its memory plan and quantization record in its compile record), whose artifact is in
+    `out`."""
     latency, note = kernel_latency(out, manifest, target)
-    text = page(before, after, manifest, after.meta["memory_plan"],
-                after.meta.get("quantization"), latency, note)
+    text = page(before, after, manifest, after.record.need("memory_plan", "the HTML report"),
+                after.record.quantization, latency, note)
     path = out / "report.html"
     path.write_text(text, encoding="utf-8")
     return path
@@ -96,7 +99,7 @@ def kernel_latency(out: Path, manifest: dict,
 
 
 def page(before: Graph, after: Graph, manifest: dict, plan: MemoryPlan,
-         quantization: dict | None, latency: Mapping[str, float] | None,
+         quantization: QuantizationRecord | None, latency: Mapping[str, float] | None,
          latency_note: str = "") -> str:
     """The report as one HTML page: `plan` the memory plan (passes/plan_memory.py),
     `quantization` the quantize pass's record (or None), `latency` ns per kernel (or None,
@@ -111,7 +114,7 @@ def page(before: Graph, after: Graph, manifest: dict, plan: MemoryPlan,
         ("graph-after", "The graph after the passes", _graph(after, "after", notes)),
         ("latency", "Latency per kernel", _latency(manifest, latency, latency_note)),
         ("memory", "Memory: the arena over time", _memory(after, plan, manifest))]
-    if quantization:
+    if quantization is not None:
         sections.append(("quantization", "Quantization error per layer",
                          _quantization(quantization)))
     sparse = sparse_layers(after, kernels)
@@ -203,16 +206,17 @@ def _memory(after: Graph, plan: MemoryPlan, m: dict) -> str:
             f"<details><summary>{len(plan.aliases)} views</summary>{views}</details>")
 
 
-def _quantization(q: dict) -> str:
-    layers = q["layers"]
-    head = (f"<p>{q['bits']}-bit weights ({escape(str(q.get('weights')))}, per "
-            f"{escape(str(q.get('granularity')))}), uint8 activations "
-            f"({escape(str(q['calibration']))}, {q['samples']} samples): the outputs' SQNR "
-            f"against float {_number(q['output_sqnr_db'])} dB"
-            + (f", budget {q['budget_db']} dB" if q.get("budget_db") else "")
-            + (f"; kept float: {escape(', '.join(q['kept_float']))}" if q["kept_float"] else "")
+def _quantization(q: QuantizationRecord) -> str:
+    layers = q.layers
+    head = (f"<p>{q.bits}-bit weights ({escape(str(q.weights))}, per "
+            f"{escape(str(q.granularity))}), uint8 activations "
+            f"({escape(str(q.calibration))}, {q.samples} samples): the outputs' SQNR "
+            f"against float {_number(q.output_sqnr_db)} dB"
+            + (f", budget {q.budget_db} dB" if q.budget_db else "")
+            + (f"; kept float: {escape(', '.join(q.kept_float))}" if q.kept_float else "")
             + ". A layer's SQNR is that of its output: its error and that of all before it.</p>")
-    other = q.get("other_latency_share")
+    other = q.latency.other if q.latency is not None else None
+    note = q.latency.note if q.latency is not None else None
     table = _table("quantization-layers", ["layer", "op", "kept float", "SQNR (dB)",
                                            "share of MACs", "share of latency"],
                    [(Name(x["node"]), x["op"], "yes" if x["float"] else "no",
@@ -225,8 +229,8 @@ def _quantization(q: dict) -> str:
                  "in its convolution's) takes its time there. The other kernels (layout "
                  "changes, padding, pooling, quantize and dequantize at the edges) make the "
                  "column add up to 100%.</p>")
-    elif q.get("latency_note"):
-        head += f'<p class="note">{escape(q["latency_note"])}.</p>'
+    elif note:
+        head += f'<p class="note">{escape(note)}.</p>'
     return head + _plot("quantization-plot", _quantization_figure, q) + table
 
 
@@ -265,7 +269,7 @@ class SparseLayer:
 
 def sparse_layers(graph: Graph, kernels: Mapping[str, dict]) -> list[SparseLayer]:
     """The layers whose weights hold zeros: those the sparsify pass planned (float, their
-    node's meta["sparse"]), then those the prune pass zeroed (graph.meta["pruning"]) that it
+    node's meta["sparse"]), then those the prune pass zeroed (graph.record.pruning) that it
     did not plan (a quantized layer is another node by then: the integer op named after its
     fused output, whose kernel may run its zeros sparse too; a convolution whose kernel
     does a residual add too is named after the add's output: its meta["fused"] names the
@@ -280,21 +284,21 @@ def sparse_layers(graph: Graph, kernels: Mapping[str, dict]) -> list[SparseLayer
                                    kernels.get(n.name) or kernels.get(n.name + "_nchwc"),
                                    n.attrs.get("wenc") or "dense",
                                    s["sparse_cost"] / s["dense_cost"]))
-    pruning = graph.meta.get("pruning")
-    if not pruning:
+    pruning = graph.record.pruning
+    if pruning is None:
         return out
     seen = {n.meta["sparse"].get("layer", n.name) for n in graph.nodes if "sparse" in n.meta}
-    quantized = {x["node"]: x["output"] for x in
-                 (graph.meta.get("quantization") or {}).get("layers", []) if not x["float"]}
-    for x in pruning["layers"]:
-        if x["node"] in seen or not x["zeros"]:
+    quant = graph.record.quantization
+    quantized = {x["node"]: x["output"] for x in (quant.layers if quant else []) if not x["float"]}
+    for x in pruning.layers:
+        if x.node in seen or not x.zeros:
             continue
-        names = [x["node"]] + [o + q for o in (x["output"], quantized.get(x["node"], ""))
-                               if o for q in ("_QuantizeLinear", "")]
+        names = [x.node] + [o + q for o in (x.output, quantized.get(x.node, ""))
+                            if o for q in ("_QuantizeLinear", "")]
         node = next((nodes[k] for n in names for k in (n, n + "_nchwc")
                      if k in nodes and nodes[k].name in kernels), None)
         enc = node and (node.attrs.get("wenc") or node.attrs.get("benc"))
-        out.append(SparseLayer(x["node"], x["op"], x["zeros"],
+        out.append(SparseLayer(x.node, x.op, x.zeros,
                                kernels[node.name] if node else None, enc or "dense"))
     return out
 
@@ -392,14 +396,13 @@ def graph_svg(graph: Graph, key: str, notes: Mapping[str, str] | None = None) ->
     in the page; `notes`: a line more in a node's tooltip, by node name."""
     notes = notes or {}
     boxes: list[tuple[str, str, str, str]] = []  # (first line, name, tooltip, fill)
-    depth: list[int] = []
     edges: dict[tuple[int, int], str] = {}  # (from box, to box) -> the value's text
     box_of: dict[int, int] = {}  # id(node or graph input) -> box
+    below_inputs: list[int] = []  # nodes of constants only: a row below the inputs'
 
     def add(line: str, name: str, tip: str, fill: str, sources: list) -> None:
         i = len(boxes)
         boxes.append((line, name, tip, fill))
-        depth.append(1 + max((depth[s] for s, _ in sources), default=-1))
         for s, v in sources:
             edges.setdefault((s, i), print_value(v))
 
@@ -415,15 +418,20 @@ def graph_svg(graph: Graph, key: str, notes: Mapping[str, str] | None = None) ->
                          *(f"{k} = {_attr_text(a)}" for k, a in n.attrs.items()),
                          *([notes[n.name]] if n.name in notes else [])])
         ins = [(source(v), v) for v in n.inputs if v is not None and not v.is_const]
-        add(n.op, n.name, tip, _fill(n.op), [(s, v) for s, v in ins if s is not None])
-        depth[-1] = max(depth[-1], 1)  # a node of constants only, below the inputs' row
+        sources = [(s, v) for s, v in ins if s is not None]
+        if not sources:
+            below_inputs.append(len(boxes))
+        add(n.op, n.name, tip, _fill(n.op), sources)
     for v in graph.outputs:
         s = source(v)
         add("output", v.name, print_value(v), EDGE_FILL, [(s, v)] if s is not None else [])
 
-    rows: dict[int, list[int]] = {}
-    for i, d in enumerate(depth):
-        rows.setdefault(d, []).append(i)
+    dag = nx.DiGraph(list(edges))
+    dag.add_nodes_from(range(len(boxes)))
+    dag.add_edges_from((-1, i) for i in below_inputs)  # -1: a box-less node in the inputs' row
+    rows = {d: sorted(i for i in gen if i >= 0)
+            for d, gen in enumerate(nx.topological_generations(dag))}
+    depth = {i: d for d, row in rows.items() for i in row}
     preds: dict[int, list[int]] = {}
     for s, t in edges:
         preds.setdefault(t, []).append(s)
@@ -539,15 +547,15 @@ def _memory_figure(plan: MemoryPlan, order: list[str], positions: int):
     return fig
 
 
-def _quantization_figure(q: dict):
-    layers = q["layers"]
+def _quantization_figure(q: QuantizationRecord):
+    layers = q.layers
     fig, ax = _bars(len(layers))
     sqnr = [x["sqnr_db"] if x["sqnr_db"] is not None else 0 for x in layers]
     ax.barh(range(len(layers)), sqnr,
             color=["tab:gray" if x["float"] else "tab:orange" for x in layers])
     ax.set_yticks(range(len(layers)), [_label(x["node"]) for x in layers], fontsize=7)
-    if q.get("budget_db"):
-        ax.axvline(q["budget_db"], color="tab:red", ls="--", lw=1)
+    if q.budget_db:
+        ax.axvline(q.budget_db, color="tab:red", ls="--", lw=1)
     ax.set_xlabel("SQNR of the layer's output against float (dB); grey: kept float")
     return fig
 

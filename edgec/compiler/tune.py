@@ -136,7 +136,7 @@ def run_tuned(graph: Graph, steps: list, tgt, backend: str, run, log):
     path = timings_file(tgt)
     steps = with_timings(steps, path)
     at = next(i for i, s in enumerate(steps) if s.pass_.name == "sparsify")
-    first = run(graph, steps[:at])
+    first = run(graph, steps[:at], needs={})  # the memory plan comes in the second half
     snapshot = graph.copy()
     rest = run(graph, steps[at:])
     plans = close_layers(graph, read_timings(str(path)))

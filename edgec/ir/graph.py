@@ -8,6 +8,7 @@ in place: a pass that changes a weight makes a new constant.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections.abc import Iterable, Sequence
@@ -17,6 +18,7 @@ import numpy as np
 
 from ..errors import VerificationError
 from .dtypes import DType
+from .records import CompileRecord
 from .types import TensorType
 
 
@@ -87,7 +89,7 @@ class Graph:
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
         self.nodes: list[Node] = []
-        self.meta: dict[str, Any] = {}
+        self.record = CompileRecord()  # what the passes leave for later stages
         self._names: set[str] = set()
         self._node_names: set[str] = set()
         self._counter = itertools.count()
@@ -245,7 +247,7 @@ class Graph:
         g = Graph(self.name)
         g._names = set(self._names)
         g._node_names = set(self._node_names)
-        g.meta = dict(self.meta)
+        g.record = dataclasses.replace(self.record)
         vmap: dict[int, Value] = {}
 
         def cp(v: Value | None) -> Value | None:

@@ -20,7 +20,7 @@ def run_graph(graph, feeds, target=None, kernels: set[str] | None = None) -> dic
     flow (If, Loop, Scan), which the library runs as C control flow, runs through the ops'
     references. `kernels`, if given, collects the ops whose kernels ran."""
     check_feeds(graph, feeds)
-    plan = graph.meta.get("memory_plan")
+    plan = graph.record.memory_plan
     aliases = plan.aliases if plan is not None else {}
     # (not np.ascontiguousarray, which makes a 0-d array 1-d)
     env: dict[int, np.ndarray] = {id(v): np.array(feeds[v.name], order="C")

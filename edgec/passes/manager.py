@@ -5,6 +5,8 @@ A pass is a small frozen dataclass whose fields are its options, with a `name` a
 `run(graph) -> bool` (edits in place, returns whether anything changed); or a plain function
 `fn(graph, *, option: type = default) -> bool`. Both are registered with `@register_pass(name)`
 and named in a pipeline string: `fold-constants,fuse{fixpoint},prune{sparsity=0.9,pattern=4x1}`.
+Registration also declares what the pass requires, writes and invalidates of the compile
+record (contracts.py); the manager refuses a pipeline that breaks a requirement.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 
 from ..errors import EdgecError, PassError
 from ..ir import Graph, interpret, parse, print_graph, verify
+from .contracts import DEFAULT_CONTRACT, PassContract, check_contracts, make_contract
 
 # -- the pass contract --------------------------------------------------------------------
 
@@ -40,12 +43,14 @@ class Pass(Protocol):
 @dataclass(frozen=True)
 class PassInfo:
     """A registered pass: its factory (called with the options as keywords), the options
-    (name -> (type, default)) and a one-line description."""
+    (name -> (type, default)), a one-line description and its contract with the compile
+    record."""
 
     name: str
     factory: Callable[..., Pass]
     options: dict[str, tuple[Any, Any]]
     doc: str
+    contract: PassContract = DEFAULT_CONTRACT
 
 
 _PASSES: dict[str, PassInfo] = {}
@@ -113,14 +118,19 @@ def _pass_from_function(name: str, fn: Callable[..., bool]) -> type:
     return cls
 
 
-def register_pass(name: str | Pass) -> Callable:
+def register_pass(name: str | Pass, *, requires: Sequence[str] = (), writes: Sequence[str] = (),
+                  invalidates: Sequence[str] | None = None) -> Callable:
     """Register a pass class (made a frozen dataclass if it is not one), a pass function, or
     a ready pass instance (such as a `PatternPass`) under `name`; returns it unchanged.
-    `register_pass(instance)` registers an instance under its own name."""
+    `register_pass(instance)` registers an instance under its own name. `requires`, `writes`
+    and `invalidates` name fields of the compile record (ir/records.py; contracts.py says
+    what None, the default, invalidates)."""
     if not isinstance(name, str):
-        return register_pass(getattr(name, "name", ""))(name)
+        return register_pass(getattr(name, "name", ""), requires=requires, writes=writes,
+                             invalidates=invalidates)(name)
     if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
         raise PassError(f"pass name {name!r} must be lower-case words joined by '-'")
+    contract = make_contract(requires, writes, invalidates)
 
     def deco(obj):
         if name in _PASSES:
@@ -141,10 +151,17 @@ def register_pass(name: str | Pass) -> Callable:
             info = PassInfo(name, cls, _options_of(cls), _first_line(obj.__doc__))
         else:
             raise PassError(f"register_pass('{name}') needs a class, function or pass instance")
-        _PASSES[name] = info
+        _PASSES[name] = dataclasses.replace(info, contract=contract)
         return obj
 
     return deco
+
+
+def contract_of(p: Pass) -> PassContract:
+    """The contract `p` was registered with; an unregistered pass may carry a `contract`
+    attribute, else it has the default one."""
+    info = _PASSES.get(p.name)
+    return info.contract if info is not None else getattr(p, "contract", DEFAULT_CONTRACT)
 
 
 def registered_passes() -> dict[str, PassInfo]:
@@ -464,13 +481,15 @@ class PassManager:
     check_numerics: run the interpreter on seeded random inputs before the pipeline and after
         each pass; the first pass whose outputs drift past `tolerance` raises PassError.
     timing: print the timing table to `out` at the end (times are always in the report).
+    needs: compile-record field -> the stage that reads it after the pipeline ("memory_plan":
+        "code generation"); `run` refuses a pipeline that leaves one unwritten or stale.
     """
 
     def __init__(self, pipeline: str | Sequence[Pass | PipelineStep], *,
                  verify_each: bool = False, print_ir_after_all: bool = False,
                  check_numerics: bool = False, timing: bool = False,
                  out: TextIO | None = None, max_iterations: int = 32, seed: int = 0,
-                 tolerance: float = 1e-4):
+                 tolerance: float = 1e-4, needs: dict[str, str] | None = None):
         if isinstance(pipeline, str):
             self.steps = parse_pipeline(pipeline)
         else:
@@ -485,12 +504,15 @@ class PassManager:
         self.max_iterations = max_iterations
         self.seed = seed
         self.tolerance = tolerance
+        self.needs = dict(needs or {})
 
     def __str__(self) -> str:
         return ",".join(str(s) for s in self.steps)
 
     def run(self, graph: Graph) -> PipelineReport:
         out = self.out if self.out is not None else sys.stderr
+        contracts = [(s.pass_.name, contract_of(s.pass_)) for s in self.steps]
+        check_contracts(contracts, graph.record.held(), self.needs)
         report = PipelineReport()
         self._verified_text: str | None = None
         if self.verify_each:
@@ -504,7 +526,7 @@ class PassManager:
                 raise PassError(f"check-numerics: the input graph cannot be interpreted on "
                                 f"random inputs (floats normal, integers in [0, 4)): {e}") from e
             names = [v.name for v in graph.outputs]
-        for step in self.steps:
+        for step, (_, contract) in zip(self.steps, contracts, strict=True):
             spec = str(step)
             changed, iterations, t0 = False, 0, time.perf_counter()
             while True:
@@ -522,8 +544,8 @@ class PassManager:
                                     f"{iterations} iterations; it does not reach a fixed point")
             record = PassRecord(spec, changed, time.perf_counter() - t0, iterations)
             report.records.append(record)
-            if changed:  # analyses of the old graph are stale now
-                graph.meta.pop("memory_plan", None)
+            if changed:  # what the pass says its edits make stale
+                graph.record.forget(contract.invalidates)
             if self.print_ir_after_all:
                 state = "changed" if changed else "unchanged"
                 print(f"// ----- IR after {spec} ({state}) ----- //", file=out)

@@ -12,48 +12,9 @@ then extends over the view's uses. Graph inputs, outputs and constants live outs
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..ir import Graph, Value, get_op
+from ..ir.records import MemoryPlan
 from .manager import register_pass
-
-
-@dataclass
-class MemoryPlan:
-    """Where each activation lives. `offsets`: planned value -> byte offset in the arena;
-    `aliases`: view value -> the value whose bytes it reads (planned, or a graph input,
-    constant or output); `lifetimes`: planned value -> (first, last) node position;
-    `sizes`: planned value -> bytes; `strategy`: the placement order that won."""
-
-    offsets: dict[str, int]
-    aliases: dict[str, str]
-    arena_bytes: int
-    total_bytes: int
-    lower_bound_bytes: int
-    alignment: int
-    lifetimes: dict[str, tuple[int, int]] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)
-    strategy: str = ""
-
-    def report(self) -> str:
-        ratio = self.arena_bytes / self.lower_bound_bytes if self.lower_bound_bytes else 1.0
-        lines = [f"memory plan: {len(self.offsets)} activations in a {_kib(self.arena_bytes)} "
-                 f"arena ({ratio:.1%} of the lower bound {_kib(self.lower_bound_bytes)}; "
-                 f"{_kib(self.total_bytes)} without reuse), {len(self.aliases)} views aliased, "
-                 f"{self.alignment}-byte aligned, {self.strategy or 'no values'}"]
-        width = max([5] + [len(n) for n in self.offsets])
-        lines.append(f"  {'value':<{width}}  {'offset':>10}  {'bytes':>10}  live")
-        for name, off in sorted(self.offsets.items(), key=lambda kv: (kv[1], kv[0])):
-            a, b = self.lifetimes.get(name, (0, 0))
-            lines.append(f"  {name:<{width}}  {off:>10}  {self.sizes.get(name, 0):>10}  "
-                         f"[{a}, {b}]")
-        for view, root in sorted(self.aliases.items()):
-            lines.append(f"  {view:<{width}}  -> %{root}")
-        return "\n".join(lines)
-
-
-def _kib(n: int) -> str:
-    return f"{n / 1024:.1f} KiB"
 
 
 def _align(n: int, a: int) -> int:
@@ -137,8 +98,8 @@ def plan(graph: Graph, alignment: int = 64) -> MemoryPlan:
         sizes={v.name: sizes[id(v)] for v in planned}, strategy=strategy)
 
 
-@register_pass("plan-memory")
+@register_pass("plan-memory", writes=("memory_plan",), invalidates=())
 def plan_memory(graph: Graph, *, alignment: int = 64) -> bool:
-    """Assign arena offsets to activations; the plan goes to graph.meta["memory_plan"]."""
-    graph.meta["memory_plan"] = plan(graph, alignment)
+    """Assign arena offsets to activations; the plan goes to graph.record.memory_plan."""
+    graph.record.memory_plan = plan(graph, alignment)
     return False

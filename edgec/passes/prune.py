@@ -30,7 +30,7 @@ output the least on those inputs go, and the remaining ones are updated to make 
 `channel` removes whole output channels (neurons) with the least weight norm and rewires
 the layers that read them, so that the shapes shrink (prune_channels.py). `channel` and the
 Rx4 groups prune by magnitude even when samples are given (they may be there to calibrate
-the quantization); the layers' meta["pruned"] says so. graph.meta["pruning"] records each
+the quantization); the layers' meta["pruned"] says so. graph.record.pruning records each
 pruned layer's share of zero weights for the reports (the HTML report's sparsity section).
 """
 
@@ -44,6 +44,7 @@ import numpy as np
 
 from ..errors import PassError
 from ..ir import DType, Graph, Node
+from ..ir.records import PrunedLayer, PruningRecord
 from ..ir.sparse import pad_channels
 from .manager import register_pass
 from .prune_channels import prune_channels
@@ -174,7 +175,7 @@ def _keep(scores: np.ndarray, sparsity: float) -> np.ndarray:
     return keep.reshape(scores.shape)
 
 
-@register_pass("prune")
+@register_pass("prune", writes=("pruning",))
 @dataclass(frozen=True)
 class Prune:
     """Set the smallest weights (or blocks of them) of convolutions and matrix products to
@@ -264,11 +265,10 @@ class Prune:
             bar.close()
         # for the reports: a layer keeps its zeros when a later pass (quantize, fuse) makes
         # another node of it, or a kernel without a sparse form runs it
-        graph.meta["pruning"] = {
-            "pattern": self.pattern, "scope": self.scope, "sparsity": self.sparsity,
-            "layers": [{"node": n.name, "op": n.op, "output": n.outputs[0].name,
-                        "weights": int(w.size), "zeros": n.meta["pruned"]["sparsity"]}
-                       for n, w in layers]}
+        graph.record.pruning = PruningRecord(
+            self.pattern, self.scope, self.sparsity,
+            [PrunedLayer(n.name, n.op, n.outputs[0].name, int(w.size),
+                         n.meta["pruned"]["sparsity"]) for n, w in layers])
         return True
 
     def _say(self, text: str) -> None:

@@ -33,7 +33,7 @@ the batch norms fold-batchnorm folded). Each layer's record says which ran on it
 With samples, the quantized graph is run on them too: each layer's output against the float
 model's (its SQNR: the error of that layer and of all before it) and the graph outputs'
 SQNR and relative error (max |error| / max |float output|, the figure `edgec run --check`
-holds against its tolerance), recorded in graph.meta["quantization"] (the driver writes it as
+holds against its tolerance), recorded in graph.record.quantization (the driver writes it as
 quantization.json and .png). Given `original`, the model as the user gave it (before pruning,
 say), the outputs are measured against it too: the end-to-end error beside the error of
 quantization alone. With a `budget` (dB), the layer of worst SQNR is kept in float and the graph
@@ -63,6 +63,7 @@ import numpy as np
 from ..errors import EdgecError, PassError
 from ..ir import DType, Graph, Node, QuantParams, Value
 from ..ir.interpreter import interpret, run_node
+from ..ir.records import EndToEnd, QuantizationRecord
 from .adaround import round_layer
 from .bias_correction import channel_mean, correct_bias
 from .calibration import (
@@ -248,17 +249,16 @@ class Quantize:
             x["sqnr_db"] = _finite(measured[x["node"]])
         total = sum(x["macs"] for x in layers) or 1
         share = sum(x["macs"] for x in layers if not x["float"]) / total
-        graph.meta["quantization"] = {
-            "bits": self.bits, "weights": wmethod, "granularity": self.granularity,
-            "calibration": "minmax" if self.calib == "admm" else self.calib,
-            "samples": len(feeds), "budget_db": self.budget or None,
-            "output_sqnr_db": _finite(out_sqnr),
-            "output_rel_error": _output_error(graph, reference, got, relative_error),
-            "kept_float": sorted(skip), "quantized_mac_share": round(share, 4),
-            "adaround": self.adaround, "smoothed": smoothed, "layers": layers}
-        q = graph.meta["quantization"]
+        q = graph.record.quantization = QuantizationRecord(
+            bits=self.bits, weights=wmethod, granularity=self.granularity,
+            calibration="minmax" if self.calib == "admm" else self.calib,
+            samples=len(feeds), budget_db=self.budget or None,
+            output_sqnr_db=_finite(out_sqnr),
+            output_rel_error=_output_error(graph, reference, got, relative_error),
+            kept_float=sorted(skip), quantized_mac_share=round(share, 4),
+            adaround=self.adaround, smoothed=smoothed, layers=layers)
         if mixed is not None:
-            q["mixed_precision"] = mixed.record() | {"measured_on": signals}
+            q.mixed_precision = mixed.record() | {"measured_on": signals}
             why = {x.name: x for x in mixed.kept}
             for x in layers:
                 if x["node"] in why:
@@ -266,24 +266,23 @@ class Quantize:
                     x["kept_float_for"] = {"point": k.point,
                                            "sensitivity_db": _finite(k.sensitivity_db)}
         if self.pairs:
-            q["pairs_fitted"] = sum(x.get("pairs_fitted") or 0 for x in layers)
-        figures = f"output SQNR {out_sqnr:.1f} dB, relative error {q['output_rel_error']:.3g}"
+            q.pairs_fitted = sum(x.get("pairs_fitted") or 0 for x in layers)
+        figures = f"output SQNR {out_sqnr:.1f} dB, relative error {q.output_rel_error:.3g}"
         if self.original is not None:
             given = _point_values(self.original, feeds, {v.name for v in graph.outputs})
-            q["end_to_end_sqnr_db"] = _finite(_output_error(graph, given, got, sqnr_db))
-            q["end_to_end_rel_error"] = _output_error(graph, given, got, relative_error)
+            e2e = q.end_to_end = EndToEnd(_finite(_output_error(graph, given, got, sqnr_db)),
+                                          _output_error(graph, given, got, relative_error))
             figures = (f"{figures} from quantization alone (against the float model it "
                        f"quantized); end to end, against the model as given: SQNR "
-                       f"{_db(q['end_to_end_sqnr_db'])}, relative error "
-                       f"{q['end_to_end_rel_error']:.3g}")
+                       f"{_db(e2e.sqnr_db)}, relative error {e2e.rel_error:.3g}")
         done = [x for x in layers if not x["float"]]
         self._say(f"quantize: {len(done)} ops to {self.bits}-bit weights ({wmethod}"
                   + (", adaround" if self.adaround else "") + f", per "
-                  f"{self.granularity}) and uint8 activations ({q['calibration']}, "
+                  f"{self.granularity}) and uint8 activations ({q.calibration}, "
                   f"{len(feeds)} samples); {figures}"
                   + (f"; {len(skip)} kept float, {share:.1%} of the MACs quantized"
                      if skip else "")
-                  + (f"; {q['pairs_fitted']} channels scaled so that their weight pairs "
+                  + (f"; {q.pairs_fitted} channels scaled so that their weight pairs "
                      "fit AVX2's exact 16-bit sums" if self.pairs else ""))
         return True
 
@@ -466,7 +465,7 @@ class Quantize:
         return []
 
 
-register_pass("quantize")(Quantize)
+register_pass("quantize", writes=("quantization",))(Quantize)
 
 
 # -- what is quantized ---------------------------------------------------------------------------

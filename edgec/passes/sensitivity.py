@@ -76,7 +76,7 @@ class MixedPrecision:
     measurements: int  # model runs over the samples the choice took, beyond the per-point ones
 
     def record(self) -> dict:
-        """The quantization record's entry (graph.meta["quantization"]["mixed_precision"])."""
+        """The quantization record's entry (graph.record.quantization.mixed_precision)."""
         return {"method": "sensitivity", "budget_db": self.budget_db,
                 "min_quantized_macs": self.min_quantized_macs, "met": bool(self.met),
                 "output_sqnr_db": _finite(self.output_sqnr_db),

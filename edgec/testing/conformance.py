@@ -46,6 +46,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 import onnx
 import onnx.backend.test
@@ -95,19 +96,10 @@ def _fold(model: onnx.ModelProto, names: set[str], feeds: dict[str, np.ndarray])
 
 
 def _input_ancestors(model: onnx.ModelProto, value: str, inputs: set[str]) -> set[str]:
-    """Graph inputs that `value` (an ONNX tensor name) is computed from."""
-    producer = {o: n for n in model.graph.node for o in n.output}
-    found, stack, seen = set(), [value], set()
-    while stack:
-        v = stack.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        if v in inputs:
-            found.add(v)
-        elif v in producer:
-            stack.extend(i for i in producer[v].input if i)
-    return found
+    """Graph inputs that `value` (an ONNX tensor name) is computed from (itself, if one)."""
+    tensors = nx.DiGraph((i, o) for n in model.graph.node for o in n.output for i in n.input if i)
+    tensors.add_node(value)
+    return ({value} | nx.ancestors(tensors, value)) & inputs
 
 
 def _constant_culprits(msg: str, model: onnx.ModelProto, inputs: set[str],

@@ -525,3 +525,22 @@ def test_page_fits_a_1400_pixel_window(pruned_int8, tmp_path):
                     and p["fits"])
     assert plots == {"graph-before": 1, "graph-after": 1, "latency": 1, "memory": 1,
                      "quantization": 1, "sparsity": 1}, m["plots"]
+
+
+def test_graph_rows_are_the_depths_worked_by_hand():
+    """x -> Relu a -> Add b(a, x) -> Add d(b, n) -> output, n = Neg(constant): a row per
+    depth, d = 1 + the deepest producer's (x 0, a 1, b 2, d 3, the output 4), and n, of
+    constants only, in the row below the inputs' (1) though nothing computed feeds it."""
+    from edgec.compiler.report_html import BOX_H, GAP_Y, graph_svg
+    from edgec.ir import DType, Graph, TensorType
+
+    g = Graph("g")
+    x = g.add_input("x", TensorType((4,), DType.F32))
+    a = g.add_node("Relu", [x], name="a").output
+    b = g.add_node("Add", [a, x], name="b").output
+    n = g.add_node("Neg", [g.const(np.ones(4, np.float32), "k")], name="n").output
+    g.outputs = [g.add_node("Add", [b, n], name="d").output]
+    svg = graph_svg(g, "t")
+    ys = re.findall(r'<rect x="[^"]*" y="(\d+)"', svg)
+    assert [(int(y) - GAP_Y) // (BOX_H + GAP_Y) for y in ys] == [0, 1, 2, 1, 3, 4]  # x..output
+    assert svg.count("marker-end=") == 6  # x->a, a->b, x->b, b->d, n->d, d->output

@@ -153,3 +153,20 @@ def test_a_stale_report_says_what_changed_and_how_to_regenerate():
     msg = conformance.staleness(old, conformance.report(rows), "C.md")
     assert "test_neg: fail -> pass" in msg
     assert "python scripts/conformance.py --write CONFORMANCE.md" in msg
+
+
+def test_the_inputs_a_value_is_computed_from():
+    """a, b, c graph inputs; t = Add(a, b), u = Neg(t), v = Mul(u, c), w = Relu(c): worked by
+    hand, u comes from a and b, v from all three, w from c alone, and an input from itself."""
+    from onnx import helper
+
+    nodes = [helper.make_node("Add", ["a", "b"], ["t"]), helper.make_node("Neg", ["t"], ["u"]),
+             helper.make_node("Mul", ["u", "c"], ["v"]), helper.make_node("Relu", ["c"], ["w"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [], []))
+    inputs = {"a", "b", "c"}
+    assert conformance._input_ancestors(model, "u", inputs) == {"a", "b"}
+    assert conformance._input_ancestors(model, "v", inputs) == {"a", "b", "c"}
+    assert conformance._input_ancestors(model, "w", inputs) == {"c"}
+    assert conformance._input_ancestors(model, "c", inputs) == {"c"}
+    assert conformance._input_ancestors(model, "nowhere", inputs) == set()
+    assert conformance._input_ancestors(model, "v", {"a"}) == {"a"}

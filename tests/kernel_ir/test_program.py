@@ -40,7 +40,7 @@ def program_of(m, target: str = "c-generic"):
     g = load_graph(m)
     run_pipeline(g, default_pipeline(get_target(target).lanes(g.inputs[0].dtype)),
                  out=io.StringIO())
-    return build_program(g, g.meta["memory_plan"], get_target(target), "cf")
+    return build_program(g, g.record.memory_plan, get_target(target), "cf")
 
 
 def test_structure_of_a_program_with_control_flow():

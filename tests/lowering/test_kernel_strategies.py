@@ -34,7 +34,7 @@ def strategies(model, target: str, calib=None) -> list[tuple[str, str, object]]:
         steps = _with_quantize(steps, "int8", calib, "minmax", (), "auto", 0.0, io.StringIO(),
                                pairs=t.isa == "avx2")
     run_pipeline(g, steps, out=io.StringIO())
-    aliases = g.meta["memory_plan"].aliases
+    aliases = g.record.memory_plan.aliases
     return [(n.name, n.op, lower_node(n, i, t).strategy) for i, n in enumerate(g.nodes)
             if n.op not in CONTROL_OPS and not all(o.name in aliases for o in n.outputs)]
 

@@ -105,7 +105,7 @@ def run_as_program(g: Graph, target: str, feeds: dict, ran: set[str], without: s
     """`g` through `target`'s pipeline and program, on the interpreter; adds to `ran` the ops
     whose kernels (or control flow) ran."""
     p = pipelined(g, target, without)
-    prog = build_program(p, p.meta["memory_plan"], get_target(target), "t")
+    prog = build_program(p, p.record.memory_plan, get_target(target), "t")
     ran |= {s["op"] for s in prog.strategies} | {n.op for n in p.nodes if n.op in CONTROL_OPS}
     return run_program(prog, feeds)
 

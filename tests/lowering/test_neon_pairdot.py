@@ -143,7 +143,7 @@ def test_program_interpreter_runs_the_pairs_tiles(target):
     t = get_target(target)
     g = import_onnx(model)
     run_pipeline(g, default_pipeline(t.lanes(DType.F32), t.registers), out=io.StringIO())
-    prog = build_program(g, g.meta["memory_plan"], t, "t")
+    prog = build_program(g, g.record.memory_plan, t, "t")
     tiles = [m for r in prog.strategies if r["op"] == "BlockedQLinearConv"
              for m in r["micro_kernels"]]
     # the pairs tiles (microkernels_int8.qconv_tile pairs): 4 output blocks and the last 1

@@ -66,8 +66,8 @@ def test_gemm_output_error_below_round_to_nearest(bits):
 
     assert np.abs(ada - w).max() <= scales.max() * (1 + 1e-6)  # up or down, never further
     assert error(ada) < 0.7 * error(nearest), (error(ada), error(nearest))
-    row = n.g.meta["quantization"]["layers"][0]
-    assert 0 < row["adarounded"] < 0.5 and n.g.meta["quantization"]["adaround"]
+    row = n.g.record.quantization.layers[0]
+    assert 0 < row["adarounded"] < 0.5 and n.g.record.quantization.adaround
     assert "adaround of 1 of 1 layers" in log
 
 

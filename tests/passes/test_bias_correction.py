@@ -45,7 +45,7 @@ def test_empirical_correction_is_the_shift_worked_out_by_hand():
     want = b - x.reshape(-1, 32).astype(np.float64).mean(0) @ (wq - w).T
     gemm = next(n for n in g.nodes if n.op == "Gemm")
     np.testing.assert_allclose(gemm.inputs[2].const, want, rtol=1e-5, atol=1e-6)
-    row = g.meta["quantization"]["layers"][0]
+    row = g.record.quantization.layers[0]
     assert row["bias_correction"] == "empirical"
     assert row["bias_shift"] == round(float(np.abs(want - b).max()), 6)
     # the quantized graph's mean error per output over the samples (uint8 activations too):

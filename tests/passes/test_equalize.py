@@ -140,7 +140,7 @@ def unbalanced(seed: int = 0):
 def quantized_sqnr(graph, feeds, **opts) -> tuple[float, dict]:
     run_pipeline(graph, [PipelineStep(Quantize(feeds=feeds, log=io.StringIO(), **opts))],
                  out=io.StringIO())
-    q = graph.meta["quantization"]
+    q = graph.record.quantization.to_json()
     return q["output_sqnr_db"], q
 
 

@@ -339,7 +339,7 @@ def test_text_in_text_out(name):
 
 def test_plan_memory_text_out():
     g = check_pass(PLAN_SRC, "plan-memory", PLAN_SRC)  # the nodes are untouched
-    assert g.meta["memory_plan"].report() == textwrap.dedent(PLAN_TEXT).strip()
+    assert g.record.memory_plan.report() == textwrap.dedent(PLAN_TEXT).strip()
 
 
 def test_every_built_in_pass_has_one():

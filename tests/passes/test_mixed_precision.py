@@ -56,7 +56,7 @@ def quantize(graph, **opts):
     opts.setdefault("granularity", "tensor" if graph.name == "chain_weight" else "channel")
     run_pipeline(graph, [PipelineStep(Quantize(feeds={"input": x}, log=log, **opts))],
                  out=io.StringIO())
-    return graph.meta["quantization"], log.getvalue()
+    return graph.record.quantization.to_json(), log.getvalue()
 
 
 @pytest.mark.parametrize("outlier, kept, point", [
@@ -154,7 +154,7 @@ def test_text_in_text_out(tmp_path):
           %y = DequantizeLinear(%y_QuantizeLinear, %y_scale, %y_zero_point) : f32[1,2] #"y_DequantizeLinear"
           return %y
         }""", tol=float("inf"))
-    mixed = g.meta["quantization"]["mixed_precision"]
+    mixed = g.record.quantization.mixed_precision
     assert mixed["kept_float"] == [{"node": "a", "macs": 6, "for": "weight of a",
                                     "sensitivity_db": mixed["points"][0]["sensitivity_db"]}]
     assert mixed["met"] and mixed["quantized_mac_share"] == 0.4

@@ -67,7 +67,7 @@ def test_views_alias_their_input_and_extend_its_life():
           return %c, %out
         }""")
     run_pipeline(g, "plan-memory")
-    p = g.meta["memory_plan"]
+    p = g.record.memory_plan
     # views of %a and of the input alias them; the Identity making a graph output does not
     assert p.aliases == {"v": "a", "w": "a", "xv": "x"}
     assert p.lifetimes == {"a": (0, 5), "b": (3, 4), "d": (5, 7), "e": (7, 8)}
@@ -100,7 +100,7 @@ def test_unused_outputs_still_get_bytes_and_offsets_are_aligned():
 def test_plans_of_real_networks_keep_the_invariants(build, pipeline):
     g = build(seed=0)
     run_pipeline(g, pipeline)
-    p = g.meta["memory_plan"]
+    p = g.record.memory_plan
     check_plan(g, p)
     assert p.arena_bytes < p.total_bytes / 1.5  # reuse pays off
 
@@ -108,7 +108,7 @@ def test_plans_of_real_networks_keep_the_invariants(build, pipeline):
 def test_resnet_like_chain_with_residuals_is_within_5_percent_of_the_bound():
     g = resnet_like(seed=0, width=16, size=32, blocks=6)
     run_pipeline(g, DEFAULT_PIPELINE)
-    p = g.meta["memory_plan"]
+    p = g.record.memory_plan
     check_plan(g, p)
     assert p.lower_bound_bytes <= p.arena_bytes <= 1.05 * p.lower_bound_bytes
 

@@ -50,7 +50,7 @@ def run(graph, x, **opts):
     run_pipeline(graph, [PipelineStep(Quantize(feeds={"input": x}, log=log,
                                                granularity="channel", **opts))],
                  out=io.StringIO())
-    return graph.meta["quantization"], log.getvalue()
+    return graph.record.quantization.to_json(), log.getvalue()
 
 
 @pytest.mark.parametrize("producer", ["layernorm", "relu"])

@@ -49,7 +49,7 @@ def test_outputs_match_the_imported_graph(imported):
 
 def test_memory_plan_is_at_the_lower_bound(imported):
     _, _, after = imported
-    plan = after.meta["memory_plan"]
+    plan = after.record.memory_plan
     assert plan.lower_bound_bytes <= plan.arena_bytes <= 1.05 * plan.lower_bound_bytes
     assert len(plan.aliases) == 1  # the Flatten / Reshape before the classifier
     assert plan.arena_bytes < plan.total_bytes / 2  # reuse at least halves the activations

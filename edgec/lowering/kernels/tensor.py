@@ -153,7 +153,7 @@ def view_kernel(kb: NodeKernelBuilder, node: Node) -> None:
 @kernel("Dropout")
 def dropout_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     """Inference Dropout: the identity, and the optional mask output all true."""
-    plan = node.graph.meta.get("memory_plan") if node.graph is not None else None
+    plan = node.graph.record.memory_plan if node.graph is not None else None
     if plan is None or node.outputs[0].name not in plan.aliases:
         # (when the planner made the output a view of the input there is nothing to copy,
         # and passing one buffer as both restrict parameters would be undefined behaviour)
