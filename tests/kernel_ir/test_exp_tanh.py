@@ -57,8 +57,8 @@ def results(request, tmp_path_factory):
     for k in ks:
         out[k.name, "c"] = np.empty_like(x)
         function_c(lib, k)(x, out[k.name, "c"])
-    from test_llvm import build as build_llvm
-    from test_llvm import function as function_llvm
+    from codegen.test_llvm import build as build_llvm
+    from codegen.test_llvm import function as function_llvm
 
     lib = build_llvm(tmp_path_factory.mktemp("llvm"), ks, "mathl", get_target(request.param))
     for k in ks:

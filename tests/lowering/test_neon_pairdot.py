@@ -19,7 +19,7 @@ import io
 
 import numpy as np
 import pytest
-from test_dot4_pairs import qlinear_conv_model
+from kernel_ir.test_dot4_pairs import qlinear_conv_model
 
 import edgec
 from edgec.frontends.onnx import import_onnx

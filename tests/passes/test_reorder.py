@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from convnets import OnnxNet
 from harness import runs_here
+from lowering.test_sparse_conv import check_against_onnxruntime
 from onnx import numpy_helper
-from test_sparse_conv import check_against_onnxruntime
 
 import edgec
 from edgec.ir import DType
