@@ -62,31 +62,107 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from ..ir.dtypes import SUB_BYTE, DType, int_range_as_float
+from .ops import (  # noqa: F401  (BINARY, UNARY, LoopKind, Space, Role: the IR's names)
+    BINARY,
+    COMPARE,
+    HREDUCE,
+    OPS,
+    UNARY,
+    Kind,
+    Like,
+    LoopKind,
+    Op,
+    Role,
+    Space,
+)
+
+E = TypeVar("E", LoopKind, Space, Role)
 
 INDEX = DType.INDEX
-LOOP_KINDS = ("serial", "unroll", "parallel", "grid", "block", "pipeline")
-SPACES = ("global", "shared", "local")
 
-# Expression ops and their arity class. "call" carries the math function name as args[0].
-BINARY = ("add", "sub", "mul", "div", "mod", "max", "min", "lt", "le", "gt", "ge", "eq", "ne",
-          "and", "or", "bitand", "bitor", "bitxor", "shl", "shr")
-COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
-UNARY = ("neg", "not")
+# Math functions of "call" (its field `fn`).
 MATH = ("exp", "log", "sqrt", "tanh", "erf", "pow", "abs", "floor", "ceil", "round", "sin",
         "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "fmod",
         "isnan", "isinf", "sign", "log1p", "expm1")
 
 
+def as_enum(cls: type[E], value, what: str) -> E:
+    """`value` as a member of the StrEnum `cls` (its text accepted), or a ValueError naming
+    `what` and the choices."""
+    try:
+        return cls(value)
+    except ValueError:
+        raise ValueError(f"kernel IR: unknown {what} {value}; one of "
+                         f"{', '.join(m.value for m in cls)}") from None
+
+
+def _kind_ok(kind: Kind, v) -> bool:
+    if kind is Kind.EXPR:
+        return isinstance(v, Expr)
+    if kind is Kind.OPTIONAL:
+        return v is None or isinstance(v, Expr)
+    if kind is Kind.BUFFER:
+        return isinstance(v, Buffer)
+    if kind is Kind.INT:
+        return isinstance(v, int) and not isinstance(v, bool)
+    if kind is Kind.NAME:
+        return isinstance(v, str)
+    if kind is Kind.VALUE:
+        return isinstance(v, bool | int | float)
+    return v in HREDUCE  # Kind.FOLD
+
+
 @dataclass(frozen=True, eq=True)
 class Expr:
-    op: str
+    """An expression: `op` (an `Op`; its text is accepted) over `args`, the op's fields in the
+    order `OPS[op]` names them (read them by name with `field`), giving `lanes` values of
+    `dtype`. Construction checks the op, its number of args, each field's kind and the
+    result type against `OPS`; the builder functions below check the rest."""
+
+    op: Op
     dtype: DType
     args: tuple
     lanes: int = 1
+
+    def __post_init__(self):
+        spec = OPS.get(self.op)
+        if spec is None:
+            raise TypeError(f"kernel IR: unknown op {self.op!r}; the ops are kernel_ir.ops.Op's "
+                            "(each declared in its table OPS)")
+        if type(self.op) is not Op:
+            object.__setattr__(self, "op", Op(self.op))
+        lo, hi = spec.arity
+        if not lo <= len(self.args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise TypeError(f"kernel IR: {self.op} takes {want} args ({', '.join(spec.names)}), "
+                            f"got {len(self.args)}")
+        for i, v in enumerate(self.args):
+            name, kind = spec.fields[min(i, len(spec.fields) - 1)]
+            if not _kind_ok(kind, v):
+                raise TypeError(f"kernel IR: {self.op}'s field {name.lstrip('*')} takes a "
+                                f"{kind.value}, not {v!r}")
+        rule = spec.dtype
+        want = self.field(rule.field).dtype if isinstance(rule, Like) else rule
+        if want is not None and self.dtype != want:
+            raise TypeError(f"kernel IR: {self.op} gives {want}, not {self.dtype}")
+
+    def field(self, name: str):
+        """The arg named `name` in `OPS[self.op]` (a `*` field: the tuple of the rest)."""
+        spec = OPS[self.op]
+        i = spec.index.get(name)
+        if i is None:
+            raise TypeError(f"kernel IR: {self.op} has no field {name}; its fields are "
+                            f"{', '.join(spec.names)}")
+        return self.args[i:] if spec.rest and i == len(spec.fields) - 1 else self.args[i]
+
+    def fields(self) -> dict:
+        """Every field by name (what the renderers' and the printer's entries take)."""
+        return {name: self.field(name) for name in OPS[self.op].names}
 
     # -- arithmetic sugar: operands may be Python numbers ---------------------------------
     def __add__(self, o):
@@ -498,14 +574,11 @@ def fma(a, b, c) -> Expr:
     return Expr("fma", like, (a, b, c), lanes)
 
 
-HREDUCE = ("add", "max", "min")
-
-
 def hreduce(op: str, v: Expr) -> Expr:
     """The lanes of `v` folded with `op` (add, max or min) into a scalar."""
     if op not in HREDUCE:
         raise ValueError(f"kernel IR: no horizontal {op}")
-    return v if v.lanes == 1 else Expr("hreduce", v.dtype, (op, v), 1)
+    return v if v.lanes == 1 else Expr(Op.HREDUCE, v.dtype, (Op(op), v), 1)
 
 
 # -- buffers and statements ---------------------------------------------------------------
@@ -517,10 +590,14 @@ class Buffer:
     name: str
     dtype: DType
     shape: tuple[int, ...]
-    role: str = "in"  # "in", "out", "const" (weights) or "scratch"
+    role: Role = Role.IN
     # a micro-kernel's pointer parameter has no fixed size: shape () and sized=False
     sized: bool = True
-    space: str = "global"  # see SPACES
+    space: Space = Space.GLOBAL
+
+    def __post_init__(self):  # the enums' text is accepted
+        object.__setattr__(self, "role", as_enum(Role, self.role, "buffer role"))
+        object.__setattr__(self, "space", as_enum(Space, self.space, "memory space"))
 
     @property
     def numel(self) -> int:
@@ -573,9 +650,12 @@ class Loop:
     var: str
     extent: Expr
     body: list
-    kind: str = "serial"
+    kind: LoopKind = LoopKind.SERIAL
     unroll: int = 0  # a serial loop's partial unroll factor for the compiler (0: its choice)
     ii: int = 0  # a pipeline loop's initiation interval in cycles (0: the tool's choice)
+
+    def __post_init__(self):
+        self.kind = as_enum(LoopKind, self.kind, "loop kind")
 
 
 @dataclass
@@ -635,7 +715,14 @@ class Stream:
     name: str
     dtype: DType
     depth: int
-    role: str = "in"
+    role: Role = Role.IN
+
+    def __post_init__(self):
+        role = as_enum(Role, self.role, "stream role")
+        if role not in (Role.IN, Role.OUT):
+            raise ValueError(f"kernel IR: stream {self.name} has role {role}; a stream is in "
+                             "or out")
+        object.__setattr__(self, "role", role)
 
 
 @dataclass

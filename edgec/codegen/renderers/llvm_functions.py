@@ -5,6 +5,7 @@ semantics."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ import numpy as np
 from ...ir.dtypes import SUB_BYTE, DType
 from ...kernel_ir import mathlib
 from ...kernel_ir.kernel import (
+    BINARY,
     Alloc,
     Assign,
     Buffer,
@@ -22,6 +24,8 @@ from ...kernel_ir.kernel import (
     If,
     Local,
     Loop,
+    LoopKind,
+    Op,
     Pop,
     Prefetch,
     Ptr,
@@ -100,8 +104,8 @@ def _constant(value, dtype: DType) -> ir.Constant:
 
 def _faults(e: Expr) -> bool:
     """Whether evaluating `e` may touch memory or trap (so C's lazy operators must guard it)."""
-    if e.op in ("load", "vload", "vgather") or (e.op in ("div", "mod") and
-                                                 not e.dtype.is_float):
+    if e.op in (Op.LOAD, Op.VLOAD, Op.VGATHER) or (e.op in (Op.DIV, Op.MOD) and
+                                                   not e.dtype.is_float):
         return True
     return any(isinstance(a, Expr) and _faults(a) for a in e.args)
 
@@ -133,72 +137,94 @@ class _FunctionBuilder:
 
     # -- expressions -------------------------------------------------------------------
     def expr(self, e: Expr) -> ir.Value:
-        op, a, b = e.op, e.args, self.b
-        if op == "const":
-            return _constant(a[0], e.dtype)
-        if op == "var":
-            v = self.env[a[0]]
-            return b.load(v.ptr, typ=v.type) if isinstance(v, _Slot) else v
-        if op == "load":
-            return self.load(a[0], a[1], 1)
-        if op == "vload":
-            return self.load(a[0], a[1], e.lanes, a[2])
-        if op == "broadcast":
-            return self.splat(self.expr(a[0]), e.lanes)
-        if op == "vgather":  # lane by lane (LLVM may make it one gather instruction)
-            return self.gather(e)
-        if op == "vbroadcast":  # a group of 4 bytes repeated: one 32-bit load, splat
-            word = b.load(self.pointer(a[0], a[1]), typ=I32, align=1)
-            return b.bitcast(self.splat(word, e.lanes // a[2]), mem_type(e.dtype, e.lanes))
-        if op in ("dot4", "dot4p"):
-            return self.dot4(e)
-        if op in ("pairdot", "pairfold"):
-            return self.pairs(e)
-        if op == "mul16":  # the product, exact in 32 bits; LLVM picks the instruction
-            return b.mul(self.expr(a[0]), self.expr(a[1]))
-        if op == "nibble":  # v << 4 or v & 0xF0, byte by byte
-            v = self.expr(a[0])
-            f = b.shl if a[1].value == 0 else b.and_
-            return f(v, self.splat(ir.Constant(I8, 4 if a[1].value == 0 else -16), e.lanes))
-        if op == "recentre":  # a ^ 0x80, byte by byte (LLVM's i8 has no sign)
-            return b.xor(self.expr(a[0]), self.splat(ir.Constant(I8, -128), e.lanes))
-        if op == "mulshift":
-            return self.mulshift(e)
-        if op == "fma":
-            args = [self.expr(x) for x in a]
-            return b.call(self.r.intrinsic("fma", args[0].type), args)
-        if op == "hreduce":
-            return self.hreduce(a[0], a[1])
-        if op in ("and", "or") and e.lanes == 1 and _faults(a[1]):
-            return self.lazy_logic(op, a[0], a[1])
-        if op in ("and", "or"):
-            x, y = self.expr(a[0]), self.expr(a[1])
-            return b.and_(x, y) if op == "and" else b.or_(x, y)
-        if op in CMP or op in FLOAT_BINARY or op in INT_BINARY or op in INT_SIGNED or \
-                op in ("max", "min"):
-            return self.binary(op, a[0].dtype, self.expr(a[0]), self.expr(a[1]), e.lanes)
-        if op == "neg":
-            x = self.expr(a[0])
-            return b.fneg(x) if e.dtype.is_float else b.sub(ir.Constant(x.type, None), x)
-        if op == "not":
-            x = self.expr(a[0])
-            if e.dtype is DType.BOOL:
-                return b.not_(x)
-            return self.convert(self.is_zero(x, e.dtype), DType.BOOL, e.dtype, e.lanes)
-        if op == "select":
-            return self.select(e)
-        if op == "cast":
-            return self.convert(self.expr(a[0]), a[0].dtype, e.dtype, e.lanes)
-        if op == "bitcast":  # through the bytes in memory, as C's union does (bool: a byte)
-            x = self.expr(a[0])
-            if a[0].dtype is DType.BOOL:
-                x = b.zext(x, mem_type(DType.BOOL, e.lanes))
-            x = b.bitcast(x, mem_type(e.dtype, e.lanes))
-            return b.icmp_unsigned("!=", x, ir.Constant(x.type, None)) \
-                if e.dtype is DType.BOOL else x
-        if op == "call":
-            return self.math(a[0], e, a[1:])
-        raise ValueError(f"LLVM renderer: unknown kernel-IR op {op}")
+        """`e`'s value, by the entry of its op in `expressions`."""
+        return self.expressions[e.op](self, e)
+
+    def _var(self, e: Expr) -> ir.Value:
+        v = self.env[e.field("name")]
+        return self.b.load(v.ptr, typ=v.type) if isinstance(v, _Slot) else v
+
+    def _vbroadcast(self, e: Expr) -> ir.Value:
+        """A group of 4 bytes repeated: one 32-bit load, splat."""
+        word = self.b.load(self.pointer(e.field("buf"), e.field("index")), typ=I32, align=1)
+        return self.b.bitcast(self.splat(word, e.lanes // e.field("group")),
+                              mem_type(e.dtype, e.lanes))
+
+    def _nibble(self, e: Expr) -> ir.Value:
+        """v << 4 or v & 0xF0, byte by byte."""
+        v, k = self.expr(e.field("x")), e.field("k").value
+        f = self.b.shl if k == 0 else self.b.and_
+        return f(v, self.splat(ir.Constant(I8, 4 if k == 0 else -16), e.lanes))
+
+    def _fma(self, e: Expr) -> ir.Value:
+        args = [self.expr(e.field(n)) for n in ("a", "b", "c")]
+        return self.b.call(self.r.intrinsic("fma", args[0].type), args)
+
+    def _logic(self, e: Expr) -> ir.Value:
+        a, b = e.field("a"), e.field("b")
+        if e.lanes == 1 and _faults(b):
+            return self.lazy_logic(e.op, a, b)
+        x, y = self.expr(a), self.expr(b)
+        return self.b.and_(x, y) if e.op is Op.AND else self.b.or_(x, y)
+
+    def _binary(self, e: Expr) -> ir.Value:
+        a, b = e.field("a"), e.field("b")
+        return self.binary(e.op, a.dtype, self.expr(a), self.expr(b), e.lanes)
+
+    def _neg(self, e: Expr) -> ir.Value:
+        x = self.expr(e.field("x"))
+        return self.b.fneg(x) if e.dtype.is_float else self.b.sub(ir.Constant(x.type, None), x)
+
+    def _not(self, e: Expr) -> ir.Value:
+        x = self.expr(e.field("x"))
+        if e.dtype is DType.BOOL:
+            return self.b.not_(x)
+        return self.convert(self.is_zero(x, e.dtype), DType.BOOL, e.dtype, e.lanes)
+
+    def _bitcast(self, e: Expr) -> ir.Value:
+        """Through the bytes in memory, as C's union does (bool: a byte)."""
+        b, src = self.b, e.field("x")
+        x = self.expr(src)
+        if src.dtype is DType.BOOL:
+            x = b.zext(x, mem_type(DType.BOOL, e.lanes))
+        x = b.bitcast(x, mem_type(e.dtype, e.lanes))
+        return b.icmp_unsigned("!=", x, ir.Constant(x.type, None)) \
+            if e.dtype is DType.BOOL else x
+
+    # op -> the function emitting it, called with the builder and the expression
+    expressions: dict[Op, Callable[[_FunctionBuilder, Expr], ir.Value]] = {
+        Op.CONST: lambda fb, e: _constant(e.field("value"), e.dtype),
+        Op.VAR: _var,
+        Op.LOAD: lambda fb, e: fb.load(e.field("buf"), e.field("index"), 1),
+        Op.VLOAD: lambda fb, e: fb.load(e.field("buf"), e.field("index"), e.lanes,
+                                        e.field("count")),
+        Op.BROADCAST: lambda fb, e: fb.splat(fb.expr(e.field("x")), e.lanes),
+        # lane by lane (LLVM may make it one gather instruction)
+        Op.VGATHER: lambda fb, e: fb.gather(e),
+        Op.VBROADCAST: _vbroadcast,
+        Op.DOT4: lambda fb, e: fb.dot4(e),
+        Op.DOT4P: lambda fb, e: fb.dot4(e),
+        Op.PAIRDOT: lambda fb, e: fb.pairs(e),
+        Op.PAIRFOLD: lambda fb, e: fb.pairs(e),
+        # the product, exact in 32 bits; LLVM picks the instruction
+        Op.MUL16: lambda fb, e: fb.b.mul(fb.expr(e.field("a")), fb.expr(e.field("b"))),
+        Op.NIBBLE: _nibble,
+        # a ^ 0x80, byte by byte (LLVM's i8 has no sign)
+        Op.RECENTRE: lambda fb, e: fb.b.xor(fb.expr(e.field("x")),
+                                            fb.splat(ir.Constant(I8, -128), e.lanes)),
+        Op.MULSHIFT: lambda fb, e: fb.mulshift(e),
+        Op.FMA: _fma,
+        Op.HREDUCE: lambda fb, e: fb.hreduce(e.field("fold"), e.field("x")),
+        Op.AND: _logic, Op.OR: _logic,
+        **dict.fromkeys((op for op in BINARY if op not in (Op.AND, Op.OR)), _binary),
+        Op.NEG: _neg,
+        Op.NOT: _not,
+        Op.SELECT: lambda fb, e: fb.select(e),
+        Op.CAST: lambda fb, e: fb.convert(fb.expr(e.field("x")), e.field("x").dtype, e.dtype,
+                                          e.lanes),
+        Op.BITCAST: _bitcast,
+        Op.CALL: lambda fb, e: fb.math(e.field("fn"), e, e.field("operands")),
+    }
 
     def mulshift(self, e: Expr) -> ir.Value:
         """round(v * m / 2^s) half up from the 64-bit product (kernel IR mulshift); LLVM
@@ -206,8 +232,8 @@ class _FunctionBuilder:
         b, n = self.b, e.lanes
         i64 = ir.IntType(64)
         wide = i64 if n == 1 else ir.VectorType(i64, n)
-        v, m = (b.sext(self.expr(x), wide) for x in e.args[:2])
-        s = b.sext(self.expr(e.args[2]), i64)
+        v, m = (b.sext(self.expr(e.field(n)), wide) for n in ("x", "m"))
+        s = b.sext(self.expr(e.field("s")), i64)
         r = b.shl(ir.Constant(i64, 1), b.sub(s, ir.Constant(i64, 1)))
         p = b.ashr(b.add(b.mul(v, m), self.splat(r, n)), self.splat(s, n))
         return b.trunc(p, I32 if n == 1 else ir.VectorType(I32, n))
@@ -219,13 +245,13 @@ class _FunctionBuilder:
         the C renderer's form, sent LLVM 22's x86 back end into a loop that did not end
         within minutes on a QLinearMatMul.) dot4p on AVX2 is the C renderer's
         vpmaddubsw + vpmaddwd by ones (edgec_avx2.h edgec_dot4p_u8i8)."""
-        b, (acc, x, y) = self.b, e.args
+        b, acc, x, y = self.b, e.field("acc"), e.field("a"), e.field("b")
         n = e.lanes
         if self.r.target.isa == "avx512" and n == 16 and x.dtype is DType.U8:
             vt, bt = ir.VectorType(I32, 16), ir.VectorType(I8, 64)
             fn = self.r.declare("llvm.x86.avx512.vpdpbusd.512", vt, [vt, bt, bt])
             return b.call(fn, [self.splat(self.expr(acc), 16), self.expr(x), self.expr(y)])
-        if self.r.target.isa == "avx2" and n == 8 and e.op == "dot4p":
+        if self.r.target.isa == "avx2" and n == 8 and e.op is Op.DOT4P:
             bt, ht, vt = ir.VectorType(I8, 32), ir.VectorType(ir.IntType(16), 16), \
                 ir.VectorType(I32, 8)
             pairs = b.call(self.r.declare("llvm.x86.avx2.pmadd.ub.sw", ht, [bt, bt]),
@@ -250,13 +276,13 @@ class _FunctionBuilder:
         over the k-groups and by lane pairs: the same value as NEON's int16 sums, which the
         weights' range keeps exact) and pairfold (the lane pairs of both halves added)."""
         b, n = self.b, e.lanes
-        if e.op == "pairfold":
-            both = b.shuffle_vector(self.expr(e.args[0]), self.expr(e.args[1]),
+        if e.op is Op.PAIRFOLD:
+            both = b.shuffle_vector(self.expr(e.field("lo")), self.expr(e.field("hi")),
                                     ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n))))
             even, odd = ([2 * i + k for i in range(n)] for k in (0, 1))
             return b.add(*(b.shuffle_vector(both, both, ir.Constant(ir.VectorType(I32, n), idx))
                            for idx in (even, odd)))
-        acc, half, *ab = e.args
+        acc, half, ab = e.field("acc"), e.field("half"), e.field("pairs")
         wide = ir.VectorType(I32, 2 * n)
         sel = ir.Constant(wide, [2 * n * half.value + j for j in range(2 * n)])
         total = None
@@ -288,7 +314,7 @@ class _FunctionBuilder:
             if buf.dtype is DType.BOOL else v
 
     def gather(self, e: Expr) -> ir.Value:
-        buf, base, idx = e.args
+        buf, base, idx = e.field("buf"), e.field("base"), e.field("idx")
         p, t = self.pointer(buf, base), mem_type(buf.dtype)
         iv = self.expr(idx)
         v = ir.Constant(mem_type(buf.dtype, e.lanes), ir.Undefined)
@@ -374,7 +400,7 @@ class _FunctionBuilder:
         return x
 
     def select(self, e: Expr) -> ir.Value:
-        c, x, y = e.args
+        c, x, y = e.field("cond"), e.field("a"), e.field("b")
         if e.lanes > 1 or not (_faults(x) or _faults(y)):
             return self.b.select(self.expr(c), self.expr(x), self.expr(y))
         # C's ?: evaluates one side only (a guarded load of a tail, a division by a nonzero)
@@ -545,10 +571,10 @@ class _FunctionBuilder:
                             [v.type, PTR, I32, _mask(lanes)])
         b.call(fn, [v, p, ir.Constant(I32, s.buf.dtype.itemsize), self.mask(s.count, lanes)])
 
-    def loop(self, var: str, extent: Expr | ir.Value, body: list, kind: str,
+    def loop(self, var: str, extent: Expr | ir.Value, body: list, kind: LoopKind,
              start: ir.Value | None = None) -> None:
         """for var in [start (0), extent): body; `extent` is kernel IR or an LLVM value."""
-        if kind == "unroll" and extent.is_const and extent.value <= MAX_UNROLL:
+        if kind is LoopKind.UNROLL and extent.is_const and extent.value <= MAX_UNROLL:
             for i in range(extent.value):  # unrolled here, as gcc does under its pragma
                 self.env[var] = ir.Constant(I64, i)
                 self.stmts(body)
