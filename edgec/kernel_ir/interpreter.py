@@ -26,7 +26,8 @@ renderers print them:
 
 Values are numpy scalars (INDEX values are Python ints) and, for vectors, 1-D arrays of
 `lanes` elements. Each expression is compiled once into a Python closure over an environment
-of locals (a table from op to closure builder, as the renderers are tables from op to text).
+of locals (`COMPILERS`, a table from each `Op` to its closure builder, as the renderers are
+tables from op to text).
 """
 
 from __future__ import annotations

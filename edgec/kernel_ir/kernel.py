@@ -3,20 +3,25 @@
 A `Kernel` is a function over `Buffer`s (flat, typed, with a logical shape) whose body is a
 list of statements: counted `Loop`s from 0 to an extent, scalar `Local`s, `Assign`, `Store`,
 `If` and `Prefetch` (a hint that some memory is read soon; it changes no value). Values are
-`Expr` trees, immutable and hashable, built with Python operators (`x[i] * w[j] + acc`);
-index arithmetic uses the `INDEX` dtype. Builders fold constants (`i * 1 -> i`, `0 + i -> i`)
-so the generated code reads like code a person would write.
-A loop's `kind` is its binding: "serial"; "unroll" (fully unrolled by the renderer's
-compiler); "parallel" (its iterations split over the runtime's thread pool; such a loop stands
-at the top of a kernel and reads only the kernel's parameters); "grid" (independent blocks of
-work: a GPU's grid); "block" (the threads of one block, which may wait for each other at a
-`Barrier` and share `Alloc`ed arrays in "shared" memory; directly nested block loops form one
-block of threads); "pipeline" (a hardware pipeline starting an iteration every `ii` cycles).
-A CPU renders every binding but "parallel" as a plain loop (block loops split at their
-barriers: `kernel_passes.split_barriers`). A serial loop's `unroll` > 1 asks the renderer's
-compiler to unroll it by that factor (a hint).
+`Expr` trees, immutable and hashable, built with Python operators (`x[i] * w[j] + acc`) and
+the functions below; index arithmetic uses the `INDEX` dtype. Builders fold constants
+(`i * 1 -> i`, `0 + i -> i`) so the generated code reads like code a person would write.
+An Expr's `op` is an `Op` and its `args` are that op's fields, declared once with their kinds
+and its result type in ops.py's table `OPS`: construction checks them, and consumers read
+them by name (`e.field("count")`), never by position. The printer, the interpreter and the
+renderers are tables keyed by `Op` that must cover `OPS` (tests/kernel_ir/test_op_coverage.py).
+A loop's `kind` is its binding, a `LoopKind`: "serial"; "unroll" (fully unrolled by the
+renderer's compiler); "parallel" (its iterations split over the runtime's thread pool; such a
+loop stands at the top of a kernel and reads only the kernel's parameters); "grid"
+(independent blocks of work: a GPU's grid); "block" (the threads of one block, which may wait
+for each other at a `Barrier` and share `Alloc`ed arrays in "shared" memory; directly nested
+block loops form one block of threads); "pipeline" (a hardware pipeline starting an
+iteration every `ii` cycles). A CPU renders every binding but "parallel" as a plain loop
+(block loops split at their barriers: `kernel_passes.split_barriers`). A serial loop's
+`unroll` > 1 asks the renderer's compiler to unroll it by that factor (a hint).
 
-Memory: a `Buffer` lives in a memory `space`: "global" (the kernel's parameters), "shared"
+Memory: a `Buffer` has a `Role` (in, out, const: weights, scratch: `Alloc`ed) and lives in a
+memory `space`, a `Space`: "global" (the kernel's parameters), "shared"
 (on-chip memory shared by a block's threads: GPU shared memory, FPGA block RAM) or "local"
 (private to a thread: registers). `Alloc` declares a kernel-local array in shared or local
 memory, uninitialised. A `Stream` parameter is a FIFO between kernels (an FPGA stream, a GPU
@@ -144,7 +149,7 @@ class Expr:
         for i, v in enumerate(self.args):
             name, kind = spec.fields[min(i, len(spec.fields) - 1)]
             if not _kind_ok(kind, v):
-                raise TypeError(f"kernel IR: {self.op}'s field {name.lstrip('*')} takes a "
+                raise TypeError(f"kernel IR: {self.op}'s field {name.lstrip('*')} takes "
                                 f"{kind.value}, not {v!r}")
         rule = spec.dtype
         want = self.field(rule.field).dtype if isinstance(rule, Like) else rule
@@ -237,6 +242,7 @@ class Expr:
 
     @property
     def value(self):
+        """A constant's value (its field `value`; read after `is_const`)."""
         return self.args[0]
 
 

@@ -11,7 +11,8 @@ Types are written `f32`, `i8`, ..., `index`, vectors `f32x8`; constants of a typ
 index, f32 or bool carry it (`3:i32`). A vector store reads `y[i:+8] = v` (`y[i:+8 < n]` for
 a masked tail), a vector load `x[i:+8]`, a 4-element group broadcast `x[i:+4]*4`. Operators
 print with C's precedence and no more parentheses than it needs. A kernel's micro-kernels
-follow it, each once.
+follow it, each once. Expressions print by `EXPRESSIONS`, a table from each `Op` to a function
+of the expression, the precedence around it and the op's fields by name.
 """
 
 from __future__ import annotations

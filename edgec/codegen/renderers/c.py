@@ -3,7 +3,9 @@
 It is a set of tables (C type names, operator spellings, math functions per float type, and
 per vector ISA the intrinsics of each vector operation) and a small recursive printer; the
 CUDA and HLS renderers of later targets override a few entries of the same tables.
-Expressions print with the fewest parentheses C precedence allows.
+`expressions` (scalars) and `vector_expressions` map each kernel-IR `Op` to the method that
+prints it, called with the expression and its fields by name; `statements` maps statement
+types. Expressions print with the fewest parentheses C precedence allows.
 
 Vectors are printed with the ISA's intrinsics (`VECTOR_ISAS`); a target without one builds
 its kernels with 1-lane vectors, which are plain scalars. A top-level parallel loop is

@@ -1,5 +1,6 @@
 """The LLVM renderer's function bodies: kernel-IR statements and expressions emitted into an
-LLVM function (`_FunctionBuilder`), with the type and operation tables they use. The module,
+LLVM function (`_FunctionBuilder`, whose `expressions` maps each kernel-IR `Op` to the function
+emitting it), with the type and operation tables they use. The module,
 the kernels' functions, outlining and compilation are in llvm.py, whose doc gives the
 semantics."""
 
