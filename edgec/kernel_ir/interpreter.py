@@ -119,11 +119,11 @@ def _fmin(a, b):
     return np.fmin(a, b)
 
 
-_ARITH = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-          "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
-          "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-          "bitand": lambda a, b: a & b, "bitor": lambda a, b: a | b,
-          "bitxor": lambda a, b: a ^ b}
+_ARITH = {Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b,
+          Op.MUL: lambda a, b: a * b, Op.LT: lambda a, b: a < b, Op.LE: lambda a, b: a <= b,
+          Op.GT: lambda a, b: a > b, Op.GE: lambda a, b: a >= b, Op.EQ: lambda a, b: a == b,
+          Op.NE: lambda a, b: a != b, Op.BITAND: lambda a, b: a & b,
+          Op.BITOR: lambda a, b: a | b, Op.BITXOR: lambda a, b: a ^ b}
 
 _MATH: dict[str, Callable] = {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs,

@@ -72,7 +72,7 @@ from typing import TypeVar
 import numpy as np
 
 from ..ir.dtypes import SUB_BYTE, DType, int_range_as_float
-from .ops import (  # noqa: F401  (BINARY, UNARY, LoopKind, Space, Role: the IR's names)
+from .ops import (  # noqa: F401  (re-exported: the IR's names, importable from here)
     BINARY,
     COMPARE,
     HREDUCE,
@@ -151,6 +151,8 @@ class Expr:
             if not _kind_ok(kind, v):
                 raise TypeError(f"kernel IR: {self.op}'s field {name.lstrip('*')} takes "
                                 f"{kind.value}, not {v!r}")
+            if kind is Kind.FOLD and type(v) is not Op:  # consumers compare folds with `is`
+                object.__setattr__(self, "args", self.args[:i] + (Op(v),) + self.args[i + 1:])
         rule = spec.dtype
         want = self.field(rule.field).dtype if isinstance(rule, Like) else rule
         if want is not None and self.dtype != want:

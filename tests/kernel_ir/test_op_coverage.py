@@ -124,6 +124,8 @@ def test_construction_is_checked():
     with pytest.raises(TypeError, match="hreduce's field fold takes add, max or min"):
         Expr(Op.HREDUCE, DType.F32, ("mul", Expr(Op.VAR, DType.F32, ("v",), 8)))
     assert Expr("add", DType.F32, (one, one)).op is Op.ADD  # the text is accepted
+    v = Expr(Op.VAR, DType.F32, ("v",), 8)
+    assert Expr("hreduce", DType.F32, ("max", v)).field("fold") is Op.MAX
 
 
 def test_loop_kinds_spaces_and_roles_are_enums():

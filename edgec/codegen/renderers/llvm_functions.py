@@ -53,12 +53,13 @@ UNSIGNED = (DType.U8, DType.U16, DType.U32, DType.U64, DType.BOOL, DType.U4, DTy
 BITS = {DType.I8: 8, DType.I16: 16, DType.I32: 32, DType.I64: 64, DType.U8: 8, DType.U16: 16,
         DType.U32: 32, DType.U64: 64, DType.BOOL: 1, DType.INDEX: 64} | {t: 8 for t in SUB_BYTE}
 
-FLOAT_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod": "frem"}
-INT_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "bitand": "and_", "bitor": "or_",
-              "bitxor": "xor", "shl": "shl"}
+# kernel-IR op -> llvmlite IRBuilder method
+FLOAT_BINARY = {Op.ADD: "fadd", Op.SUB: "fsub", Op.MUL: "fmul", Op.DIV: "fdiv", Op.MOD: "frem"}
+INT_BINARY = {Op.ADD: "add", Op.SUB: "sub", Op.MUL: "mul", Op.BITAND: "and_", Op.BITOR: "or_",
+              Op.BITXOR: "xor", Op.SHL: "shl"}
 # (signed, unsigned) integer instructions
-INT_SIGNED = {"div": ("sdiv", "udiv"), "mod": ("srem", "urem"), "shr": ("ashr", "lshr")}
-CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+INT_SIGNED = {Op.DIV: ("sdiv", "udiv"), Op.MOD: ("srem", "urem"), Op.SHR: ("ashr", "lshr")}
+CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 
 # math functions that are exact LLVM intrinsics (they lower to the instruction or the libm
 # call C makes); the others are libm calls by name, F32 with the "f" suffix
@@ -340,30 +341,30 @@ class _FunctionBuilder:
         v = self.b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I32, 0))
         return self.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
 
-    def binary(self, op: str, dtype: DType, x, y, lanes: int) -> ir.Value:
+    def binary(self, op: Op, dtype: DType, x, y, lanes: int) -> ir.Value:
         b = self.b
         if dtype.is_float:
             if op in CMP:  # ordered, as C's comparisons; != is true on NaN
-                return b.fcmp_unordered("!=", x, y) if op == "ne" else \
+                return b.fcmp_unordered("!=", x, y) if op is Op.NE else \
                     b.fcmp_ordered(CMP[op], x, y)
-            if op in ("max", "min"):
+            if op in (Op.MAX, Op.MIN):
                 if lanes == 1:  # fmaxf / fminf
-                    return b.call(self.r.intrinsic("maxnum" if op == "max" else "minnum",
+                    return b.call(self.r.intrinsic("maxnum" if op is Op.MAX else "minnum",
                                                    x.type), [x, y])
                 # maxps / minps: the second operand unless the first compares greater (less)
-                return b.select(b.fcmp_ordered(">" if op == "max" else "<", x, y), x, y)
+                return b.select(b.fcmp_ordered(">" if op is Op.MAX else "<", x, y), x, y)
             return getattr(b, FLOAT_BINARY[op])(x, y)
         signed = dtype not in UNSIGNED
         if op in CMP:
             return (b.icmp_signed if signed else b.icmp_unsigned)(CMP[op], x, y)
-        if op in ("max", "min"):
+        if op in (Op.MAX, Op.MIN):
             cmp = b.icmp_signed if signed else b.icmp_unsigned
-            return b.select(cmp(">" if op == "max" else "<", x, y), x, y)
-        if op in ("shl", "shr") and y.type != x.type:  # a count of another (int) type
+            return b.select(cmp(">" if op is Op.MAX else "<", x, y), x, y)
+        if op in (Op.SHL, Op.SHR) and y.type != x.type:  # a count of another (int) type
             y = b.trunc(y, x.type) if _width(y.type) > _width(x.type) else b.zext(y, x.type)
         if op in INT_SIGNED:
             name = INT_SIGNED[op][0 if signed else 1]
-            if BITS[dtype] < 32 and op != "shr":
+            if BITS[dtype] < 32 and op is not Op.SHR:
                 # C computes narrow integers in int: no overflow of INT8_MIN / -1
                 wide = ir.VectorType(I32, lanes) if lanes > 1 else I32
                 ext = b.sext if signed else b.zext
@@ -420,12 +421,12 @@ class _FunctionBuilder:
             phi.add_incoming(val, block)
         return phi
 
-    def lazy_logic(self, op: str, x: Expr, y: Expr) -> ir.Value:
+    def lazy_logic(self, op: Op, x: Expr, y: Expr) -> ir.Value:
         """x && y, x || y: y is evaluated only when x does not decide."""
         first = self.expr(x)
         start = self.b.block
         rhs, done = self.fn.append_basic_block("rhs"), self.fn.append_basic_block("logic")
-        if op == "and":
+        if op is Op.AND:
             self.b.cbranch(first, rhs, done)
         else:
             self.b.cbranch(first, done, rhs)
@@ -435,15 +436,15 @@ class _FunctionBuilder:
         self.b.branch(done)
         self.b.position_at_end(done)
         phi = self.b.phi(I1)
-        phi.add_incoming(ir.Constant(I1, op == "or"), start)
+        phi.add_incoming(ir.Constant(I1, op is Op.OR), start)
         phi.add_incoming(second, end)
         return phi
 
-    def hreduce(self, op: str, v: Expr) -> ir.Value:
+    def hreduce(self, op: Op, v: Expr) -> ir.Value:
         x = self.expr(v)
         if not v.dtype.is_float:  # exact in any order
-            name = {"add": "add", "max": "smax", "min": "smin"}[op]
-            if v.dtype in UNSIGNED and op != "add":
+            name = {Op.ADD: "add", Op.MAX: "smax", Op.MIN: "smin"}[op]
+            if v.dtype in UNSIGNED and op is not Op.ADD:
                 name = "u" + name[1:]
             fn = self.r.declare(f"llvm.vector.reduce.{name}.{_mangle(x.type)}", x.type.element,
                                 [x.type])
@@ -455,8 +456,8 @@ class _FunctionBuilder:
             lo = self.b.shuffle_vector(x, x, ir.Constant(ir.VectorType(I32, n), list(range(n))))
             hi = self.b.shuffle_vector(x, x, ir.Constant(ir.VectorType(I32, n),
                                                          list(range(n, 2 * n))))
-            x = self.b.fadd(lo, hi) if op == "add" else self.b.select(
-                self.b.fcmp_ordered(">" if op == "max" else "<", lo, hi), lo, hi)
+            x = self.b.fadd(lo, hi) if op is Op.ADD else self.b.select(
+                self.b.fcmp_ordered(">" if op is Op.MAX else "<", lo, hi), lo, hi)
         return self.b.extract_element(x, ir.Constant(I32, 0))
 
     def math(self, fn: str, e: Expr, args) -> ir.Value:
