@@ -64,6 +64,7 @@ pointer array: see `KernelBuilder.csr`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -106,20 +107,16 @@ def as_enum(cls: type[E], value, what: str) -> E:
                          f"{', '.join(m.value for m in cls)}") from None
 
 
-def _kind_ok(kind: Kind, v) -> bool:
-    if kind is Kind.EXPR:
-        return isinstance(v, Expr)
-    if kind is Kind.OPTIONAL:
-        return v is None or isinstance(v, Expr)
-    if kind is Kind.BUFFER:
-        return isinstance(v, Buffer)
-    if kind is Kind.INT:
-        return isinstance(v, int) and not isinstance(v, bool)
-    if kind is Kind.NAME:
-        return isinstance(v, str)
-    if kind is Kind.VALUE:
-        return isinstance(v, bool | int | float)
-    return v in HREDUCE  # Kind.FOLD
+@functools.cache
+def _checks(op: Op, n: int) -> tuple[tuple[str, Kind, tuple[type, ...]], ...]:
+    """(field name, kind, the Python types it takes) for each of an `op`'s `n` args, worked out
+    once: every Expr built is checked against them, and builders build many."""
+    types = {Kind.EXPR: (Expr,), Kind.OPTIONAL: (Expr, type(None)), Kind.BUFFER: (Buffer,),
+             Kind.INT: (int,), Kind.NAME: (str,), Kind.VALUE: (bool, int, float),
+             Kind.FOLD: (str,)}
+    fields = OPS[op].fields
+    return tuple((name.lstrip("*"), kind, types[kind])
+                 for name, kind in (fields[min(i, len(fields) - 1)] for i in range(n)))
 
 
 @dataclass(frozen=True, eq=True)
@@ -146,15 +143,16 @@ class Expr:
             want = str(lo) if lo == hi else f"{lo} to {hi}"
             raise TypeError(f"kernel IR: {self.op} takes {want} args ({', '.join(spec.names)}), "
                             f"got {len(self.args)}")
-        for i, v in enumerate(self.args):
-            name, kind = spec.fields[min(i, len(spec.fields) - 1)]
-            if not _kind_ok(kind, v):
-                raise TypeError(f"kernel IR: {self.op}'s field {name.lstrip('*')} takes "
-                                f"{kind.value}, not {v!r}")
+        for i, (v, (name, kind, types)) in enumerate(zip(self.args,
+                                                        _checks(self.op, len(self.args)))):
+            if not isinstance(v, types) or (kind is Kind.FOLD and v not in HREDUCE) or (
+                    kind is Kind.INT and isinstance(v, bool)):
+                raise TypeError(f"kernel IR: {self.op}'s field {name} takes {kind.value}, "
+                                f"not {v!r}")
             if kind is Kind.FOLD and type(v) is not Op:  # consumers compare folds with `is`
                 object.__setattr__(self, "args", self.args[:i] + (Op(v),) + self.args[i + 1:])
         rule = spec.dtype
-        want = self.field(rule.field).dtype if isinstance(rule, Like) else rule
+        want = self.args[spec.index[rule.field]].dtype if isinstance(rule, Like) else rule
         if want is not None and self.dtype != want:
             raise TypeError(f"kernel IR: {self.op} gives {want}, not {self.dtype}")
 
@@ -173,64 +171,64 @@ class Expr:
 
     # -- arithmetic sugar: operands may be Python numbers ---------------------------------
     def __add__(self, o):
-        return binary("add", self, o)
+        return binary(Op.ADD, self, o)
 
     def __radd__(self, o):
-        return binary("add", o, self)
+        return binary(Op.ADD, o, self)
 
     def __sub__(self, o):
-        return binary("sub", self, o)
+        return binary(Op.SUB, self, o)
 
     def __rsub__(self, o):
-        return binary("sub", o, self)
+        return binary(Op.SUB, o, self)
 
     def __mul__(self, o):
-        return binary("mul", self, o)
+        return binary(Op.MUL, self, o)
 
     def __rmul__(self, o):
-        return binary("mul", o, self)
+        return binary(Op.MUL, o, self)
 
     def __truediv__(self, o):
-        return binary("div", self, o)
+        return binary(Op.DIV, self, o)
 
     def __rtruediv__(self, o):
-        return binary("div", o, self)
+        return binary(Op.DIV, o, self)
 
     def __floordiv__(self, o):  # integer division of non-negative index expressions
-        return binary("div", self, o)
+        return binary(Op.DIV, self, o)
 
     def __mod__(self, o):
-        return binary("mod", self, o)
+        return binary(Op.MOD, self, o)
 
     def __neg__(self):
-        return unary("neg", self)
+        return unary(Op.NEG, self)
 
     def __lt__(self, o):
-        return binary("lt", self, o)
+        return binary(Op.LT, self, o)
 
     def __le__(self, o):
-        return binary("le", self, o)
+        return binary(Op.LE, self, o)
 
     def __gt__(self, o):
-        return binary("gt", self, o)
+        return binary(Op.GT, self, o)
 
     def __ge__(self, o):
-        return binary("ge", self, o)
+        return binary(Op.GE, self, o)
 
     def eq(self, o) -> Expr:
-        return binary("eq", self, o)
+        return binary(Op.EQ, self, o)
 
     def ne(self, o) -> Expr:
-        return binary("ne", self, o)
+        return binary(Op.NE, self, o)
 
     def __and__(self, o):
-        return binary("and", self, o)
+        return binary(Op.AND, self, o)
 
     def __or__(self, o):
-        return binary("or", self, o)
+        return binary(Op.OR, self, o)
 
     def __invert__(self):
-        return unary("not", self)
+        return unary(Op.NOT, self)
 
     def __bool__(self):
         raise TypeError("a kernel-IR expression has no truth value; use select() or If")
@@ -255,11 +253,11 @@ def const(value, dtype: DType = INDEX) -> Expr:
         value = float(value)
     else:
         value = int(value)
-    return Expr("const", dtype, (value,))
+    return Expr(Op.CONST, dtype, (value,))
 
 
 def var(name: str, dtype: DType = INDEX) -> Expr:
-    return Expr("var", dtype, (name,))
+    return Expr(Op.VAR, dtype, (name,))
 
 
 def _lift(x, like: DType) -> Expr:
@@ -299,7 +297,7 @@ def _fold(op: str, a, b):
             "ne": a != b}.get(op)
 
 
-def binary(op: str, a, b) -> Expr:
+def binary(op: Op | str, a, b) -> Expr:
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         raise TypeError("binary() needs at least one expression operand")
     like = a.dtype if isinstance(a, Expr) else b.dtype
@@ -337,7 +335,7 @@ def binary(op: str, a, b) -> Expr:
     return Expr(op, dtype, (a, b))
 
 
-def unary(op: str, a: Expr) -> Expr:
+def unary(op: Op | str, a: Expr) -> Expr:
     if a.lanes > 1:
         return Expr(op, a.dtype, (a,), a.lanes)
     if a.is_const and op == "neg":
@@ -357,7 +355,7 @@ def call(fn: str, *args, dtype: DType | None = None) -> Expr:
     lanes = max(a.lanes for a in lifted)
     if lanes > 1:
         lifted = tuple(broadcast(a, lanes) for a in lifted)
-    return Expr("call", out, (fn,) + lifted, lanes)
+    return Expr(Op.CALL, out, (fn,) + lifted, lanes)
 
 
 def select(cond: Expr, a, b) -> Expr:
@@ -368,25 +366,25 @@ def select(cond: Expr, a, b) -> Expr:
     lanes = max(cond.lanes, a.lanes, b.lanes)
     if lanes > 1:
         cond, a, b = (broadcast(e, lanes) for e in (cond, a, b))
-    return Expr("select", a.dtype, (cond, a, b), lanes)
+    return Expr(Op.SELECT, a.dtype, (cond, a, b), lanes)
 
 
 def maximum(a, b) -> Expr:
-    return binary("max", a, b)
+    return binary(Op.MAX, a, b)
 
 
 def minimum(a, b) -> Expr:
-    return binary("min", a, b)
+    return binary(Op.MIN, a, b)
 
 
 def cast(x: Expr, dtype: DType) -> Expr:
     if x.dtype == dtype:
         return x
     if x.lanes > 1:
-        return Expr("cast", dtype, (x,), x.lanes)
+        return Expr(Op.CAST, dtype, (x,), x.lanes)
     if x.is_const and (dtype.is_float or not isinstance(x.value, float)):
         return const(x.value, dtype)
-    return Expr("cast", dtype, (x,))
+    return Expr(Op.CAST, dtype, (x,))
 
 
 def convert(x: Expr, dtype: DType) -> Expr:
@@ -394,10 +392,10 @@ def convert(x: Expr, dtype: DType) -> Expr:
     outside an integer type's range saturates to it and NaN gives 0, where `cast`, as C's
     conversion, assumes the value fits."""
     if dtype in SUB_BYTE:  # via int32, the low bits kept (two's complement)
-        v = binary("bitand", convert(x, DType.I32), const((1 << dtype.bits) - 1, DType.I32))
+        v = binary(Op.BITAND, convert(x, DType.I32), const((1 << dtype.bits) - 1, DType.I32))
         if dtype.is_signed:
             sign = const(1 << (dtype.bits - 1), DType.I32)
-            v = binary("bitxor", v, sign) - sign
+            v = binary(Op.BITXOR, v, sign) - sign
         return cast(v, dtype)
     if not (x.dtype.is_float and dtype.is_int):
         return cast(x, dtype)
@@ -412,7 +410,7 @@ def bitcast(x: Expr, dtype: DType) -> Expr:
     """x's bits read as `dtype`, a type of the same size (no value conversion)."""
     if x.dtype.itemsize != dtype.itemsize:
         raise TypeError(f"kernel IR: bitcast of {x.dtype} to {dtype} changes the size")
-    return x if x.dtype == dtype else Expr("bitcast", dtype, (x,), x.lanes)
+    return x if x.dtype == dtype else Expr(Op.BITCAST, dtype, (x,), x.lanes)
 
 
 # -- vectors ------------------------------------------------------------------------------
@@ -424,7 +422,7 @@ def broadcast(x, lanes: int, dtype: DType = DType.F32) -> Expr:
         return x
     if x.lanes != 1:
         raise TypeError(f"kernel IR: cannot broadcast a {x.lanes}-lane vector to {lanes}")
-    return Expr("broadcast", x.dtype, (x,), lanes)
+    return Expr(Op.BROADCAST, x.dtype, (x,), lanes)
 
 
 def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
@@ -434,7 +432,7 @@ def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
         return buf[index] if count is None else select(_lift(count, INDEX) > 0, buf[index],
                                                        const(0, buf.dtype))
     cnt = None if count is None else _lift(count, INDEX)
-    return Expr("vload", buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
+    return Expr(Op.VLOAD, buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
 
 
 def vgather(buf: Buffer, base, idx: Expr) -> Expr:
@@ -444,7 +442,7 @@ def vgather(buf: Buffer, base, idx: Expr) -> Expr:
         return buf[_lift(base, INDEX) + cast(idx, INDEX)]
     if idx.dtype is not DType.I32:
         raise TypeError(f"kernel IR: a gather takes int32 indices, not {idx.dtype}")
-    return Expr("vgather", buf.dtype, (buf, _lift(base, INDEX), idx), idx.lanes)
+    return Expr(Op.VGATHER, buf.dtype, (buf, _lift(base, INDEX), idx), idx.lanes)
 
 
 def vbroadcast(buf: Buffer, index, lanes: int, group: int) -> Expr:
@@ -454,7 +452,7 @@ def vbroadcast(buf: Buffer, index, lanes: int, group: int) -> Expr:
         raise TypeError(f"kernel IR: {lanes} lanes are no whole number of groups of {group}")
     if lanes == group:
         return vload(buf, index, lanes)
-    return Expr("vbroadcast", buf.dtype, (buf, _lift(index, INDEX), group), lanes)
+    return Expr(Op.VBROADCAST, buf.dtype, (buf, _lift(index, INDEX), group), lanes)
 
 
 DOT4_TYPES = ((DType.U8, DType.I8), (DType.I8, DType.I8))
@@ -486,7 +484,7 @@ def dot4(acc, a: Expr, b: Expr, pairs16: bool = False) -> Expr:
     if acc.dtype is not DType.I32 or acc.lanes != a.lanes // 4:
         raise TypeError(f"kernel IR: dot4 accumulates {a.lanes} bytes into {a.lanes // 4} "
                         f"int32 lanes, not {acc.lanes} of {acc.dtype}")
-    return Expr("dot4p" if pairs16 else "dot4", DType.I32, (acc, a, b), acc.lanes)
+    return Expr(Op.DOT4P if pairs16 else Op.DOT4, DType.I32, (acc, a, b), acc.lanes)
 
 
 def recentre(a: Expr) -> Expr:
@@ -496,7 +494,7 @@ def recentre(a: Expr) -> Expr:
     if a.dtype is not DType.U8 or a.lanes % 4:
         raise TypeError(f"kernel IR: recentre of a {a.lanes}-lane {a.dtype} vector; it takes "
                         "uint8 vectors of whole 4-byte groups")
-    return Expr("recentre", DType.I8, (a,), a.lanes)
+    return Expr(Op.RECENTRE, DType.I8, (a,), a.lanes)
 
 
 def pairdot(acc, pairs: Sequence[tuple[Expr, Expr]], half: int) -> Expr:
@@ -516,7 +514,7 @@ def pairdot(acc, pairs: Sequence[tuple[Expr, Expr]], half: int) -> Expr:
     acc = broadcast(acc, lanes // 4) if acc.lanes == 1 else acc
     if acc.dtype is not DType.I32 or acc.lanes != lanes // 4:
         raise TypeError(f"kernel IR: pairdot sums {lanes} bytes into {lanes // 4} int32 lanes")
-    return Expr("pairdot", DType.I32, (acc, const(half, INDEX), *(x for p in pairs for x in p)),
+    return Expr(Op.PAIRDOT, DType.I32, (acc, const(half, INDEX), *(x for p in pairs for x in p)),
                 acc.lanes)
 
 
@@ -527,7 +525,7 @@ def pairfold(lo: Expr, hi: Expr) -> Expr:
             lo.lanes % 2:
         raise TypeError(f"kernel IR: pairfold of {lo.lanes}-lane {lo.dtype} and {hi.lanes}-lane "
                         f"{hi.dtype}; it takes int32 vectors of one even width")
-    return Expr("pairfold", DType.I32, (lo, hi), lo.lanes)
+    return Expr(Op.PAIRFOLD, DType.I32, (lo, hi), lo.lanes)
 
 
 def mul16(a: Expr, b: Expr) -> Expr:
@@ -537,7 +535,7 @@ def mul16(a: Expr, b: Expr) -> Expr:
     if a.dtype is not DType.I32 or b.dtype is not DType.I32 or a.lanes != b.lanes:
         raise TypeError(f"kernel IR: mul16 of {a.lanes}-lane {a.dtype} and {b.lanes}-lane "
                         f"{b.dtype}; it takes int32 lanes of one width")
-    return Expr("mul16", DType.I32, (a, b), a.lanes)
+    return Expr(Op.MUL16, DType.I32, (a, b), a.lanes)
 
 
 def nibble(v: Expr, k: int) -> Expr:
@@ -548,7 +546,7 @@ def nibble(v: Expr, k: int) -> Expr:
     if v.dtype is not DType.I8 or k not in (0, 1):
         raise TypeError(f"kernel IR: nibble {k} of {v.lanes}-lane {v.dtype}; it takes int8 "
                         "vectors and field 0 or 1")
-    return Expr("nibble", DType.I8, (v, const(k, DType.I32)), v.lanes)
+    return Expr(Op.NIBBLE, DType.I8, (v, const(k, DType.I32)), v.lanes)
 
 
 def mulshift(v: Expr, m, s) -> Expr:
@@ -568,7 +566,7 @@ def mulshift(v: Expr, m, s) -> Expr:
                         f"{m.dtype} >> {s.dtype}; it takes int32 lanes and a scalar int32 shift")
     if s.is_const and not 33 <= s.value <= 62:
         raise TypeError(f"kernel IR: mulshift by 2^{s.value}; the shift must be in [33, 62]")
-    return Expr("mulshift", DType.I32, (v, m, s), v.lanes)
+    return Expr(Op.MULSHIFT, DType.I32, (v, m, s), v.lanes)
 
 
 def fma(a, b, c) -> Expr:
@@ -579,7 +577,7 @@ def fma(a, b, c) -> Expr:
     a, b, c = (broadcast(x, lanes) for x in (a, b, c))
     if len({a.dtype, b.dtype, c.dtype}) != 1 or not like.is_float:
         raise TypeError("kernel IR: fma takes three operands of one float type")
-    return Expr("fma", like, (a, b, c), lanes)
+    return Expr(Op.FMA, like, (a, b, c), lanes)
 
 
 def hreduce(op: str, v: Expr) -> Expr:
@@ -612,7 +610,7 @@ class Buffer:
         return math.prod(self.shape)
 
     def __getitem__(self, index) -> Expr:
-        return Expr("load", self.dtype, (self, _lift(index, INDEX)))
+        return Expr(Op.LOAD, self.dtype, (self, _lift(index, INDEX)))
 
     def at(self, *coords) -> Expr:
         """The element at row-major coordinates `coords`."""
