@@ -53,12 +53,14 @@ UNSIGNED = (DType.U8, DType.U16, DType.U32, DType.U64, DType.BOOL, DType.U4, DTy
 BITS = {DType.I8: 8, DType.I16: 16, DType.I32: 32, DType.I64: 64, DType.U8: 8, DType.U16: 16,
         DType.U32: 32, DType.U64: 64, DType.BOOL: 1, DType.INDEX: 64} | {t: 8 for t in SUB_BYTE}
 
-# kernel-IR op -> llvmlite IRBuilder method
-FLOAT_BINARY = {Op.ADD: "fadd", Op.SUB: "fsub", Op.MUL: "fmul", Op.DIV: "fdiv", Op.MOD: "frem"}
-INT_BINARY = {Op.ADD: "add", Op.SUB: "sub", Op.MUL: "mul", Op.BITAND: "and_", Op.BITOR: "or_",
-              Op.BITXOR: "xor", Op.SHL: "shl"}
+# kernel-IR op -> the llvmlite IRBuilder method emitting its instruction
+_B = ir.IRBuilder
+FLOAT_BINARY = {Op.ADD: _B.fadd, Op.SUB: _B.fsub, Op.MUL: _B.fmul, Op.DIV: _B.fdiv,
+                Op.MOD: _B.frem}
+INT_BINARY = {Op.ADD: _B.add, Op.SUB: _B.sub, Op.MUL: _B.mul, Op.BITAND: _B.and_,
+              Op.BITOR: _B.or_, Op.BITXOR: _B.xor, Op.SHL: _B.shl}
 # (signed, unsigned) integer instructions
-INT_SIGNED = {Op.DIV: ("sdiv", "udiv"), Op.MOD: ("srem", "urem"), Op.SHR: ("ashr", "lshr")}
+INT_SIGNED = {Op.DIV: (_B.sdiv, _B.udiv), Op.MOD: (_B.srem, _B.urem), Op.SHR: (_B.ashr, _B.lshr)}
 CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 
 # math functions that are exact LLVM intrinsics (they lower to the instruction or the libm
@@ -353,7 +355,7 @@ class _FunctionBuilder:
                                                    x.type), [x, y])
                 # maxps / minps: the second operand unless the first compares greater (less)
                 return b.select(b.fcmp_ordered(">" if op is Op.MAX else "<", x, y), x, y)
-            return getattr(b, FLOAT_BINARY[op])(x, y)
+            return FLOAT_BINARY[op](b, x, y)
         signed = dtype not in UNSIGNED
         if op in CMP:
             return (b.icmp_signed if signed else b.icmp_unsigned)(CMP[op], x, y)
@@ -363,14 +365,14 @@ class _FunctionBuilder:
         if op in (Op.SHL, Op.SHR) and y.type != x.type:  # a count of another (int) type
             y = b.trunc(y, x.type) if _width(y.type) > _width(x.type) else b.zext(y, x.type)
         if op in INT_SIGNED:
-            name = INT_SIGNED[op][0 if signed else 1]
+            inst = INT_SIGNED[op][0 if signed else 1]
             if BITS[dtype] < 32 and op is not Op.SHR:
                 # C computes narrow integers in int: no overflow of INT8_MIN / -1
                 wide = ir.VectorType(I32, lanes) if lanes > 1 else I32
                 ext = b.sext if signed else b.zext
-                return b.trunc(getattr(b, name)(ext(x, wide), ext(y, wide)), x.type)
-            return getattr(b, name)(x, y)
-        return getattr(b, INT_BINARY[op])(x, y)
+                return b.trunc(inst(b, ext(x, wide), ext(y, wide)), x.type)
+            return inst(b, x, y)
+        return INT_BINARY[op](b, x, y)
 
     def is_zero(self, x: ir.Value, dtype: DType) -> ir.Value:
         zero = ir.Constant(x.type, None)
