@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from ..ir.dtypes import DType
 from .kernel import (
     INDEX,
-    LOOP_KINDS,
     Alloc,
     Assign,
     Barrier,
@@ -20,14 +19,19 @@ from .kernel import (
     Kernel,
     Local,
     Loop,
+    LoopKind,
+    Op,
     Pop,
     Prefetch,
     Ptr,
     Push,
+    Role,
     Scalar,
+    Space,
     Store,
     Stream,
     _lift,
+    as_enum,
     broadcast,
     cast,
     const,
@@ -70,15 +74,16 @@ class KernelBuilder:
         self._issued.add(name)
         return name
 
-    def param(self, name: str, dtype: DType, shape: Sequence[int], role: str) -> Buffer:
+    def param(self, name: str, dtype: DType, shape: Sequence[int], role: Role | str
+              ) -> Buffer:
         buf = Buffer(self._fresh(name), dtype, tuple(int(d) for d in shape), role)
         self.params.append(buf)
         return buf
 
     def input(self, name: str, dtype: DType, shape: Sequence[int]) -> Buffer:
-        return self.param(name, dtype, shape, "in")
+        return self.param(name, dtype, shape, Role.IN)
 
-    def pointer(self, name: str, dtype: DType, role: str = "in") -> Buffer:
+    def pointer(self, name: str, dtype: DType, role: Role | str = Role.IN) -> Buffer:
         """An unsized pointer parameter (of a micro-kernel), read-only unless role is out."""
         buf = Buffer(self._fresh(name), dtype, (), role, sized=False)
         self.params.append(buf)
@@ -110,22 +115,21 @@ class KernelBuilder:
         self.emit(Call(fn, out))
 
     def output(self, name: str, dtype: DType, shape: Sequence[int]) -> Buffer:
-        return self.param(name, dtype, shape, "out")
+        return self.param(name, dtype, shape, Role.OUT)
 
     def emit(self, stmt) -> None:
         self._stack[-1].append(stmt)
 
     @contextmanager
-    def loop(self, extent, name: str = "i", kind: str = "serial", unroll: int = 0,
-             ii: int = 0):
+    def loop(self, extent, name: str = "i", kind: LoopKind | str = LoopKind.SERIAL,
+             unroll: int = 0, ii: int = 0):
         """A counted loop 0 <= var < extent; an extent of 1 emits no loop (var is 0), but for
         a grid or block loop, whose extent is its number of blocks or threads."""
-        if kind not in LOOP_KINDS:
-            raise ValueError(f"kernel IR: unknown loop kind {kind}; one of {LOOP_KINDS}")
+        kind = as_enum(LoopKind, kind, "loop kind")
         extent = _lift(extent, INDEX)
-        if kind == "parallel" and len(self._stack) != 1:
+        if kind is LoopKind.PARALLEL and len(self._stack) != 1:
             raise ValueError("kernel IR: a parallel loop must be a top-level statement")
-        if extent.is_const and extent.value == 1 and kind not in ("grid", "block"):
+        if extent.is_const and extent.value == 1 and kind not in (LoopKind.GRID, LoopKind.BLOCK):
             yield const(0)
             return
         if extent.is_const and extent.value <= 0:
@@ -142,8 +146,8 @@ class KernelBuilder:
             yield var(v)
         finally:
             self._stack.pop()
-        self.emit(Loop(v, extent, body, kind, unroll if kind == "serial" else 0,
-                       ii if kind == "pipeline" else 0))
+        self.emit(Loop(v, extent, body, kind, unroll if kind is LoopKind.SERIAL else 0,
+                       ii if kind is LoopKind.PIPELINE else 0))
 
     @contextmanager
     def rows(self, count: int, per_row: int, name: str = "r"):
@@ -157,13 +161,14 @@ class KernelBuilder:
             with self.loop(count, name) as r:
                 yield r
             return
-        with self.loop(tasks, "t", kind="parallel") as t:
+        with self.loop(tasks, "t", kind=LoopKind.PARALLEL) as t:
             extent = minimum(count - t * chunk, chunk) if count % chunk else chunk
             with self.loop(extent, name) as r:
                 yield t * chunk + r
 
     @contextmanager
-    def loops(self, extents: Sequence, names: Sequence[str] | None = None, kind: str = "serial"):
+    def loops(self, extents: Sequence, names: Sequence[str] | None = None,
+              kind: LoopKind | str = LoopKind.SERIAL):
         """Nested loops over `extents` (outermost first); yields the list of loop variables."""
         names = list(names) if names else [f"i{k}" for k in range(len(extents))]
         with _nest(self, list(extents), names, kind) as vs:
@@ -174,15 +179,15 @@ class KernelBuilder:
         init = _lift(init, DType.F32)
         n = self._fresh(name)
         self.emit(Local(n, init.dtype, init))
-        return Expr("var", init.dtype, (n,), init.lanes)
+        return Expr(Op.VAR, init.dtype, (n,), init.lanes)
 
     def assign(self, target: Expr, value) -> None:
-        if target.op != "var":
+        if target.op is not Op.VAR:
             raise TypeError("assign() targets a local declared with local()")
         value = broadcast(_lift(value, target.dtype), target.lanes)
         if value.lanes != target.lanes:
             raise TypeError(f"assign(): {value.lanes} lanes into a {target.lanes}-lane local")
-        self.emit(Assign(target.args[0], value))
+        self.emit(Assign(target.field("name"), value))
 
     def store(self, buf: Buffer, index, value, count=None) -> None:
         """buf[index] = value; a vector value stores its lanes (only `count` if given)."""
@@ -196,13 +201,13 @@ class KernelBuilder:
             return
         self.emit(Store(buf, _lift(index, INDEX), value, cnt))
 
-    def alloc(self, name: str, dtype: DType, shape: Sequence[int], space: str = "local"
-              ) -> Buffer:
-        """A kernel-local array in `space` ("shared" or "local"), declared here."""
-        if space not in ("shared", "local"):
+    def alloc(self, name: str, dtype: DType, shape: Sequence[int],
+              space: Space | str = Space.LOCAL) -> Buffer:
+        """A kernel-local array in `space` (shared or local), declared here."""
+        if space not in (Space.SHARED, Space.LOCAL):
             raise ValueError(f"kernel IR: a local array lives in shared or local memory, "
                              f"not {space}")
-        buf = Buffer(self._fresh(name), dtype, tuple(int(d) for d in shape), "scratch",
+        buf = Buffer(self._fresh(name), dtype, tuple(int(d) for d in shape), Role.SCRATCH,
                      space=space)
         self.emit(Alloc(buf))
         return buf
@@ -210,7 +215,8 @@ class KernelBuilder:
     def barrier(self) -> None:
         self.emit(Barrier())
 
-    def stream(self, name: str, dtype: DType, depth: int, role: str = "in") -> Stream:
+    def stream(self, name: str, dtype: DType, depth: int, role: Role | str = Role.IN
+               ) -> Stream:
         """A FIFO parameter (see `Stream`)."""
         s = Stream(self._fresh(name), dtype, int(depth), role)
         self.params.append(s)
@@ -272,7 +278,7 @@ class KernelBuilder:
 
 
 @contextmanager
-def _nest(kb: KernelBuilder, extents: list, names: list, kind: str):
+def _nest(kb: KernelBuilder, extents: list, names: list, kind: LoopKind | str):
     if not extents:
         yield []
         return

@@ -26,7 +26,8 @@ renderers print them:
 
 Values are numpy scalars (INDEX values are Python ints) and, for vectors, 1-D arrays of
 `lanes` elements. Each expression is compiled once into a Python closure over an environment
-of locals (a table from op to closure builder, as the renderers are tables from op to text).
+of locals (`COMPILERS`, a table from each `Op` to its closure builder, as the renderers are
+tables from op to text).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ..errors import KernelError
 from ..ir.dtypes import DType
 from . import mathlib
 from .kernel import (
+    BINARY,
     INDEX,
     Alloc,
     Assign,
@@ -53,6 +55,8 @@ from .kernel import (
     Kernel,
     Local,
     Loop,
+    LoopKind,
+    Op,
     Pop,
     Prefetch,
     Push,
@@ -115,11 +119,11 @@ def _fmin(a, b):
     return np.fmin(a, b)
 
 
-_ARITH = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-          "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
-          "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-          "bitand": lambda a, b: a & b, "bitor": lambda a, b: a | b,
-          "bitxor": lambda a, b: a ^ b}
+_ARITH = {Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b,
+          Op.MUL: lambda a, b: a * b, Op.LT: lambda a, b: a < b, Op.LE: lambda a, b: a <= b,
+          Op.GT: lambda a, b: a > b, Op.GE: lambda a, b: a >= b, Op.EQ: lambda a, b: a == b,
+          Op.NE: lambda a, b: a != b, Op.BITAND: lambda a, b: a & b,
+          Op.BITOR: lambda a, b: a | b, Op.BITXOR: lambda a, b: a ^ b}
 
 _MATH: dict[str, Callable] = {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs,
@@ -133,30 +137,30 @@ _MATH: dict[str, Callable] = {
 
 
 def _binary(e: Expr, a: Eval, b: Eval) -> Eval:
-    op, dtype = e.op, e.args[0].dtype
+    op, dtype = e.op, e.field("a").dtype
     out = _np(e.dtype)
-    if op in ("and", "or"):
-        if op == "and":
+    if op in (Op.AND, Op.OR):
+        if op is Op.AND:
             return lambda env: _value(bool(a(env)) and bool(b(env)), DType.BOOL) if e.lanes == 1 \
                 else np.logical_and(a(env), b(env))
         return lambda env: _value(bool(a(env)) or bool(b(env)), DType.BOOL) if e.lanes == 1 \
             else np.logical_or(a(env), b(env))
-    if op == "div":
+    if op is Op.DIV:
         return lambda env: _value(_c_div(a(env), b(env), dtype), e.dtype, e.lanes)
-    if op == "mod":
+    if op is Op.MOD:
         return lambda env: _value(_c_mod(a(env), b(env), dtype), e.dtype, e.lanes)
-    if op in ("max", "min"):
+    if op in (Op.MAX, Op.MIN):
         if dtype.is_float:
-            fn = _fmax if op == "max" else _fmin
+            fn = _fmax if op is Op.MAX else _fmin
             return lambda env: fn(a(env), b(env))
-        cmp = np.greater if op == "max" else np.less
+        cmp = np.greater if op is Op.MAX else np.less
 
         def pick(env):
             x, y = a(env), b(env)
             return _value(np.where(cmp(x, y), x, y), e.dtype, e.lanes)
 
         return pick
-    if op in ("shl", "shr"):
+    if op in (Op.SHL, Op.SHR):
         bits = 8 * out.itemsize
 
         def shift(env):
@@ -164,9 +168,9 @@ def _binary(e: Expr, a: Eval, b: Eval) -> Eval:
             if np.any(np.asarray(n) < 0) or np.any(np.asarray(n) >= bits):
                 raise KernelError(f"a shift by {n} of a {bits}-bit value is undefined in C")
             if dtype is INDEX:
-                return x << n if op == "shl" else x >> n
+                return x << n if op is Op.SHL else x >> n
             xs = np.asarray(x, out)
-            r = np.left_shift(xs, np.asarray(n, out)) if op == "shl" else \
+            r = np.left_shift(xs, np.asarray(n, out)) if op is Op.SHL else \
                 np.right_shift(xs, np.asarray(n, out))
             return _value(r, e.dtype, e.lanes)
 
@@ -178,7 +182,7 @@ def _binary(e: Expr, a: Eval, b: Eval) -> Eval:
 
 
 def _cast(e: Expr, x: Eval) -> Eval:
-    src, dst = e.args[0].dtype, e.dtype
+    src, dst = e.field("x").dtype, e.dtype
     if src.is_float and not dst.is_float and dst is not DType.BOOL:
         info = np.iinfo(_np(dst))
 
@@ -209,8 +213,7 @@ def _math_function(name: str, lanes: int) -> Callable:
 
 
 def _call(e: Expr, args: list[Eval]) -> Eval:
-    fn_name = e.args[0]
-    dtype = e.args[1].dtype
+    fn_name, dtype = e.field("fn"), e.field("operands")[0].dtype
     if fn_name in mathlib.FUNCTIONS and dtype is DType.F32:  # the renderers' own, bit for bit
         fn = _math_function(fn_name, e.lanes)
         return lambda env: fn(args[0](env))
@@ -239,7 +242,7 @@ def _select(e: Expr, c: Eval, a: Eval, b: Eval) -> Eval:
 
 
 def _load(e: Expr, idx: Eval) -> Eval:
-    buf: Buffer = e.args[0]
+    buf: Buffer = e.field("buf")
 
     def load(env):
         arr, i = env["#bufs"][buf.name], idx(env)
@@ -252,7 +255,7 @@ def _load(e: Expr, idx: Eval) -> Eval:
 
 
 def _vload(e: Expr, idx: Eval, count: Eval | None) -> Eval:
-    buf: Buffer = e.args[0]
+    buf: Buffer = e.field("buf")
     lanes = e.lanes
 
     def vload(env):
@@ -269,7 +272,7 @@ def _vload(e: Expr, idx: Eval, count: Eval | None) -> Eval:
 
 
 def _vgather(e: Expr, base: Eval, idx: Eval) -> Eval:
-    buf: Buffer = e.args[0]
+    buf: Buffer = e.field("buf")
 
     def vgather(env):
         arr = env["#bufs"][buf.name]
@@ -283,8 +286,8 @@ def _vgather(e: Expr, base: Eval, idx: Eval) -> Eval:
 
 
 def _vbroadcast(e: Expr, idx: Eval) -> Eval:
-    buf: Buffer = e.args[0]
-    group = e.args[2]
+    buf: Buffer = e.field("buf")
+    group = e.field("group")
 
     def vbroadcast(env):
         arr, i = env["#bufs"][buf.name], idx(env)
@@ -299,7 +302,7 @@ def _vbroadcast(e: Expr, idx: Eval) -> Eval:
 def _dot4(e: Expr, acc: Eval, a: Eval, b: Eval) -> Eval:
     def dot4(env):
         bv = np.asarray(b(env), np.int64)
-        if e.op == "dot4p" and not pairs_fit16(bv.reshape(-1, 2)):
+        if e.op is Op.DOT4P and not pairs_fit16(bv.reshape(-1, 2)):
             raise KernelError("dot4 with pairs16: a pair of weights would saturate a 16-bit "
                               f"sum ({bv.reshape(-1, 2).tolist()})")
         prod = np.asarray(a(env), np.int64) * bv
@@ -311,7 +314,7 @@ def _dot4(e: Expr, acc: Eval, a: Eval, b: Eval) -> Eval:
 
 
 def _pairdot(e: Expr, acc: Eval, *ab: Eval) -> Eval:
-    half = e.args[1].value
+    half = e.field("half").value
 
     def pairdot(env):
         vs = [np.asarray(f(env), np.int64) for f in ab]
@@ -336,7 +339,7 @@ def _pairfold(e: Expr, lo: Eval, hi: Eval) -> Eval:
 
 
 def _nibble(e: Expr, a: Eval) -> Eval:
-    k = e.args[1].value
+    k = e.field("k").value
 
     def nibble(env):
         u = np.asarray(a(env), np.int8).view(np.uint8)
@@ -386,13 +389,12 @@ def _fma(e: Expr, a: Eval, b: Eval, c: Eval) -> Eval:
 
 
 def _hreduce(e: Expr, v: Eval) -> Eval:
-    op = e.args[0]
-    fn = {"add": np.sum, "max": np.max, "min": np.min}[op]
+    fn = {Op.ADD: np.sum, Op.MAX: np.max, Op.MIN: np.min}[e.field("fold")]
     return lambda env: _value(fn(v(env)), e.dtype)
 
 
 def _bitcast(e: Expr, x: Eval) -> Eval:
-    src = _np(e.args[0].dtype)
+    src = _np(e.field("x").dtype)
 
     def bitcast(env):
         v = np.ascontiguousarray(np.asarray(x(env), src)).view(_np(e.dtype))
@@ -401,65 +403,77 @@ def _bitcast(e: Expr, x: Eval) -> Eval:
     return bitcast
 
 
+def _compiled(*names: str) -> Callable[[Callable[..., Eval]], Callable[[Expr], Eval]]:
+    """An entry of COMPILERS from a closure builder taking the expression and its fields
+    `names` compiled (a `*` field's tuple compiled item by item; None stays None)."""
+    def entry(build: Callable[..., Eval]) -> Callable[[Expr], Eval]:
+        def compile_fields(e: Expr) -> Eval:
+            args = []
+            for n in names:
+                v = e.field(n)
+                args += [compile_expr(x) for x in v] if isinstance(v, tuple) else \
+                    [None if v is None else compile_expr(v)]
+            return build(e, *args)
+        return compile_fields
+    return entry
+
+
+def _const(e: Expr) -> Eval:
+    v = _value(e.field("value"), e.dtype)
+    return lambda env: v
+
+
+def _var(e: Expr) -> Eval:
+    name = e.field("name")
+    return lambda env: env[name]
+
+
+def _broadcast(e: Expr, x: Eval) -> Eval:
+    return lambda env: np.full(e.lanes, x(env), _np(e.dtype))
+
+
+def _neg(e: Expr, x: Eval) -> Eval:
+    if e.dtype is INDEX:
+        return lambda env: -x(env)
+    return lambda env: _value(np.negative(x(env)), e.dtype, e.lanes)
+
+
+def _not(e: Expr, x: Eval) -> Eval:
+    return lambda env: np.logical_not(x(env)) if e.lanes > 1 else _value(not x(env), DType.BOOL)
+
+
+# op -> a function of the expression giving its closure
+COMPILERS: dict[Op, Callable[[Expr], Eval]] = {
+    Op.CONST: _const,
+    Op.VAR: _var,
+    Op.LOAD: _compiled("index")(_load),
+    Op.VLOAD: _compiled("index", "count")(_vload),
+    Op.VBROADCAST: _compiled("index")(_vbroadcast),
+    Op.VGATHER: _compiled("base", "idx")(_vgather),
+    Op.BROADCAST: _compiled("x")(_broadcast),
+    Op.SELECT: _compiled("cond", "a", "b")(_select),
+    Op.CAST: _compiled("x")(_cast),
+    Op.BITCAST: _compiled("x")(_bitcast),
+    Op.CALL: _compiled("operands")(lambda e, *args: _call(e, list(args))),
+    Op.DOT4: _compiled("acc", "a", "b")(_dot4),
+    Op.DOT4P: _compiled("acc", "a", "b")(_dot4),
+    Op.PAIRDOT: _compiled("acc", "pairs")(_pairdot),
+    Op.PAIRFOLD: _compiled("lo", "hi")(_pairfold),
+    Op.MUL16: _compiled("a", "b")(_mul16),
+    Op.NIBBLE: _compiled("x")(_nibble),
+    Op.RECENTRE: _compiled("x")(_recentre),
+    Op.MULSHIFT: _compiled("x", "m", "s")(_mulshift),
+    Op.FMA: _compiled("a", "b", "c")(_fma),
+    Op.HREDUCE: _compiled("x")(_hreduce),
+    Op.NEG: _compiled("x")(_neg),
+    Op.NOT: _compiled("x")(_not),
+    **{op: _compiled("a", "b")(_binary) for op in BINARY},
+}
+
+
 def compile_expr(e: Expr) -> Eval:
     """A closure that evaluates `e` in an environment of locals (and '#bufs': the arrays)."""
-    op = e.op
-    if op == "const":
-        v = _value(e.value, e.dtype)
-        return lambda env: v
-    if op == "var":
-        name = e.args[0]
-        return lambda env: env[name]
-    if op == "load":
-        return _load(e, compile_expr(e.args[1]))
-    if op == "vload":
-        cnt = e.args[2]
-        return _vload(e, compile_expr(e.args[1]), None if cnt is None else compile_expr(cnt))
-    if op == "vbroadcast":
-        return _vbroadcast(e, compile_expr(e.args[1]))
-    if op == "vgather":
-        return _vgather(e, compile_expr(e.args[1]), compile_expr(e.args[2]))
-    if op == "broadcast":
-        x = compile_expr(e.args[0])
-        return lambda env: np.full(e.lanes, x(env), _np(e.dtype))
-    if op == "select":
-        return _select(e, *(compile_expr(a) for a in e.args))
-    if op == "cast":
-        return _cast(e, compile_expr(e.args[0]))
-    if op == "bitcast":
-        return _bitcast(e, compile_expr(e.args[0]))
-    if op == "call":
-        return _call(e, [compile_expr(a) for a in e.args[1:]])
-    if op in ("dot4", "dot4p"):
-        return _dot4(e, *(compile_expr(a) for a in e.args))
-    if op == "pairdot":
-        return _pairdot(e, *(compile_expr(a) for a in e.args[:1] + e.args[2:]))
-    if op == "pairfold":
-        return _pairfold(e, *(compile_expr(a) for a in e.args))
-    if op == "mul16":
-        return _mul16(e, *(compile_expr(a) for a in e.args))
-    if op == "nibble":
-        return _nibble(e, compile_expr(e.args[0]))
-    if op == "recentre":
-        return _recentre(e, compile_expr(e.args[0]))
-    if op == "mulshift":
-        return _mulshift(e, *(compile_expr(a) for a in e.args))
-    if op == "fma":
-        return _fma(e, *(compile_expr(a) for a in e.args))
-    if op == "hreduce":
-        return _hreduce(e, compile_expr(e.args[1]))
-    if op == "neg":
-        x = compile_expr(e.args[0])
-        if e.dtype is INDEX:
-            return lambda env: -x(env)
-        return lambda env: _value(np.negative(x(env)), e.dtype, e.lanes)
-    if op == "not":
-        x = compile_expr(e.args[0])
-        return lambda env: np.logical_not(x(env)) if e.lanes > 1 else _value(not x(env),
-                                                                           DType.BOOL)
-    if len(e.args) == 2:
-        return _binary(e, compile_expr(e.args[0]), compile_expr(e.args[1]))
-    raise ValueError(f"kernel interpreter: unknown kernel-IR op {op}")
+    return COMPILERS[e.op](e)
 
 
 # -- statements -----------------------------------------------------------------------------
@@ -518,7 +532,7 @@ def _stream_op(s: Push | Pop) -> Exec:
 
 
 def _stmt(s) -> Exec:
-    if isinstance(s, Loop) and s.kind == "block" and has_barrier(s.body):
+    if isinstance(s, Loop) and s.kind is LoopKind.BLOCK and has_barrier(s.body):
         return threaded_block(s, _block, compile_expr)
     if isinstance(s, Barrier):
         return wait_at_barrier

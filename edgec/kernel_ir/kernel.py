@@ -3,20 +3,25 @@
 A `Kernel` is a function over `Buffer`s (flat, typed, with a logical shape) whose body is a
 list of statements: counted `Loop`s from 0 to an extent, scalar `Local`s, `Assign`, `Store`,
 `If` and `Prefetch` (a hint that some memory is read soon; it changes no value). Values are
-`Expr` trees, immutable and hashable, built with Python operators (`x[i] * w[j] + acc`);
-index arithmetic uses the `INDEX` dtype. Builders fold constants (`i * 1 -> i`, `0 + i -> i`)
-so the generated code reads like code a person would write.
-A loop's `kind` is its binding: "serial"; "unroll" (fully unrolled by the renderer's
-compiler); "parallel" (its iterations split over the runtime's thread pool; such a loop stands
-at the top of a kernel and reads only the kernel's parameters); "grid" (independent blocks of
-work: a GPU's grid); "block" (the threads of one block, which may wait for each other at a
-`Barrier` and share `Alloc`ed arrays in "shared" memory; directly nested block loops form one
-block of threads); "pipeline" (a hardware pipeline starting an iteration every `ii` cycles).
-A CPU renders every binding but "parallel" as a plain loop (block loops split at their
-barriers: `kernel_passes.split_barriers`). A serial loop's `unroll` > 1 asks the renderer's
-compiler to unroll it by that factor (a hint).
+`Expr` trees, immutable and hashable, built with Python operators (`x[i] * w[j] + acc`) and
+the functions below; index arithmetic uses the `INDEX` dtype. Builders fold constants
+(`i * 1 -> i`, `0 + i -> i`) so the generated code reads like code a person would write.
+An Expr's `op` is an `Op` and its `args` are that op's fields, declared once with their kinds
+and its result type in ops.py's table `OPS`: construction checks them, and consumers read
+them by name (`e.field("count")`), never by position. The printer, the interpreter and the
+renderers are tables keyed by `Op` that must cover `OPS` (tests/kernel_ir/test_op_coverage.py).
+A loop's `kind` is its binding, a `LoopKind`: "serial"; "unroll" (fully unrolled by the
+renderer's compiler); "parallel" (its iterations split over the runtime's thread pool; such a
+loop stands at the top of a kernel and reads only the kernel's parameters); "grid"
+(independent blocks of work: a GPU's grid); "block" (the threads of one block, which may wait
+for each other at a `Barrier` and share `Alloc`ed arrays in "shared" memory; directly nested
+block loops form one block of threads); "pipeline" (a hardware pipeline starting an
+iteration every `ii` cycles). A CPU renders every binding but "parallel" as a plain loop
+(block loops split at their barriers: `kernel_passes.split_barriers`). A serial loop's
+`unroll` > 1 asks the renderer's compiler to unroll it by that factor (a hint).
 
-Memory: a `Buffer` lives in a memory `space`: "global" (the kernel's parameters), "shared"
+Memory: a `Buffer` has a `Role` (in, out, const: weights, scratch: `Alloc`ed) and lives in a
+memory `space`, a `Space`: "global" (the kernel's parameters), "shared"
 (on-chip memory shared by a block's threads: GPU shared memory, FPGA block RAM) or "local"
 (private to a thread: registers). `Alloc` declares a kernel-local array in shared or local
 memory, uninitialised. A `Stream` parameter is a FIFO between kernels (an FPGA stream, a GPU
@@ -59,95 +64,171 @@ pointer array: see `KernelBuilder.csr`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from ..ir.dtypes import SUB_BYTE, DType, int_range_as_float
+from .ops import (  # noqa: F401  (re-exported: the IR's names, importable from here)
+    BINARY,
+    COMPARE,
+    HREDUCE,
+    OPS,
+    UNARY,
+    Kind,
+    Like,
+    LoopKind,
+    Op,
+    Role,
+    Space,
+)
+
+E = TypeVar("E", LoopKind, Space, Role)
 
 INDEX = DType.INDEX
-LOOP_KINDS = ("serial", "unroll", "parallel", "grid", "block", "pipeline")
-SPACES = ("global", "shared", "local")
 
-# Expression ops and their arity class. "call" carries the math function name as args[0].
-BINARY = ("add", "sub", "mul", "div", "mod", "max", "min", "lt", "le", "gt", "ge", "eq", "ne",
-          "and", "or", "bitand", "bitor", "bitxor", "shl", "shr")
-COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
-UNARY = ("neg", "not")
+# Math functions of "call" (its field `fn`).
 MATH = ("exp", "log", "sqrt", "tanh", "erf", "pow", "abs", "floor", "ceil", "round", "sin",
         "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "fmod",
         "isnan", "isinf", "sign", "log1p", "expm1")
 
 
+def as_enum(cls: type[E], value, what: str) -> E:
+    """`value` as a member of the StrEnum `cls` (its text accepted), or a ValueError naming
+    `what` and the choices."""
+    try:
+        return cls(value)
+    except ValueError:
+        raise ValueError(f"kernel IR: unknown {what} {value}; one of "
+                         f"{', '.join(m.value for m in cls)}") from None
+
+
+@functools.cache
+def _checks(op: Op, n: int) -> tuple[tuple[str, Kind, tuple[type, ...]], ...]:
+    """(field name, kind, the Python types it takes) for each of an `op`'s `n` args, worked out
+    once: every Expr built is checked against them, and builders build many."""
+    types = {Kind.EXPR: (Expr,), Kind.OPTIONAL: (Expr, type(None)), Kind.BUFFER: (Buffer,),
+             Kind.INT: (int,), Kind.NAME: (str,), Kind.VALUE: (bool, int, float),
+             Kind.FOLD: (str,)}
+    fields = OPS[op].fields
+    return tuple((name.lstrip("*"), kind, types[kind])
+                 for name, kind in (fields[min(i, len(fields) - 1)] for i in range(n)))
+
+
 @dataclass(frozen=True, eq=True)
 class Expr:
-    op: str
+    """An expression: `op` (an `Op`; its text is accepted) over `args`, the op's fields in the
+    order `OPS[op]` names them (read them by name with `field`), giving `lanes` values of
+    `dtype`. Construction checks the op, its number of args, each field's kind and the
+    result type against `OPS`; the builder functions below check the rest."""
+
+    op: Op
     dtype: DType
     args: tuple
     lanes: int = 1
 
+    def __post_init__(self):
+        spec = OPS.get(self.op)
+        if spec is None:
+            raise TypeError(f"kernel IR: unknown op {self.op!r}; the ops are kernel_ir.ops.Op's "
+                            "(each declared in its table OPS)")
+        if type(self.op) is not Op:
+            object.__setattr__(self, "op", Op(self.op))
+        lo, hi = spec.arity
+        if not lo <= len(self.args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise TypeError(f"kernel IR: {self.op} takes {want} args ({', '.join(spec.names)}), "
+                            f"got {len(self.args)}")
+        for i, (v, (name, kind, types)) in enumerate(zip(self.args,
+                                                        _checks(self.op, len(self.args)))):
+            if not isinstance(v, types) or (kind is Kind.FOLD and v not in HREDUCE) or (
+                    kind is Kind.INT and isinstance(v, bool)):
+                raise TypeError(f"kernel IR: {self.op}'s field {name} takes {kind.value}, "
+                                f"not {v!r}")
+            if kind is Kind.FOLD and type(v) is not Op:  # consumers compare folds with `is`
+                object.__setattr__(self, "args", self.args[:i] + (Op(v),) + self.args[i + 1:])
+        rule = spec.dtype
+        want = self.args[spec.index[rule.field]].dtype if isinstance(rule, Like) else rule
+        if want is not None and self.dtype != want:
+            raise TypeError(f"kernel IR: {self.op} gives {want}, not {self.dtype}")
+
+    def field(self, name: str):
+        """The arg named `name` in `OPS[self.op]` (a `*` field: the tuple of the rest)."""
+        spec = OPS[self.op]
+        i = spec.index.get(name)
+        if i is None:
+            raise TypeError(f"kernel IR: {self.op} has no field {name}; its fields are "
+                            f"{', '.join(spec.names)}")
+        return self.args[i:] if spec.rest and i == len(spec.fields) - 1 else self.args[i]
+
+    def fields(self) -> dict:
+        """Every field by name (what the renderers' and the printer's entries take)."""
+        return {name: self.field(name) for name in OPS[self.op].names}
+
     # -- arithmetic sugar: operands may be Python numbers ---------------------------------
     def __add__(self, o):
-        return binary("add", self, o)
+        return binary(Op.ADD, self, o)
 
     def __radd__(self, o):
-        return binary("add", o, self)
+        return binary(Op.ADD, o, self)
 
     def __sub__(self, o):
-        return binary("sub", self, o)
+        return binary(Op.SUB, self, o)
 
     def __rsub__(self, o):
-        return binary("sub", o, self)
+        return binary(Op.SUB, o, self)
 
     def __mul__(self, o):
-        return binary("mul", self, o)
+        return binary(Op.MUL, self, o)
 
     def __rmul__(self, o):
-        return binary("mul", o, self)
+        return binary(Op.MUL, o, self)
 
     def __truediv__(self, o):
-        return binary("div", self, o)
+        return binary(Op.DIV, self, o)
 
     def __rtruediv__(self, o):
-        return binary("div", o, self)
+        return binary(Op.DIV, o, self)
 
     def __floordiv__(self, o):  # integer division of non-negative index expressions
-        return binary("div", self, o)
+        return binary(Op.DIV, self, o)
 
     def __mod__(self, o):
-        return binary("mod", self, o)
+        return binary(Op.MOD, self, o)
 
     def __neg__(self):
-        return unary("neg", self)
+        return unary(Op.NEG, self)
 
     def __lt__(self, o):
-        return binary("lt", self, o)
+        return binary(Op.LT, self, o)
 
     def __le__(self, o):
-        return binary("le", self, o)
+        return binary(Op.LE, self, o)
 
     def __gt__(self, o):
-        return binary("gt", self, o)
+        return binary(Op.GT, self, o)
 
     def __ge__(self, o):
-        return binary("ge", self, o)
+        return binary(Op.GE, self, o)
 
     def eq(self, o) -> Expr:
-        return binary("eq", self, o)
+        return binary(Op.EQ, self, o)
 
     def ne(self, o) -> Expr:
-        return binary("ne", self, o)
+        return binary(Op.NE, self, o)
 
     def __and__(self, o):
-        return binary("and", self, o)
+        return binary(Op.AND, self, o)
 
     def __or__(self, o):
-        return binary("or", self, o)
+        return binary(Op.OR, self, o)
 
     def __invert__(self):
-        return unary("not", self)
+        return unary(Op.NOT, self)
 
     def __bool__(self):
         raise TypeError("a kernel-IR expression has no truth value; use select() or If")
@@ -161,6 +242,7 @@ class Expr:
 
     @property
     def value(self):
+        """A constant's value (its field `value`; read after `is_const`)."""
         return self.args[0]
 
 
@@ -171,11 +253,11 @@ def const(value, dtype: DType = INDEX) -> Expr:
         value = float(value)
     else:
         value = int(value)
-    return Expr("const", dtype, (value,))
+    return Expr(Op.CONST, dtype, (value,))
 
 
 def var(name: str, dtype: DType = INDEX) -> Expr:
-    return Expr("var", dtype, (name,))
+    return Expr(Op.VAR, dtype, (name,))
 
 
 def _lift(x, like: DType) -> Expr:
@@ -215,7 +297,7 @@ def _fold(op: str, a, b):
             "ne": a != b}.get(op)
 
 
-def binary(op: str, a, b) -> Expr:
+def binary(op: Op | str, a, b) -> Expr:
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         raise TypeError("binary() needs at least one expression operand")
     like = a.dtype if isinstance(a, Expr) else b.dtype
@@ -253,7 +335,7 @@ def binary(op: str, a, b) -> Expr:
     return Expr(op, dtype, (a, b))
 
 
-def unary(op: str, a: Expr) -> Expr:
+def unary(op: Op | str, a: Expr) -> Expr:
     if a.lanes > 1:
         return Expr(op, a.dtype, (a,), a.lanes)
     if a.is_const and op == "neg":
@@ -273,7 +355,7 @@ def call(fn: str, *args, dtype: DType | None = None) -> Expr:
     lanes = max(a.lanes for a in lifted)
     if lanes > 1:
         lifted = tuple(broadcast(a, lanes) for a in lifted)
-    return Expr("call", out, (fn,) + lifted, lanes)
+    return Expr(Op.CALL, out, (fn,) + lifted, lanes)
 
 
 def select(cond: Expr, a, b) -> Expr:
@@ -284,25 +366,25 @@ def select(cond: Expr, a, b) -> Expr:
     lanes = max(cond.lanes, a.lanes, b.lanes)
     if lanes > 1:
         cond, a, b = (broadcast(e, lanes) for e in (cond, a, b))
-    return Expr("select", a.dtype, (cond, a, b), lanes)
+    return Expr(Op.SELECT, a.dtype, (cond, a, b), lanes)
 
 
 def maximum(a, b) -> Expr:
-    return binary("max", a, b)
+    return binary(Op.MAX, a, b)
 
 
 def minimum(a, b) -> Expr:
-    return binary("min", a, b)
+    return binary(Op.MIN, a, b)
 
 
 def cast(x: Expr, dtype: DType) -> Expr:
     if x.dtype == dtype:
         return x
     if x.lanes > 1:
-        return Expr("cast", dtype, (x,), x.lanes)
+        return Expr(Op.CAST, dtype, (x,), x.lanes)
     if x.is_const and (dtype.is_float or not isinstance(x.value, float)):
         return const(x.value, dtype)
-    return Expr("cast", dtype, (x,))
+    return Expr(Op.CAST, dtype, (x,))
 
 
 def convert(x: Expr, dtype: DType) -> Expr:
@@ -310,10 +392,10 @@ def convert(x: Expr, dtype: DType) -> Expr:
     outside an integer type's range saturates to it and NaN gives 0, where `cast`, as C's
     conversion, assumes the value fits."""
     if dtype in SUB_BYTE:  # via int32, the low bits kept (two's complement)
-        v = binary("bitand", convert(x, DType.I32), const((1 << dtype.bits) - 1, DType.I32))
+        v = binary(Op.BITAND, convert(x, DType.I32), const((1 << dtype.bits) - 1, DType.I32))
         if dtype.is_signed:
             sign = const(1 << (dtype.bits - 1), DType.I32)
-            v = binary("bitxor", v, sign) - sign
+            v = binary(Op.BITXOR, v, sign) - sign
         return cast(v, dtype)
     if not (x.dtype.is_float and dtype.is_int):
         return cast(x, dtype)
@@ -328,7 +410,7 @@ def bitcast(x: Expr, dtype: DType) -> Expr:
     """x's bits read as `dtype`, a type of the same size (no value conversion)."""
     if x.dtype.itemsize != dtype.itemsize:
         raise TypeError(f"kernel IR: bitcast of {x.dtype} to {dtype} changes the size")
-    return x if x.dtype == dtype else Expr("bitcast", dtype, (x,), x.lanes)
+    return x if x.dtype == dtype else Expr(Op.BITCAST, dtype, (x,), x.lanes)
 
 
 # -- vectors ------------------------------------------------------------------------------
@@ -340,7 +422,7 @@ def broadcast(x, lanes: int, dtype: DType = DType.F32) -> Expr:
         return x
     if x.lanes != 1:
         raise TypeError(f"kernel IR: cannot broadcast a {x.lanes}-lane vector to {lanes}")
-    return Expr("broadcast", x.dtype, (x,), lanes)
+    return Expr(Op.BROADCAST, x.dtype, (x,), lanes)
 
 
 def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
@@ -350,7 +432,7 @@ def vload(buf: Buffer, index, lanes: int, count=None) -> Expr:
         return buf[index] if count is None else select(_lift(count, INDEX) > 0, buf[index],
                                                        const(0, buf.dtype))
     cnt = None if count is None else _lift(count, INDEX)
-    return Expr("vload", buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
+    return Expr(Op.VLOAD, buf.dtype, (buf, _lift(index, INDEX), cnt), lanes)
 
 
 def vgather(buf: Buffer, base, idx: Expr) -> Expr:
@@ -360,7 +442,7 @@ def vgather(buf: Buffer, base, idx: Expr) -> Expr:
         return buf[_lift(base, INDEX) + cast(idx, INDEX)]
     if idx.dtype is not DType.I32:
         raise TypeError(f"kernel IR: a gather takes int32 indices, not {idx.dtype}")
-    return Expr("vgather", buf.dtype, (buf, _lift(base, INDEX), idx), idx.lanes)
+    return Expr(Op.VGATHER, buf.dtype, (buf, _lift(base, INDEX), idx), idx.lanes)
 
 
 def vbroadcast(buf: Buffer, index, lanes: int, group: int) -> Expr:
@@ -370,7 +452,7 @@ def vbroadcast(buf: Buffer, index, lanes: int, group: int) -> Expr:
         raise TypeError(f"kernel IR: {lanes} lanes are no whole number of groups of {group}")
     if lanes == group:
         return vload(buf, index, lanes)
-    return Expr("vbroadcast", buf.dtype, (buf, _lift(index, INDEX), group), lanes)
+    return Expr(Op.VBROADCAST, buf.dtype, (buf, _lift(index, INDEX), group), lanes)
 
 
 DOT4_TYPES = ((DType.U8, DType.I8), (DType.I8, DType.I8))
@@ -402,7 +484,7 @@ def dot4(acc, a: Expr, b: Expr, pairs16: bool = False) -> Expr:
     if acc.dtype is not DType.I32 or acc.lanes != a.lanes // 4:
         raise TypeError(f"kernel IR: dot4 accumulates {a.lanes} bytes into {a.lanes // 4} "
                         f"int32 lanes, not {acc.lanes} of {acc.dtype}")
-    return Expr("dot4p" if pairs16 else "dot4", DType.I32, (acc, a, b), acc.lanes)
+    return Expr(Op.DOT4P if pairs16 else Op.DOT4, DType.I32, (acc, a, b), acc.lanes)
 
 
 def recentre(a: Expr) -> Expr:
@@ -412,7 +494,7 @@ def recentre(a: Expr) -> Expr:
     if a.dtype is not DType.U8 or a.lanes % 4:
         raise TypeError(f"kernel IR: recentre of a {a.lanes}-lane {a.dtype} vector; it takes "
                         "uint8 vectors of whole 4-byte groups")
-    return Expr("recentre", DType.I8, (a,), a.lanes)
+    return Expr(Op.RECENTRE, DType.I8, (a,), a.lanes)
 
 
 def pairdot(acc, pairs: Sequence[tuple[Expr, Expr]], half: int) -> Expr:
@@ -432,7 +514,7 @@ def pairdot(acc, pairs: Sequence[tuple[Expr, Expr]], half: int) -> Expr:
     acc = broadcast(acc, lanes // 4) if acc.lanes == 1 else acc
     if acc.dtype is not DType.I32 or acc.lanes != lanes // 4:
         raise TypeError(f"kernel IR: pairdot sums {lanes} bytes into {lanes // 4} int32 lanes")
-    return Expr("pairdot", DType.I32, (acc, const(half, INDEX), *(x for p in pairs for x in p)),
+    return Expr(Op.PAIRDOT, DType.I32, (acc, const(half, INDEX), *(x for p in pairs for x in p)),
                 acc.lanes)
 
 
@@ -443,7 +525,7 @@ def pairfold(lo: Expr, hi: Expr) -> Expr:
             lo.lanes % 2:
         raise TypeError(f"kernel IR: pairfold of {lo.lanes}-lane {lo.dtype} and {hi.lanes}-lane "
                         f"{hi.dtype}; it takes int32 vectors of one even width")
-    return Expr("pairfold", DType.I32, (lo, hi), lo.lanes)
+    return Expr(Op.PAIRFOLD, DType.I32, (lo, hi), lo.lanes)
 
 
 def mul16(a: Expr, b: Expr) -> Expr:
@@ -453,7 +535,7 @@ def mul16(a: Expr, b: Expr) -> Expr:
     if a.dtype is not DType.I32 or b.dtype is not DType.I32 or a.lanes != b.lanes:
         raise TypeError(f"kernel IR: mul16 of {a.lanes}-lane {a.dtype} and {b.lanes}-lane "
                         f"{b.dtype}; it takes int32 lanes of one width")
-    return Expr("mul16", DType.I32, (a, b), a.lanes)
+    return Expr(Op.MUL16, DType.I32, (a, b), a.lanes)
 
 
 def nibble(v: Expr, k: int) -> Expr:
@@ -464,7 +546,7 @@ def nibble(v: Expr, k: int) -> Expr:
     if v.dtype is not DType.I8 or k not in (0, 1):
         raise TypeError(f"kernel IR: nibble {k} of {v.lanes}-lane {v.dtype}; it takes int8 "
                         "vectors and field 0 or 1")
-    return Expr("nibble", DType.I8, (v, const(k, DType.I32)), v.lanes)
+    return Expr(Op.NIBBLE, DType.I8, (v, const(k, DType.I32)), v.lanes)
 
 
 def mulshift(v: Expr, m, s) -> Expr:
@@ -484,7 +566,7 @@ def mulshift(v: Expr, m, s) -> Expr:
                         f"{m.dtype} >> {s.dtype}; it takes int32 lanes and a scalar int32 shift")
     if s.is_const and not 33 <= s.value <= 62:
         raise TypeError(f"kernel IR: mulshift by 2^{s.value}; the shift must be in [33, 62]")
-    return Expr("mulshift", DType.I32, (v, m, s), v.lanes)
+    return Expr(Op.MULSHIFT, DType.I32, (v, m, s), v.lanes)
 
 
 def fma(a, b, c) -> Expr:
@@ -495,17 +577,14 @@ def fma(a, b, c) -> Expr:
     a, b, c = (broadcast(x, lanes) for x in (a, b, c))
     if len({a.dtype, b.dtype, c.dtype}) != 1 or not like.is_float:
         raise TypeError("kernel IR: fma takes three operands of one float type")
-    return Expr("fma", like, (a, b, c), lanes)
-
-
-HREDUCE = ("add", "max", "min")
+    return Expr(Op.FMA, like, (a, b, c), lanes)
 
 
 def hreduce(op: str, v: Expr) -> Expr:
     """The lanes of `v` folded with `op` (add, max or min) into a scalar."""
     if op not in HREDUCE:
         raise ValueError(f"kernel IR: no horizontal {op}")
-    return v if v.lanes == 1 else Expr("hreduce", v.dtype, (op, v), 1)
+    return v if v.lanes == 1 else Expr(Op.HREDUCE, v.dtype, (Op(op), v), 1)
 
 
 # -- buffers and statements ---------------------------------------------------------------
@@ -517,17 +596,21 @@ class Buffer:
     name: str
     dtype: DType
     shape: tuple[int, ...]
-    role: str = "in"  # "in", "out", "const" (weights) or "scratch"
+    role: Role = Role.IN
     # a micro-kernel's pointer parameter has no fixed size: shape () and sized=False
     sized: bool = True
-    space: str = "global"  # see SPACES
+    space: Space = Space.GLOBAL
+
+    def __post_init__(self):  # the enums' text is accepted
+        object.__setattr__(self, "role", as_enum(Role, self.role, "buffer role"))
+        object.__setattr__(self, "space", as_enum(Space, self.space, "memory space"))
 
     @property
     def numel(self) -> int:
         return math.prod(self.shape)
 
     def __getitem__(self, index) -> Expr:
-        return Expr("load", self.dtype, (self, _lift(index, INDEX)))
+        return Expr(Op.LOAD, self.dtype, (self, _lift(index, INDEX)))
 
     def at(self, *coords) -> Expr:
         """The element at row-major coordinates `coords`."""
@@ -573,9 +656,12 @@ class Loop:
     var: str
     extent: Expr
     body: list
-    kind: str = "serial"
+    kind: LoopKind = LoopKind.SERIAL
     unroll: int = 0  # a serial loop's partial unroll factor for the compiler (0: its choice)
     ii: int = 0  # a pipeline loop's initiation interval in cycles (0: the tool's choice)
+
+    def __post_init__(self):
+        self.kind = as_enum(LoopKind, self.kind, "loop kind")
 
 
 @dataclass
@@ -635,7 +721,14 @@ class Stream:
     name: str
     dtype: DType
     depth: int
-    role: str = "in"
+    role: Role = Role.IN
+
+    def __post_init__(self):
+        role = as_enum(Role, self.role, "stream role")
+        if role not in (Role.IN, Role.OUT):
+            raise ValueError(f"kernel IR: stream {self.name} has role {role}; a stream is in "
+                             "or out")
+        object.__setattr__(self, "role", role)
 
 
 @dataclass

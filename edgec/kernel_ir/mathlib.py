@@ -20,7 +20,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.dtypes import DType
-from .kernel import Expr, KernelBuilder, binary, bitcast, broadcast, call, cast, const, select
+from .kernel import (
+    Expr,
+    KernelBuilder,
+    Op,
+    binary,
+    bitcast,
+    broadcast,
+    call,
+    cast,
+    const,
+    select,
+)
 
 F32, I32 = DType.F32, DType.I32
 
@@ -37,7 +48,7 @@ class MathFunction:
 
 
 def _start(name: str, lanes: int):
-    x = Expr("var", F32, ("x",), lanes)
+    x = Expr(Op.VAR, F32, ("x",), lanes)
 
     def f(v: float) -> Expr:
         return broadcast(const(v, F32), lanes)

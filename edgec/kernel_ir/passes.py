@@ -35,10 +35,14 @@ from .kernel import (
     Kernel,
     Local,
     Loop,
+    LoopKind,
+    Op,
     Pop,
     Prefetch,
     Ptr,
     Push,
+    Role,
+    Space,
     Store,
     linear_index,
     var,
@@ -55,7 +59,7 @@ def thread_nest(loop: Loop) -> tuple[list[Loop], list]:
     outermost first) and the innermost body."""
     nest = [loop]
     while len(nest[-1].body) == 1 and isinstance(nest[-1].body[0], Loop) \
-            and nest[-1].body[0].kind == "block":
+            and nest[-1].body[0].kind is LoopKind.BLOCK:
         nest.append(nest[-1].body[0])
     return nest, nest[-1].body
 
@@ -70,7 +74,7 @@ def split_barriers(k: Kernel) -> Kernel:
 def _split_in(stmts: list, name: str) -> list:
     out: list = []
     for s in stmts:
-        if isinstance(s, Loop) and s.kind == "block" and has_barrier(s.body):
+        if isinstance(s, Loop) and s.kind is LoopKind.BLOCK and has_barrier(s.body):
             out += _Splitter(name, *thread_nest(s)).run()
         elif isinstance(s, Loop):
             out.append(replace(s, body=_split_in(s.body, name)))
@@ -110,7 +114,7 @@ class _Splitter:
                   if any(n in u for j, u in enumerate(used) if j != i)}
         locals_ = {s.name: s for p in phases for s in walk(p.body) if isinstance(s, Local)}
         arrays = {n: (Buffer(f"{n}_t", locals_[n].dtype, (self.count * locals_[n].lanes,),
-                             "scratch", space="local"), locals_[n].lanes)
+                             Role.SCRATCH, space=Space.LOCAL), locals_[n].lanes)
                   for n in sorted(shared)}
         return [Alloc(b) for b, _ in arrays.values()] + self.emit(tree, arrays)
 
@@ -127,7 +131,7 @@ class _Splitter:
                 current = []
             if isinstance(s, Barrier):
                 continue
-            if isinstance(s, Loop) and s.kind not in ("block", "parallel"):
+            if isinstance(s, Loop) and s.kind not in (LoopKind.BLOCK, LoopKind.PARALLEL):
                 self.uniform(s.extent, f"loop {s.var}")
                 out.append(replace(s, body=self.phases(s.body)))
             elif isinstance(s, If):
@@ -177,7 +181,7 @@ def _phases_of(tree: list):
 def _vars(e) -> set[str]:
     if not isinstance(e, Expr):
         return set()
-    own = {e.args[0]} if e.op == "var" else set()
+    own = {e.field("name")} if e.op is Op.VAR else set()
     return own.union(*(_vars(a) for a in e.args))
 
 
@@ -208,9 +212,9 @@ def _promote(s, arrays: dict[str, tuple[Buffer, int]], tid: Expr):
     def ex(e):
         if not isinstance(e, Expr):
             return e
-        if e.op == "var" and e.args[0] in arrays:
-            buf, i, lanes = at(e.args[0])
-            return Expr("vload", buf.dtype, (buf, i, None), lanes) if lanes > 1 else buf[i]
+        if e.op is Op.VAR and e.field("name") in arrays:
+            buf, i, lanes = at(e.field("name"))
+            return Expr(Op.VLOAD, buf.dtype, (buf, i, None), lanes) if lanes > 1 else buf[i]
         if not any(isinstance(a, Expr) for a in e.args):
             return e
         return Expr(e.op, e.dtype, tuple(ex(a) for a in e.args), e.lanes)
@@ -250,10 +254,10 @@ def names(k: Kernel) -> tuple[set[str], set[str]]:
     defined: set[str] = set()
 
     def visit(e: Expr):
-        if e.op in ("load", "vload", "vbroadcast", "vgather"):
-            used.add(e.args[0].name)
-        elif e.op == "var":
-            used.add(e.args[0])
+        if e.op in (Op.LOAD, Op.VLOAD, Op.VBROADCAST, Op.VGATHER):
+            used.add(e.field("buf").name)
+        elif e.op is Op.VAR:
+            used.add(e.field("name"))
         for a in e.args:
             if isinstance(a, Expr):
                 visit(a)
@@ -333,12 +337,12 @@ def outline_parallel(k: Kernel) -> tuple[list[Task], list]:
     kernel's parameters and what it defines itself."""
     tasks, body = [], []
     for n, s in enumerate(k.body):
-        if not (isinstance(s, Loop) and s.kind == "parallel"):
+        if not (isinstance(s, Loop) and s.kind is LoopKind.PARALLEL):
             body.append(s)
             continue
         check_closed(k, s)
         task = Task(f"{k.name}_task{n}", s,
-                    used_params(Kernel(k.name, k.params, [replace(s, kind="serial")])))
+                    used_params(Kernel(k.name, k.params, [replace(s, kind=LoopKind.SERIAL)])))
         tasks.append(task)
         body.append(ParallelFor(task, s.extent))
     return tasks, body

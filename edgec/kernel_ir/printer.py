@@ -11,10 +11,13 @@ Types are written `f32`, `i8`, ..., `index`, vectors `f32x8`; constants of a typ
 index, f32 or bool carry it (`3:i32`). A vector store reads `y[i:+8] = v` (`y[i:+8 < n]` for
 a masked tail), a vector load `x[i:+8]`, a 4-element group broadcast `x[i:+4]*4`. Operators
 print with C's precedence and no more parentheses than it needs. A kernel's micro-kernels
-follow it, each once.
+follow it, each once. Expressions print by `EXPRESSIONS`, a table from each `Op` to a function
+of the expression, the precedence around it and the op's fields by name.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ..ir.dtypes import DType
 from .kernel import (
@@ -29,68 +32,94 @@ from .kernel import (
     Kernel,
     Local,
     Loop,
+    LoopKind,
+    Op,
     Pop,
     Prefetch,
     Push,
     Scalar,
+    Space,
     Store,
     Stream,
 )
 
 # (spelling, precedence); higher binds tighter
-_INFIX = {"mul": ("*", 13), "div": ("/", 13), "mod": ("%", 13), "add": ("+", 12),
-          "sub": ("-", 12), "shl": ("<<", 11), "shr": (">>", 11), "lt": ("<", 10),
-          "le": ("<=", 10), "gt": (">", 10), "ge": (">=", 10), "eq": ("==", 9), "ne": ("!=", 9),
-          "bitand": ("&", 8), "bitxor": ("^", 7), "bitor": ("|", 6), "and": ("&&", 5),
-          "or": ("||", 4)}
+_INFIX = {Op.MUL: ("*", 13), Op.DIV: ("/", 13), Op.MOD: ("%", 13), Op.ADD: ("+", 12),
+          Op.SUB: ("-", 12), Op.SHL: ("<<", 11), Op.SHR: (">>", 11), Op.LT: ("<", 10),
+          Op.LE: ("<=", 10), Op.GT: (">", 10), Op.GE: (">=", 10), Op.EQ: ("==", 9),
+          Op.NE: ("!=", 9), Op.BITAND: ("&", 8), Op.BITXOR: ("^", 7), Op.BITOR: ("|", 6),
+          Op.AND: ("&&", 5), Op.OR: ("||", 4)}
 
 
 def type_name(dtype: DType, lanes: int = 1) -> str:
     return dtype.value + (f"x{lanes}" if lanes > 1 else "")
 
 
-def _const(e: Expr) -> str:
-    v = e.value
+def _const(e: Expr, outer: int, value) -> str:
     if e.dtype is DType.BOOL:
-        return "true" if v else "false"
-    text = repr(float(v)) if e.dtype.is_float else str(v)
+        return "true" if value else "false"
+    text = repr(float(value)) if e.dtype.is_float else str(value)
     return text if e.dtype in (INDEX, DType.F32, DType.BOOL) else f"{text}:{e.dtype.value}"
+
+
+def _infix(e: Expr, outer: int, a: Expr, b: Expr) -> str:
+    sym, prec = _INFIX[e.op]
+    text = f"{expr(a, prec)} {sym} {expr(b, prec + 1)}"
+    return f"({text})" if prec < outer else text
+
+
+def _prefix(e: Expr, outer: int, x: Expr) -> str:
+    text = ("-" if e.op is Op.NEG else "!") + expr(x, 15)
+    return f"({text})" if 14 < outer else text
+
+
+def _vload(e: Expr, outer: int, buf: Buffer, index: Expr, count: Expr | None) -> str:
+    tail = "" if count is None else f" < {expr(count)}"
+    return f"{buf.name}[{expr(index)}:+{e.lanes}{tail}]"
+
+
+def _vbroadcast(e: Expr, outer: int, buf: Buffer, index: Expr, group: int) -> str:
+    return f"{buf.name}[{expr(index)}:+{group}]*{e.lanes // group}"
+
+
+def _typed(e: Expr, outer: int, x: Expr) -> str:
+    return f"{e.op}<{type_name(e.dtype, e.lanes)}>({expr(x)})"
+
+
+def _call(e: Expr, outer: int, fn: str, operands: tuple[Expr, ...]) -> str:
+    return f"{fn}({', '.join(expr(x) for x in operands)})"
+
+
+def _function(e: Expr, outer: int, **fields) -> str:
+    """The op as a function of its expression fields, in order (max, select, fma, dot4, ...)."""
+    args = [x for v in fields.values() for x in (v if isinstance(v, tuple) else (v,))]
+    return f"{e.op}({', '.join(expr(x) for x in args)})"
+
+
+# op -> the function printing it, called with the expression, the precedence around it and
+# the op's fields by name
+EXPRESSIONS: dict[Op, Callable[..., str]] = {
+    Op.CONST: _const,
+    Op.VAR: lambda e, outer, name: name,
+    Op.LOAD: lambda e, outer, buf, index: f"{buf.name}[{expr(index)}]",
+    **{op: _infix for op in _INFIX},
+    Op.NEG: _prefix, Op.NOT: _prefix,
+    Op.VLOAD: _vload,
+    Op.VGATHER: lambda e, outer, buf, base, idx: f"{buf.name}[{expr(base)} + {expr(idx)}]",
+    Op.VBROADCAST: _vbroadcast,
+    Op.BROADCAST: lambda e, outer, x: f"broadcast({expr(x)}, {e.lanes})",
+    Op.CAST: _typed, Op.BITCAST: _typed,
+    Op.CALL: _call,
+    Op.HREDUCE: lambda e, outer, fold, x: f"hreduce.{fold}({expr(x)})",
+    **{op: _function for op in (Op.MAX, Op.MIN, Op.SELECT, Op.FMA, Op.DOT4, Op.DOT4P,
+                                Op.RECENTRE, Op.PAIRDOT, Op.PAIRFOLD, Op.MUL16, Op.NIBBLE,
+                                Op.MULSHIFT)},
+}
 
 
 def expr(e: Expr, outer: int = 0) -> str:
     """`e` as text, parenthesized if its operator binds looser than `outer`."""
-    op, a = e.op, e.args
-    if op == "const":
-        return _const(e)
-    if op == "var":
-        return a[0]
-    if op == "load":
-        return f"{a[0].name}[{expr(a[1])}]"
-    if op in _INFIX:
-        sym, prec = _INFIX[op]
-        text = f"{expr(a[0], prec)} {sym} {expr(a[1], prec + 1)}"
-        return f"({text})" if prec < outer else text
-    if op in ("neg", "not"):
-        text = ("-" if op == "neg" else "!") + expr(a[0], 15)
-        return f"({text})" if 14 < outer else text
-    if op == "vload":
-        tail = "" if a[2] is None else f" < {expr(a[2])}"
-        return f"{a[0].name}[{expr(a[1])}:+{e.lanes}{tail}]"
-    if op == "vgather":
-        return f"{a[0].name}[{expr(a[1])} + {expr(a[2])}]"
-    if op == "vbroadcast":
-        return f"{a[0].name}[{expr(a[1])}:+{a[2]}]*{e.lanes // a[2]}"
-    if op == "broadcast":
-        return f"broadcast({expr(a[0])}, {e.lanes})"
-    if op in ("cast", "bitcast"):
-        return f"{op}<{type_name(e.dtype, e.lanes)}>({expr(a[0])})"
-    if op == "call":
-        return f"{a[0]}({', '.join(expr(x) for x in a[1:])})"
-    if op == "hreduce":
-        return f"hreduce.{a[0]}({expr(a[1])})"
-    if op in ("max", "min"):
-        return f"{op}({expr(a[0])}, {expr(a[1])})"
-    return f"{op}({', '.join(expr(x) for x in a)})"  # select, fma, dot4, mul16
+    return EXPRESSIONS[e.op](e, outer, **e.fields())
 
 
 def _param(p: Buffer | Scalar | Stream) -> str:
@@ -99,7 +128,7 @@ def _param(p: Buffer | Scalar | Stream) -> str:
     if isinstance(p, Stream):
         return f"{p.role} {p.name}: stream<{type_name(p.dtype)}, {p.depth}>"
     shape = f"[{', '.join(map(str, p.shape))}]" if p.sized else "*"
-    space = "" if p.space == "global" else f" {p.space}"
+    space = "" if p.space is Space.GLOBAL else f" {p.space}"
     return f"{p.role} {p.name}: {type_name(p.dtype)}{shape}{space}"
 
 
@@ -107,7 +136,7 @@ def _stmts(stmts: list, ind: str) -> list[str]:
     out: list[str] = []
     for s in stmts:
         if isinstance(s, Loop):
-            kind = "" if s.kind == "serial" else f" {s.kind}"
+            kind = "" if s.kind is LoopKind.SERIAL else f" {s.kind}"
             kind += f" unroll {s.unroll}" if s.unroll > 1 else ""
             kind += f" ii {s.ii}" if s.ii else ""
             out += [f"{ind}for {s.var} < {expr(s.extent)}{kind} {{",

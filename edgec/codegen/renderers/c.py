@@ -3,7 +3,9 @@
 It is a set of tables (C type names, operator spellings, math functions per float type, and
 per vector ISA the intrinsics of each vector operation) and a small recursive printer; the
 CUDA and HLS renderers of later targets override a few entries of the same tables.
-Expressions print with the fewest parentheses C precedence allows.
+`expressions` (scalars) and `vector_expressions` map each kernel-IR `Op` to the method that
+prints it, called with the expression and its fields by name; `statements` maps statement
+types. Expressions print with the fewest parentheses C precedence allows.
 
 Vectors are printed with the ISA's intrinsics (`VECTOR_ISAS`); a target without one builds
 its kernels with 1-lane vectors, which are plain scalars. A top-level parallel loop is
@@ -16,6 +18,7 @@ The vector ISAs' tables (intrinsics, and how int8 dot products are formed) are i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -31,10 +34,13 @@ from ...kernel_ir.kernel import (
     Kernel,
     Local,
     Loop,
+    LoopKind,
+    Op,
     Pop,
     Prefetch,
     Ptr,
     Push,
+    Role,
     Scalar,
     Store,
     Stream,
@@ -52,11 +58,11 @@ C_TYPES = {
 
 # (C spelling, precedence): higher binds tighter.
 INFIX = {
-    "mul": ("*", 13), "div": ("/", 13), "mod": ("%", 13), "add": ("+", 12), "sub": ("-", 12),
-    "shl": ("<<", 11), "shr": (">>", 11),
-    "lt": ("<", 10), "le": ("<=", 10), "gt": (">", 10), "ge": (">=", 10),
-    "eq": ("==", 9), "ne": ("!=", 9), "bitand": ("&", 8), "bitxor": ("^", 7), "bitor": ("|", 6),
-    "and": ("&&", 5), "or": ("||", 4),
+    Op.MUL: ("*", 13), Op.DIV: ("/", 13), Op.MOD: ("%", 13), Op.ADD: ("+", 12),
+    Op.SUB: ("-", 12), Op.SHL: ("<<", 11), Op.SHR: (">>", 11),
+    Op.LT: ("<", 10), Op.LE: ("<=", 10), Op.GT: (">", 10), Op.GE: (">=", 10),
+    Op.EQ: ("==", 9), Op.NE: ("!=", 9), Op.BITAND: ("&", 8), Op.BITXOR: ("^", 7),
+    Op.BITOR: ("|", 6), Op.AND: ("&&", 5), Op.OR: ("||", 4),
 }
 
 # Math functions by C float type; `None` marks functions spelled as expressions below.
@@ -118,8 +124,8 @@ class CRenderer:
                                              self.isa.lanes(e.dtype) != e.lanes):
             return self._word(e)
         self._vector_check(e.dtype, e.lanes)
-        name = self.vector_expressions.get(e.op)
-        text = getattr(self, name)(e, *e.args) if name else None
+        fn = self.vector_expressions.get(e.op)
+        text = fn(self, e, **e.fields()) if fn else None
         if text is None:
             raise ValueError(f"C renderer: no vector form of kernel-IR op {e.op}")
         return text
@@ -144,9 +150,9 @@ class CRenderer:
             return None
         return self.vop("broadcast4", e.dtype, p=self.pointer(buf, index))
 
-    def _v_mul16(self, e: Expr, x: Expr, y: Expr) -> str:
+    def _v_mul16(self, e: Expr, a: Expr, b: Expr) -> str:
         op = "mul16" if ("mul16", DType.I32) in self.isa.ops else "mul"
-        return self.vop(op, DType.I32, a=self.expr(x), b=self.expr(y))
+        return self.vop(op, DType.I32, a=self.expr(a), b=self.expr(b))
 
     def _v_nibble(self, e: Expr, x: Expr, k: Expr) -> str:
         return self.vop("nibble_hi" if k.value else "nibble_lo", DType.I8, a=self.expr(x))
@@ -154,90 +160,89 @@ class CRenderer:
     def _v_recentre(self, e: Expr, x: Expr) -> str:
         return self.vop("recentre", DType.U8, a=self.expr(x))
 
-    def _v_mulshift(self, e: Expr, x: Expr, m: Expr, sh: Expr) -> str:
-        return self.vop("mulshift", DType.I32, a=self.expr(x), b=self.expr(m), c=self.expr(sh))
+    def _v_mulshift(self, e: Expr, x: Expr, m: Expr, s: Expr) -> str:
+        return self.vop("mulshift", DType.I32, a=self.expr(x), b=self.expr(m), c=self.expr(s))
 
-    def _v_dot4(self, e: Expr, acc: Expr, x: Expr, y: Expr) -> str:
+    def _v_dot4(self, e: Expr, acc: Expr, a: Expr, b: Expr) -> str:
         # dot4p (weight pairs that fit int16) has its own form only where it is cheaper
-        op = e.op if (e.op, x.dtype) in self.isa.ops else "dot4"
-        return self.vop(op, x.dtype, c=self.expr(acc), a=self.expr(x), b=self.expr(y))
+        op = e.op if (e.op, a.dtype) in self.isa.ops else Op.DOT4
+        return self.vop(op, a.dtype, c=self.expr(acc), a=self.expr(a), b=self.expr(b))
 
-    def _v_pairdot(self, e: Expr, acc: Expr, half: Expr, *ab: Expr) -> str:
-        return self.vop("pairdot", DType.I8, c=self.expr(acc), n=len(ab) // 2,
-                        h=("lo", "hi")[half.value], a=", ".join(self.expr(x) for x in ab))
+    def _v_pairdot(self, e: Expr, acc: Expr, half: Expr, pairs: tuple[Expr, ...]) -> str:
+        return self.vop("pairdot", DType.I8, c=self.expr(acc), n=len(pairs) // 2,
+                        h=("lo", "hi")[half.value], a=", ".join(self.expr(x) for x in pairs))
 
     def _v_pairfold(self, e: Expr, lo: Expr, hi: Expr) -> str:
         return self.vop("pairfold", DType.I32, a=self.expr(lo), b=self.expr(hi))
 
     def _v_cast(self, e: Expr, x: Expr) -> str:
-        if (x.op == "vload" and x.args[2] is None and x.dtype.itemsize in (1, 2)
+        if (x.op is Op.VLOAD and x.field("count") is None and x.dtype.itemsize in (1, 2)
                 and e.dtype is DType.I32):  # L bytes or halfwords widened to L int32 lanes
-            return self.vop("load_widen", x.dtype, p=self.pointer(x.args[0], x.args[1]))
-        if (e.dtype is DType.I32 and x.op == "call" and x.args[0] == "round"
+            return self.vop("load_widen", x.dtype,
+                            p=self.pointer(x.field("buf"), x.field("index")))
+        if (e.dtype is DType.I32 and x.op is Op.CALL and x.field("fn") == "round"
                 and ("round_to_i32", DType.F32) in self.isa.ops):
             # rounded to nearest even and converted in one instruction
-            return self.vop("round_to_i32", DType.F32, a=self.expr(x.args[1]))
+            return self.vop("round_to_i32", DType.F32, a=self.expr(x.field("operands")[0]))
         return self.vop(f"to_{e.dtype.name.lower()}", x.dtype, a=self.expr(x))
 
-    def _v_math(self, e: Expr, fn: str, *args: Expr) -> str | None:
+    def _v_math(self, e: Expr, fn: str, operands: tuple[Expr, ...]) -> str | None:
         if fn not in ("round", "exp", "tanh", "abs"):
             return None
-        return self.vop(fn, e.dtype, a=self.expr(args[0]))
+        return self.vop(fn, e.dtype, a=self.expr(operands[0]))
 
     def _v_neg(self, e: Expr, x: Expr) -> str:
         return self.vop("neg", e.dtype, a=self.expr(x))
 
-    def _v_fma(self, e: Expr, x: Expr, y: Expr, z: Expr) -> str:
-        return self.vop("fma", e.dtype, a=self.expr(x), b=self.expr(y), c=self.expr(z))
+    def _v_fma(self, e: Expr, a: Expr, b: Expr, c: Expr) -> str:
+        return self.vop("fma", e.dtype, a=self.expr(a), b=self.expr(b), c=self.expr(c))
 
-    def _v_binary(self, e: Expr, x: Expr, y: Expr) -> str:
-        return self.vop(e.op, e.dtype, a=self.expr(x), b=self.expr(y))
+    def _v_binary(self, e: Expr, a: Expr, b: Expr) -> str:
+        return self.vop(e.op, e.dtype, a=self.expr(a), b=self.expr(b))
 
-    def _v_select(self, e: Expr, c: Expr, x: Expr, y: Expr) -> str | None:
-        if c.op not in CMP_PREDICATES or c.args[0].lanes == 1:
+    def _v_select(self, e: Expr, cond: Expr, a: Expr, b: Expr) -> str | None:
+        if cond.op not in CMP_PREDICATES or cond.field("a").lanes == 1:
             return None
-        lhs, rhs = c.args
-        return self.vop("select_cmp", e.dtype, a=self.expr(lhs), b=self.expr(rhs),
-                        pred=(self.isa.predicates or CMP_PREDICATES)[c.op],
-                        x=self.expr(x), y=self.expr(y))
+        return self.vop("select_cmp", e.dtype, a=self.expr(cond.field("a")),
+                        b=self.expr(cond.field("b")),
+                        pred=(self.isa.predicates or CMP_PREDICATES)[cond.op],
+                        x=self.expr(a), y=self.expr(b))
 
-    # vector kernel-IR ops -> the method printing them with the ISA's intrinsics
-    vector_expressions = {"var": "_v_var", "vload": "_v_load", "broadcast": "_v_broadcast",
-                          "vbroadcast": "_v_broadcast_group", "dot4": "_v_dot4",
-                          "dot4p": "_v_dot4",
-                          "vgather": "_v_gather",
-                          "mul16": "_v_mul16", "nibble": "_v_nibble", "cast": "_v_cast",
-                          "recentre": "_v_recentre", "pairdot": "_v_pairdot",
-                          "pairfold": "_v_pairfold",
-                          "mulshift": "_v_mulshift",
-                          "call": "_v_math",
-                          "neg": "_v_neg",
-                          "fma": "_v_fma", "add": "_v_binary", "sub": "_v_binary",
-                          "mul": "_v_binary", "div": "_v_binary", "max": "_v_binary",
-                          "min": "_v_binary", "select": "_v_select"}
+    # vector kernel-IR ops -> the method printing them with the ISA's intrinsics, called
+    # with the expression and its fields by name (a vector op missing here has no vector form)
+    vector_expressions: dict[Op, Callable[..., str | None]] = {
+        Op.VAR: _v_var, Op.VLOAD: _v_load, Op.BROADCAST: _v_broadcast,
+        Op.VBROADCAST: _v_broadcast_group, Op.DOT4: _v_dot4, Op.DOT4P: _v_dot4,
+        Op.VGATHER: _v_gather, Op.MUL16: _v_mul16, Op.NIBBLE: _v_nibble, Op.CAST: _v_cast,
+        Op.RECENTRE: _v_recentre, Op.PAIRDOT: _v_pairdot, Op.PAIRFOLD: _v_pairfold,
+        Op.MULSHIFT: _v_mulshift, Op.CALL: _v_math, Op.NEG: _v_neg, Op.FMA: _v_fma,
+        **dict.fromkeys((Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MAX, Op.MIN), _v_binary),
+        Op.SELECT: _v_select}
 
     def _word(self, e: Expr) -> str:
         """A 4-lane 8-bit vector as a uint32_t, lane k in bits 8k..8k+7."""
-        if e.op == "var":
-            return e.args[0]
-        if e.op == "vload" and e.args[2] is None:
-            p = self.pointer(e.args[0], e.args[1])
-            p = p if e.args[1].is_const and e.args[1].value == 0 else f"({p})"
+        if e.op is Op.VAR:
+            return e.field("name")
+        if e.op is Op.VLOAD and e.field("count") is None:
+            index = e.field("index")
+            p = self.pointer(e.field("buf"), index)
+            p = p if index.is_const and index.value == 0 else f"({p})"
             return " | ".join(f"(uint32_t)(uint8_t){p}[{k}]" + (f" << {8 * k}" if k else "")
                               for k in range(4))
-        if e.op == "nibble":  # the four bytes' fields at once, as the vector ISAs do
-            w = self.expr(e.args[0], 11)
-            return f"({w} << 4 & 0xf0f0f0f0u)" if e.args[1].value == 0 else \
+        if e.op is Op.NIBBLE:  # the four bytes' fields at once, as the vector ISAs do
+            w = self.expr(e.field("x"), 11)
+            return f"({w} << 4 & 0xf0f0f0f0u)" if e.field("k").value == 0 else \
                 f"({w} & 0xf0f0f0f0u)"
-        if e.op == "recentre":
-            return f"({self.expr(e.args[0], 7)} ^ 0x80808080u)"
+        if e.op is Op.RECENTRE:
+            return f"({self.expr(e.field('x'), 7)} ^ 0x80808080u)"
         raise ValueError(f"C renderer: no scalar form of a 4-lane {e.dtype} {e.op}")
 
     def _byte(self, e: Expr, k: int) -> str:
         """Lane k of a 4-lane 8-bit vector as an int32_t."""
-        if e.op == "vload" and e.args[2] is None:
-            p = self.pointer(e.args[0], e.args[1])
-            bare = e.args[1].is_const and e.args[1].value == 0
+        if e.op is Op.VLOAD and e.field("count") is None:
+            index = e.field("index")
+            p = self.pointer(e.field("buf"), index)
+            bare = index.is_const and index.value == 0
             return f"(int32_t){p if bare else f'({p})'}[{k}]"
         w = self.expr(e, 11)
         byte = f"({w} >> {8 * k} & 0xff)" if k else f"({w} & 0xff)"
@@ -285,42 +290,40 @@ class CRenderer:
         vector, `vector_expressions`)."""
         if e.lanes > 1:
             return self._vector(e), 16
-        if e.op in self.infix:
-            return self._infix(e)
-        name = self.expressions.get(e.op)
-        if name is None:
-            raise ValueError(f"C renderer: unknown kernel-IR op {e.op}")
-        return getattr(self, name)(e, *e.args)
+        fn = self.expressions.get(e.op)
+        if fn is None:
+            raise ValueError(f"C renderer: no scalar form of kernel-IR op {e.op}")
+        return fn(self, e, **e.fields())
 
-    def _infix(self, e: Expr) -> tuple[str, int]:
-        op, a = e.op, e.args
+    def _infix(self, e: Expr, a: Expr, b: Expr) -> tuple[str, int]:
+        op = e.op
         sym, prec = self.infix[op]
-        if op == "mod" and a[0].dtype.is_float:
-            fmod = self.math_fn("fmod", a[0].dtype)
-            return f"{fmod}({self.expr(a[0])}, {self.expr(a[1])})", 16
+        if op is Op.MOD and a.dtype.is_float:
+            fmod = self.math_fn("fmod", a.dtype)
+            return f"{fmod}({self.expr(a)}, {self.expr(b)})", 16
         # gcc's -Wparentheses wants (a && b) || c, (a < b) == (c < d) and (a + b) >> c
         # spelled out
-        left = 6 if op == "or" else 11 if op in ("eq", "ne") else 13 if op in ("shl", "shr") \
-            else prec
-        return f"{self.expr(a[0], left)} {sym} {self.expr(a[1], max(left, prec + 1))}", prec
+        left = 6 if op is Op.OR else 11 if op in (Op.EQ, Op.NE) else \
+            13 if op in (Op.SHL, Op.SHR) else prec
+        return f"{self.expr(a, left)} {sym} {self.expr(b, max(left, prec + 1))}", prec
 
-    def _hreduce(self, e: Expr, op: str, v: Expr) -> tuple[str, int]:
-        return self.vop(f"hreduce_{op}", e.dtype, a=self.expr(v)), 16
+    def _hreduce(self, e: Expr, fold: Op, x: Expr) -> tuple[str, int]:
+        return self.vop(f"hreduce_{fold}", e.dtype, a=self.expr(x)), 16
 
-    def _dot4(self, e: Expr, acc: Expr, x: Expr, y: Expr) -> tuple[str, int]:
+    def _dot4(self, e: Expr, acc: Expr, a: Expr, b: Expr) -> tuple[str, int]:
         # one int32 lane: the 4 byte products written out
-        terms = " + ".join(f"{self._byte(x, k)} * {self._byte(y, k)}" for k in range(4))
+        terms = " + ".join(f"{self._byte(a, k)} * {self._byte(b, k)}" for k in range(4))
         return f"{self.expr(acc, 12)} + {terms}", 12
 
-    def _mul16(self, e: Expr, x: Expr, y: Expr) -> tuple[str, int]:
-        return f"{self.expr(x, 13)} * {self.expr(y, 14)}", 13
+    def _mul16(self, e: Expr, a: Expr, b: Expr) -> tuple[str, int]:
+        return f"{self.expr(a, 13)} * {self.expr(b, 14)}", 13
 
-    def _mulshift(self, e: Expr, x: Expr, m: Expr, sh: Expr) -> tuple[str, int]:
-        return f"edgec_mulshift({self.expr(x)}, {self.expr(m)}, {self.expr(sh)})", 16
+    def _mulshift(self, e: Expr, x: Expr, m: Expr, s: Expr) -> tuple[str, int]:
+        return f"edgec_mulshift({self.expr(x)}, {self.expr(m)}, {self.expr(s)})", 16
 
-    def _fma(self, e: Expr, *operands: Expr) -> tuple[str, int]:
+    def _fma(self, e: Expr, a: Expr, b: Expr, c: Expr) -> tuple[str, int]:
         fn = "fma" if e.dtype is DType.F64 else "fmaf"
-        return f"{fn}({', '.join(self.expr(t) for t in operands)})", 16
+        return f"{fn}({', '.join(self.expr(t) for t in (a, b, c))})", 16
 
     def _const(self, e: Expr, value) -> tuple[str, int]:
         text = self.literal(value, e.dtype)
@@ -332,11 +335,11 @@ class CRenderer:
     def _load(self, e: Expr, buf: Buffer, index: Expr) -> tuple[str, int]:
         return f"{buf.name}[{self.expr(index)}]", 16
 
-    def _minmax(self, e: Expr, x: Expr, y: Expr) -> tuple[str, int]:
+    def _minmax(self, e: Expr, a: Expr, b: Expr) -> tuple[str, int]:
         if e.dtype.is_float:
-            return f"{self.math_fn(e.op, e.dtype)}({self.expr(x)}, {self.expr(y)})", 16
-        cmp = ">" if e.op == "max" else "<"
-        xs, ys = self.expr(x, 11), self.expr(y, 11)  # operands of the comparison
+            return f"{self.math_fn(e.op, e.dtype)}({self.expr(a)}, {self.expr(b)})", 16
+        cmp = ">" if e.op is Op.MAX else "<"
+        xs, ys = self.expr(a, 11), self.expr(b, 11)  # operands of the comparison
         return f"{xs} {cmp} {ys} ? {xs} : {ys}", 3
 
     def _neg(self, e: Expr, x: Expr) -> tuple[str, int]:
@@ -345,8 +348,8 @@ class CRenderer:
     def _not(self, e: Expr, x: Expr) -> tuple[str, int]:
         return f"!{self.expr(x, 14)}", 14
 
-    def _select(self, e: Expr, c: Expr, x: Expr, y: Expr) -> tuple[str, int]:
-        return f"{self.expr(c, 4)} ? {self.expr(x, 4)} : {self.expr(y, 3)}", 3
+    def _select(self, e: Expr, cond: Expr, a: Expr, b: Expr) -> tuple[str, int]:
+        return f"{self.expr(cond, 4)} ? {self.expr(a, 4)} : {self.expr(b, 3)}", 3
 
     def _cast(self, e: Expr, x: Expr) -> tuple[str, int]:
         return f"({self.type(e.dtype)}){self.expr(x, 14)}", 14
@@ -356,16 +359,17 @@ class CRenderer:
         members = f"{self.type(x.dtype)} from; {self.type(e.dtype)} to;"
         return f"((union {{ {members} }}){{ .from = {self.expr(x)} }}).to", 16
 
-    def _math(self, e: Expr, fn: str, *args: Expr) -> tuple[str, int]:
-        return self._call(fn, e, args), 16
+    def _math(self, e: Expr, fn: str, operands: tuple[Expr, ...]) -> tuple[str, int]:
+        return self._call(fn, e, operands), 16
 
-    # scalar kernel-IR ops (infix operators aside) -> the method printing them
-    expressions = {"hreduce": "_hreduce", "dot4": "_dot4", "mul16": "_mul16", "fma": "_fma",
-                   "dot4p": "_dot4", "mulshift": "_mulshift",
-                   "const": "_const",
-                   "var": "_var", "load": "_load", "max": "_minmax", "min": "_minmax",
-                   "neg": "_neg", "not": "_not", "select": "_select", "cast": "_cast",
-                   "bitcast": "_bitcast", "call": "_math"}
+    # scalar kernel-IR ops -> the method printing them, called with the expression and its
+    # fields by name (a scalar op missing here has no scalar form)
+    expressions: dict[Op, Callable[..., tuple[str, int]]] = {
+        **dict.fromkeys(INFIX, _infix),
+        Op.HREDUCE: _hreduce, Op.DOT4: _dot4, Op.DOT4P: _dot4, Op.MUL16: _mul16, Op.FMA: _fma,
+        Op.MULSHIFT: _mulshift, Op.CONST: _const, Op.VAR: _var, Op.LOAD: _load,
+        Op.MAX: _minmax, Op.MIN: _minmax, Op.NEG: _neg, Op.NOT: _not, Op.SELECT: _select,
+        Op.CAST: _cast, Op.BITCAST: _bitcast, Op.CALL: _math}
 
     def _call(self, fn: str, e: Expr, args) -> str:
         dtype = args[0].dtype
@@ -385,18 +389,18 @@ class CRenderer:
         """The lines of `body`, each statement by the entry of its type in `statements`."""
         out: list[str] = []
         for s in body:
-            name = self.statements.get(type(s))
-            if name is None:
+            fn = self.statements.get(type(s))
+            if fn is None:
                 raise ValueError(f"C renderer: unknown statement {type(s).__name__}")
-            out += getattr(self, name)(s, indent)
+            out += fn(self, s, indent)
         return out
 
     def _loop(self, s: Loop, indent: str) -> list[str]:
         v, n = s.var, self.expr(s.extent, 11)  # the right operand of <
         out = []
-        if s.kind in ("grid", "block", "pipeline"):  # the binding, for the reader
+        if s.kind in (LoopKind.GRID, LoopKind.BLOCK, LoopKind.PIPELINE):  # for the reader
             out.append(f"{indent}/* {s.kind}{f' II={s.ii}' if s.ii else ''} */")
-        if s.kind == "unroll" or s.unroll > 1:
+        if s.kind is LoopKind.UNROLL or s.unroll > 1:
             out.append(f"{indent}_Pragma(\"GCC unroll {s.unroll or 64}\")")
         return out + [f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{",
                       *self.stmts(s.body, indent + "    "), f"{indent}}}"]
@@ -409,7 +413,7 @@ class CRenderer:
 
     def _store(self, s: Store, indent: str) -> list[str]:
         if _narrowing(s, self.isa):  # int32 lanes stored as bytes (a full vector: count=lanes)
-            p, v = self.pointer(s.buf, s.index), self.expr(s.value.args[0])
+            p, v = self.pointer(s.buf, s.index), self.expr(s.value.field("x"))
             n = self.expr(s.count) if s.count is not None else str(s.value.lanes)
             return [f"{indent}{self.vop('store_narrow_n', s.buf.dtype, p=p, v=v, n=n)};"]
         if s.value.lanes > 1:
@@ -451,16 +455,17 @@ class CRenderer:
 
     # kernel-IR statement types -> the method printing them (the CUDA and HLS renderers of
     # later targets override entries: shared arrays, barriers, loop bindings, streams)
-    statements = {Loop: "_loop", Local: "_local", Assign: "_assign", Store: "_store",
-                  Prefetch: "_prefetch", Call: "_call_stmt", Alloc: "_alloc", Push: "_push",
-                  Pop: "_pop", If: "_if", _Verbatim: "_verbatim"}
+    statements: dict[type, Callable[..., list[str]]] = {
+        Loop: _loop, Local: _local, Assign: _assign, Store: _store, Prefetch: _prefetch,
+        Call: _call_stmt, Alloc: _alloc, Push: _push, Pop: _pop, If: _if,
+        _Verbatim: _verbatim}
 
     def param(self, b: Buffer | Scalar | Stream, restrict: bool = True) -> str:
         if isinstance(b, Scalar):
             return f"{self.type(b.dtype)} {b.name}"
         if isinstance(b, Stream):
             return f"edgec_stream *{b.name}"
-        const = "const " if b.role in ("in", "const") else ""
+        const = "const " if b.role in (Role.IN, Role.CONST) else ""
         qual = f"{self.restrict} " if restrict else ""
         return f"{const}{self.type(b.dtype)} *{qual}{b.name}"
 
@@ -475,7 +480,7 @@ class CRenderer:
         k = split_barriers(k)
         lines: list[str] = []
         body = k.body
-        if any(isinstance(s, Loop) and s.kind == "parallel" for s in body):
+        if any(isinstance(s, Loop) and s.kind is LoopKind.PARALLEL for s in body):
             body = self._outline(k, lines)
         if k.doc:
             lines.append("/* " + c_comment(k.doc) + " */")
@@ -496,7 +501,7 @@ class CRenderer:
         tasks would not carry the attribute). The second is `k.fallback` where it has one."""
         fast = CRenderer(d.isa)
         base = k.fallback or k
-        if any(isinstance(s, Loop) and s.kind == "parallel" for s in k.body) or \
+        if any(isinstance(s, Loop) and s.kind is LoopKind.PARALLEL for s in k.body) or \
                 fast.stmts(k.body, "") == self.stmts(base.body, ""):
             return None
         fast.function_prefix = f"{d.attribute} {self.function_prefix}"
@@ -537,8 +542,8 @@ def _narrowing(s: Store, isa: VectorISA | None = None) -> bool:
     """A vector store of int32 lanes into a byte buffer (the cast the builder added); 4 such
     lanes are a 32-bit word only without a 4-lane int32 vector (NEON has one)."""
     v = s.value
-    return (v.lanes > 1 and v.op == "cast" and s.buf.dtype.itemsize == 1
-            and v.args[0].dtype is DType.I32 and (not _is_word(v.dtype, v.lanes) or (
+    return (v.lanes > 1 and v.op is Op.CAST and s.buf.dtype.itemsize == 1
+            and v.field("x").dtype is DType.I32 and (not _is_word(v.dtype, v.lanes) or (
                 isa is not None and isa.lanes(DType.I32) == v.lanes)))
 
 

@@ -27,6 +27,7 @@ from ...kernel_ir.kernel import (
     Buffer,
     Kernel,
     Loop,
+    LoopKind,
 )
 from ...kernel_ir.passes import ParallelFor, outline_parallel, split_barriers
 from ...targets.target import Target
@@ -133,7 +134,7 @@ class LLVMRenderer:
         fn.attributes.add("nounwind")
         env = self._bind(fn, k.params)
         k = split_barriers(k)  # a block with barriers runs phase by phase, as in C
-        body = self._outline(k) if any(isinstance(s, Loop) and s.kind == "parallel"
+        body = self._outline(k) if any(isinstance(s, Loop) and s.kind is LoopKind.PARALLEL
                                        for s in k.body) else k.body
         fb = _FunctionBuilder(self, fn, env)
         fb.stmts(body)
@@ -168,7 +169,7 @@ class LLVMRenderer:
             env = self._bind(inner, k.params)
             fb = _FunctionBuilder(self, inner, env)
             first, end = inner.args[-2:]
-            fb.loop(t.loop.var, end, t.loop.body, "serial", start=first)
+            fb.loop(t.loop.var, end, t.loop.body, LoopKind.SERIAL, start=first)
             fb.b.ret_void()
 
             task = ir.Function(self.module, ir.FunctionType(VOID, [PTR, I64, I64]), t.name)

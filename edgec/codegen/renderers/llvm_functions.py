@@ -1,10 +1,12 @@
 """The LLVM renderer's function bodies: kernel-IR statements and expressions emitted into an
-LLVM function (`_FunctionBuilder`), with the type and operation tables they use. The module,
+LLVM function (`_FunctionBuilder`, whose `expressions` maps each kernel-IR `Op` to the function
+emitting it), with the type and operation tables they use. The module,
 the kernels' functions, outlining and compilation are in llvm.py, whose doc gives the
 semantics."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,6 +16,7 @@ import numpy as np
 from ...ir.dtypes import SUB_BYTE, DType
 from ...kernel_ir import mathlib
 from ...kernel_ir.kernel import (
+    BINARY,
     Alloc,
     Assign,
     Buffer,
@@ -22,6 +25,8 @@ from ...kernel_ir.kernel import (
     If,
     Local,
     Loop,
+    LoopKind,
+    Op,
     Pop,
     Prefetch,
     Ptr,
@@ -48,12 +53,15 @@ UNSIGNED = (DType.U8, DType.U16, DType.U32, DType.U64, DType.BOOL, DType.U4, DTy
 BITS = {DType.I8: 8, DType.I16: 16, DType.I32: 32, DType.I64: 64, DType.U8: 8, DType.U16: 16,
         DType.U32: 32, DType.U64: 64, DType.BOOL: 1, DType.INDEX: 64} | {t: 8 for t in SUB_BYTE}
 
-FLOAT_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "mod": "frem"}
-INT_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "bitand": "and_", "bitor": "or_",
-              "bitxor": "xor", "shl": "shl"}
+# kernel-IR op -> the llvmlite IRBuilder method emitting its instruction
+_B = ir.IRBuilder
+FLOAT_BINARY = {Op.ADD: _B.fadd, Op.SUB: _B.fsub, Op.MUL: _B.fmul, Op.DIV: _B.fdiv,
+                Op.MOD: _B.frem}
+INT_BINARY = {Op.ADD: _B.add, Op.SUB: _B.sub, Op.MUL: _B.mul, Op.BITAND: _B.and_,
+              Op.BITOR: _B.or_, Op.BITXOR: _B.xor, Op.SHL: _B.shl}
 # (signed, unsigned) integer instructions
-INT_SIGNED = {"div": ("sdiv", "udiv"), "mod": ("srem", "urem"), "shr": ("ashr", "lshr")}
-CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+INT_SIGNED = {Op.DIV: (_B.sdiv, _B.udiv), Op.MOD: (_B.srem, _B.urem), Op.SHR: (_B.ashr, _B.lshr)}
+CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 
 # math functions that are exact LLVM intrinsics (they lower to the instruction or the libm
 # call C makes); the others are libm calls by name, F32 with the "f" suffix
@@ -100,8 +108,8 @@ def _constant(value, dtype: DType) -> ir.Constant:
 
 def _faults(e: Expr) -> bool:
     """Whether evaluating `e` may touch memory or trap (so C's lazy operators must guard it)."""
-    if e.op in ("load", "vload", "vgather") or (e.op in ("div", "mod") and
-                                                 not e.dtype.is_float):
+    if e.op in (Op.LOAD, Op.VLOAD, Op.VGATHER) or (e.op in (Op.DIV, Op.MOD) and
+                                                   not e.dtype.is_float):
         return True
     return any(isinstance(a, Expr) and _faults(a) for a in e.args)
 
@@ -133,72 +141,94 @@ class _FunctionBuilder:
 
     # -- expressions -------------------------------------------------------------------
     def expr(self, e: Expr) -> ir.Value:
-        op, a, b = e.op, e.args, self.b
-        if op == "const":
-            return _constant(a[0], e.dtype)
-        if op == "var":
-            v = self.env[a[0]]
-            return b.load(v.ptr, typ=v.type) if isinstance(v, _Slot) else v
-        if op == "load":
-            return self.load(a[0], a[1], 1)
-        if op == "vload":
-            return self.load(a[0], a[1], e.lanes, a[2])
-        if op == "broadcast":
-            return self.splat(self.expr(a[0]), e.lanes)
-        if op == "vgather":  # lane by lane (LLVM may make it one gather instruction)
-            return self.gather(e)
-        if op == "vbroadcast":  # a group of 4 bytes repeated: one 32-bit load, splat
-            word = b.load(self.pointer(a[0], a[1]), typ=I32, align=1)
-            return b.bitcast(self.splat(word, e.lanes // a[2]), mem_type(e.dtype, e.lanes))
-        if op in ("dot4", "dot4p"):
-            return self.dot4(e)
-        if op in ("pairdot", "pairfold"):
-            return self.pairs(e)
-        if op == "mul16":  # the product, exact in 32 bits; LLVM picks the instruction
-            return b.mul(self.expr(a[0]), self.expr(a[1]))
-        if op == "nibble":  # v << 4 or v & 0xF0, byte by byte
-            v = self.expr(a[0])
-            f = b.shl if a[1].value == 0 else b.and_
-            return f(v, self.splat(ir.Constant(I8, 4 if a[1].value == 0 else -16), e.lanes))
-        if op == "recentre":  # a ^ 0x80, byte by byte (LLVM's i8 has no sign)
-            return b.xor(self.expr(a[0]), self.splat(ir.Constant(I8, -128), e.lanes))
-        if op == "mulshift":
-            return self.mulshift(e)
-        if op == "fma":
-            args = [self.expr(x) for x in a]
-            return b.call(self.r.intrinsic("fma", args[0].type), args)
-        if op == "hreduce":
-            return self.hreduce(a[0], a[1])
-        if op in ("and", "or") and e.lanes == 1 and _faults(a[1]):
-            return self.lazy_logic(op, a[0], a[1])
-        if op in ("and", "or"):
-            x, y = self.expr(a[0]), self.expr(a[1])
-            return b.and_(x, y) if op == "and" else b.or_(x, y)
-        if op in CMP or op in FLOAT_BINARY or op in INT_BINARY or op in INT_SIGNED or \
-                op in ("max", "min"):
-            return self.binary(op, a[0].dtype, self.expr(a[0]), self.expr(a[1]), e.lanes)
-        if op == "neg":
-            x = self.expr(a[0])
-            return b.fneg(x) if e.dtype.is_float else b.sub(ir.Constant(x.type, None), x)
-        if op == "not":
-            x = self.expr(a[0])
-            if e.dtype is DType.BOOL:
-                return b.not_(x)
-            return self.convert(self.is_zero(x, e.dtype), DType.BOOL, e.dtype, e.lanes)
-        if op == "select":
-            return self.select(e)
-        if op == "cast":
-            return self.convert(self.expr(a[0]), a[0].dtype, e.dtype, e.lanes)
-        if op == "bitcast":  # through the bytes in memory, as C's union does (bool: a byte)
-            x = self.expr(a[0])
-            if a[0].dtype is DType.BOOL:
-                x = b.zext(x, mem_type(DType.BOOL, e.lanes))
-            x = b.bitcast(x, mem_type(e.dtype, e.lanes))
-            return b.icmp_unsigned("!=", x, ir.Constant(x.type, None)) \
-                if e.dtype is DType.BOOL else x
-        if op == "call":
-            return self.math(a[0], e, a[1:])
-        raise ValueError(f"LLVM renderer: unknown kernel-IR op {op}")
+        """`e`'s value, by the entry of its op in `expressions`."""
+        return self.expressions[e.op](self, e)
+
+    def _var(self, e: Expr) -> ir.Value:
+        v = self.env[e.field("name")]
+        return self.b.load(v.ptr, typ=v.type) if isinstance(v, _Slot) else v
+
+    def _vbroadcast(self, e: Expr) -> ir.Value:
+        """A group of 4 bytes repeated: one 32-bit load, splat."""
+        word = self.b.load(self.pointer(e.field("buf"), e.field("index")), typ=I32, align=1)
+        return self.b.bitcast(self.splat(word, e.lanes // e.field("group")),
+                              mem_type(e.dtype, e.lanes))
+
+    def _nibble(self, e: Expr) -> ir.Value:
+        """v << 4 or v & 0xF0, byte by byte."""
+        v, k = self.expr(e.field("x")), e.field("k").value
+        f = self.b.shl if k == 0 else self.b.and_
+        return f(v, self.splat(ir.Constant(I8, 4 if k == 0 else -16), e.lanes))
+
+    def _fma(self, e: Expr) -> ir.Value:
+        args = [self.expr(e.field(n)) for n in ("a", "b", "c")]
+        return self.b.call(self.r.intrinsic("fma", args[0].type), args)
+
+    def _logic(self, e: Expr) -> ir.Value:
+        a, b = e.field("a"), e.field("b")
+        if e.lanes == 1 and _faults(b):
+            return self.lazy_logic(e.op, a, b)
+        x, y = self.expr(a), self.expr(b)
+        return self.b.and_(x, y) if e.op is Op.AND else self.b.or_(x, y)
+
+    def _binary(self, e: Expr) -> ir.Value:
+        a, b = e.field("a"), e.field("b")
+        return self.binary(e.op, a.dtype, self.expr(a), self.expr(b), e.lanes)
+
+    def _neg(self, e: Expr) -> ir.Value:
+        x = self.expr(e.field("x"))
+        return self.b.fneg(x) if e.dtype.is_float else self.b.sub(ir.Constant(x.type, None), x)
+
+    def _not(self, e: Expr) -> ir.Value:
+        x = self.expr(e.field("x"))
+        if e.dtype is DType.BOOL:
+            return self.b.not_(x)
+        return self.convert(self.is_zero(x, e.dtype), DType.BOOL, e.dtype, e.lanes)
+
+    def _bitcast(self, e: Expr) -> ir.Value:
+        """Through the bytes in memory, as C's union does (bool: a byte)."""
+        b, src = self.b, e.field("x")
+        x = self.expr(src)
+        if src.dtype is DType.BOOL:
+            x = b.zext(x, mem_type(DType.BOOL, e.lanes))
+        x = b.bitcast(x, mem_type(e.dtype, e.lanes))
+        return b.icmp_unsigned("!=", x, ir.Constant(x.type, None)) \
+            if e.dtype is DType.BOOL else x
+
+    # op -> the function emitting it, called with the builder and the expression
+    expressions: dict[Op, Callable[[_FunctionBuilder, Expr], ir.Value]] = {
+        Op.CONST: lambda fb, e: _constant(e.field("value"), e.dtype),
+        Op.VAR: _var,
+        Op.LOAD: lambda fb, e: fb.load(e.field("buf"), e.field("index"), 1),
+        Op.VLOAD: lambda fb, e: fb.load(e.field("buf"), e.field("index"), e.lanes,
+                                        e.field("count")),
+        Op.BROADCAST: lambda fb, e: fb.splat(fb.expr(e.field("x")), e.lanes),
+        # lane by lane (LLVM may make it one gather instruction)
+        Op.VGATHER: lambda fb, e: fb.gather(e),
+        Op.VBROADCAST: _vbroadcast,
+        Op.DOT4: lambda fb, e: fb.dot4(e),
+        Op.DOT4P: lambda fb, e: fb.dot4(e),
+        Op.PAIRDOT: lambda fb, e: fb.pairs(e),
+        Op.PAIRFOLD: lambda fb, e: fb.pairs(e),
+        # the product, exact in 32 bits; LLVM picks the instruction
+        Op.MUL16: lambda fb, e: fb.b.mul(fb.expr(e.field("a")), fb.expr(e.field("b"))),
+        Op.NIBBLE: _nibble,
+        # a ^ 0x80, byte by byte (LLVM's i8 has no sign)
+        Op.RECENTRE: lambda fb, e: fb.b.xor(fb.expr(e.field("x")),
+                                            fb.splat(ir.Constant(I8, -128), e.lanes)),
+        Op.MULSHIFT: lambda fb, e: fb.mulshift(e),
+        Op.FMA: _fma,
+        Op.HREDUCE: lambda fb, e: fb.hreduce(e.field("fold"), e.field("x")),
+        Op.AND: _logic, Op.OR: _logic,
+        **dict.fromkeys((op for op in BINARY if op not in (Op.AND, Op.OR)), _binary),
+        Op.NEG: _neg,
+        Op.NOT: _not,
+        Op.SELECT: lambda fb, e: fb.select(e),
+        Op.CAST: lambda fb, e: fb.convert(fb.expr(e.field("x")), e.field("x").dtype, e.dtype,
+                                          e.lanes),
+        Op.BITCAST: _bitcast,
+        Op.CALL: lambda fb, e: fb.math(e.field("fn"), e, e.field("operands")),
+    }
 
     def mulshift(self, e: Expr) -> ir.Value:
         """round(v * m / 2^s) half up from the 64-bit product (kernel IR mulshift); LLVM
@@ -206,8 +236,8 @@ class _FunctionBuilder:
         b, n = self.b, e.lanes
         i64 = ir.IntType(64)
         wide = i64 if n == 1 else ir.VectorType(i64, n)
-        v, m = (b.sext(self.expr(x), wide) for x in e.args[:2])
-        s = b.sext(self.expr(e.args[2]), i64)
+        v, m = (b.sext(self.expr(e.field(n)), wide) for n in ("x", "m"))
+        s = b.sext(self.expr(e.field("s")), i64)
         r = b.shl(ir.Constant(i64, 1), b.sub(s, ir.Constant(i64, 1)))
         p = b.ashr(b.add(b.mul(v, m), self.splat(r, n)), self.splat(s, n))
         return b.trunc(p, I32 if n == 1 else ir.VectorType(I32, n))
@@ -219,13 +249,13 @@ class _FunctionBuilder:
         the C renderer's form, sent LLVM 22's x86 back end into a loop that did not end
         within minutes on a QLinearMatMul.) dot4p on AVX2 is the C renderer's
         vpmaddubsw + vpmaddwd by ones (edgec_avx2.h edgec_dot4p_u8i8)."""
-        b, (acc, x, y) = self.b, e.args
+        b, acc, x, y = self.b, e.field("acc"), e.field("a"), e.field("b")
         n = e.lanes
         if self.r.target.isa == "avx512" and n == 16 and x.dtype is DType.U8:
             vt, bt = ir.VectorType(I32, 16), ir.VectorType(I8, 64)
             fn = self.r.declare("llvm.x86.avx512.vpdpbusd.512", vt, [vt, bt, bt])
             return b.call(fn, [self.splat(self.expr(acc), 16), self.expr(x), self.expr(y)])
-        if self.r.target.isa == "avx2" and n == 8 and e.op == "dot4p":
+        if self.r.target.isa == "avx2" and n == 8 and e.op is Op.DOT4P:
             bt, ht, vt = ir.VectorType(I8, 32), ir.VectorType(ir.IntType(16), 16), \
                 ir.VectorType(I32, 8)
             pairs = b.call(self.r.declare("llvm.x86.avx2.pmadd.ub.sw", ht, [bt, bt]),
@@ -250,13 +280,13 @@ class _FunctionBuilder:
         over the k-groups and by lane pairs: the same value as NEON's int16 sums, which the
         weights' range keeps exact) and pairfold (the lane pairs of both halves added)."""
         b, n = self.b, e.lanes
-        if e.op == "pairfold":
-            both = b.shuffle_vector(self.expr(e.args[0]), self.expr(e.args[1]),
+        if e.op is Op.PAIRFOLD:
+            both = b.shuffle_vector(self.expr(e.field("lo")), self.expr(e.field("hi")),
                                     ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n))))
             even, odd = ([2 * i + k for i in range(n)] for k in (0, 1))
             return b.add(*(b.shuffle_vector(both, both, ir.Constant(ir.VectorType(I32, n), idx))
                            for idx in (even, odd)))
-        acc, half, *ab = e.args
+        acc, half, ab = e.field("acc"), e.field("half"), e.field("pairs")
         wide = ir.VectorType(I32, 2 * n)
         sel = ir.Constant(wide, [2 * n * half.value + j for j in range(2 * n)])
         total = None
@@ -288,7 +318,7 @@ class _FunctionBuilder:
             if buf.dtype is DType.BOOL else v
 
     def gather(self, e: Expr) -> ir.Value:
-        buf, base, idx = e.args
+        buf, base, idx = e.field("buf"), e.field("base"), e.field("idx")
         p, t = self.pointer(buf, base), mem_type(buf.dtype)
         iv = self.expr(idx)
         v = ir.Constant(mem_type(buf.dtype, e.lanes), ir.Undefined)
@@ -313,36 +343,36 @@ class _FunctionBuilder:
         v = self.b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I32, 0))
         return self.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
 
-    def binary(self, op: str, dtype: DType, x, y, lanes: int) -> ir.Value:
+    def binary(self, op: Op, dtype: DType, x, y, lanes: int) -> ir.Value:
         b = self.b
         if dtype.is_float:
             if op in CMP:  # ordered, as C's comparisons; != is true on NaN
-                return b.fcmp_unordered("!=", x, y) if op == "ne" else \
+                return b.fcmp_unordered("!=", x, y) if op is Op.NE else \
                     b.fcmp_ordered(CMP[op], x, y)
-            if op in ("max", "min"):
+            if op in (Op.MAX, Op.MIN):
                 if lanes == 1:  # fmaxf / fminf
-                    return b.call(self.r.intrinsic("maxnum" if op == "max" else "minnum",
+                    return b.call(self.r.intrinsic("maxnum" if op is Op.MAX else "minnum",
                                                    x.type), [x, y])
                 # maxps / minps: the second operand unless the first compares greater (less)
-                return b.select(b.fcmp_ordered(">" if op == "max" else "<", x, y), x, y)
-            return getattr(b, FLOAT_BINARY[op])(x, y)
+                return b.select(b.fcmp_ordered(">" if op is Op.MAX else "<", x, y), x, y)
+            return FLOAT_BINARY[op](b, x, y)
         signed = dtype not in UNSIGNED
         if op in CMP:
             return (b.icmp_signed if signed else b.icmp_unsigned)(CMP[op], x, y)
-        if op in ("max", "min"):
+        if op in (Op.MAX, Op.MIN):
             cmp = b.icmp_signed if signed else b.icmp_unsigned
-            return b.select(cmp(">" if op == "max" else "<", x, y), x, y)
-        if op in ("shl", "shr") and y.type != x.type:  # a count of another (int) type
+            return b.select(cmp(">" if op is Op.MAX else "<", x, y), x, y)
+        if op in (Op.SHL, Op.SHR) and y.type != x.type:  # a count of another (int) type
             y = b.trunc(y, x.type) if _width(y.type) > _width(x.type) else b.zext(y, x.type)
         if op in INT_SIGNED:
-            name = INT_SIGNED[op][0 if signed else 1]
-            if BITS[dtype] < 32 and op != "shr":
+            inst = INT_SIGNED[op][0 if signed else 1]
+            if BITS[dtype] < 32 and op is not Op.SHR:
                 # C computes narrow integers in int: no overflow of INT8_MIN / -1
                 wide = ir.VectorType(I32, lanes) if lanes > 1 else I32
                 ext = b.sext if signed else b.zext
-                return b.trunc(getattr(b, name)(ext(x, wide), ext(y, wide)), x.type)
-            return getattr(b, name)(x, y)
-        return getattr(b, INT_BINARY[op])(x, y)
+                return b.trunc(inst(b, ext(x, wide), ext(y, wide)), x.type)
+            return inst(b, x, y)
+        return INT_BINARY[op](b, x, y)
 
     def is_zero(self, x: ir.Value, dtype: DType) -> ir.Value:
         zero = ir.Constant(x.type, None)
@@ -374,7 +404,7 @@ class _FunctionBuilder:
         return x
 
     def select(self, e: Expr) -> ir.Value:
-        c, x, y = e.args
+        c, x, y = e.field("cond"), e.field("a"), e.field("b")
         if e.lanes > 1 or not (_faults(x) or _faults(y)):
             return self.b.select(self.expr(c), self.expr(x), self.expr(y))
         # C's ?: evaluates one side only (a guarded load of a tail, a division by a nonzero)
@@ -393,12 +423,12 @@ class _FunctionBuilder:
             phi.add_incoming(val, block)
         return phi
 
-    def lazy_logic(self, op: str, x: Expr, y: Expr) -> ir.Value:
+    def lazy_logic(self, op: Op, x: Expr, y: Expr) -> ir.Value:
         """x && y, x || y: y is evaluated only when x does not decide."""
         first = self.expr(x)
         start = self.b.block
         rhs, done = self.fn.append_basic_block("rhs"), self.fn.append_basic_block("logic")
-        if op == "and":
+        if op is Op.AND:
             self.b.cbranch(first, rhs, done)
         else:
             self.b.cbranch(first, done, rhs)
@@ -408,15 +438,15 @@ class _FunctionBuilder:
         self.b.branch(done)
         self.b.position_at_end(done)
         phi = self.b.phi(I1)
-        phi.add_incoming(ir.Constant(I1, op == "or"), start)
+        phi.add_incoming(ir.Constant(I1, op is Op.OR), start)
         phi.add_incoming(second, end)
         return phi
 
-    def hreduce(self, op: str, v: Expr) -> ir.Value:
+    def hreduce(self, op: Op, v: Expr) -> ir.Value:
         x = self.expr(v)
         if not v.dtype.is_float:  # exact in any order
-            name = {"add": "add", "max": "smax", "min": "smin"}[op]
-            if v.dtype in UNSIGNED and op != "add":
+            name = {Op.ADD: "add", Op.MAX: "smax", Op.MIN: "smin"}[op]
+            if v.dtype in UNSIGNED and op is not Op.ADD:
                 name = "u" + name[1:]
             fn = self.r.declare(f"llvm.vector.reduce.{name}.{_mangle(x.type)}", x.type.element,
                                 [x.type])
@@ -428,8 +458,8 @@ class _FunctionBuilder:
             lo = self.b.shuffle_vector(x, x, ir.Constant(ir.VectorType(I32, n), list(range(n))))
             hi = self.b.shuffle_vector(x, x, ir.Constant(ir.VectorType(I32, n),
                                                          list(range(n, 2 * n))))
-            x = self.b.fadd(lo, hi) if op == "add" else self.b.select(
-                self.b.fcmp_ordered(">" if op == "max" else "<", lo, hi), lo, hi)
+            x = self.b.fadd(lo, hi) if op is Op.ADD else self.b.select(
+                self.b.fcmp_ordered(">" if op is Op.MAX else "<", lo, hi), lo, hi)
         return self.b.extract_element(x, ir.Constant(I32, 0))
 
     def math(self, fn: str, e: Expr, args) -> ir.Value:
@@ -545,10 +575,10 @@ class _FunctionBuilder:
                             [v.type, PTR, I32, _mask(lanes)])
         b.call(fn, [v, p, ir.Constant(I32, s.buf.dtype.itemsize), self.mask(s.count, lanes)])
 
-    def loop(self, var: str, extent: Expr | ir.Value, body: list, kind: str,
+    def loop(self, var: str, extent: Expr | ir.Value, body: list, kind: LoopKind,
              start: ir.Value | None = None) -> None:
         """for var in [start (0), extent): body; `extent` is kernel IR or an LLVM value."""
-        if kind == "unroll" and extent.is_const and extent.value <= MAX_UNROLL:
+        if kind is LoopKind.UNROLL and extent.is_const and extent.value <= MAX_UNROLL:
             for i in range(extent.value):  # unrolled here, as gcc does under its pragma
                 self.env[var] = ir.Constant(I64, i)
                 self.stmts(body)
