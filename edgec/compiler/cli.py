@@ -38,8 +38,15 @@ def _load_user_passes(a) -> None:
         load_passes(path)
 
 
+def _strategy_arg(text: str) -> tuple[str, str]:
+    node, eq, strategy = text.partition("=")
+    if not eq or not node or not strategy:
+        raise argparse.ArgumentTypeError(f"'{text}': expected NODE=KIND or NODE=KIND{{k=v,...}}")
+    return node, strategy
+
+
 def cmd_compile(a) -> None:
-    from .driver import compile
+    from .driver import compile, strategy_lines
     from .options import CompileOptions
 
     _load_user_passes(a)
@@ -53,12 +60,14 @@ def cmd_compile(a) -> None:
         accuracy_budget=a.accuracy_budget, quantize_methods=a.quantize_method or (),
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
-        tune=not a.no_tune, emit_kernels=a.emit_kernels)
+        tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()))
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
           f"{art.timing['total']:.2f} s")
+    if a.explain:
+        print("\n".join(strategy_lines(m, a.explain)))
 
 
 def cmd_opt(a) -> None:
@@ -266,6 +275,16 @@ def parser() -> argparse.ArgumentParser:
                         "each kernel's latency on this host, the arena over time and each "
                         "layer's quantization error and sparsity, as one self-contained "
                         "page")
+    c.add_argument("--strategy", action="append", type=_strategy_arg,
+                   metavar="NODE=KIND{k=v,...}",
+                   help="build this node's kernel by this strategy (one of the candidates "
+                        "--explain lists, with any of its settable parameters), not the "
+                        "chooser's; one that does not apply is an error saying why "
+                        "(repeatable)")
+    c.add_argument("--explain", action="append", metavar="NODE",
+                   help="print this node's strategy candidates: their parameters, modelled "
+                        "costs or why they do not apply, and the choice (repeatable; "
+                        "report.txt lists every node that had more than one)")
     _add_pipeline_flags(c)
     c.set_defaults(fn=cmd_compile)
     o = sub.add_parser("opt", help="run a pass pipeline and print the IR")
