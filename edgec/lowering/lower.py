@@ -198,9 +198,9 @@ def lower_node(node: Node, index: int, target: Target | None = None,
     fn(kb, node)
     if kb.forced is not None:  # the builder never chose: it has one way
         if kb.forced.kind is not Kind.DIRECT or kb.forced.params:
-            raise EdgecError(f"node {node.name}: the {node.op} kernel has one strategy, "
-                             f"{Kind.DIRECT.value}; it cannot be built as "
-                             f"{kb.forced.text()}")
+            raise EdgecError(f"node {node.name}: its {node.op} kernel is built one way here "
+                             f"(strategy {Kind.DIRECT.value}, no candidates to choose from); "
+                             f"it cannot be built as {kb.forced.text()}")
     k = kb.build()
     return LoweredNode(node, k, kb.bindings,
                        Strategy.of(k, kb.strategy, kb.choice, kb.candidates))

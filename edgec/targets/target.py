@@ -90,6 +90,8 @@ class Tiles:
     int_unroll_terms: int = 49
     int_unroll_channels: int = 4
     int_tile_terms: int = 12
+    # pixels per tile of the blocked int8 depthwise convolution (kernels/blocked_quant.py)
+    int8_depthwise_pixels: int = 8
     # sparse gathers (kernels/sparse.py): rows of A per pass over a slice, its values and
     # indices loaded once for them
     sparse_row_block: int = 4
