@@ -81,6 +81,8 @@ def cmd_opt(a) -> None:
                  print_ir_after_all=a.print_ir_after_all, check_numerics=a.check_numerics,
                  timing=a.timing, out=sys.stderr)
     print(print_graph(graph, elide=not a.full))
+    if a.explain:
+        print("\n".join(_explain_nodes(graph, a.explain, a.target)))
     if a.emit_onnx:
         import onnx
 
@@ -90,6 +92,25 @@ def cmd_opt(a) -> None:
             onnx.save(export_onnx(graph), a.emit_onnx)
         except OSError as e:
             raise EdgecError(f"--emit-onnx {a.emit_onnx}: {e.strerror}") from None
+
+
+def _explain_nodes(graph, names: list[str], target: str) -> list[str]:
+    """`explain`'s lines for the nodes `names` of `graph`, each lowered for `target`."""
+    from ..lowering.lower import lower_node
+    from ..lowering.strategies import explain
+    from ..targets.target import get_target
+
+    index = {n.name: i for i, n in enumerate(graph.nodes)}
+    missing = [n for n in names if n not in index]
+    if missing:
+        raise EdgecError(f"--explain {', '.join(missing)}: no such node after the pipeline; "
+                         f"its nodes: {', '.join(index)}")
+    t, out = get_target(target), []
+    for name in names:
+        node = graph.nodes[index[name]]
+        s = lower_node(node, index[name], t).strategy
+        out += explain(node.name, node.op, s.candidates, s.choice)
+    return out
 
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
@@ -294,6 +315,12 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("--emit-onnx", metavar="FILE.onnx",
                    help="also write the optimized graph as ONNX (to open in Netron): ONNX's "
                         "ops in the standard domain, edgec's fused and packed ops in 'edgec'")
+    o.add_argument("--explain", action="append", metavar="NODE",
+                   help="print this node's strategy candidates for --target after the "
+                        "pipeline: their parameters, modelled costs or why they do not apply, "
+                        "and the choice (repeatable)")
+    o.add_argument("--target", default="x86", choices=sorted(TARGETS),
+                   help="the target --explain lowers for")
     _add_pipeline_flags(o)
     o.set_defaults(fn=cmd_opt)
     r = sub.add_parser("run", help="run a compiled artifact on inputs from an .npz file")

@@ -84,7 +84,10 @@ class Candidate:
     @staticmethod
     def of(kind: Kind, params: Mapping[str, Param] | None = None, reason: str = "",
            cost: float | None = None, tunable: Sequence[str] = ()) -> Candidate:
-        return Candidate(kind, tuple((params or {}).items()), reason, cost, frozenset(tunable))
+        # numpy scalars as Python's, so that the manifest's JSON takes them
+        plain = {k: v.item() if hasattr(v, "item") else v for k, v in (params or {}).items()}
+        return Candidate(kind, tuple(plain.items()), reason,
+                         None if cost is None else float(cost), frozenset(tunable))
 
     @property
     def applies(self) -> bool:

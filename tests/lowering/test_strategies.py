@@ -184,3 +184,17 @@ def test_the_chooser_takes_the_first_within_the_models_error():
         is Kind.INT8_GEMM  # not costed: the preference
     with pytest.raises(EdgecError, match="no strategy applies: conv-pointwise: not 1x1"):
         choose([off])
+
+
+def test_opt_explains_a_node_for_a_target(tmp_path, capsys):
+    path = tmp_path / "convs.onnx"
+    path.write_bytes(conv_net().SerializeToString())
+    assert main(["opt", str(path), "--target", "c-generic", "--explain", "b", "--explain",
+                 "c"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("b (Conv): conv-pointwise{rows=8,depth=4,tile=120}")
+    assert out[at + 1].startswith("  * conv-pointwise{rows=8,depth=4,tile=120}: cost ")
+    assert out[at + 2].startswith("    conv-tiles{tile_m=8,tile_p=4,tile_p_one=8,"
+                                  "reduce=channels}: cost ")
+    assert out[at + 4] == "c (Conv): conv-rows"
+    assert "does not apply: 1 output channels per group, fewer than half a tile" in out[at + 6]
