@@ -5,6 +5,7 @@ library whose outputs match onnxruntime's; forcing one that does not is an error
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, random_feeds
 from harness import rel_error, runs_here
@@ -198,3 +199,41 @@ def test_opt_explains_a_node_for_a_target(tmp_path, capsys):
                                   "reduce=channels}: cost ")
     assert out[at + 4] == "c (Conv): conv-rows"
     assert "does not apply: 1 output channels per group, fewer than half a tile" in out[at + 6]
+
+
+@pytest.mark.parametrize("target", ["c-generic", "x86-avx2"])
+def test_integer_candidates_forced_give_the_default_builds_outputs(target, tmp_path):
+    """Quantized by edgec (int8), every applicable candidate of the integer convolutions and
+    products, forced, computes the same integers as the default choice."""
+    if not runs_here(target):
+        pytest.skip(f"this CPU does not run {target}")
+    n = OnnxNet("q")
+    x = n.input("x", [1, 8, 10, 10])
+    a = n.node("Relu", [n.conv(x, 8, 16, 3)])
+    b = n.node("Relu", [n.conv(a, 16, 16, 3, group=16)])
+    flat = n.node("Flatten", [n.node("GlobalAveragePool", [b])])
+    n.output(n.node("Gemm", [flat, n.weight((16, 12)), n.weight((12,), 0.1)]))
+    m = n.model()
+    rng = np.random.default_rng(1)
+    calib = {"x": rng.standard_normal((4, 8, 10, 10)).astype(np.float32)}
+    feeds = {"x": calib["x"][:1]}
+
+    def build(name: str, strategy=None):
+        return edgec.compile(m, tmp_path / name, target=target, name="m", tune=False,
+                             quantize="int8", calib=calib, strategy=strategy or {})
+
+    default = build("default")
+    want = edgec.load(default.out_dir).run(feeds)
+    forced = [(node, c) for node, (cands, _) in candidates(default).items()
+              for c in cands if c.applies]
+    kinds = {c.kind for _, c in forced}
+    assert kinds >= ({Kind.INT_CONV_TILES, Kind.INT_CONV_ROWS} if target == "c-generic" else
+                     {Kind.BLOCKED_INT8_DOT4, Kind.BLOCKED_INT8_DEPTHWISE, Kind.INT8_GEMM,
+                      Kind.INT_MATMUL_ROWS}), kinds
+    forced += [(node, c.text().split("{")[0] + "{r=3}") for node, c in forced
+               if c.kind in (Kind.BLOCKED_INT8_DOT4, Kind.BLOCKED_INT8_DEPTHWISE)]
+    for i, (node, c) in enumerate(forced):
+        text = c if isinstance(c, str) else c.kind.value
+        got = edgec.load(build(f"f{i}", {node: text}).out_dir).run(feeds)
+        for k, w in want.items():
+            np.testing.assert_array_equal(got[k], w, err_msg=f"{node}={text}")
