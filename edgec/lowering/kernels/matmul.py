@@ -51,8 +51,11 @@ def matmul_candidates(target: Target, a_v: Value, b_v: Value, y_v: Value,
     macs = batch * m_ * k_ * n_
     nbytes = y_v.dtype.itemsize * (a_v.type.numel + b_v.type.numel + y_v.type.numel)
     lanes = target.lanes(y_v.dtype)
-    rows_reason = "B is transposed at run time (rows read B's rows contiguously)" \
-        if trans_b and not (b_v.is_const and n_ > 1) else ""
+    # rows read B's rows contiguously: a transposed B is transposed back at compile time
+    # where it is a constant of more than one column
+    rows_reason = "" if not trans_b or (b_v.is_const and n_ > 1) else \
+        "B is transposed and computed at run time" if not b_v.is_const else \
+        "B is one transposed column"
     rows = Candidate.of(Kind.MATMUL_ROWS, {}, rows_reason, None if rows_reason else
                         roofline(target, macs, nbytes, max(1, min(lanes, n_) // 2)))
     dots = Candidate.of(Kind.MATMUL_DOTS, {}, "", roofline(target, macs, nbytes, 1))
