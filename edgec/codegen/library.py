@@ -17,6 +17,7 @@ the entry points, the kernels' declarations and a trampoline into its pool.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -200,7 +201,8 @@ class _RunPrinter:
 
 def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
              threads: bool = True, backend: str = "c", compress: bool = False,
-             sanitize: bool = False, emit_kernels: bool = False) -> Sources:
+             sanitize: bool = False, emit_kernels: bool = False,
+             strategies: Mapping[str, str] | None = None) -> Sources:
     """C sources of the library for `graph`, laid out by the memory plan `plan`; with
     `threads` False the library runs on the caller's thread only and needs no pthreads.
     `backend` names an entry of BACKENDS. With `compress` the weights are stored Huffman
@@ -208,13 +210,14 @@ def generate(graph: Graph, plan, target: Target, name: str, source: str = "",
     With `sanitize` (a build with AddressSanitizer) each weight array is followed by a
     redzone of REDZONE bytes, which NAME.c poisons at start-up: the sanitizer sees no other
     memory than the C it compiles, and the weights are assembled. With `emit_kernels` the
-    program IR and its kernels as text go to `kernel_ir` (program_printer.py)."""
+    program IR and its kernels as text go to `kernel_ir` (program_printer.py). `strategies`
+    forces nodes' strategies ({node: KIND{k=v,...}}, lowering/strategies.py)."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise EdgecError(f"library name '{name}' is not a C identifier; pass --name")
     if backend not in BACKENDS:
         raise EdgecError(f"unknown backend '{backend}'; one of {', '.join(BACKENDS)}")
     be = BACKENDS[backend](target, name, sanitize)
-    prog = build_program(graph, plan, target, name, be.prefix)
+    prog = build_program(graph, plan, target, name, be.prefix, strategies)
     printer = _RunPrinter(be)
     calls = printer.run(prog)
     dispatch = be.dispatch if printer.dispatched else None  # None: no dot product in use

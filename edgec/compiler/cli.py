@@ -38,8 +38,15 @@ def _load_user_passes(a) -> None:
         load_passes(path)
 
 
+def _strategy_arg(text: str) -> tuple[str, str]:
+    node, eq, strategy = text.partition("=")
+    if not eq or not node or not strategy:
+        raise argparse.ArgumentTypeError(f"'{text}': expected NODE=KIND or NODE=KIND{{k=v,...}}")
+    return node, strategy
+
+
 def cmd_compile(a) -> None:
-    from .driver import compile
+    from .driver import compile, strategy_lines
     from .options import CompileOptions
 
     _load_user_passes(a)
@@ -53,12 +60,14 @@ def cmd_compile(a) -> None:
         accuracy_budget=a.accuracy_budget, quantize_methods=a.quantize_method or (),
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
-        tune=not a.no_tune, emit_kernels=a.emit_kernels)
+        tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()))
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
           f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
           f"{art.timing['total']:.2f} s")
+    if a.explain:
+        print("\n".join(strategy_lines(m, a.explain)))
 
 
 def cmd_opt(a) -> None:
@@ -72,6 +81,8 @@ def cmd_opt(a) -> None:
                  print_ir_after_all=a.print_ir_after_all, check_numerics=a.check_numerics,
                  timing=a.timing, out=sys.stderr)
     print(print_graph(graph, elide=not a.full))
+    if a.explain:
+        print("\n".join(_explain_nodes(graph, a.explain, a.target)))
     if a.emit_onnx:
         import onnx
 
@@ -81,6 +92,25 @@ def cmd_opt(a) -> None:
             onnx.save(export_onnx(graph), a.emit_onnx)
         except OSError as e:
             raise EdgecError(f"--emit-onnx {a.emit_onnx}: {e.strerror}") from None
+
+
+def _explain_nodes(graph, names: list[str], target: str) -> list[str]:
+    """`explain`'s lines for the nodes `names` of `graph`, each lowered for `target`."""
+    from ..lowering.lower import lower_node
+    from ..lowering.strategies import explain
+    from ..targets.target import get_target
+
+    index = {n.name: i for i, n in enumerate(graph.nodes)}
+    missing = [n for n in names if n not in index]
+    if missing:
+        raise EdgecError(f"--explain {', '.join(missing)}: no such node after the pipeline; "
+                         f"its nodes: {', '.join(index)}")
+    t, out = get_target(target), []
+    for name in names:
+        node = graph.nodes[index[name]]
+        s = lower_node(node, index[name], t).strategy
+        out += explain(node.name, node.op, s.candidates, s.choice)
+    return out
 
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
@@ -266,6 +296,16 @@ def parser() -> argparse.ArgumentParser:
                         "each kernel's latency on this host, the arena over time and each "
                         "layer's quantization error and sparsity, as one self-contained "
                         "page")
+    c.add_argument("--strategy", action="append", type=_strategy_arg,
+                   metavar="NODE=KIND{k=v,...}",
+                   help="build this node's kernel by this strategy (one of the candidates "
+                        "--explain lists, with any of its settable parameters), not the "
+                        "chooser's; one that does not apply is an error saying why "
+                        "(repeatable)")
+    c.add_argument("--explain", action="append", metavar="NODE",
+                   help="print this node's strategy candidates: their parameters, modelled "
+                        "costs or why they do not apply, and the choice (repeatable; "
+                        "report.txt lists every node that had more than one)")
     _add_pipeline_flags(c)
     c.set_defaults(fn=cmd_compile)
     o = sub.add_parser("opt", help="run a pass pipeline and print the IR")
@@ -275,6 +315,12 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("--emit-onnx", metavar="FILE.onnx",
                    help="also write the optimized graph as ONNX (to open in Netron): ONNX's "
                         "ops in the standard domain, edgec's fused and packed ops in 'edgec'")
+    o.add_argument("--explain", action="append", metavar="NODE",
+                   help="print this node's strategy candidates for --target after the "
+                        "pipeline: their parameters, modelled costs or why they do not apply, "
+                        "and the choice (repeatable)")
+    o.add_argument("--target", default="x86", choices=sorted(TARGETS),
+                   help="the target --explain lowers for")
     _add_pipeline_flags(o)
     o.set_defaults(fn=cmd_opt)
     r = sub.add_parser("run", help="run a compiled artifact on inputs from an .npz file")

@@ -34,6 +34,7 @@ from ..ir.graph import Graph
 from ..ir.onnx_dtypes import to_onnx
 from ..ir.records import LatencyShares, QuantizationRecord
 from ..lowering.lower import unsupported_kernels
+from ..lowering.strategies import Candidate, explain
 from ..runtime import manifest as manifest_file
 from ..targets.target import get_target, pair_sums, runs_on_host
 from .options import CompileOptions
@@ -457,7 +458,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     t_passes = time.perf_counter()
     src = generate(graph, plan, tgt, name, source, threads=opt.threads, backend=opt.backend,
                    compress=opt.compress, sanitize=opt.sanitize,
-                   emit_kernels=opt.emit_kernels)
+                   emit_kernels=opt.emit_kernels, strategies=opt.strategy)
 
     out = Path(out_dir)
     try:
@@ -558,9 +559,14 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
              f"pipeline: {manifest['pipeline']}", ""]
     if hasattr(pipeline_report, "timing_table"):
         lines += [pipeline_report.timing_table(), ""]
-    lines += [plan.report(), "", "kernels (node, op: strategy):"]
-    lines += [f"  {s['node']} {s['op']}: {_strategy_text(s)}"
+    lines += [plan.report(), "",
+              "kernels (node, op: the strategy, as --strategy takes it: how it is built):"]
+    lines += [f"  {s['node']} {s['op']}: {Candidate.from_record(s['choice']).text()}"
+              f"{' (forced)' if s['forced'] else ''}: {_strategy_text(s)}"
               for s in manifest["kernel_strategies"]]
+    choices = strategy_lines(manifest)
+    lines += ["", "strategy candidates (* the chosen; costs from the roofline model, "
+              "lowering/strategies.py):", *("  " + x for x in choices)] if choices else []
     lines += ["",
               "ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(manifest["ops"].items())),
               _weights_line(manifest["weights"]),
@@ -619,6 +625,27 @@ def _int8_sparse_hint(manifest: dict) -> list[str]:
             "form skips only groups of 16 output x 4 input channels at one tap that are all "
             f"zero, which {p['pattern']} pruning seldom leaves; --prune-pattern 16x4 prunes "
             "in those groups"]
+
+
+def strategy_lines(manifest: dict, nodes: Sequence[str] | None = None) -> list[str]:
+    """Each node's candidates, their parameters, costs or reasons and the choice (`explain`):
+    those of `nodes` (an EdgecError naming one without a kernel), else of every node that had
+    more than one."""
+    rows = manifest["kernel_strategies"]
+    if nodes is not None:
+        known = {s["node"] for s in rows}
+        missing = [n for n in nodes if n not in known]
+        if missing:
+            raise EdgecError(f"--explain {', '.join(missing)}: no kernel builds such a node "
+                             "(after the passes: fused, folded or a view); the nodes with "
+                             f"kernels: {', '.join(s['node'] for s in rows)}")
+    out = []
+    for s in rows:
+        cands = [Candidate.from_record(c) for c in s["candidates"]]
+        if (s["node"] in nodes) if nodes is not None else len(cands) > 1:
+            out += explain(s["node"], s["op"], cands, Candidate.from_record(s["choice"]),
+                           s["forced"])
+    return out
 
 
 def _strategy_text(s: dict) -> str:

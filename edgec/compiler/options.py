@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..errors import EdgecError
@@ -41,6 +41,9 @@ class CompileOptions:
     cpu: str | None = None
     tune: bool | None = None
     emit_kernels: bool = False
+    # {node name: "KIND{k=v,...}" (or a lowering.strategies Forced / Candidate)}: the
+    # strategy that builds the node's kernel, instead of the chooser's
+    strategy: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, options: CompileOptions | None, changes: Mapping[str, Any]) -> CompileOptions:
@@ -61,4 +64,11 @@ class CompileOptions:
             raise EdgecError("give prune= or a pipeline with a prune{...} pass, not both")
         if self.report not in (None, "html"):
             raise EdgecError(f"report={self.report!r}: choose html")
+        from ..lowering.strategies import Forced
+
+        for node, text in self.strategy.items():
+            try:
+                Forced.parse(text)
+            except EdgecError as e:
+                raise EdgecError(f"strategy for node {node}: {e}") from None
         return self

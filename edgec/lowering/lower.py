@@ -20,6 +20,7 @@ from ..ir.dtypes import DType
 from ..ir.graph import Node, Value
 from ..kernel_ir.kernel import Buffer, Expr, Kernel, KernelBuilder, Loop, const, linear_index, walk
 from ..targets.target import Target, get_target
+from .strategies import Candidate, Forced, Kind, choose
 
 KernelFn = Callable[["NodeKernelBuilder", Node], None]
 KERNELS: dict[str, KernelFn] = {}
@@ -56,14 +57,34 @@ def scalar(op: str):
 class NodeKernelBuilder(KernelBuilder):
     """A KernelBuilder that remembers which graph value each buffer parameter stands for,
     and knows the target it builds for (its vector lanes, its micro-kernels). A builder with
-    more than one way to build a node names the one it took in `strategy` (the report shows
-    it beside what the kernel is made of: see `Strategy`)."""
+    more than one way to build a node lists them as candidates and takes the one `choose`
+    gives (a `--strategy` override's where one is `forced`); it names it in words in
+    `strategy` (the report shows it beside what the kernel is made of: see `Strategy`)."""
 
-    def __init__(self, name: str, doc: str = "", target: Target | None = None):
+    def __init__(self, name: str, doc: str = "", target: Target | None = None,
+                 forced: Forced | None = None):
         super().__init__(name, doc)
         self.bindings: list[Value] = []
         self.target = target if target is not None else get_target("c-generic")
         self.strategy = ""
+        self.forced = forced
+        self.candidates: tuple[Candidate, ...] = ()
+        self.choice: Candidate | None = None
+
+    def choose(self, candidates: Sequence[Candidate]) -> Candidate:
+        """The candidate to emit: the forced one (an EdgecError where it does not apply),
+        else the chooser's; remembered for the report."""
+        name = self.node.name if self.node is not None else self.name
+        self.candidates = tuple(candidates)
+        if self.forced is not None:
+            self.choice = self.forced.pick(name, candidates)
+            self.forced = None  # used: lower_node checks that every override was
+        else:
+            try:
+                self.choice = choose(candidates)
+            except EdgecError as e:
+                raise EdgecError(f"node {name}: {e}") from None
+        return self.choice
 
     def lanes(self, dtype: DType) -> int:
         """Lanes of a vector of `dtype` on the target: 1 where it has no vector ISA."""
@@ -87,22 +108,29 @@ class Strategy:
     """How a node's kernel computes: `name` as its builder chose it (or, where a builder has
     one way only, what the kernel is made of), `kind` what the kernel is made of
     ("micro-kernel": it calls the shared hot loops; "vector": vector code of its own;
-    "scalar"), its widest vector, whether it runs on the thread pool, and its micro-kernels."""
+    "scalar"), its widest vector, whether it runs on the thread pool, and its micro-kernels;
+    `choice` the typed candidate it was built by, among `candidates` (lowering/strategies.py;
+    a builder with one way has the single candidate DIRECT)."""
 
     name: str
     kind: str
     lanes: int
     parallel: bool
     micro_kernels: tuple[str, ...]
+    choice: Candidate = Candidate(Kind.DIRECT)
+    candidates: tuple[Candidate, ...] = (Candidate(Kind.DIRECT),)
 
     @staticmethod
-    def of(kernel: Kernel, chosen: str = "") -> Strategy:
+    def of(kernel: Kernel, chosen: str = "", choice: Candidate | None = None,
+           candidates: Sequence[Candidate] = ()) -> Strategy:
         micro = tuple(c.name for c in kernel.callees())
         bodies = [kernel.body] + [c.body for c in kernel.callees()]
         lanes = max((_widest(b) for b in bodies), default=1)
         parallel = any(isinstance(s, Loop) and s.kind == "parallel" for s in walk(kernel.body))
         kind = "micro-kernel" if micro else "vector" if lanes > 1 else "scalar"
-        return Strategy(chosen or kind, kind, lanes, parallel, micro)
+        choice = choice or Candidate(Kind.DIRECT)
+        return Strategy(chosen or kind, kind, lanes, parallel, micro, choice,
+                        tuple(candidates) or (choice,))
 
     def describe(self) -> str:
         parts = [self.name] + ([] if self.name == self.kind else [self.kind])
@@ -154,18 +182,28 @@ def describe(node: Node) -> str:
     return f"{node.op} {node.name}: ({ins}) -> {outs}" + (f" {{{attrs}}}" if attrs else "")
 
 
-def lower_node(node: Node, index: int, target: Target | None = None) -> LoweredNode:
-    """Build the kernel of one node for `target` (c-generic if None); its name is
+def lower_node(node: Node, index: int, target: Target | None = None,
+               force: Forced | str | None = None) -> LoweredNode:
+    """Build the kernel of one node for `target` (c-generic if None), by the strategy
+    `force` names where given (`KIND{k=v,...}`, lowering/strategies.py); its name is
     k<index>_<node name>."""
     _load_kernels()
     fn = KERNELS.get(node.op)
     if fn is None:
         raise EdgecError(f"node {node.name}: no kernel for op {node.op} in edgec's lowering")
-    kb = NodeKernelBuilder(f"k{index}_{c_identifier(node.name)}"[:60], describe(node), target)
+    forced = Forced.parse(force) if force is not None else None
+    kb = NodeKernelBuilder(f"k{index}_{c_identifier(node.name)}"[:60], describe(node), target,
+                           forced)
     kb.node = node
     fn(kb, node)
+    if kb.forced is not None:  # the builder never chose: it has one way
+        if kb.forced.kind is not Kind.DIRECT or kb.forced.params:
+            raise EdgecError(f"node {node.name}: its {node.op} kernel is built one way here "
+                             f"(strategy {Kind.DIRECT.value}, no candidates to choose from); "
+                             f"it cannot be built as {kb.forced.text()}")
     k = kb.build()
-    return LoweredNode(node, k, kb.bindings, Strategy.of(k, kb.strategy))
+    return LoweredNode(node, k, kb.bindings,
+                       Strategy.of(k, kb.strategy, kb.choice, kb.candidates))
 
 
 # Ops whose bodies the codegen emits as nested C blocks instead of one kernel.

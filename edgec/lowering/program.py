@@ -4,6 +4,7 @@ Scan with the workspace regions of their bodies."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ..errors import EdgecError
@@ -22,6 +23,7 @@ from ..kernel_ir.program import (
 )
 from ..targets.target import Target
 from .lower import c_identifier, lower_node
+from .strategies import Forced
 
 
 class _Weights:
@@ -56,13 +58,16 @@ def copy_kernel(name: str, v: Value) -> Kernel:
 
 @dataclass
 class _Shared:
-    """What every frame of one program adds to: weights, kernel names, strategies."""
+    """What every frame of one program adds to: weights, kernel names, strategies; the
+    strategies forced by node name, and the nodes that took theirs."""
 
     weights: _Weights
     target: Target | None
     names: list[str] = field(default_factory=list)
     strategies: list[dict] = field(default_factory=list)
     copies: int = 0
+    forced: Mapping[str, Forced] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
 
 
 class _Frame:
@@ -118,14 +123,19 @@ class _Frame:
             if node.op in _CONTROL:
                 _CONTROL[node.op](self, node, i)
                 continue
-            ln = lower_node(node, i, self.shared.target)
+            force = self.shared.forced.get(node.name)
+            ln = lower_node(node, i, self.shared.target, force)
+            if force is not None:
+                self.shared.used.add(node.name)
             ln.kernel.name = f"{self.prefix}{ln.kernel.name}"
             self.launch(ln.kernel, [self.ref(v) for v in ln.bindings])
             s = ln.strategy
             self.shared.strategies.append({
                 "node": node.name, "op": node.op, "kernel": ln.kernel.name,
                 "strategy": s.name, "kind": s.kind, "lanes": s.lanes, "parallel": s.parallel,
-                "micro_kernels": list(s.micro_kernels)})
+                "micro_kernels": list(s.micro_kernels), "choice": s.choice.record(),
+                "forced": force is not None,
+                "candidates": [c.record() for c in s.candidates]})
         for v, dst in self.copies:
             self.copy(v, self.ref(v), dst)
         return self
@@ -256,13 +266,22 @@ _CONTROL = {"If": _Frame.emit_if, "Loop": _Frame.emit_loop, "Scan": _Frame.emit_
 
 
 def build_program(graph: Graph, plan, target: Target | None, name: str,
-                  prefix: str = "") -> Program:
+                  prefix: str = "", strategies: Mapping[str, str | Forced] | None = None
+                  ) -> Program:
     """The program of `graph` laid out by its memory `plan`: each node's kernel lowered for
-    `target` (named `prefix` + k<index>_<node>), the control flow, and the workspace size."""
-    shared = _Shared(_Weights(name), target)
+    `target` (named `prefix` + k<index>_<node>) by its chosen strategy, or the one
+    `strategies` forces ({node name: KIND{k=v,...}}), the control flow, and the workspace
+    size."""
+    forced = {n: Forced.parse(s) for n, s in (strategies or {}).items()}
+    shared = _Shared(_Weights(name), target, forced=forced)
     inputs = [Ref("input", i, v.dtype, read_only=True) for i, v in enumerate(graph.inputs)]
     outputs = [Ref("output", j, v.dtype) for j, v in enumerate(graph.outputs)]
     top = _Frame(graph, plan, shared, inputs, outputs, 0, prefix).run()
+    unused = sorted(set(forced) - shared.used)
+    if unused:
+        raise EdgecError(f"--strategy names node(s) {', '.join(unused)}, which no kernel "
+                         "builds (after the passes: fused, folded or a view); report.txt's "
+                         "kernel list names the nodes that have kernels")
     ws = plan.arena_bytes if not top.extra else top.total_bytes
     weights = [(shared.weights.symbols[id(v)], v) for v in shared.weights.values]
     return Program(name, list(graph.inputs), list(graph.outputs), ws, weights, top.ops,

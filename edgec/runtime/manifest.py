@@ -17,7 +17,7 @@ import fastjsonschema
 
 from ..errors import EdgecError
 
-VERSION = 1
+VERSION = 2  # 2: each kernel's typed strategy (choice, candidates, forced)
 
 _STR = {"type": "string"}
 _INT = {"type": "integer", "minimum": 0}
@@ -32,8 +32,14 @@ def _object(required: dict, optional: dict | None = None, extra: bool = False) -
 
 _TENSOR = _object({"name": _STR, "shape": {"type": "array", "items": _INT}, "dtype": _STR,
                    "onnx_dtype": {"type": "integer"}})
+# a candidate of lowering/strategies.py: its kind and parameters, its modelled cost (absent
+# where not modelled), the reason it does not apply (absent where it does)
+_CANDIDATE = _object({"kind": _STR, "params": {"type": "object", "additionalProperties": {
+    "type": ["integer", "number", "string"]}}},
+    {"cost_s": {"type": "number"}, "reason": _STR})
 _STRATEGY = _object({"node": _STR, "op": _STR, "kernel": _STR, "strategy": _STR, "kind": _STR,
-                     "lanes": _INT, "parallel": _BOOL},
+                     "lanes": _INT, "parallel": _BOOL, "choice": _CANDIDATE, "forced": _BOOL,
+                     "candidates": {"type": "array", "items": _CANDIDATE}},
                     {"micro_kernels": _STRS}, extra=True)
 _TIMED = _object({"layer": _STR, "kernel": {"enum": ["sparse", "dense"]},
                   "model_ratio": {"type": "number"}},

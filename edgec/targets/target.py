@@ -62,6 +62,54 @@ class Caches:
 
 
 @dataclass(frozen=True)
+class Tiles:
+    """The tile sizes kernel builders start from (lowering/strategies.py's candidates read
+    them), measured on one host: the Intel Xeon the convolutions were tuned on. A target may
+    set its own; a `--strategy` override may set a node's."""
+
+    # float register tiles (kernels/conv.py): output channels (one vector of accumulators
+    # per pixel), pixels along a row (with more, gcc's register allocator sometimes spills
+    # accumulators inside the innermost loop), and the widest row interior that is one tile
+    # (the 5 pixels of a 7x7 map)
+    conv_m: int = 8
+    conv_p: int = 4
+    conv_p_one: int = 8
+    # pointwise convolutions as GEMM tiles: output channels a pass updates per load of an x
+    # row, input channels it adds per load and store of a y row, the share of L2 a tile of
+    # x takes (192 KB of 512) and the bounds of its pixels
+    pointwise_rows: int = 8
+    pointwise_depth: int = 4
+    pointwise_l2_share: float = 3 / 8
+    pointwise_min: int = 64
+    pointwise_max: int = 1024
+    # integer convolutions (kernels/quant_conv.py): output channels per register tile (8
+    # int32 accumulators are one AVX2 vector); outputs of at most `int_unroll_terms` terms
+    # written out for `int_unroll_channels` channels at a time, unless they have more than
+    # `int_tile_terms` terms and fit register tiles
+    int_conv_m: int = 8
+    int_unroll_terms: int = 49
+    int_unroll_channels: int = 4
+    int_tile_terms: int = 12
+    # pixels per tile of the blocked int8 depthwise convolution (kernels/blocked_quant.py)
+    int8_depthwise_pixels: int = 8
+    # sparse gathers (kernels/sparse.py): rows of A per pass over a slice, its values and
+    # indices loaded once for them
+    sparse_row_block: int = 4
+
+
+@dataclass(frozen=True)
+class Rates:
+    """What the strategies' cost model (lowering/strategies.py `roofline`) knows of one core:
+    its clock, the vector FMAs it issues per cycle and the bandwidth it streams memory at.
+    The defaults are a 3 GHz core with two FMA pipes and 20 GB/s: the model ranks one node's
+    candidates, so only the ratios matter."""
+
+    hz: float = 3.0e9
+    fma_per_cycle: int = 2
+    bandwidth: float = 20.0e9  # bytes per second
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     arch: str  # "x86_64", "generic"
@@ -85,6 +133,8 @@ class Target:
     # host's where its CPU runs the target's code, else "" (the figures the rates were
     # tuned with); `--cpu` names another
     uarch: str = ""
+    tiles: Tiles = Tiles()
+    rates: Rates = Rates()
 
     @property
     def cross(self) -> bool:

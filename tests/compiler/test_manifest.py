@@ -40,7 +40,8 @@ def test_the_artifact_carries_its_checked_manifest_and_schema(artifact):
     (lambda d: d["inputs"][0].update(shape="1x784"), "manifest.inputs\\[0\\].shape must be array"),
     (lambda d: d.pop("workspace_bytes"), "must contain .*workspace_bytes"),
     (lambda d: d.update(backend="gpu"), "manifest.backend must be one of"),
-    (lambda d: d.pop("manifest_version"), "manifest version none, this edgec reads version 1: "
+    (lambda d: d["kernel_strategies"][0].pop("choice"), "must contain .*choice"),
+    (lambda d: d.pop("manifest_version"), "manifest version none, this edgec reads version 2: "
                                            "compile the model again"),
 ])
 def test_a_wrong_manifest_is_named_where_it_is_read(artifact, tmp_path, change, message):

@@ -392,11 +392,12 @@ def pruned_float(tmp_path_factory):
 
 
 def report_kernels(out: Path) -> dict[str, str]:
-    """report.txt's kernel lines, '  <node> <op>: <strategy described>', by node."""
+    """report.txt's kernel lines, '  <node> <op>: <typed strategy>: <strategy described>',
+    the described strategy by node."""
     lines = (out / "report.txt").read_text().splitlines()
-    at = lines.index("kernels (node, op: strategy):") + 1
+    at = next(i for i, x in enumerate(lines) if x.startswith("kernels (node, op: ")) + 1
     end = lines.index("", at)
-    return {s.split()[0]: s.split(": ", 1)[1] for s in lines[at:end]}
+    return {s.split()[0]: s.split(": ", 2)[2] for s in lines[at:end]}
 
 
 @pytest.mark.parametrize("build", ["pruned_int8", "pruned_float"])

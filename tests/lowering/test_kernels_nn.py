@@ -16,7 +16,8 @@ import pytest
 
 from edgec.ir import DType, Graph, TensorType
 from edgec.ir.ops.fused import ACTIVATION_PARAMS
-from edgec.lowering.kernels.conv import PW_TILE_MAX, PW_TILE_MIN, pointwise_tile
+from edgec.lowering.kernels.conv import pointwise_tile
+from edgec.targets.target import Tiles
 
 F32 = DType.F32
 
@@ -367,12 +368,12 @@ def test_pointwise_tile():
     multiples of 16, and take the whole plane when it fits."""
     assert pointwise_tile(960, 49) == 49
     assert pointwise_tile(144, 3136) == 320  # 10 tiles of at most 341 pixels, evened out
-    assert pointwise_tile(16, 12544) == 976  # 13 tiles of at most PW_TILE_MAX pixels
+    assert pointwise_tile(16, 12544) == 976  # 13 tiles of at most pointwise_max pixels
     assert pointwise_tile(301, 221) == 112
     for cg, plane in [(7, 5000), (144, 3136), (1000, 49), (5000, 300)]:
         tp = pointwise_tile(cg, plane)
         assert tp == plane or tp % 16 == 0
-        assert min(plane, PW_TILE_MIN) <= tp <= PW_TILE_MAX
+        assert min(plane, Tiles().pointwise_min) <= tp <= Tiles().pointwise_max
         assert (-(-plane // tp) - 1) * tp < plane  # no empty last tile
 
 

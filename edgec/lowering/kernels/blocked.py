@@ -30,8 +30,10 @@ from ...kernel_ir.kernel import (
     select,
     vload,
 )
+from ...targets.target import Target
 from .. import microkernels as mk
 from ..lower import NodeKernelBuilder, kernel
+from ..strategies import Candidate, Kind, roofline
 from .activation import activation_key, activation_of
 from .common import derived_constant, parallel_split, window
 
@@ -202,9 +204,39 @@ def blocked_conv(kb: NodeKernelBuilder, node: Node) -> None:
         raise EdgecError(f"node {node.name}: a BlockedConv of block {lanes} needs a target "
                          f"with {lanes}-lane float vectors (this one has {kb.lanes(F32)}); "
                          "run the layout-nchwc pass with the target's block")
+    c = kb.choose(blocked_candidates(kb.target, node))
+    if c.kind is Kind.BLOCKED_DEPTHWISE:
+        kb.strategy = "blocked depthwise conv"
+        _blocked_depthwise(kb, node, lanes, int(c["r"]))
+    else:
+        kb.strategy = "blocked conv"
+        _blocked_dense(kb, node, lanes, int(c["mb"]), int(c["r"]))
+
+
+def blocked_candidates(target: Target, node: Node) -> list[Candidate]:
+    """A BlockedConv's two micro-kernel drivers, one for grouped (depthwise: layout-nchwc
+    blocks only those) and one for dense convolutions: tiles of `mb` output blocks x `r`
+    pixels (the register file's most, `microkernels.py`), costed by the roofline at full
+    vectors."""
+    lanes, regs = node.attrs["block"], target.registers
+    blocked_in = bool(node.attrs["blocked_input"])
+    g = _Geo.of(node)
     depthwise = node.attrs["group"] > 1
-    kb.strategy = "blocked depthwise conv" if depthwise else "blocked conv"
-    (_blocked_depthwise if depthwise else _blocked_dense)(kb, node, lanes)
+    cin = 1 if depthwise else g.c
+    macs = g.n * g.m * g.oh * g.ow * cin * g.kh * g.kw
+    nbytes = F32.itemsize * (g.n * g.c * g.h * g.w + g.m * cin * g.kh * g.kw
+                             + g.n * g.m * g.oh * g.ow)
+    cost = roofline(target, macs, nbytes, lanes)
+    mb, r = mk.conv_tiles(lanes, regs) if blocked_in else mk.stem_tiles(lanes, regs)
+    return [
+        Candidate.of(Kind.BLOCKED_CONV, {"block": lanes, "mb": mb, "r": r},
+                     "a grouped convolution (its channels are reduced within their block)"
+                     if depthwise else "", None if depthwise else cost, ("mb", "r")),
+        Candidate.of(Kind.BLOCKED_DEPTHWISE,
+                     {"block": lanes, "r": mk.depthwise_pixels(lanes, regs)},
+                     "" if depthwise else "not a grouped convolution",
+                     cost if depthwise else None, ("r",)),
+    ]
 
 
 def _row_taps(kb: NodeKernelBuilder, g: _Geo, oh: Expr) -> tuple[Expr, Expr]:
@@ -237,15 +269,14 @@ def _band(rows: int, row_bytes: int, other_tasks: int, budget: int) -> int:
     return bh
 
 
-def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
+def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
+                   r_max: int) -> None:
     """Parallel over (image, group of output blocks, band of output rows). Within a task the
     input blocks are reduced in chunks, each chunk sweeping the band's rows, so a chunk's
     weights are read from L1 by every row; the partial sums live in y until the last chunk
     applies the epilogue."""
     blocked_in = bool(node.attrs["blocked_input"])
     g = _Geo.of(node).merged_rows() if blocked_in else _Geo.of(node)
-    regs = kb.target.registers
-    mb_max, r_max = mk.conv_tiles(lanes, regs) if blocked_in else mk.stem_tiles(lanes, regs)
     mblocks = -(-g.m // lanes)
     cin = lanes if blocked_in else g.c
     cblocks = -(-g.c // cin)
@@ -341,9 +372,8 @@ def prefetch_lines(kb: KernelBuilder, w: Buffer, start: Expr, lines: int, step: 
         kb.prefetch(w, first + q * step)
 
 
-def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int) -> None:
+def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int, r_max: int) -> None:
     g = _Geo.of(node)
-    r_max = mk.depthwise_pixels(lanes, kb.target.registers)
     cblocks = -(-g.c // lanes)
     x = kb.bind(node.inputs[0], "x")
     w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}dw",

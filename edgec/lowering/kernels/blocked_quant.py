@@ -36,6 +36,7 @@ from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from ...kernel_ir.kernel import INDEX, Expr, cast, const
 from .. import microkernels_int8 as mk
 from ..lower import NodeKernelBuilder, kernel
+from ..strategies import Candidate, Kind, roofline
 from .quant_common import constant_table, dot4_pairdot, dot4_pairs16, dot4_recentre
 
 I32, F32 = DType.I32, DType.F32
@@ -169,6 +170,35 @@ def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale
     return corr_t, constant_table(kb, mult, f"mult{scale}", src), None
 
 
+def blocked_int8_candidates(kb: NodeKernelBuilder, g: _QGeo, enc: QConvWeights, lanes: int,
+                            density: float) -> list[Candidate]:
+    """The three tiles of a BlockedQLinearConv, of which the weights' encoding (pack-weights'
+    choice, a graph rewrite) leaves one: dot4 (`r` pixels x mb blocks), sparse dot4 groups
+    (`density` of them stored), depthwise (`r` pixels). Costed by the roofline: a dot4 does
+    4 multiply-adds per int32 lane, the depthwise tile one; the bytes are x, w and y once."""
+    dw = enc.kind == "dw"
+    cin = 1 if dw else g.c
+    macs = g.n * g.m * g.oh * g.ow * cin * g.kh * g.kw
+    nbytes = g.n * g.cbin * g.h * g.w * g.xb + g.m * cin * g.kh * g.kw + g.n * g.m * g.oh * g.ow
+    _, r = qconv_tiles(lanes, kb.target.registers)
+    said = f"pack-weights encoded the weights as '{enc}'"
+    dense = "" if not dw and not enc.sparse else said
+    sparse = "" if enc.sparse else said
+    depth = "" if dw else said
+    t = kb.target
+    return [
+        Candidate.of(Kind.BLOCKED_INT8_DOT4, {"block": lanes, "mb": enc.mb, "r": r}, dense,
+                     None if dense else roofline(t, macs, nbytes, 4 * lanes), ("r",)),
+        Candidate.of(Kind.SPARSE_INT8_DOT4, {"block": lanes, "r": r,
+                                             "density": round(density, 3)}, sparse,
+                     None if sparse else roofline(t, macs * density, nbytes, 4 * lanes),
+                     ("r",)),
+        Candidate.of(Kind.BLOCKED_INT8_DEPTHWISE,
+                     {"block": lanes, "r": t.tiles.int8_depthwise_pixels}, depth,
+                     None if depth else roofline(t, macs, nbytes, lanes), ("r",)),
+    ]
+
+
 def _zero_point(v) -> Expr:
     """A constant zero point (absent: 0) as an int32 literal."""
     return const(int(v.const.reshape(-1)[0]) if v is not None else 0, I32)
@@ -206,6 +236,8 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     # the encoding names the tile ("dot4 ... sparse": pack-weights' choice, or the same rule
     # for weights packed here)
     sparse = dot4_groups(wc, g, lanes) if enc.sparse else None
+    c = kb.choose(blocked_int8_candidates(kb, g, enc, lanes,
+                                          sparse[3] if sparse is not None else 1.0))
     w = _weights(kb, node, g)[2] if sparse is None else None
     # the report says where the weights were packed: a pipeline without pack-weights packs
     # them here, into a table the text IR does not show
@@ -228,9 +260,9 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     x_row, x_cb = g.w * g.xb, g.h * g.w * g.xb
     x_img = g.cbin * x_cb
     y_mb = g.oh * g.ow * lanes
-    if enc.kind == "dw":
+    if c.kind is Kind.BLOCKED_INT8_DEPTHWISE:
         kb.strategy = "blocked int8 depthwise conv" + rq + where
-        r_max = 8
+        r_max = int(c["r"])
         with kb.loop(g.n * g.mblocks * g.oh, "t", kind="parallel") as t:
             oh = kb.local("oh", t % g.oh)
             nc = kb.local("nc", t // g.oh)  # image * blocks + block
@@ -243,8 +275,8 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                         (mult, blk * lanes), (y, yo), g.kh, g.kw, g.dh * x_row, g.dw * lanes,
                         g.kw * lanes, zy, *tail, *fused(yo))
         return
-    _, r_max = qconv_tiles(lanes, kb.target.registers)
-    if sparse is not None:
+    r_max = int(c["r"])
+    if c.kind is Kind.SPARSE_INT8_DOT4:
         vals, offs, ptr, density = sparse
         kb.strategy = f"sparse int8 conv dot4 groups, density {density:.2f}" + rq + pairs_say
         src = node.inputs[3]

@@ -5,17 +5,18 @@ iterations are independent, or a group of independent scalar accumulators update
 same order, but never reassociates one float reduction. So:
 
 - Convolutions (constant weights, at least 4 output channels per group) use register tiles:
-  8 output channels x up to 4 pixels of accumulators in locals, updated in an innermost loop
-  over input channels acc[t][j] += w[tap, c, j] * x[c, tap(t)] that gcc vectorizes across j,
-  from weights packed at compile time so that loop reads them in order; the epilogue
-  act(acc + b + z) is applied to each accumulator before its one store.
+  tile_m output channels x up to tile_p pixels of accumulators (Target.tiles: 8 x 4) in
+  locals, updated in an innermost loop over input channels acc[t][j] += w[tap, c, j] *
+  x[c, tap(t)] that gcc vectorizes across j, from weights packed at compile time so that
+  loop reads them in order; the epilogue act(acc + b + z) is applied to each accumulator
+  before its one store.
 - Pointwise convolutions (1x1, stride 1, no pads) are a GEMM y[m, :] = b[m] + sum_c
   w[m, c] * x[c, :] over the flattened plane, in tiles of pixels small enough that the
   tile of x (Cg x pixels) stays in L2 while every output channel reads it; within a tile,
-  PW_ROWS output rows are updated by PW_DEPTH input rows per unit-stride pass
-  y_j[p] += w[j, c]*x_c[p] + w[j, c+1]*x_{c+1}[p] + ..., so each x load serves PW_ROWS
-  rows and each y load/store PW_DEPTH channels. The first pass starts from the bias and
-  the last applies the epilogue, while the tile is in L1.
+  `rows` output rows are updated by `depth` input rows per unit-stride pass
+  y_j[p] += w[j, c]*x_c[p] + w[j, c+1]*x_{c+1}[p] + ..., so each x load serves `rows`
+  rows and each y load/store `depth` channels (Target.tiles: pointwise_rows, _depth). The
+  first pass starts from the bias and the last applies the epilogue, while the tile is in L1.
 - Depthwise and transposed convolutions accumulate a row at a time in the output itself:
   y[row] (+)= w * x[row shifted by the tap], a unit-stride loop, then one pass applies the
   epilogue to the hot row. Taps in the padding are cut off by loop bounds (`common.window`).
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from ...kernel_ir.kernel import (
     Buffer,
@@ -37,8 +39,9 @@ from ...kernel_ir.kernel import (
     minimum,
     select,
 )
-from ...targets.target import Caches
+from ...targets.target import Caches, Target, Tiles
 from ..lower import NodeKernelBuilder, kernel
+from ..strategies import Candidate, Kind, roofline
 from .common import (
     Activation,
     Epilogue,
@@ -53,15 +56,7 @@ from .common import (
 )
 
 # -- convolution ----------------------------------------------------------------------------
-
-TILE_M = 8  # output channels per register tile: one vector of accumulators per pixel
-TILE_P = 4  # output pixels per register tile along a row (with more, gcc's register
-#             allocator sometimes spills accumulators inside the innermost loop)
-TILE_P_ONE = 8  # a row interior up to this wide is one tile (the 5 pixels of a 7x7 map)
-PW_ROWS = 8  # output channels a pointwise pass updates per load of an x row
-PW_DEPTH = 4  # input channels a pointwise pass adds per load and store of a y row
-PW_TILE_L2_SHARE = 3 / 8  # of L2 for a pointwise tile of x (Cg rows): 192 KB of 512
-PW_TILE_MIN, PW_TILE_MAX = 64, 1024  # pixels per pointwise tile
+# (the tile sizes are the Target's facts, `Tiles`: conv_m, conv_p, conv_p_one, pointwise_*)
 
 
 @dataclass
@@ -163,23 +158,22 @@ def pack_conv_weights(w: np.ndarray, group: int, tile: int, reduce_rows: bool) -
 def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
                activation: Activation | None = None) -> None:
     """Conv / FusedConv: y[n, m, o] = act(b[m] + sum_{c, k} w[m, c, k] * x[n, g*Cg + c,
-    o*s + k*d - p] + z[n, m, o]), N-D, grouped (depthwise when Cg = 1).
-
-    With constant weights: pointwise convolutions as a tiled GEMM (`_conv_pointwise`), others
-    with at least TILE_M / 2 output channels per group in register tiles (`_conv_tiles`);
-    otherwise (depthwise, weights computed at run time) rows (`_conv_rows`).
+    o*s + k*d - p] + z[n, m, o]), N-D, grouped (depthwise when Cg = 1), by the candidate
+    `conv_candidates` lists and the builder chooses: pointwise convolutions as a tiled GEMM
+    (`_conv_pointwise`), register tiles (`_conv_tiles`), or rows (`_conv_rows`).
     """
     geo = ConvGeometry.of(node)
     w_v, b_v = node.inputs[1], node.input(2)
-    pointwise = w_v.is_const and geo.pointwise
-    tiled = w_v.is_const and geo.mg >= TILE_M // 2 and not pointwise
+    c = kb.choose(conv_candidates(kb.target, geo, w_v.is_const, w_v.dtype.itemsize))
     x = kb.bind(node.inputs[0], "x")
-    if pointwise:
-        w = derived_constant(kb, w_v, f"packed{PW_ROWS}",
-                             lambda a: pack_conv_weights(a, geo.group, PW_ROWS, False))
-    elif tiled:
-        w = derived_constant(kb, w_v, f"packed{TILE_M}{'r' if geo.reduce_rows else ''}",
-                             lambda a: pack_conv_weights(a, geo.group, TILE_M, geo.reduce_rows))
+    if c.kind is Kind.CONV_POINTWISE:
+        rows = int(c["rows"])
+        w = derived_constant(kb, w_v, f"packed{rows}",
+                             lambda a: pack_conv_weights(a, geo.group, rows, False))
+    elif c.kind is Kind.CONV_TILES:
+        tm = int(c["tile_m"])
+        w = derived_constant(kb, w_v, f"packed{tm}{'r' if geo.reduce_rows else ''}",
+                             lambda a: pack_conv_weights(a, geo.group, tm, geo.reduce_rows))
     else:
         w = kb.bind(w_v, "w")
     b = kb.bind(b_v, "b") if b_v is not None else None
@@ -188,53 +182,96 @@ def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
     if residual is not None:
         epi.addends.append((Operand(kb.bind(residual, "z"), ys), 1.0))
     y = kb.bind(node.outputs[0], "y")
-    builder = _conv_pointwise if pointwise else _conv_tiles if tiled else _conv_rows
-    kb.strategy = ("pointwise conv as GEMM tiles" if pointwise else
-                   "conv register tiles" if tiled else "conv rows")
-    builder(kb, geo, x, w, b, y, epi)
+    kb.strategy = {Kind.CONV_POINTWISE: "pointwise conv as GEMM tiles",
+                   Kind.CONV_TILES: "conv register tiles", Kind.CONV_ROWS: "conv rows"}[c.kind]
+    if c.kind is Kind.CONV_POINTWISE:
+        _conv_pointwise(kb, geo, x, w, b, y, epi, int(c["rows"]), int(c["depth"]),
+                        int(c["tile"]))
+    elif c.kind is Kind.CONV_TILES:
+        _conv_tiles(kb, geo, x, w, b, y, epi, int(c["tile_m"]), int(c["tile_p"]),
+                    int(c["tile_p_one"]))
+    else:
+        _conv_rows(kb, geo, x, w, b, y, epi)
 
 
-def pointwise_tile(cg: int, plane: int, itemsize: int = 4, l2: int = Caches().l2) -> int:
-    """Pixels per tile of a pointwise convolution: at most PW_TILE_MAX and few enough that
-    the tile of x (cg rows) fits in PW_TILE_L2_SHARE of the L2, split evenly over the plane
-    in multiples of 16 (a vector), or the whole plane when it fits."""
-    limit = max(PW_TILE_MIN, min(PW_TILE_MAX, int(l2 * PW_TILE_L2_SHARE) // (itemsize * cg)))
+def conv_candidates(target: Target, geo: ConvGeometry, const_weights: bool,
+                    itemsize: int = 4) -> list[Candidate]:
+    """The float convolution's candidates, in order of preference, costed by the roofline
+    of `strategies.py`: all three read x and w and write y once (bytes); the pointwise GEMM
+    runs the target's full vectors along the pixels, register tiles vectors across their
+    tile_m channels, and rows vectors along a row at half the FMA rate (each FMA waits on a
+    load and a store of the row in the output)."""
+    t, lanes = target.tiles, target.lanes(DType.F32)
+    macs = geo.n * geo.m * math.prod(geo.osp) * geo.cg * math.prod(geo.ksz)
+    nbytes = itemsize * (geo.n * geo.c * math.prod(geo.isp) + geo.m * geo.cg
+                         * math.prod(geo.ksz) + geo.n * geo.m * math.prod(geo.osp))
+    const_w = "" if const_weights else \
+        "the weights are computed at run time (packing needs them at compile time)"
+    pw = const_w or ("" if geo.pointwise else "not a 1x1 convolution with stride 1 and no pads")
+    tiles = const_w or (f"{geo.mg} output channels per group, fewer than half a tile "
+                        f"(tile_m {t.conv_m})" if geo.mg < t.conv_m // 2 else "")
+    return [
+        Candidate.of(Kind.CONV_POINTWISE,
+                     {"rows": t.pointwise_rows, "depth": t.pointwise_depth,
+                      **({"tile": pointwise_tile(geo.cg, geo.osp[0], itemsize,
+                                                 target.caches.l2, t)} if geo.pointwise else {})},
+                     pw, None if pw else roofline(target, macs, nbytes, lanes),
+                     ("rows", "depth", "tile")),
+        Candidate.of(Kind.CONV_TILES,
+                     {"tile_m": t.conv_m, "tile_p": t.conv_p, "tile_p_one": t.conv_p_one,
+                      "reduce": "rows" if geo.reduce_rows else "channels"},
+                     tiles, None if tiles else roofline(target, macs, nbytes,
+                                                        min(lanes, t.conv_m)),
+                     ("tile_m", "tile_p", "tile_p_one")),
+        Candidate.of(Kind.CONV_ROWS, {}, "",
+                     roofline(target, macs, nbytes, max(1, min(lanes, geo.osp[-1]) // 2))),
+    ]
+
+
+def pointwise_tile(cg: int, plane: int, itemsize: int = 4, l2: int = Caches().l2,
+                   tiles: Tiles | None = None) -> int:
+    """Pixels per tile of a pointwise convolution: at most `tiles.pointwise_max` and few
+    enough that the tile of x (cg rows) fits in `tiles.pointwise_l2_share` of the L2, split
+    evenly over the plane in multiples of 16 (a vector), or the whole plane when it fits."""
+    tiles = tiles or Tiles()
+    limit = max(tiles.pointwise_min, min(tiles.pointwise_max,
+                                         int(l2 * tiles.pointwise_l2_share) // (itemsize * cg)))
     ntiles = -(-plane // limit)
     return min(plane, (-(-plane // ntiles) + 15) // 16 * 16)
 
 
 def _conv_pointwise(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buffer,
-                    b: Buffer | None, y: Buffer, epi: Epilogue) -> None:
-    """Pointwise convolution as a GEMM over pixel tiles: for each image, group and tile,
-    for each block of `rows` <= PW_ROWS output channels, passes over the tile's pixels
+                    b: Buffer | None, y: Buffer, epi: Epilogue, pw_rows: int, pw_depth: int,
+                    tp: int) -> None:
+    """Pointwise convolution as a GEMM over pixel tiles of `tp` pixels: for each image, group
+    and tile, for each block of `rows` <= pw_rows output channels, passes over the pixels
     y_j[p] = y_j[p] + sum_u wp[c + u, j] * x[c + u, p] for `depth` input channels c + u at a
     time (unit stride in p, so gcc vectorizes it). The first pass starts from the bias, the
     last ends with the epilogue; the weights of a pass are locals loaded before it."""
     cg, mg, plane = geo.cg, geo.mg, geo.osp[0]
-    tp = pointwise_tile(cg, plane, y.dtype.itemsize, kb.target.caches.l2)
     ntiles = -(-plane // tp)
-    # the input channels in passes: the first, PW_DEPTH-deep middle ones in a loop, the last
-    # (which takes the remainder); one pass when there are fewer than 2 * PW_DEPTH channels
-    first = PW_DEPTH if cg >= 2 * PW_DEPTH else cg
-    middle = max(0, cg // PW_DEPTH - 2) if cg >= 2 * PW_DEPTH else 0
-    last = cg - first - middle * PW_DEPTH
+    # the input channels in passes: the first, pw_depth-deep middle ones in a loop, the last
+    # (which takes the remainder); one pass when there are fewer than 2 * pw_depth channels
+    first = pw_depth if cg >= 2 * pw_depth else cg
+    middle = max(0, cg // pw_depth - 2) if cg >= 2 * pw_depth else 0
+    last = cg - first - middle * pw_depth
     with kb.loops([geo.n, geo.group, ntiles], ["n", "g", "pt"]) as (n, g, pt):
         p0 = named(kb, "p0", pt * tp)
         npix = const(tp) if plane % tp == 0 else kb.local("npix", minimum(const(plane) - p0, tp))
         xt = named(kb, "xt", offset([n, g * cg, p0], (geo.c * plane, plane, 1)))
         ys = (geo.m * plane, plane, 1)
-        for rows, nblocks, m_first in [(PW_ROWS, mg // PW_ROWS, 0),
-                                       (mg % PW_ROWS, 1, mg - mg % PW_ROWS)]:
+        for rows, nblocks, m_first in [(pw_rows, mg // pw_rows, 0),
+                                       (mg % pw_rows, 1, mg - mg % pw_rows)]:
             if not rows or not nblocks:
                 continue
             with kb.loop(nblocks, "mb") as mb:
-                m0 = named(kb, "m0", g * mg + mb * PW_ROWS + m_first)
+                m0 = named(kb, "m0", g * mg + mb * pw_rows + m_first)
                 blk = _PointwiseBlock(x, wp, b, y, epi, plane, rows, n, m0, p0, npix,
                                       xt, named(kb, "wblk", m0 * cg),
                                       named(kb, "yt", offset([n, m0, p0], ys)))
                 blk.update(kb, const(0), first, True, last == 0)
                 with kb.loop(middle, "kc") as kc:
-                    blk.update(kb, first + kc * PW_DEPTH, PW_DEPTH, False, False)
+                    blk.update(kb, first + kc * pw_depth, pw_depth, False, False)
                 if last:
                     blk.update(kb, const(cg - last), last, False, True)
 
@@ -282,22 +319,25 @@ class _PointwiseBlock:
 
 
 def _conv_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buffer,
-                b: Buffer | None, y: Buffer, epi: Epilogue) -> None:
-    """Register tiles of tm <= TILE_M output channels x T <= TILE_P pixels of one row, the
+                b: Buffer | None, y: Buffer, epi: Epilogue, tile_m: int, tile_p: int,
+                tile_p_one: int) -> None:
+    """Register tiles of tm <= tile_m output channels x T <= tile_p pixels of one row, the
     accumulators in locals: for each valid tap, acc[t][j] += wp[tap, c, j] * x[c, tap(t)]
     in a loop over c (vectorized across j), then the epilogue and one store per output.
     Pixels whose taps all lie inside the input take full tiles; the few near the left and
-    right edges take one-pixel tiles with their own range of taps along the row."""
+    right edges take one-pixel tiles with their own range of taps along the row; a row
+    interior up to `tile_p_one` pixels is one tile."""
     mg = geo.mg
-    # full blocks of TILE_M channels, then each group's remaining channels
-    for tm, nblocks, first in [(TILE_M, mg // TILE_M, 0), (mg % TILE_M, 1, mg - mg % TILE_M)]:
+    # full blocks of tile_m channels, then each group's remaining channels
+    for tm, nblocks, first in [(tile_m, mg // tile_m, 0), (mg % tile_m, 1, mg - mg % tile_m)]:
         if tm and nblocks:
-            _conv_tile_rows(kb, geo, x, wp, b, y, epi, tm, nblocks, first)
+            _conv_tile_rows(kb, geo, x, wp, b, y, epi, tm, nblocks, first, tile_m, tile_p,
+                            tile_p_one)
 
 
 def _conv_tile_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buffer,
                     b: Buffer | None, y: Buffer, epi: Epilogue, tm: int, nblocks: int,
-                    first: int) -> None:
+                    first: int, tile_m: int, tile_p: int, tile_p_one: int) -> None:
     """The loop nest over images, groups, `nblocks` blocks of `tm` channels starting at
     channel `first` of each group, and output rows; each row split into tiles."""
     cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
@@ -313,7 +353,7 @@ def _conv_tile_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buf
     with kb.loops([geo.n, geo.group, nblocks, *osp[:-1]],
                   ["n", "g", "mb", *(f"o{a}" for a in names[:-1])]) as (n, g, mb, *oo):
         rows = geo.row_taps(kb, oo)
-        m0 = named(kb, "m0", g * mg + mb * TILE_M + first)
+        m0 = named(kb, "m0", g * mg + mb * tile_m + first)
         wblk = named(kb, "wblk", m0 * (cg * math.prod(ksz)))
         yrow = named(kb, "yrow", offset([n, m0, *oo, 0], ys))
 
@@ -364,13 +404,13 @@ def _conv_tile_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buf
                     select(q < lo, q, q + (hi - lo))
                 tile(named(kb, "ow", ow), 1, False)
         inner = hi - lo
-        if 0 < inner <= TILE_P_ONE:
+        if 0 < inner <= tile_p_one:
             tile(const(lo), inner, True)
         elif inner:
             # the last tile ends at `hi`, overlapping the one before (its pixels are computed
             # twice, identically) rather than being narrower
-            with kb.loop(-(-inner // TILE_P), "t") as t:
-                tile(named(kb, "ow", minimum(lo + t * TILE_P, hi - TILE_P)), TILE_P, True)
+            with kb.loop(-(-inner // tile_p), "t") as t:
+                tile(named(kb, "ow", minimum(lo + t * tile_p, hi - tile_p)), tile_p, True)
 
 
 def _conv_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,

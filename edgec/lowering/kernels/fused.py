@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from ...ir.graph import Node
 from ..lower import NodeKernelBuilder, kernel
+from ..strategies import Kind
 from .activation import activation_of
 from .conv import build_conv
-from .gemm import vector_gemm
-from .matmul import build_matmul
+from .gemm import vector_gemm, vector_gemm_candidate
+from .matmul import build_matmul, matmul_candidates
 
 
 @kernel("FusedConv")
@@ -25,9 +26,13 @@ def fused_conv(kb: NodeKernelBuilder, node: Node) -> None:
 
 @kernel("FusedMatMul")
 def fused_matmul(kb: NodeKernelBuilder, node: Node) -> None:
-    if vector_gemm(kb, node.inputs[0], node.inputs[1], node.output, node.input(2),
-                   node.input(3), node):
+    a_v, b_v, y_v, bias_v, z_v = (node.inputs[0], node.inputs[1], node.output, node.input(2),
+                                  node.input(3))
+    c = kb.choose([vector_gemm_candidate(kb.target, a_v, b_v, y_v, bias_v, z_v, node),
+                   *matmul_candidates(kb.target, a_v, b_v, y_v)])
+    if c.kind is Kind.VECTOR_GEMM:
+        vector_gemm(kb, c, a_v, b_v, y_v, bias_v, z_v, node)
         return
-    addends = [(v, 1.0) for v in (node.input(2), node.input(3)) if v is not None]
-    build_matmul(kb, node.inputs[0], node.inputs[1], node.output, addends=addends,
-                 activation=activation_of(node))
+    addends = [(v, 1.0) for v in (bias_v, z_v) if v is not None]
+    build_matmul(kb, a_v, b_v, y_v, addends=addends, activation=activation_of(node),
+                 dots=c.kind is Kind.MATMUL_DOTS)

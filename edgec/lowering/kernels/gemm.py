@@ -16,8 +16,10 @@ from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from ...ir.ops.fused import VECTOR_ACTIVATIONS
 from ...kernel_ir.kernel import const, minimum
+from ...targets.target import Target
 from .. import microkernels as mk
 from ..lower import NodeKernelBuilder
+from ..strategies import Candidate, Kind, roofline
 from .activation import activation_key, activation_of
 from .common import derived_constant
 
@@ -42,27 +44,50 @@ def pack_panels(b: np.ndarray, width: int) -> np.ndarray:
     return out.reshape(-1)
 
 
-def vector_gemm(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value,
-                bias_v: Value | None = None, z_v: Value | None = None,
-                fused: Node | None = None) -> bool:
-    """Build the kernel if the product fits the micro-kernel (float32, constant 2-D B,
-    constant or no bias, residual of Y's shape, the activation of the `fused` node one the
-    vector epilogue implements); else return False."""
-    lanes = kb.lanes(F32)
+def vector_gemm_candidate(target: Target, a_v: Value, b_v: Value, y_v: Value,
+                          bias_v: Value | None = None, z_v: Value | None = None,
+                          fused: Node | None = None) -> Candidate:
+    """The vector GEMM as a candidate: it applies to a float32 product with a constant 2-D
+    B, a constant bias or none, a residual of Y's shape and an activation the vector
+    epilogue implements; its register tile is `tiles` (mr rows x nv vectors). Costed by the
+    roofline at full vectors, reading A, B and Y once."""
+    lanes = target.lanes(F32)
     act_name = fused.attrs["activation"] if fused is not None else ""
-    if (lanes < 2 or y_v.dtype != F32 or a_v.dtype != F32 or not b_v.is_const
-            or len(b_v.shape) != 2 or len(a_v.shape) < 1 or a_v.shape[-1] != b_v.shape[0]
-            or act_name not in VECTOR_ACTIVATIONS
-            or (bias_v is not None and (not bias_v.is_const or bias_v.shape != b_v.shape[1:]))
-            or (z_v is not None and z_v.shape != y_v.shape)):
-        return False
+    k = b_v.shape[0] if len(b_v.shape) == 2 else 0
+    n = b_v.shape[1] if len(b_v.shape) == 2 else 0
+    m = math.prod(a_v.shape[:-1]) if len(a_v.shape) >= 1 else 0
+    reason = (
+        "the target has no float vectors" if lanes < 2 else
+        "not float32" if y_v.dtype != F32 or a_v.dtype != F32 else
+        "B is computed at run time (its panels are packed at compile time)"
+        if not b_v.is_const else
+        f"B has {len(b_v.shape)} dimensions, not 2" if len(b_v.shape) != 2 else
+        "A's last dimension is not B's first" if len(a_v.shape) < 1 or a_v.shape[-1] != k else
+        f"the activation {act_name} has no vector epilogue"
+        if act_name not in VECTOR_ACTIVATIONS else
+        "the bias is not a constant of B's columns" if bias_v is not None and (
+            not bias_v.is_const or bias_v.shape != b_v.shape[1:]) else
+        "the residual is not of Y's shape" if z_v is not None and z_v.shape != y_v.shape else
+        "an empty product" if m == 0 or n == 0 else
+        "Y is not A's rows by B's columns" if y_v.type.numel != m * n else "")
+    if reason:
+        return Candidate.of(Kind.VECTOR_GEMM, {}, reason)
+    mr, nv = tiles(lanes, m)
+    cost = roofline(target, m * n * k, F32.itemsize * (m * k + k * n + m * n), lanes)
+    return Candidate.of(Kind.VECTOR_GEMM, {"lanes": lanes, "mr": mr, "nv": nv}, "", cost,
+                        ("mr", "nv"))
+
+
+def vector_gemm(kb: NodeKernelBuilder, c: Candidate, a_v: Value, b_v: Value, y_v: Value,
+                bias_v: Value | None = None, z_v: Value | None = None,
+                fused: Node | None = None) -> None:
+    """Build the kernel of candidate `c` (`vector_gemm_candidate`, which applies)."""
+    lanes = kb.lanes(F32)
     k, n = b_v.shape
     m = math.prod(a_v.shape[:-1])
-    if m == 0 or n == 0 or y_v.type.numel != m * n:
-        return False
     act = activation_of(fused) if fused is not None else None
     act_key = activation_key(fused) if fused is not None else ""
-    mr, nv = tiles(lanes, m)
+    mr, nv = int(c["mr"]), int(c["nv"])
     width = nv * lanes
     panels = -(-n // width)
     kb.strategy = "vector GEMM"
@@ -96,5 +121,4 @@ def vector_gemm(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value,
                 args += [(z, i0 * n + p * width)] if z is not None else []
                 args += [(y, i0 * n + p * width), k, k, n, cols]
                 kb.call(fn, *args)
-    return True
 

@@ -14,7 +14,9 @@ from ...ir.graph import Node, Value
 from ...kernel_ir.kernel import (
     const,
 )
+from ...targets.target import Target
 from ..lower import NodeKernelBuilder, kernel
+from ..strategies import Candidate, Kind, roofline
 from .common import (
     Activation,
     Epilogue,
@@ -25,20 +27,51 @@ from .common import (
     offset,
     row_major_strides,
 )
-from .gemm import vector_gemm
+from .gemm import vector_gemm, vector_gemm_candidate
 
 # -- matrix products ------------------------------------------------------------------------
+
+def _sizes(a_v: Value, b_v: Value, y_v: Value, trans_a: bool, trans_b: bool
+           ) -> tuple[int, int, int, int]:
+    """(batch, M, K, N) of A' @ B' (a 1-D A a row, a 1-D B a column)."""
+    a_shape = (1, *a_v.shape) if len(a_v.shape) == 1 else tuple(a_v.shape)
+    b_shape = (*b_v.shape, 1) if len(b_v.shape) == 1 else tuple(b_v.shape)
+    m_, k_ = a_shape[-2:][::-1] if trans_a else a_shape[-2:]
+    n_ = b_shape[-2] if trans_b else b_shape[-1]
+    return max(1, y_v.type.numel // max(1, m_ * n_)), m_, k_, n_
+
+
+def matmul_candidates(target: Target, a_v: Value, b_v: Value, y_v: Value,
+                      trans_a: bool = False, trans_b: bool = False) -> list[Candidate]:
+    """The scalar-built products, in order of preference (rows, unless N = 1 or B is
+    transposed at run time), by the roofline: rows run gcc's vectors along N at half the FMA
+    rate (each FMA loads and stores y), dot products one lane (gcc does not reassociate the
+    sum); both read A, B and Y once."""
+    batch, m_, k_, n_ = _sizes(a_v, b_v, y_v, trans_a, trans_b)
+    macs = batch * m_ * k_ * n_
+    nbytes = y_v.dtype.itemsize * (a_v.type.numel + b_v.type.numel + y_v.type.numel)
+    lanes = target.lanes(y_v.dtype)
+    # rows read B's rows contiguously: a transposed B is transposed back at compile time
+    # where it is a constant of more than one column
+    rows_reason = "" if not trans_b or (b_v.is_const and n_ > 1) else \
+        "B is transposed and computed at run time" if not b_v.is_const else \
+        "B is one transposed column"
+    rows = Candidate.of(Kind.MATMUL_ROWS, {}, rows_reason, None if rows_reason else
+                        roofline(target, macs, nbytes, max(1, min(lanes, n_) // 2)))
+    dots = Candidate.of(Kind.MATMUL_DOTS, {}, "", roofline(target, macs, nbytes, 1))
+    return [dots, rows] if n_ == 1 or rows_reason else [rows, dots]
+
 
 def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                  trans_a: bool = False, trans_b: bool = False, scale: float = 1.0,
                  addends: Sequence[tuple[Value, float]] = (),
-                 activation: Activation | None = None) -> None:
+                 activation: Activation | None = None, dots: bool = False) -> None:
     """Y = act(scale * A' @ B' + sum(factor * addend)) with numpy matmul semantics: batch
     dims broadcast, a 1-D A is a row and a 1-D B a column (their unit dim is dropped from Y).
 
-    B row-major [K, N]: per output row, y[i, :] += A[i, k] * B[k, :] for k = 0..K-1 (a
-    contiguous axpy). A constant transposed B is transposed back at compile time. B
-    transposed at run time, or N = 1: a dot product per output in a local.
+    B row-major [K, N] (MATMUL_ROWS): per output row, y[i, :] += A[i, k] * B[k, :] for k =
+    0..K-1 (a contiguous axpy). A constant transposed B is transposed back at compile time.
+    `dots` (MATMUL_DOTS; B transposed at run time): a dot product per output in a local.
     """
     a_shape = (1, *a_v.shape) if len(a_v.shape) == 1 else tuple(a_v.shape)
     b_shape = (*b_v.shape, 1) if len(b_v.shape) == 1 else tuple(b_v.shape)
@@ -72,8 +105,9 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         return [*bi, *([i] if len(a_v.shape) > 1 else []), *([j] if len(b_v.shape) > 1 else [])]
 
     names = [f"b{d}" for d in range(len(batch))]
-    kb.strategy = "matmul dot products" if trans_b or n_ == 1 else "matmul rows"
-    if trans_b or n_ == 1:
+    dots = dots or trans_b
+    kb.strategy = "matmul dot products" if dots else "matmul rows"
+    if dots:
         with kb.loops([*batch, m_, n_], [*names, "i", "j"]) as (*bi, i, j):
             acc = kb.local("acc", zero)
             with kb.loop(k_, "k") as k:
@@ -96,13 +130,24 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
 
 @kernel("MatMul")
 def matmul(kb: NodeKernelBuilder, node: Node) -> None:
-    if not vector_gemm(kb, node.inputs[0], node.inputs[1], node.output):
-        build_matmul(kb, node.inputs[0], node.inputs[1], node.output)
+    a_v, b_v, y_v = node.inputs[0], node.inputs[1], node.output
+    c = kb.choose([vector_gemm_candidate(kb.target, a_v, b_v, y_v),
+                   *matmul_candidates(kb.target, a_v, b_v, y_v)])
+    if c.kind is Kind.VECTOR_GEMM:
+        vector_gemm(kb, c, a_v, b_v, y_v)
+    else:
+        build_matmul(kb, a_v, b_v, y_v, dots=c.kind is Kind.MATMUL_DOTS)
 
 
 @kernel("Gemm")
 def gemm(kb: NodeKernelBuilder, node: Node) -> None:
-    c = node.input(2)
+    c, trans_a, trans_b = node.input(2), bool(node.attrs["transA"]), bool(node.attrs["transB"])
+    # the vector GEMM takes a Gemm once the fuse pass has made it a FusedMatMul
+    vec = Candidate.of(Kind.VECTOR_GEMM, {}, "a Gemm (the fuse pass turns one with alpha 1 "
+                       "and no transA into a FusedMatMul, which has a vector GEMM)")
+    s = kb.choose([vec, *matmul_candidates(kb.target, node.inputs[0], node.inputs[1],
+                                            node.output, trans_a, trans_b)])
     build_matmul(kb, node.inputs[0], node.inputs[1], node.output,
-                 trans_a=bool(node.attrs["transA"]), trans_b=bool(node.attrs["transB"]),
-                 scale=node.attrs["alpha"], addends=[(c, node.attrs["beta"])] if c else [])
+                 trans_a=trans_a, trans_b=trans_b, scale=node.attrs["alpha"],
+                 addends=[(c, node.attrs["beta"])] if c else [],
+                 dots=s.kind is Kind.MATMUL_DOTS)

@@ -21,19 +21,17 @@ from ...ir.graph import Node, Value
 from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from ...kernel_ir.kernel import Buffer, Expr, cast, const
 from ..lower import NodeKernelBuilder, kernel
+from ..strategies import Candidate, Kind
 from .common import named, offset, row_major_strides
 from .conv import ConvGeometry
 from .quant_common import Requant, constant_table, narrow, scalar, zero_point
 
 F32, I32 = DType.F32, DType.I32
-TILE_M = 8  # output channels per register tile: 8 int32 accumulators are one AVX2 vector
-# A convolution with at most UNROLL_TERMS terms per output (input channels x taps) is written
-# out, for UNROLL_CHANNELS output channels at a time, unless it has more than TILE_TERMS terms
-# and its channels fit register tiles (measured on AVX2: depthwise and pointwise over <= 8
-# channels are faster written out, wider pointwise ones in tiles).
-UNROLL_TERMS = 49
-UNROLL_CHANNELS = 4
-TILE_TERMS = 12
+# The tile sizes are the Target's facts (Tiles.int_*): a convolution with at most
+# int_unroll_terms terms per output (input channels x taps) is written out, for
+# int_unroll_channels output channels at a time, unless it has more than int_tile_terms terms
+# and its channels fit register tiles of int_conv_m (measured on AVX2: depthwise and
+# pointwise over <= 8 channels are faster written out, wider pointwise ones in tiles).
 
 
 
@@ -42,9 +40,29 @@ TILE_TERMS = 12
 Finish = Callable[[Expr], Callable[[Expr], Expr]]
 
 
-def _conv_tile(mg: int) -> int:
+def _conv_tile(mg: int, tile_m: int) -> int:
     """Output channels per register tile: a vector of int32 accumulators."""
-    return next((t for t in (TILE_M, TILE_M // 2) if mg % t == 0 and mg >= t), 1)
+    return next((t for t in (tile_m, tile_m // 2) if mg % t == 0 and mg >= t), 1)
+
+
+def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights: bool
+                        ) -> list[Candidate]:
+    """The three forms, in order of preference. Not costed: which is faster turns on loop
+    overhead the roofline does not see (the thresholds of Target.tiles were measured)."""
+    t = kb.target.tiles
+    terms = geo.cg * math.prod(geo.ksz)
+    tile = _conv_tile(geo.mg, t.int_conv_m)
+    tiles = ("the weights (or their zero point) are computed at run time" if not const_weights
+             else f"{geo.mg} output channels per group fill no tile of {t.int_conv_m} or "
+             f"{t.int_conv_m // 2}" if tile == 1 else
+             f"{terms} terms per output, at most int_tile_terms ({t.int_tile_terms})"
+             if terms <= t.int_tile_terms else "")
+    unroll = f"{terms} terms per output, more than int_unroll_terms ({t.int_unroll_terms})" \
+        if terms > t.int_unroll_terms else ""
+    return [Candidate.of(Kind.INT_CONV_TILES, {"tile": tile}, tiles),
+            Candidate.of(Kind.INT_CONV_ROWS_UNROLLED,
+                         {"channels": min(tile, t.int_unroll_channels)}, unroll),
+            Candidate.of(Kind.INT_CONV_ROWS)]
 
 
 def pack_int_conv_weights(wc: np.ndarray, group: int, tile: int) -> np.ndarray:
@@ -63,20 +81,23 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     bounds (they would multiply x - zx = 0). `channel(m)` sets up per-channel values once and
     returns the finishing function of the accumulator.
 
-    Constant weights (and zero point) are stored as W - zw. With more than TILE_TERMS terms
-    per output and a multiple of 4 output channels per group they are packed for register
-    tiles (`_int_conv_tiles`); with at most UNROLL_TERMS terms the sums are written out
-    (`_unrolled_rows`); otherwise one accumulator per output runs over c and the taps."""
+    Constant weights (and zero point) are stored as W - zw. The chosen candidate
+    (`int_conv_candidates`): with more than int_tile_terms terms per output and a multiple
+    of 4 output channels per group they are packed for register tiles (`_int_conv_tiles`);
+    with at most int_unroll_terms terms the sums are written out (`_unrolled_rows`);
+    otherwise one accumulator per output runs over c and the taps."""
     geo = ConvGeometry.of(node, x_v, w_v, flatten_pointwise=False)
     x = kb.bind(x_v, "x")
     xz = zero_point(kb, xz_v, "x_zp")
     b = kb.bind(bias_v, "b") if bias_v is not None else None
     y = kb.bind(node.output, "y")
     wz_buf = wz_lit = None
-    if w_v.is_const and (wz_v is None or wz_v.is_const):
+    const_w = w_v.is_const and (wz_v is None or wz_v.is_const)
+    form = kb.choose(int_conv_candidates(kb, geo, const_w))
+    if const_w:
         wc = centred_conv_weights(w_v.const, None if wz_v is None else wz_v.const)
-        tile = _conv_tile(geo.mg)
-        if tile > 1 and geo.cg * math.prod(geo.ksz) > TILE_TERMS:
+        if form.kind is Kind.INT_CONV_TILES:
+            tile = int(form["tile"])
             w = constant_table(kb, narrow(pack_int_conv_weights(wc, geo.group, tile)),
                                f"packed{tile}", w_v)
             kb.strategy = "integer conv register tiles"
@@ -90,8 +111,8 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
         wz_lit = zero_point(kb, wz_v, "w_zp") if not per_m else None
     xs, ws = row_major_strides(x_v.shape), row_major_strides(w_v.shape)
     ys = row_major_strides(node.output.shape)
-    unroll = geo.cg * math.prod(geo.ksz) <= UNROLL_TERMS
-    tj = min(_conv_tile(geo.mg), UNROLL_CHANNELS) if unroll else 1
+    unroll = form.kind is Kind.INT_CONV_ROWS_UNROLLED
+    tj = int(form["channels"]) if unroll else 1
     kb.strategy = "integer conv rows, unrolled" if unroll else "integer conv rows"
     with kb.loops([geo.n, geo.group, geo.mg // tj], ["n", "g", "mo"]) as (n, g, mo):
         chans = []

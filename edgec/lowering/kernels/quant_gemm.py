@@ -18,6 +18,7 @@ from ...ir.graph import Node, Value
 from ...kernel_ir.kernel import INDEX, Buffer, Expr, cast, const, minimum
 from .. import microkernels_int8 as mk8
 from ..lower import NodeKernelBuilder
+from ..strategies import Candidate, Kind, roofline
 from .quant_common import (
     constant_table,
     dot4_pairdot,
@@ -39,6 +40,15 @@ class Requant8:
     fixed: tuple[np.ndarray, int] | None = None  # (int32 q, () or [N]; shift): fixed point
 
 
+def _int8_gemm_chosen(kb: NodeKernelBuilder, reason: str, cost: float | None = None,
+                      params: dict | None = None) -> bool:
+    """Whether the int8 GEMM (which does not apply where `reason` says why) is chosen over
+    the scalar integer rows (quant.py `_int_matmul`, which always apply; not costed: the
+    int8 GEMM is preferred wherever it applies)."""
+    return kb.choose([Candidate.of(Kind.INT8_GEMM, params or {}, reason, cost),
+                      Candidate.of(Kind.INT_MATMUL_ROWS)]).kind is Kind.INT8_GEMM
+
+
 def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None,
                       b_v: Value, bz_v: Value | None, rq: Requant8 | None = None,
                       b_matrix: np.ndarray | None = None,
@@ -51,21 +61,23 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
     then constant) is added to the sums, folded into the zero-point table. B comes as the
     pack-weights pass encoded it (the node's `benc`: b_v is then the decoded matrix, the
     node's input the encoding) or is packed here. Returns False (nothing emitted) for the
-    other forms, which the scalar kernel handles."""
+    other forms, which the scalar kernel handles, and where a `--strategy` override chose
+    that (the candidates: `_int8_gemm_chosen`)."""
     lanes = kb.lanes(I32)
     if lanes == 1 or not b_v.is_const or b_v.dtype is not DType.I8 or len(b_v.shape) != 2:
-        return False
+        return _int8_gemm_chosen(kb, "the target has no int32 vectors" if lanes == 1 else
+                                 "B is not a constant int8 matrix")
     bmat = b_v.const if b_matrix is None else b_matrix
     k, n = bmat.shape
     if len(a_v.shape) < 1 or a_v.shape[-1] != k or k < 4 or n == 0:
-        return False  # (K < 4: no 4 bytes of A to read)
+        return _int8_gemm_chosen(kb, "K < 4 (no 4 bytes of A to read) or an empty product")
     if za_v is not None and za_v.type.numel != 1:
-        return False
+        return _int8_gemm_chosen(kb, "A's zero point is not per tensor")
     if bz_v is not None and not (bz_v.is_const and (bz_v.type.numel == 1 or
                                                     tuple(bz_v.shape) == (n,))):
-        return False
+        return _int8_gemm_chosen(kb, "B's zero point is not a constant per tensor or column")
     if bias is not None and za_v is not None and not za_v.is_const:
-        return False
+        return _int8_gemm_chosen(kb, "a bias with A's zero point computed at run time")
     rows = a_v.type.numel // k
     mr_max, nv = mk8.tile_shape(lanes)
     width = nv * lanes
@@ -118,10 +130,15 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
     else:  # re-centred: the zero point za - 128 (and row sums minus 128 K) take it
         corr = (k * zb.astype(np.int64) - colsum) if zero_a or recentre else None
     if corr is not None and np.abs(corr * scale).max(initial=0) >= 2**31:
-        return False
+        return _int8_gemm_chosen(kb, "the zero-point corrections overflow int32")
     m_table = None if rq is None or fixed else rq.table.astype(np.float32) * np.float32(1 / scale)
     if m_table is not None and not np.array_equal(m_table * np.float32(scale), rq.table):
-        return False  # (a multiplier too small to divide by 16 exactly)
+        return _int8_gemm_chosen(kb, "a multiplier too small to divide by 16 exactly")
+    rows_a = a_v.type.numel // k
+    cost = roofline(kb.target, rows_a * k * n, a_v.type.numel + k * n + rows_a * n, 4 * lanes)
+    if not _int8_gemm_chosen(kb, "", cost, {"lanes": lanes, "mr": mr_max, "nv": nv,
+                                            "encoding": str(enc)}):
+        return False
     epi = mk8.Int8Epilogue(node.output.dtype, zero_a or folded or recentre, zero_b,
                            mult_per_column, fixed is not None)
     a = kb.bind(a_v, "a")

@@ -33,6 +33,7 @@ from ...kernel_ir.kernel import INDEX, broadcast, cast, const, fma, minimum, vga
 from ..lower import NodeKernelBuilder, kernel
 from ..microkernels import _apply
 from ..microkernels_sparse import sparse_conv_tile, sparse_nm_tile
+from ..strategies import Candidate, Kind
 from .activation import activation_of
 from .common import derived_constant, parallel_split
 
@@ -187,6 +188,9 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
         work = block_row_work(node.inputs[3].const)
         spread = (split.imbalance(channel_order_work(work, order), ro["threads"]),
                   split.imbalance(work, ro["threads"]))
+    # sparsify chose the sparse kernel over the dense one (a graph rewrite): one candidate
+    kb.choose([Candidate.of(Kind.SPARSE_CONV, {"encoding": str(enc), "tile": tile,
+                                                "bands": nbands, "band_rows": bh})])
     kb.strategy = f"sparse {enc}" + sparse_notes(node, spread)
 
     def nm_tiles(nrows: int, x0, s, br, c, q) -> None:
@@ -286,10 +290,10 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
 def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     """Parallel over runs of slices of C outputs (C: the vector's lanes), an even number of
     runs whose lengths differ by one slice at most (the threads take contiguous runs of
-    them). Per slice, up to `ROW_BLOCK` rows of A at once, two accumulators a row taking
-    alternate columns of the slice: each column is C values and C input indices, loaded once
-    for the rows, and one gather of each row. Stored slice q computes the outputs of slice
-    `order[q]` (the reorder pass balances the threads with it) and writes them there."""
+    them). Per slice, up to `row_block` (Target.tiles) rows of A at once, two accumulators a
+    row taking alternate columns of the slice: each column is C values and C input indices,
+    loaded once for the rows, and one gather of each row. Stored slice q computes the outputs
+    of slice `order[q]` (the reorder pass balances the threads with it) and writes them there."""
     enc = SlicedWeights.parse(node.attrs["wenc"])
     c = enc.c
     if c != kb.lanes(F32) and c != 1:
@@ -309,13 +313,18 @@ def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     order = node.attrs.get("order", [])
     so = derived_constant(kb, node.inputs[3], "order",
                           lambda p: np.asarray(order, np.int32), "so") if order else None
+    # sparsify chose the gathers over the dense product (a graph rewrite): one candidate,
+    # whose rows of A per pass over a slice (their values and indices loaded once) may be set
+    row_block = int(kb.choose([Candidate.of(
+        Kind.SPARSE_GATHER, {"encoding": str(enc), "row_block": kb.target.tiles.sparse_row_block},
+        tunable=("row_block",))])["row_block"])
     kb.strategy = f"sparse {enc} gather" + sparse_notes(node)
     tasks = slice_tasks(slices)
     # prefetch distance (entries) and stride; none where the weights stay in L1 or several
     # passes of rows read them
     entries = node.inputs[1].shape[0]
     line = kb.target.caches.line
-    ahead = 512 if c > 1 and m <= ROW_BLOCK and entries * 4 > kb.target.caches.l1d else 0
+    ahead = 512 if c > 1 and m <= row_block and entries * 4 > kb.target.caches.l1d else 0
 
     def rows(s, os, base, width, r0, nr: int) -> None:
         """Rows r0 .. r0 + nr - 1 of A against stored slice s (outputs of slice os)."""
@@ -354,15 +363,12 @@ def sparse_matmul(kb: NodeKernelBuilder, node: Node) -> None:
             os = kb.local("os", cast(so[s], INDEX)) if so is not None else s
             base = kb.local("base", cast(ptr[s], INDEX) * c)
             width = kb.local("wd", cast(ptr[s + 1], INDEX) - cast(ptr[s], INDEX))
-            full = m // ROW_BLOCK
+            full = m // row_block
             if full:
                 with kb.loop(full, "r") as r:
-                    rows(s, os, base, width, kb.local("r0", r * ROW_BLOCK), ROW_BLOCK)
-            if m % ROW_BLOCK:
-                rows(s, os, base, width, const(full * ROW_BLOCK), m % ROW_BLOCK)
-
-
-ROW_BLOCK = 4  # rows of A per pass over a slice: its values and indices loaded once for them
+                    rows(s, os, base, width, kb.local("r0", r * row_block), row_block)
+            if m % row_block:
+                rows(s, os, base, width, const(full * row_block), m % row_block)
 
 
 def slice_tasks(slices: int) -> int:
