@@ -55,6 +55,8 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
     lanes = kb.lanes(I32)
     if lanes == 1 or not b_v.is_const or b_v.dtype is not DType.I8 or len(b_v.shape) != 2:
         return False
+    if a_v.dtype not in (DType.U8, DType.I8) or node.output.dtype in (DType.U16, DType.I16):
+        return False  # (16-bit activations: the scalar kernels, quant.py)
     bmat = b_v.const if b_matrix is None else b_matrix
     k, n = bmat.shape
     if len(a_v.shape) < 1 or a_v.shape[-1] != k or k < 4 or n == 0:
