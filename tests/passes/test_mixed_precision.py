@@ -124,10 +124,10 @@ def test_greedy_choice_against_a_made_up_measurement():
     """The measurement is the sum of the noises of the points left at 8 bits (none for a
     point whose layers are float, 1/65536 of its own for a 16-bit one) and more: a and b feed
     each other (either one's noise shows only while the other is quantized too: each alone
-    looks worth 20 dB). The choice takes int16 first, most sensitive point first, measuring
-    after each step; a's step costs no MAC (read by Adds) and stays though it gains nothing
-    until b's is taken; the float rung covers the weight; c's int16 would cost more than
-    the MAC budget allows and is skipped."""
+    looks worth 20 dB). The choice takes int16 first, the points read only by Adds (a)
+    first, most sensitive first, measuring after each step; a's step gains nothing alone and
+    is undone, b's neither, and the two together are taken; the float rung covers the
+    weight; c's int16 would cost more than the MAC budget allows and is not tried."""
     points = [Point("a", ("A1", "A2"), 20.0, ()), Point("b", ("B",), 20.0, ("B",)),
               Point("w", ("W",), 22.0), Point("c", ("C",), 24.0, ("C",)),
               Point("e", ("E",), 45.0, ("E",))]
@@ -147,21 +147,22 @@ def test_greedy_choice_against_a_made_up_measurement():
 
     m = choose(points, macs, measure, 23.0, 0.6)
     assert [(x.point.name, x.rung, x.layers) for x in m.steps] == \
-        [("a", "int16", ()), ("b", "int16", ("B",)), ("w", "float", ("W",))]
+        [("b", "int16", ("B",)), ("a", "int16", ()), ("w", "float", ("W",))]
     assert m.steps[0].after_db <= m.steps[0].before_db + 0.1 < m.steps[1].after_db
     assert m.wide == ["a", "b"] and m.floats == {"W"} and m.met
     assert m.mac_shares == mac_shares(macs, {"W"}, {"B"}) == {"int8": 0.8, "int16": 0.1,
                                                               "float": 0.1}
     assert abs(m.output_sqnr_db - measure({"W"}, {"a", "b"})) < 1e-9
-    assert m.measurements == 4 and not any("C" in w or "c" in w for _, w in calls)
-    # rungs=float alone: float for a's two layers, then b, then w; c does not fit
+    assert m.measurements == 5 and not any("C" in w or "c" in w for _, w in calls)
+    # rungs=float alone: float for b and a's two layers together, then w; c does not fit
     m = choose(points, macs, measure, 23.0, 0.6, rungs=("float",))
     assert [(x.point.name, x.layers) for x in m.steps] == \
-        [("a", ("A1", "A2")), ("b", ("B",)), ("w", ("W",))]
+        [("b", ("B",)), ("a", ("A1", "A2")), ("w", ("W",))]
     assert m.wide == [] and m.mac_shares["int16"] == 0.0 and m.met
-    # a budget out of reach: e is never tried (less sensitive than budget + 10 dB), not met
-    m = choose(points, macs, measure, 30.0, 0.6)
-    assert not m.met and "e" not in [x.point.name for x in m.steps]
+    # a budget out of reach: not met, and e never tried (less sensitive than budget + 20 dB)
+    calls.clear()
+    m = choose(points, macs, measure, 24.0, 0.6)
+    assert not m.met and not any("E" in f or "e" in w for f, w in calls)
 
 
 def test_text_in_text_out(tmp_path):
