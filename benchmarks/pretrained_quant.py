@@ -9,7 +9,9 @@ whose int8 answer (argmax) equals the float model's (onnxruntime, float32; the g
 98%), and the SQNR of the output probabilities against the float ones. Rows: edgec's float
 build, edgec int8 (8-bit per-channel weights, uint8 activations) with each calibration, and the
 model quantized by onnxruntime's quantize_static (QDQ, min-max, on the same calibration crops),
-run by onnxruntime and compiled by edgec.
+run by onnxruntime and compiled by edgec. For edgec's own quantization the row also gives the
+shares of the MACs in int8, in int16 (W8A16: layers reading 16-bit activations) and in float,
+as the quantize pass records them; its log (what it chose, and why) goes to stderr.
 
     python benchmarks/pretrained_quant.py [--rec] [--det] [--encoder] [--skip-cls]
                                           [--max-words N] [--methods M,...]
@@ -87,7 +89,8 @@ METHODS = ("minmax", "percentile", "kl")
 GOAL = 98.0
 REC_WIDTH = 320  # rapidocr's rec_img_shape [3, 48, 320]
 OPTIONS = {"methods": list(METHODS), "extra": "", "qdq": True}  # from the command line
-HEAD = "| model | run by | activations | {} | output SQNR dB | compile s |"
+HEAD = ("| model | run by | activations | {} | output SQNR dB | MACs int8/int16/float % | "
+        "compile s |")
 
 
 def main() -> None:
@@ -151,10 +154,11 @@ def classifier(model, crops: Crops, folder: Path) -> list[str]:
           f"(calibration crops {top1(sess.run(None, {'x': calib.x})[0], calib.y):.2f}%)")
     print(head("top-1 % | = float argmax %"))
     failed = []
-    for what, by, act, got, secs in builds(model, {"x": calib.x}, {"x": held.x}, folder / "cls"):
+    for what, by, act, got, secs, macs in builds(model, {"x": calib.x}, {"x": held.x},
+                                                 folder / "cls"):
         agree = float((got.argmax(axis=1) == ref.argmax(axis=1)).mean() * 100)
         print(f"| {what} | {by} | {act} | {top1(got, held.y):.2f} | {agree:.2f} | "
-              f"{sqnr_db(ref, got):.1f} | {seconds(secs)} |", flush=True)
+              f"{sqnr_db(ref, got):.1f} | {macs} | {seconds(secs)} |", flush=True)
         if act == "float" and (agree < 100 or sqnr_db(ref, got) < 80):
             failed.append("edgec's float build departs from onnxruntime")
         elif by == "edgec" and agree < GOAL:
@@ -177,12 +181,12 @@ def recognizer(model, page: np.ndarray, max_words: int | None, folder: Path) -> 
           f"{REC_WIDTH / HEIGHT:.2f}:1: {calib.sum()} calibration, {len(ref)} held out; float32 "
           f"(onnxruntime) reads e.g. {', '.join(map(repr, texts[::12]))}")
     print(head("= float per step % | = float text %"))
-    for what, by, act, got, secs in builds(model, {"x": xs[calib]}, {"x": xs[~calib]},
-                                           folder / "rec"):
+    for what, by, act, got, secs, macs in builds(model, {"x": xs[calib]}, {"x": xs[~calib]},
+                                                 folder / "rec"):
         steps = (got.argmax(axis=-1) == ref.argmax(axis=-1)).mean() * 100
         same = np.mean([ctc_text(g, chars) == t for g, t in zip(got, texts)]) * 100
         print(f"| {what} | {by} | {act} | {steps:.2f} | {same:.2f} | {sqnr_db(ref, got):.1f} | "
-              f"{seconds(secs)} |", flush=True)
+              f"{macs} | {seconds(secs)} |", flush=True)
 
 
 def detector(model, windows: Windows, folder: Path) -> list[str]:
@@ -200,14 +204,15 @@ def detector(model, windows: Windows, folder: Path) -> list[str]:
           f"{sum(not b for b in boxes)} windows without")
     print(head("= float pixels % | = float boxes % | = float answer %"))
     failed = []
-    for what, by, act, got, secs in builds(model, {"x": calib}, {"x": held}, folder / "det"):
+    for what, by, act, got, secs, macs in builds(model, {"x": calib}, {"x": held},
+                                                 folder / "det"):
         pixels = ((got > THRESH) == (ref > THRESH)).mean() * 100
         found = [text_boxes(g[0]) for g in got]
         hits = [matched(b, f) for b, f in zip(boxes, found)]
         same = np.mean([h == len(b) == len(f) for h, b, f in zip(hits, boxes, found)]) * 100
         print(f"| {what} | {by} | {act} | {pixels:.2f} | "
               f"{sum(hits) / sum(map(len, boxes)) * 100:.2f} | {same:.2f} | "
-              f"{sqnr_db(ref, got):.1f} | {seconds(secs)} |", flush=True)
+              f"{sqnr_db(ref, got):.1f} | {macs} | {seconds(secs)} |", flush=True)
         failed += departs("detector", act, same, sqnr_db(ref, got))
     return failed
 
@@ -230,12 +235,12 @@ def encoder(model, vocab: dict[str, int], folder: Path) -> list[str]:
           f"(onnxruntime) finds the docstring of {top(answer):.2f}% of the names")
     print(head("name -> docstring top-1 % | = float answer %"))
     failed = []
-    for what, by, act, got, secs in builds(model, encode(tokenize, calib.names + calib.docs),
-                                           feeds, folder / "enc", EMBEDDING):
+    for what, by, act, got, secs, macs in builds(
+            model, encode(tokenize, calib.names + calib.docs), feeds, folder / "enc", EMBEDDING):
         ans = retrieve(got[:n], got[n:])
         same = float((ans == answer).mean() * 100)
         print(f"| {what} | {by} | {act} | {top(ans):.2f} | {same:.2f} | "
-              f"{sqnr_db(ref, got):.1f} | {seconds(secs)} |", flush=True)
+              f"{sqnr_db(ref, got):.1f} | {macs} | {seconds(secs)} |", flush=True)
         failed += departs("encoder", act, same, sqnr_db(ref, got))
     return failed
 
@@ -260,7 +265,8 @@ def head(columns: str) -> str:
 
 def builds(model, calib: dict[str, np.ndarray], held: dict[str, np.ndarray], folder: Path,
            output: str | None = None):
-    """(model, run by, activations, outputs on `held`, compile s) for edgec's float build, its
+    """(model, run by, activations, outputs on `held`, compile s, MAC shares) for edgec's float
+    build, its
     int8 builds calibrated on `calib` by each method, and onnxruntime's QDQ model of `calib`
     run by onnxruntime and by edgec. `calib` and `held` map each input to its samples [n, ...];
     `output` names the output compared (default: the first)."""
@@ -277,7 +283,7 @@ def builds(model, calib: dict[str, np.ndarray], held: dict[str, np.ndarray], fol
     qdq = zoo.quantize_qdq(model, folder, feeds=list(samples(calib)))
     sess = ort.InferenceSession(str(qdq), providers=["CPUExecutionProvider"])
     what = "QDQ (onnxruntime quantize_static)"
-    yield what, "onnxruntime", "uint8, minmax", sess.run(output and [output], held)[0], None
+    yield what, "onnxruntime", "uint8, minmax", sess.run(output and [output], held)[0], None, ""
     yield what, "edgec", "uint8, minmax", *compiled(qdq, folder / "qdq", held, output,
                                                     input_shapes=shapes)
 
@@ -315,15 +321,23 @@ def seconds(secs: float | None) -> str:
 
 
 def compiled(model, out: Path, feeds: dict[str, np.ndarray], output: str | None = None,
-             **options) -> tuple[np.ndarray, float]:
+             **options) -> tuple[np.ndarray, float, str]:
     """Compile `model` with edgec into `out`, run it on each sample of `feeds`: (the outputs
-    named `output`, or the first, stacked; compile s)."""
+    named `output`, or the first, stacked; compile s; the shares of the MACs in int8, int16
+    and float where edgec quantized it, else "")."""
     t0 = time.perf_counter()
-    edgec.compile(model, out, log=io.StringIO(), **options)
+    log = io.StringIO()
+    art = edgec.compile(model, out, log=log, **options)
     secs = time.perf_counter() - t0
+    # what the quantize pass chose and why (which layers stayed in int16 or float), on stderr
+    said = [x for x in log.getvalue().splitlines() if x.startswith("quantize:")]
+    print("".join(f"# {out.name}: {x}\n" for x in said), end="", file=sys.stderr, flush=True)
+    q = art.manifest.get("quantization", {}).get("mac_shares")
+    macs = "" if q is None else "/".join(f"{q[k] * 100:.1f}" for k in ("int8", "int16", "float"))
     lib = edgec.load(out)
     runs = [lib.run(feed) for feed in samples(feeds)]
-    return np.concatenate([r[output] if output else next(iter(r.values())) for r in runs]), secs
+    return np.concatenate([r[output] if output else next(iter(r.values())) for r in runs]), \
+        secs, macs
 
 
 if __name__ == "__main__":

@@ -107,6 +107,12 @@ def models(tmp_path_factory) -> dict[str, Path]:
     quantize_static(str(d / "float.onnx"), str(out["int8"]), RandomImages(),
                     quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    # 16-bit activations, 8-bit weights (W8A16; onnxruntime moves the model to opset 21)
+    for name, t in (("int16", QuantType.QInt16), ("uint16", QuantType.QUInt16)):
+        out[name] = d / f"{name}.onnx"
+        quantize_static(str(d / "float.onnx"), str(out[name]), RandomImages(),
+                        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=t,
+                        weight_type=QuantType.QInt8)
     # QLinearConv and friends in the model itself: onnxruntime runs those with its integer
     # kernels at any optimization level, so 7-bit weights keep it exact on AVX2 (no VNNI)
     out["qoperator"] = d / "qoperator.onnx"
@@ -253,6 +259,33 @@ def test_integer_kernels_bit_exact_on_every_target(models, target, backend, acti
         ref = interpret(graph, {"x": x})
         for name in ("logits", "embed"):
             np.testing.assert_array_equal(got[name], ref[name], err_msg=f"{name} on {target}")
+
+
+W8A16_BUILDS = [("x86", "c"), ("x86", "llvm"), ("c-generic", "c"), ("arm64", "c")]
+
+
+@pytest.mark.parametrize("activations", ["int16", "uint16"])
+@pytest.mark.parametrize("target,backend", W8A16_BUILDS,
+                         ids=[f"{t}-{b}" for t, b in W8A16_BUILDS])
+def test_16_bit_activations_run_on_the_integer_kernels(models, target, backend, activations,
+                                                       tmp_path):
+    """onnxruntime's QDQ model with 16-bit activations and int8 weights: every Conv, MatMul,
+    Gemm and Add fused into an integer op reading and writing 16 bits (the scalar integer
+    kernels, not the 8-bit tiles nor fixed point), the library bit-exact with the interpreter
+    and within a step of onnxruntime running the QDQ model in float."""
+    path = models[activations]
+    g = fused(path)
+    assert not FLOAT_OPS & set(g.op_counts()), g.op_counts()
+    t = DType.I16 if activations == "int16" else DType.U16
+    q = [n for n in g.nodes if n.op in ("QLinearConv", "QLinearAdd", "QGemm", "QLinearMatMul")]
+    assert len(q) == 7 and all(n.inputs[0].dtype is t and n.output.dtype is t for n in q)
+    art = edgec.compile(path, tmp_path, name="qcnn16", target=target, backend=backend)
+    rows = {r["op"]: r["strategy"] for r in art.manifest["kernel_strategies"]}
+    assert "BlockedQLinearConv" not in rows and "int8 GEMM" not in rows["QGemm"], rows
+    assert all("fixed-point" not in s for s in rows.values()), rows
+    if not runs_here(target):
+        return
+    check_runs(load(tmp_path), compiled(path, target), path)
 
 
 @pytest.mark.parametrize("backend", ["c", "llvm"])

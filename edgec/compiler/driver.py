@@ -227,11 +227,12 @@ def write_quantization_report(q: QuantizationRecord, out: Path, log: IO[str],
     (out / "quantization.json").write_text(json.dumps(q.to_json(), indent=2) + "\n")
     summary = {"report": "quantization.json", "bits": q.bits,
                "output_sqnr_db": q.output_sqnr_db, "kept_float": q.kept_float,
-               "quantized_mac_share": q.quantized_mac_share}
-    if q.mixed_precision is not None:  # which layers stayed float and why
+               "quantized_mac_share": q.quantized_mac_share, "mac_shares": q.mac_shares,
+               "int16_layers": q.int16_layers}
+    if q.mixed_precision is not None:  # which layers stayed in higher precision and why
         m = q.mixed_precision
         summary["mixed_precision"] = {k: m[k] for k in ("method", "budget_db", "met",
-                                                        "kept_float")}
+                                                        "kept_float", "kept_int16")}
     # the outputs' error on the samples: of quantization alone, and of the whole compile
     # against the model as given where a pass before it (prune) changed the float model
     summary["output_rel_error"] = q.output_rel_error
@@ -599,14 +600,26 @@ def _pruning_line(p: dict) -> str:
 
 
 def _quantization_line(q: dict) -> str:
-    line = (f"quantized ({q['bits']}-bit weights, uint8 activations): output SQNR "
+    wide = q.get("int16_layers", [])
+    line = (f"quantized ({q['bits']}-bit weights, uint8 activations"
+            + (", int16 where W8A16" if wide else "") + f"): output SQNR "
             f"{q['output_sqnr_db']} dB, relative error {q['output_rel_error']:.3g} from "
             "quantization alone")
+    mixed = q.get("mixed_precision", {})
+
+    def why(k: str, rows: list[dict]) -> str:
+        r = {x["node"]: x for x in rows}.get(k)
+        return f"{k} (for {r['for']}: {r['sensitivity_db']} dB alone)" if r else k
+
     if q["kept_float"]:
-        why = {x["node"]: x for x in q.get("mixed_precision", {}).get("kept_float", [])}
         line += (f"; {q['quantized_mac_share']:.1%} of the MACs quantized, kept float: "
-                 + ", ".join(f"{k} (for {why[k]['for']}: {why[k]['sensitivity_db']} dB alone)"
-                             if k in why else k for k in q["kept_float"]))
+                 + ", ".join(why(k, mixed.get("kept_float", [])) for k in q["kept_float"]))
+    if wide:
+        sh = q["mac_shares"]
+        line += ("; W8A16 (int16 activations): "
+                 + ", ".join(why(k, mixed.get("kept_int16", [])) for k in wide)
+                 + f"; MACs {sh['int8']:.1%} int8, {sh['int16']:.1%} int16, "
+                 f"{sh['float']:.1%} float")
     if "end_to_end_rel_error" in q:
         line += (f"; end to end, against the model as given: SQNR {q['end_to_end_sqnr_db']} dB, "
                  f"relative error {q['end_to_end_rel_error']:.3g}")

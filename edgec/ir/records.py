@@ -114,10 +114,13 @@ class QuantizationRecord:
     output_sqnr_db: float | None
     output_rel_error: float
     kept_float: list[str]
-    quantized_mac_share: float
+    quantized_mac_share: float  # int8 and int16 together
     adaround: bool
     smoothed: list[dict[str, Any]]
     layers: list[dict[str, Any]]
+    # the MACs by precision ("int8", "int16", "float") and the layers with int16 activations
+    mac_shares: dict[str, float] = field(default_factory=dict)
+    int16_layers: list[str] = field(default_factory=list)
     mixed_precision: dict[str, Any] | None = None  # sensitivity.py's choice of float layers
     pairs_fitted: int | None = None  # AVX2 pair fitting ran: the channels it scaled
     end_to_end: EndToEnd | None = None
@@ -129,7 +132,9 @@ class QuantizationRecord:
                "calibration": self.calibration, "samples": self.samples,
                "budget_db": self.budget_db, "output_sqnr_db": self.output_sqnr_db,
                "output_rel_error": self.output_rel_error, "kept_float": self.kept_float,
-               "quantized_mac_share": self.quantized_mac_share, "adaround": self.adaround,
+               "quantized_mac_share": self.quantized_mac_share,
+               "mac_shares": self.mac_shares, "int16_layers": self.int16_layers,
+               "adaround": self.adaround,
                "smoothed": self.smoothed, "layers": self.layers}
         if self.mixed_precision is not None:
             out["mixed_precision"] = self.mixed_precision

@@ -139,6 +139,14 @@ def activation_params(lo: float, hi: float, symmetric: bool) -> tuple[np.float32
     return np.float32(scale), np.uint8(zp)
 
 
+def activation_params16(lo: float, hi: float) -> tuple[np.float32, np.int16]:
+    """(scale, zero point) of an int16 tensor covering [lo, hi] (lo <= 0 <= hi): the steps of
+    uint8's over [lo, hi] divided by 257 (65535 steps instead of 255)."""
+    scale = (hi - lo) / 65535 if hi > lo else 1.0
+    zp = int(np.clip(np.rint(-32768 - lo / scale), -32768, 32767))
+    return np.float32(scale), np.int16(zp)
+
+
 def weight_params(w: np.ndarray, bits: int, axis: int | None, method: str,
                   iters: int = 20) -> tuple[np.ndarray, np.ndarray]:
     """(codes int8, scales float32) of `w` quantized symmetrically to `bits`, per slice along

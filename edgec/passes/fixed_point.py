@@ -20,6 +20,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..ir.ops.quant import (
+    INT16,
     add_fixed_point,
     add_ratios,
     fixed_point_multipliers,
@@ -74,8 +75,9 @@ def fixed_point(graph: Graph) -> bool:
 def _fixed_add(node: Node) -> bool:
     """A QLinearAdd with constant scales: its two ratios as 21-bit integers and a shift."""
     scales = [node.inputs[i] for i in (1, 4, 6)]
-    if not all(v.is_const for v in scales):
-        return False
+    if not all(v.is_const for v in scales) or any(
+            v.dtype in INT16 for v in (node.inputs[0], node.inputs[3], node.output)):
+        return False  # (16-bit operands would pass the 32-bit sums)
     fixed = add_fixed_point(*add_ratios(*(v.const for v in scales)))
     if fixed is None:
         return False

@@ -19,7 +19,9 @@ becomes max(y, zy), a Clip with constant bounds max(min(y, Q(hi)), Q(lo)), each 
 disappearing where it is the type's end of the range (a range calibrated after the
 activation starts at 0). Scales and zero points must
 be constants, per tensor except the weight's (per output channel: axis 0 of a Conv weight, the
-column axis of a MatMul/Gemm weight). Data movement commutes with an affine map, and MaxPool
+column axis of a MatMul/Gemm weight). Activations may have 16 bits (uint16/int16: W8A16, the
+quantize pass's int16 points) where the integer op takes them; weights have 8 or fewer.
+Data movement commutes with an affine map, and MaxPool
 with an increasing one, so those run on the integers unchanged when Q undoes DQ exactly; an
 interpolating Resize reads and writes the integers and computes between them as the QDQ
 graph does (float32 on the dequantized taps), so it equals that graph exactly.
@@ -34,7 +36,7 @@ import numpy as np
 from ..ir import DType, Graph, Node, Value
 from ..ir.dtypes import SUB_BYTE
 from ..ir.interpreter import run_node
-from ..ir.ops.quant import QUANT_RANGES
+from ..ir.ops.quant import ACTIVATION_TYPES, QUANT_RANGES
 from ..ir.types import QuantParams
 from .manager import register_pass
 from .rewrite import (
@@ -86,14 +88,16 @@ def _params(node: Node, qdtype: DType, graph: Graph) -> tuple[Value, Value, int 
     return s, z, axis
 
 
-def dequantized(value: Value | None, graph: Graph, what: str) -> Quant:
-    """`value` as the DequantizeLinear of an int8/uint8 tensor with constant parameters."""
+def dequantized(value: Value | None, graph: Graph, what: str, wide: bool = False) -> Quant:
+    """`value` as the DequantizeLinear of an int8/uint8 tensor (`wide`: or 16-bit, an
+    activation of W8A16) with constant parameters."""
     require(value is not None, f"{what} is omitted")
     dq = producer(value, "DequantizeLinear")
     q = dq.inputs[0]
     if q.dtype in SUB_BYTE and q.is_const:
         return _widened(q, dq, graph)
-    require(q.dtype in INT8, f"{what} dequantizes {q.dtype}, not int8/uint8")
+    require(q.dtype in (ACTIVATION_TYPES if wide else INT8),
+            f"{what} dequantizes {q.dtype}, not int8/uint8" + (" or 16 bits" if wide else ""))
     return Quant(q, *_params(dq, q.dtype, graph))
 
 
@@ -108,10 +112,13 @@ def _widened(q: Value, dq: Node, graph: Graph) -> Quant:
     return Quant(codes, s, graph.const(z.const.astype(base.np), f"{z.name}_{base}"), axis)
 
 
-def quantized_output(q_node: Node, graph: Graph) -> Quant:
-    """The QuantizeLinear `q_node` (per tensor, int8/uint8) as output parameters."""
+def quantized_output(q_node: Node, graph: Graph, wide: bool = False) -> Quant:
+    """The QuantizeLinear `q_node` (per tensor, int8/uint8; `wide`: or 16-bit) as output
+    parameters."""
     out = q_node.output
-    require(out.dtype in INT8, f"{q_node.name} quantizes to {out.dtype}, not int8/uint8")
+    require(out.dtype in (ACTIVATION_TYPES if wide else INT8),
+            f"{q_node.name} quantizes to {out.dtype}, not int8/uint8" +
+            (" or 16 bits" if wide else ""))
     s, z, axis = _params(q_node, out.dtype, graph)
     require(axis is None, f"{q_node.name} quantizes per axis")
     return Quant(out, s, z, None)
@@ -229,12 +236,12 @@ def _match_conv(q_node: Node):
     graph = q_node.graph
     core = _core(q_node, ("Conv",))
     conv = core.op
-    x = dequantized(conv.inputs[0], graph, "the conv input")
+    x = dequantized(conv.inputs[0], graph, "the conv input", wide=True)
     w = dequantized(conv.inputs[1], graph, "the conv weight")
     _per_tensor(x)
     constant(w.q, "the conv weight")
     require(w.axis in (None, 0), f"the conv weight is quantized along axis {w.axis}, not 0")
-    out = quantized_output(q_node, graph)
+    out = quantized_output(q_node, graph, wide=True)
     m = conv.inputs[1].shape[0]
     bias = _int32_bias(conv.input(2), x.scale.const, w.scale.const, m, graph,
                        f"{conv.name}_bias_q")
@@ -258,13 +265,13 @@ def _match_matmul(q_node: Node):
     graph = q_node.graph
     core = _core(q_node, ("MatMul",))
     mm = core.op
-    a = dequantized(mm.inputs[0], graph, "A")
+    a = dequantized(mm.inputs[0], graph, "A", wide=True)
     b = dequantized(mm.inputs[1], graph, "B")
     _per_tensor(a)
     rank = b.q.type.rank
     require(b.axis is None or rank >= 2, "a per-axis 1-D B")
     _weight_axis_ok(b, rank - 1, "B")
-    return core, a, b, quantized_output(q_node, graph)
+    return core, a, b, quantized_output(q_node, graph, wide=True)
 
 
 def _fuse_matmul(graph: Graph, q_node: Node, match) -> None:
@@ -278,11 +285,11 @@ def _match_gemm(q_node: Node):
     core = _core(q_node, ("Gemm",))
     gemm = core.op
     at = gemm.attrs
-    a = dequantized(gemm.inputs[0], graph, "A")
+    a = dequantized(gemm.inputs[0], graph, "A", wide=True)
     b = dequantized(gemm.inputs[1], graph, "B")
     _per_tensor(a)
     _weight_axis_ok(b, 0 if at["transB"] else 1, "B")
-    out = quantized_output(q_node, graph)
+    out = quantized_output(q_node, graph, wide=True)
     n = gemm.output.shape[1]
     c = gemm.input(2)
     require(c is None or c.type.numel in (1, n) and c.shape[-2:-1] in ((), (1,)),
@@ -307,10 +314,10 @@ def _match_add(q_node: Node):
     graph = q_node.graph
     core = _core(q_node, ("Add",))
     add = core.op
-    a = dequantized(add.inputs[0], graph, "the first addend")
-    b = dequantized(add.inputs[1], graph, "the second addend")
+    a = dequantized(add.inputs[0], graph, "the first addend", wide=True)
+    b = dequantized(add.inputs[1], graph, "the second addend", wide=True)
     _per_tensor(a, b)
-    return core, a, b, quantized_output(q_node, graph)
+    return core, a, b, quantized_output(q_node, graph, wide=True)
 
 
 def _fuse_add(graph: Graph, q_node: Node, match) -> None:
@@ -326,10 +333,13 @@ def _match_transparent(q_node: Node):
     v = q_node.inputs[0]
     node = producer(v, *TRANSPARENT)
     sole_user(v)
-    out = quantized_output(q_node, graph)
+    # 16-bit tensors pass through the data movement and MaxPool too (not the interpolating
+    # Resize: QLinearResize is 8-bit)
+    wide = node.op != "Resize" or node.attrs["mode"] == "nearest"
+    out = quantized_output(q_node, graph, wide=wide)
     # a Concat's every input, another op's first (the rest are shapes, scales, axes)
     data = node.inputs if node.op == "Concat" else node.inputs[:1]
-    xs = [dequantized(d, graph, f"an input of {node.name}") for d in data]
+    xs = [dequantized(d, graph, f"an input of {node.name}", wide=wide) for d in data]
     for x in xs:
         require(x.same_params(out), f"{q_node.name} does not undo the DequantizeLinear of "
                                     f"{node.name}'s input (other scale, zero point or type)")

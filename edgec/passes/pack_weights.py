@@ -66,6 +66,8 @@ def gemm_matrix(node: Node) -> np.ndarray | None:
     a, za, b, zb = (node.input(i) for i in (ia, iza, ib, izb))
     if not b.is_const or b.dtype is not DType.I8 or len(b.shape) != 2:
         return None
+    if a.dtype not in (DType.U8, DType.I8) or node.output.dtype in (DType.U16, DType.I16):
+        return None  # (W8A16: the scalar kernels)
     bmat = b.const.T if node.op == "QGemm" and node.attrs["transB"] else b.const
     k, n = bmat.shape
     if not a.shape or a.shape[-1] != k or k < 4 or n == 0:

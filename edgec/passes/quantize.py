@@ -18,6 +18,10 @@ one quantized elsewhere land on the same integer kernels:
   follows it, so the activation is part of the integer op; ops that commute with
   quantization (MaxPool, Reshape, Flatten, ...) pass their input's parameters on.
 
+Activations read by the layers named in `int16` (W8A16: their inputs held in int16, minmax
+range, and fuse-qdq's integer ops taking 16 bits) and those keep=sensitivity raises are int16
+instead of uint8; their weights stay 8-bit.
+
 Calibration runs the float graph in the reference interpreter over the samples. Without
 samples the pass quantizes the weights only (data-free) and says so: the model then computes
 in float with weights of `bits` precision, which shows the accuracy low-bit weights cost.
@@ -37,9 +41,10 @@ holds against its tolerance), recorded in graph.record.quantization (the driver 
 quantization.json and .png). Given `original`, the model as the user gave it (before pruning,
 say), the outputs are measured against it too: the end-to-end error beside the error of
 quantization alone. With a `budget` (dB), the layer of worst SQNR is kept in float and the graph
-quantized again until the outputs' SQNR meets it; with `keep=sensitivity`, the fewest layers
-by their measured effect on the outputs, at least `min_quantized_macs` of the MACs quantized
-(sensitivity.py; each kept layer's record says for which point and its sensitivity). The
+quantized again until the outputs' SQNR meets it; with `keep=sensitivity`, the fewest
+activations in int16, then layers in float (`rungs`), by their measured effect on the
+outputs, at least `min_quantized_macs` of the MACs in int8 (sensitivity.py; each layer's
+record says its precision, and for which point and its sensitivity). The
 float values of the observed tensors are held over all samples for this: memory grows with
 samples x activations.
 
@@ -71,6 +76,7 @@ from .calibration import (
     PAIR_LIMIT,
     Observer,
     activation_params,
+    activation_params16,
     fit_pairs,
     relative_error,
     sqnr_db,
@@ -78,8 +84,8 @@ from .calibration import (
 )
 from .equalize import equalize as equalize_layers
 from .manager import register_pass
+from .sensitivity import RUNGS, MixedPrecision, Point, choose, mac_shares
 from .sensitivity import SAMPLES as SENSITIVITY_SAMPLES
-from .sensitivity import MixedPrecision, Point, choose
 from .smooth import smooth as smooth_inputs
 
 BITS = (8, 7, 4, 3, 2)
@@ -155,7 +161,11 @@ class Quantize:
     # which layers stay float for the budget: worst (the layer of least SQNR, in turn) or
     # sensitivity (the fewest layers by their own effect on the outputs: sensitivity.py)
     keep: str = "worst"
-    min_quantized_macs: float = 0.9  # keep=sensitivity: the least share of MACs quantized
+    # keep=sensitivity: the least share of the MACs in int8 (int16 and float count against it)
+    min_quantized_macs: float = 0.9
+    # keep=sensitivity: the higher precisions tried, in order ("float": no int16 activations)
+    rungs: str = ",".join(RUNGS)
+    int16: str = ""  # node names whose activation inputs are int16 (W8A16), separated by commas
     adaround: bool = False  # weights rounded up or down for each layer's output (adaround.py)
     smooth: float = 0.0  # alpha of SmoothQuant's activation smoothing (smooth.py); 0: off
     feeds: Any = field(default=None, compare=False, metadata={"option": False})
@@ -176,6 +186,13 @@ class Quantize:
         candidates = [n.name for n in graph.nodes if _quantizable(n)]
         if not set(candidates) - skip:
             return False
+        forced = {s.strip() for s in self.int16.split(",") if s.strip()}
+        bad = forced - (set(candidates) - skip)
+        if bad:
+            raise PassError(f"quantize: int16 names no layer this pass quantizes: "
+                            f"{', '.join(sorted(bad))} (Conv, Gemm, MatMul with a constant "
+                            "weight, or Add, not in skip)")
+        wide = {v.name for n in graph.nodes if n.name in forced for v in _read_points(n)}
         if self.equalize:
             pairs = equalize_layers(graph)
             self._say(f"quantize: cross-layer equalization of {len(pairs)} pairs of layers")
@@ -224,13 +241,14 @@ class Quantize:
         codes = self._all_codes(graph, candidates, wmethod, reference)
         mixed = None
         if self.keep == "sensitivity" and self.budget > 0:
-            mixed = self._by_sensitivity(graph, candidates, skip, observed, codes, feeds,
-                                         reference)
-            skip |= {x.name for x in mixed.kept}
+            mixed = self._by_sensitivity(graph, candidates, skip, wide, observed, codes,
+                                         feeds, reference)
+            skip |= mixed.floats
+            wide |= set(mixed.wide)
             signals = _signals(graph)
         while True:  # skip the worst layer until the output's SQNR meets the budget
             trial = graph.copy()
-            layers = self._apply(trial, skip, observed, codes)
+            layers = self._apply(trial, skip, observed, codes, wide=wide)
             out_sqnr, got = _measure(trial, feeds, reference, layers)
             if self.budget <= 0 or out_sqnr >= self.budget or mixed is not None:
                 break
@@ -244,11 +262,12 @@ class Quantize:
                       f"{worst['node']} ({worst['sqnr_db']:.1f} dB) stays float")
             skip.add(worst["node"])
         measured = {x["node"]: x["sqnr_db"] for x in layers}  # on the trial, the same graph
-        layers = self._apply(graph, skip, observed, codes)
+        layers = self._apply(graph, skip, observed, codes, wide=wide)
         for x in layers:
             x["sqnr_db"] = _finite(measured[x["node"]])
-        total = sum(x["macs"] for x in layers) or 1
-        share = sum(x["macs"] for x in layers if not x["float"]) / total
+        shares = mac_shares({x["node"]: x["macs"] for x in layers}, skip & {
+            x["node"] for x in layers}, {x["node"] for x in layers if x["precision"] == "int16"})
+        share = shares["int8"] + shares["int16"]
         q = graph.record.quantization = QuantizationRecord(
             bits=self.bits, weights=wmethod, granularity=self.granularity,
             calibration="minmax" if self.calib == "admm" else self.calib,
@@ -256,15 +275,17 @@ class Quantize:
             output_sqnr_db=_finite(out_sqnr),
             output_rel_error=_output_error(graph, reference, got, relative_error),
             kept_float=sorted(skip), quantized_mac_share=round(share, 4),
+            mac_shares={k: round(v, 4) for k, v in shares.items()},
+            int16_layers=[x["node"] for x in layers if x["precision"] == "int16"],
             adaround=self.adaround, smoothed=smoothed, layers=layers)
         if mixed is not None:
             q.mixed_precision = mixed.record() | {"measured_on": signals}
-            why = {x.name: x for x in mixed.kept}
+            why = {(x.name, x.precision): x for x in mixed.kept}
             for x in layers:
-                if x["node"] in why:
-                    k = why[x["node"]]
-                    x["kept_float_for"] = {"point": k.point,
-                                           "sensitivity_db": _finite(k.sensitivity_db)}
+                k = why.get((x["node"], x["precision"]))
+                if k is not None:
+                    x[f"kept_{x['precision']}_for"] = {
+                        "point": k.point, "sensitivity_db": _finite(k.sensitivity_db)}
         if self.pairs:
             q.pairs_fitted = sum(x.get("pairs_fitted") or 0 for x in layers)
         figures = f"output SQNR {out_sqnr:.1f} dB, relative error {q.output_rel_error:.3g}"
@@ -282,19 +303,26 @@ class Quantize:
                   f"{len(feeds)} samples); {figures}"
                   + (f"; {len(skip)} kept float, {share:.1%} of the MACs quantized"
                      if skip else "")
+                  + (f"; {len(q.int16_layers)} layers W8A16 (int16 activations), MACs "
+                     f"{shares['int8']:.1%} int8, {shares['int16']:.1%} int16, "
+                     f"{shares['float']:.1%} float" if wide else "")
                   + (f"; {q.pairs_fitted} channels scaled so that their weight pairs "
                      "fit AVX2's exact 16-bit sums" if self.pairs else ""))
         return True
 
     def _apply(self, graph: Graph, skip: set[str], observed: dict[str, Observer],
-               codes: dict[str, WeightCodes], only: set[str] | None = None) -> list[dict]:
+               codes: dict[str, WeightCodes], only: set[str] | None = None,
+               wide: set[str] = frozenset()) -> list[dict]:
         """Quantize `graph` (a copy, or the graph itself) leaving `skip` in float; returns a
         row per candidate layer (its parameters; SQNR filled in by _measure). `only`: the
-        quantization points (_points) to quantize, the others left float."""
+        quantization points (_points) to quantize, the others left float; `wide`: the
+        activation points held in int16 (with those that share their parameters)."""
         targets = [n for n in graph.nodes if n.name not in skip and _quantizable(n)]
         if only is not None:
             targets = [n for n in targets if any(k in only for k in _points_of(n))]
         rows = []
+        reads = {n.name: {v.name for v in _read_points(n)} for n in graph.nodes
+                 if _quantizable(n)}
         for n in graph.nodes:
             if not _quantizable(n):
                 continue
@@ -307,12 +335,16 @@ class Quantize:
         for r in rows:
             r |= done.get(r["node"], {})
         points = _activation_points(targets)
+        wide = _wide_closure(points, wide)
         method = "minmax" if self.calib == "admm" else self.calib
-        params: dict[int, tuple[np.float32, np.uint8]] = {}
+        params: dict[int, tuple[np.float32, np.uint8 | np.int16]] = {}
         for v in points:
             src = _transparent_source(v, points)
             if src is not None and id(src) in params:
                 params[id(v)] = params[id(src)]
+                continue
+            if v.name in wide:  # 65535 steps: the whole range, nothing clipped
+                params[id(v)] = activation_params16(*observed[v.name].range("minmax"))
                 continue
             # the graph's outputs keep their whole range: clipping them is the user's call
             out = any(o is v for o in graph.outputs)
@@ -331,6 +363,8 @@ class Quantize:
                           "bits": self.bits if not r["float"] else 32}
         for r in rows:
             r.setdefault("bits", 32)
+            r["precision"] = "float" if r["float"] else "int16" if reads[r["node"]] & wide \
+                else "int8"
         return rows
 
     def _weight(self, graph: Graph, n: Node, codes: dict[str, WeightCodes]) -> dict:
@@ -382,48 +416,62 @@ class Quantize:
         return out
 
     def _by_sensitivity(self, graph: Graph, candidates: list[str], skip: set[str],
-                        observed: dict[str, Observer], codes: dict[str, WeightCodes],
-                        feeds: list[dict], reference: dict[str, list]) -> MixedPrecision:
-        """The layers to keep float by the sensitivity of their quantization points
-        (sensitivity.py), said on the log."""
+                        wide: set[str], observed: dict[str, Observer],
+                        codes: dict[str, WeightCodes], feeds: list[dict],
+                        reference: dict[str, list]) -> MixedPrecision:
+        """The activations to hold in int16 and the layers to keep float by the sensitivity
+        of their quantization points (sensitivity.py), said on the log."""
         few = feeds[:SENSITIVITY_SAMPLES]
         signals = _signals(graph)
-        outs = _point_values(graph, feeds, set(signals))
+        outs = _point_values(graph, few, set(signals))
         t0 = time.perf_counter()
         nodes = [n for n in graph.nodes if n.name in candidates and n.name not in skip]
         layers_of: dict[str, list[str]] = {}
         for n in nodes:
             for k in _points_of(n):
                 layers_of.setdefault(k, []).append(n.name)
+        # the layers that run W8A16 when a point is int16: its readers, and those of every
+        # point sharing its parameters (through data movement: _wide_closure)
+        values = _activation_points(nodes)
+        readers = {k: tuple(n.name for n in nodes if n.op != "Add" and
+                            {v.name for v in _read_points(n)} & _wide_closure(values, {k}))
+                   for k in layers_of if not k.startswith("weight of ")}
         cache = _all_values(graph, few)
         points = []
         for k, layers in layers_of.items():
             trial = graph.copy()
             self._apply(trial, skip, observed, codes, only={k})
             got = _rerun(graph, trial, cache, set(outs))
-            points.append(Point(k, tuple(layers), _least_sqnr(
-                {o: v[:len(few)] for o, v in outs.items()}, got)))
-        del cache
+            points.append(Point(k, tuple(layers), _least_sqnr(outs, got), readers.get(k)))
 
-        def output_sqnr(keep: set[str]) -> float:
+        def output_sqnr(floats: set[str], wide: set[str]) -> float:
             trial = graph.copy()
-            self._apply(trial, keep, observed, codes)
-            return _least_sqnr(outs, _point_values(trial, feeds, set(outs)))
+            self._apply(trial, floats, observed, codes, wide=wide)
+            return _least_sqnr(outs, _rerun(graph, trial, cache, set(outs)))
 
         macs = {n.name: _macs(n) for n in graph.nodes if n.name in candidates}
-        mixed = choose(points, macs, output_sqnr, self.budget, self.min_quantized_macs, skip)
-        kept = ", ".join(f"{x.name} (for {x.point}: {x.sensitivity_db:.1f} dB)"
-                         for x in mixed.kept)
+        rungs = tuple(r.strip() for r in self.rungs.split(",") if r.strip())
+        mixed = choose(points, macs, output_sqnr, self.budget, self.min_quantized_macs, skip,
+                       wide, rungs)
+        cache.clear()  # (every value of the float model on the samples)
+        said = {"int16": [], "float": []}
+        for x in mixed.steps:
+            said[x.rung].append(f"{x.point.name} ({x.point.sensitivity_db:.1f} dB alone; "
+                                f"outputs {x.before_db:.1f} -> {x.after_db:.1f} dB"
+                                + (f"; {', '.join(x.layers)}" if x.layers else "") + ")")
         worst = ", ".join(f"{p.name} {p.sensitivity_db:.1f} dB" for p in mixed.points[:3])
         on = "" if set(signals) == {v.name for v in graph.outputs} else \
             f", measured on {', '.join(sorted(set(signals)))} before the final Softmax"
+        sh = mixed.mac_shares
         self._say(f"quantize: sensitivity of {len(points)} quantization points on {len(few)} "
                   f"samples (the outputs' SQNR with each alone quantized{on}; the worst: {worst}) "
-                  f"in {time.perf_counter() - t0:.1f} s; kept float for {self.budget} dB: "
-                  f"{kept or 'none'}; outputs {mixed.output_sqnr_db:.1f} dB with "
-                  f"{mixed.quantized_mac_share:.1%} of the MACs quantized"
-                  + ("" if mixed.met else " (budget not met: no more layer fits in "
-                     f"min_quantized_macs={self.min_quantized_macs})"))
+                  f"and {mixed.measurements} measurements in {time.perf_counter() - t0:.1f} s; "
+                  f"for {self.budget} dB, int16: {'; '.join(said['int16']) or 'none'}; float: "
+                  f"{'; '.join(said['float']) or 'none'}; outputs {mixed.output_sqnr_db:.1f} dB "
+                  f"on those samples with MACs {sh['int8']:.1%} int8, {sh['int16']:.1%} int16, "
+                  f"{sh['float']:.1%} float"
+                  + ("" if mixed.met else " (budget not met: no more point fits in "
+                     f"min_quantized_macs={self.min_quantized_macs} of the MACs in int8)"))
         return mixed
 
     def _say(self, text: str) -> None:
@@ -445,6 +493,10 @@ class Quantize:
             raise PassError(f"quantize: percentile={self.percentile} must be in (50, 100]")
         if self.keep not in KEEPS:
             raise PassError(f"quantize: keep={self.keep!r}; choose {' or '.join(KEEPS)}")
+        bad = {r.strip() for r in self.rungs.split(",") if r.strip()} - set(RUNGS)
+        if bad or not self.rungs.strip():
+            raise PassError(f"quantize: rungs={self.rungs!r}; a list of {' and '.join(RUNGS)}, "
+                            "the precisions keep=sensitivity tries in that order")
         if self.keep == "sensitivity" and self.budget <= 0:
             raise PassError("quantize: keep=sensitivity needs budget=DB, the least SQNR of the "
                             "outputs against float (25 to 35 dB keeps most answers)")
@@ -506,6 +558,27 @@ def _activation_points(targets: list[Node]) -> list[Value]:
             if v is not None and v.dtype is DType.F32 and not v.is_const:
                 seen.setdefault(id(v), v)
     return list(seen.values())
+
+
+def _read_points(n: Node) -> list[Value]:
+    """The activations a candidate layer reads (its input; an Add's two)."""
+    return [v for v in (n.inputs[:2] if n.op == "Add" else n.inputs[:1])
+            if v is not None and v.dtype is DType.F32 and not v.is_const]
+
+
+def _wide_closure(points: list[Value], names: set[str]) -> set[str]:
+    """`names` (activation points held in int16) and every point of `points` that shares
+    parameters with one of them through data movement or MaxPool (_transparent_source: the
+    integers pass through those ops, so one type for all)."""
+    root: dict[str, str] = {}
+    for v in points:
+        src, seen = v, set()
+        while (s := _transparent_source(src, points)) is not None and s.name not in seen:
+            seen.add(src.name)
+            src = s
+        root[v.name] = src.name
+    roots = {root.get(k, k) for k in names}
+    return set(names) | {k for k, r in root.items() if r in roots}
 
 
 def _weight_point(n: Node) -> str:
@@ -624,7 +697,7 @@ def _quantize_weight(graph: Graph, n: Node, c: WeightCodes, bits: int) -> np.nda
     return codes.astype(np.float32) * scales.reshape(shape)
 
 
-def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> Value:
+def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8 | np.int16) -> Value:
     """v -> QuantizeLinear -> DequantizeLinear, read by every reader of v and, where v is a
     graph output, as the output (as onnxruntime's QDQ models end)."""
     users = list(v.uses)
@@ -634,7 +707,7 @@ def _insert_qdq(graph: Graph, v: Value, scale: np.float32, zp: np.uint8) -> Valu
         k = graph.nodes.index(v.producer) + 1
         at = graph.nodes[k] if k < len(graph.nodes) else None
     s = graph.const(np.asarray(scale, np.float32), f"{v.name}_scale")
-    z = graph.const(np.asarray(zp, np.uint8), f"{v.name}_zero_point")
+    z = graph.const(np.asarray(zp), f"{v.name}_zero_point")  # (its type: uint8 or int16)
     q = graph.add_node("QuantizeLinear", [v, s, z], name=f"{v.name}_QuantizeLinear", before=at)
     dq = graph.add_node("DequantizeLinear", [q.output, s, z],
                         name=f"{v.name}_DequantizeLinear", before=at)

@@ -205,3 +205,77 @@ def test_convolutions(check):
                                    b.leaf(b.ints(m, np.uint8), const)], attrs)
             b.node("ConvInteger", [x, wu], attrs)
     check(b)
+
+
+# -- 16-bit activations (W8A16) -------------------------------------------------------------
+
+@pytest.mark.slow
+def test_w8a16(check):
+    """QLinearConv (each form of the builder), QLinearMatMul, QGemm and QLinearAdd with uint16
+    and int16 activations against int8 weights, constants and graph inputs alike."""
+    b = Builder("w8a16", seed=3)
+    for i, (xs, ws, attrs) in enumerate(CONV_CASES[::2] + CONV_CASES[-3:]):
+        xt, yt = (np.int16, np.uint16) if i % 2 else (np.uint16, np.int16)
+        m = ws[0]
+        for const in (True, False):
+            ins = [b.leaf(b.ints(xs, xt), False), b.leaf(np.array(3e-4, F32), const),
+                   b.leaf(np.array(-20000 if xt is np.int16 else 30000, xt), const),
+                   b.leaf(b.ints(ws, np.int8), const), b.leaf(b.scales(m, 0.001, 0.01), const),
+                   b.leaf(np.zeros(m, np.int8), const), b.leaf(np.array(0.05, F32), const),
+                   b.leaf(np.array(100, yt), const)]
+            b.node("QLinearConv", ins + [b.leaf(b.ints(m, np.int32, -9999, 9999), const)],
+                   attrs)
+    for const in (True, False):
+        a = b.leaf(b.ints((2, 3, 40), np.uint16), False)
+        w = b.leaf(b.ints((40, 6), np.int8), const)
+        b.node("QLinearMatMul", [a, b.leaf(np.array(2e-4, F32), const),
+                                 b.leaf(np.array(31000, np.uint16), const), w,
+                                 b.leaf(b.scales(6, 0.001, 0.01), const),
+                                 b.leaf(np.zeros(6, np.int8), const),
+                                 b.leaf(np.array(0.01, F32), const),
+                                 b.leaf(np.array(-5, np.int16), const)])
+        b.node("QGemm", [b.leaf(b.ints((5, 40), np.int16), False),
+                         b.leaf(np.array(2e-4, F32), const), b.leaf(np.array(7, np.int16), const),
+                         b.leaf(b.ints((6, 40), np.int8), const),
+                         b.leaf(b.scales(6, 0.001, 0.01), const),
+                         b.leaf(np.zeros(6, np.int8), const),
+                         b.leaf(b.ints(6, np.int32, -30000, 30000), const),
+                         b.leaf(np.array(0.01, F32), const),
+                         b.leaf(np.array(9, np.uint16), const)], {"transB": 1})
+        b.node("QLinearAdd", [  # 16-bit and 8-bit operands into a 16-bit sum
+            b.leaf(b.ints((2, 3, 4), np.int16), False), b.leaf(np.array(1e-4, F32), const),
+            b.leaf(np.array(-3, np.int16), const), b.leaf(b.ints((2, 3, 4), np.uint8), False),
+            b.leaf(np.array(0.03, F32), const), b.leaf(np.array(100, np.uint8), const),
+            b.leaf(np.array(2e-4, F32), const), b.leaf(np.array(5, np.int16), const)])
+    check(b)
+
+
+def test_w8a16_sums_past_int32_are_exact(check):
+    """Sums that int32 cannot hold, worked out by hand: 512 products of x - zx = 32767 -
+    (-32768) = 65535 and w = +-127 sum to +-512 * 65535 * 127 = +-4 261 347 840 (> 2^31);
+    times M = 1 * 1 / 2^20 that is +-4063.96..., so y = +-4064 (zero point 0). The kernels
+    take 64-bit sums there (accumulator_type) for a Conv, a MatMul and a Gemm."""
+    acc = 512 * 65535 * 127
+    assert acc > 2**31 and round(acc / 2**20) == 4064
+    b = Builder("wide")
+    one, m = np.array(1.0, F32), np.array(2.0**20, F32)
+    x = np.full((1, 512), 32767, np.int16)
+    w = np.stack([np.full(512, 127, np.int8), np.full(512, -127, np.int8)], axis=1)  # [K, 2]
+    zx, zy, zw = np.array(-32768, np.int16), np.array(0, np.int16), np.zeros(2, np.int8)
+    params = [b.leaf(v, True) for v in (one, zx)]
+    tail = [b.leaf(v, True) for v in (m, zy)]
+    xl = b.leaf(x, False)
+    b.node("QLinearMatMul", [xl, *params, b.leaf(w, True), b.leaf(np.ones(2, F32), True),
+                             b.leaf(zw, True), *tail])
+    b.node("QGemm", [xl, *params, b.leaf(w.T.copy(), True), b.leaf(np.ones(2, F32), True),
+                     b.leaf(zw, True), None, *tail], {"transB": 1})
+    b.node("QLinearConv", [b.leaf(x.reshape(1, 512, 1, 1), False), *params,
+                           b.leaf(w.T.reshape(2, 512, 1, 1).copy(), True),
+                           b.leaf(np.ones(2, F32), True), b.leaf(zw, True), *tail],
+           conv_attrs(2))
+    from edgec.ir import interpret
+    b.graph.outputs = [o for n in b.nodes for o in n.outputs]
+    got = interpret(b.graph, b.feeds)
+    for v in got.values():
+        assert v.reshape(-1).tolist() == [4064, -4064]
+    check(b)

@@ -1,9 +1,10 @@
 # ruff: noqa: E501  (golden IR lines are as long as the printer makes them)
 """Mixed precision by sensitivity in `quantize{keep=sensitivity,budget=DB}`: on hand-built
 models where one weight or one activation is far more sensitive than the rest (a huge outlier
-that a per-tensor scale must cover), the choice keeps float exactly the layers that quantize
-it, the record says why, the MAC budget holds; the greedy choice against a made-up
-measurement; and the options' errors."""
+that a per-tensor scale must cover), the choice holds the activation in int16 (its reader
+W8A16) or, for a weight or with rungs=float, keeps float exactly the layers that quantize it,
+the record says why, the MAC budget holds; the greedy choice against a made-up measurement;
+layers forced to int16 (`int16=`), text in and text out and compiled; the options' errors."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from edgec.errors import PassError
 from edgec.passes import run_pipeline
 from edgec.passes.manager import PipelineStep
 from edgec.passes.quantize import Quantize
-from edgec.passes.sensitivity import Point, choose
+from edgec.passes.sensitivity import Point, choose, mac_shares
 
 
 def chain(outlier: str, seed: int = 0):
@@ -70,7 +71,7 @@ def test_the_sensitive_point_keeps_exactly_its_layers(outlier, kept, point):
     assert fixed["output_sqnr_db"] > plain["output_sqnr_db"] + 10, (plain, fixed)
     budget = fixed["output_sqnr_db"] - 2
     q, log = quantize(chain(outlier), keep="sensitivity", budget=budget,
-                      min_quantized_macs=0.4)
+                      min_quantized_macs=0.4, rungs="float")
     mixed = q["mixed_precision"]
     assert q["kept_float"] == kept, log
     assert mixed["met"] and q["output_sqnr_db"] >= budget
@@ -83,7 +84,32 @@ def test_the_sensitive_point_keeps_exactly_its_layers(outlier, kept, point):
     rows = {x["node"]: x for x in q["layers"]}
     assert rows["g2"]["float"] and rows["g2"]["kept_float_for"]["point"] == point
     assert "kept_float_for" not in rows["g1"]
-    assert f"kept float for {budget} dB: g2 (for {point}" in log
+    assert f"float: {point} (" in log and f"; {', '.join(kept)})" in log
+
+
+def test_a_sensitive_activation_takes_int16_before_float():
+    """The activation outlier: int16 for that tensor (its reader g3 runs W8A16, a quarter of
+    the MACs) meets the budget with no layer float, where rungs=float needs g2 and g3 float
+    (half the MACs); the QDQ pair of that tensor is int16, the record and the log say why."""
+    plain, _ = quantize(chain("activation"))
+    q, log = quantize(chain("activation"), keep="sensitivity", budget=plain["output_sqnr_db"] + 1,
+                      min_quantized_macs=0.7)
+    point = next(x["output"] for x in q["layers"] if x["node"] == "g2")
+    mixed = q["mixed_precision"]
+    assert mixed["met"] and q["kept_float"] == [] and q["int16_layers"] == ["g3"], log
+    assert q["output_sqnr_db"] > plain["output_sqnr_db"] + 5
+    assert q["mac_shares"] == mixed["mac_shares"] == {"int8": 0.75, "int16": 0.25, "float": 0.0}
+    assert mixed["int16_points"] == [point] and mixed["kept_int16"][0]["for"] == point
+    assert [(x["point"], x["to"], x["layers"]) for x in mixed["steps"]] == \
+        [(point, "int16", ["g3"])]
+    rows = {x["node"]: x for x in q["layers"]}
+    assert rows["g3"]["precision"] == "int16" and rows["g3"]["kept_int16_for"]["point"] == point
+    assert {rows[k]["precision"] for k in ("g1", "g2", "g4")} == {"int8"}
+    assert f"int16: {point} (" in log and "float: none" in log
+    # the MAC budget: int16 counts against min_quantized_macs (int8's share) as float does
+    q, log = quantize(chain("activation"), keep="sensitivity", budget=plain["output_sqnr_db"] + 1,
+                      min_quantized_macs=0.8)
+    assert q["int16_layers"] == [] and q["kept_float"] == [] and "budget not met" in log
 
 
 def test_the_mac_budget_bounds_what_stays_float():
@@ -95,28 +121,48 @@ def test_the_mac_budget_bounds_what_stays_float():
 
 
 def test_greedy_choice_against_a_made_up_measurement():
-    """Noise adds: the measurement is the sum of the quantized points' noises; the choice
-    takes the noisiest points first, skips one whose layers exceed the MAC budget, and stops
-    at the budget."""
-    points = [Point("a", ("A",), 20.0), Point("b", ("B", "C"), 23.0),
-              Point("c", ("C",), 40.0), Point("d", ("D",), 24.0), Point("e", ("E",), 45.0)]
-    macs = {"A": 10, "B": 40, "C": 10, "D": 10, "E": 30}
+    """The measurement is the sum of the noises of the points left at 8 bits (none for a
+    point whose layers are float, 1/65536 of its own for a 16-bit one) and more: a and b feed
+    each other (either one's noise shows only while the other is quantized too: each alone
+    looks worth 20 dB). The choice takes int16 first, the points read only by Adds (a)
+    first, most sensitive first, measuring after each step; a's step gains nothing alone and
+    is undone, b's neither, and the two together are taken; the float rung covers the
+    weight; c's int16 would cost more than the MAC budget allows and is not tried."""
+    points = [Point("a", ("A1", "A2"), 20.0, ()), Point("b", ("B",), 20.0, ("B",)),
+              Point("w", ("W",), 22.0), Point("c", ("C",), 24.0, ("C",)),
+              Point("e", ("E",), 45.0, ("E",))]
+    macs = {"A1": 0, "A2": 0, "B": 10, "W": 10, "C": 60, "E": 20}
+    calls = []
 
-    def measure(floats: set[str]) -> float:
-        left = [p for p in points if not set(p.layers) <= floats]
-        return -10 * np.log10(sum(10 ** (-p.sensitivity_db / 10) for p in left) or 1e-30)
+    def measure(floats: set[str], wide: set[str]) -> float:
+        calls.append((set(floats), set(wide)))
 
-    # all quantized 19.4 dB; A float 20.4 dB; b needs B and C (50 MACs, with A's 60 of
-    # 100 > 50): skipped; D float 22.9 dB
-    m = choose(points, macs, measure, 22.5, 0.5)
-    assert [k.name for k in m.kept] == ["A", "D"] and m.met, m
-    assert abs(m.quantized_mac_share - 0.8) < 1e-9
-    assert abs(m.output_sqnr_db - measure({"A", "D"})) < 1e-9 and m.output_sqnr_db >= 22.5
-    assert [k.point for k in m.kept] == ["a", "d"]
-    # a budget out of reach: everything that fits is kept float, and it says not met
-    m = choose(points, macs, measure, 30.0, 0.5)
-    assert [k.name for k in m.kept] == ["A", "D", "C"] and not m.met  # E: 60 > 50
-    assert abs(m.quantized_mac_share - 0.7) < 1e-9
+        def left(p):  # the noise of a point still quantized
+            n = 10 ** (-p.sensitivity_db / 10)
+            return 0.0 if set(p.layers) <= floats else n / 65536 if p.name in wide else n
+
+        a, b, *rest = points
+        pair = 2 * max(left(a), left(b))  # a and b pass each other's error on
+        return -10 * np.log10(pair + sum(left(p) for p in rest))
+
+    m = choose(points, macs, measure, 23.0, 0.6)
+    assert [(x.point.name, x.rung, x.layers) for x in m.steps] == \
+        [("b", "int16", ("B",)), ("a", "int16", ()), ("w", "float", ("W",))]
+    assert m.steps[0].after_db <= m.steps[0].before_db + 0.1 < m.steps[1].after_db
+    assert m.wide == ["a", "b"] and m.floats == {"W"} and m.met
+    assert m.mac_shares == mac_shares(macs, {"W"}, {"B"}) == {"int8": 0.8, "int16": 0.1,
+                                                              "float": 0.1}
+    assert abs(m.output_sqnr_db - measure({"W"}, {"a", "b"})) < 1e-9
+    assert m.measurements == 5 and not any("C" in w or "c" in w for _, w in calls)
+    # rungs=float alone: float for b and a's two layers together, then w; c does not fit
+    m = choose(points, macs, measure, 23.0, 0.6, rungs=("float",))
+    assert [(x.point.name, x.layers) for x in m.steps] == \
+        [("b", ("B",)), ("a", ("A1", "A2")), ("w", ("W",))]
+    assert m.wide == [] and m.mac_shares["int16"] == 0.0 and m.met
+    # a budget out of reach: not met, and e never tried (less sensitive than budget + 20 dB)
+    calls.clear()
+    m = choose(points, macs, measure, 24.0, 0.6)
+    assert not m.met and not any("E" in f or "e" in w for f, w in calls)
 
 
 def test_text_in_text_out(tmp_path):
@@ -126,7 +172,7 @@ def test_text_in_text_out(tmp_path):
     x[:, :, 2] = 0
     np.savez(tmp_path / "calib.npz", x=x)
     pipeline = (f"quantize{{granularity=tensor,samples={tmp_path / 'calib.npz'},"
-                "keep=sensitivity,budget=40,min_quantized_macs=0.3}")
+                "keep=sensitivity,budget=40,min_quantized_macs=0.3,rungs=float}")
     # the outputs on the check's random inputs leave the calibrated ranges: text only
     g = check_pass("""
         graph @mp(%x: f32[1,3]) {
@@ -160,12 +206,99 @@ def test_text_in_text_out(tmp_path):
     assert mixed["met"] and mixed["quantized_mac_share"] == 0.4
 
 
+def test_int16_text_in_text_out(tmp_path):
+    """quantize{int16=y}: the activation y reads is held in int16 (65535 steps over its
+    min-max range: a's uint8 scale 0.012771268 over 257), y's weight stays int8, and y
+    counts as W8A16 in the MACs."""
+    x = np.random.default_rng(5).standard_normal((8, 1, 3)).astype(np.float32)
+    x[:, :, 2] = 0
+    np.savez(tmp_path / "calib.npz", x=x)
+    g = check_pass("""
+        graph @mp(%x: f32[1,3]) {
+          %w1 = const f32[2,3] dense<[1.0, -0.5, 100.0, 0.25, 0.75, 0.0]>
+          %w2 = const f32[2,2] dense<[0.5, 1.0, -1.0, 0.5]>
+          %a = Gemm(%x, %w1) {transA = 0, transB = 1} : f32[1,2]
+          %y = Gemm(%a, %w2) {transA = 0, transB = 1} : f32[1,2]
+          return %y
+        }""", f"quantize{{granularity=tensor,samples={tmp_path / 'calib.npz'},int16=y}}", """
+        graph @mp(%x: f32[1,3]) {
+          %x_scale = const f32[] dense<[0.0132035995]>
+          %x_zero_point = const u8[] dense<[131]>
+          %w1_quantized = const i8[2,3] quant<scale=0.78740156, zp=0> dense<[1, -1, 127, 0, 1, 0]>
+          %w1_scale = const f32[] dense<[0.78740156]>
+          %w1_zero_point = const i8[] dense<[0]>
+          %a_scale = const f32[] dense<[4.969365e-05]>
+          %a_zero_point = const i16[] dense<[2614]>
+          %w2_quantized = const i8[2,2] quant<scale=0.007874016, zp=0> dense<[64, 127, -127, 64]>
+          %w2_scale = const f32[] dense<[0.007874016]>
+          %w2_zero_point = const i8[] dense<[0]>
+          %y_scale = const f32[] dense<[0.014037051]>
+          %y_zero_point = const u8[] dense<[96]>
+          %x_QuantizeLinear = QuantizeLinear(%x, %x_scale, %x_zero_point) : u8[1,3] quant<scale=0.0132035995, zp=131>
+          %x_DequantizeLinear = DequantizeLinear(%x_QuantizeLinear, %x_scale, %x_zero_point) : f32[1,3]
+          %w1_DequantizeLinear = DequantizeLinear(%w1_quantized, %w1_scale, %w1_zero_point) {axis = 0} : f32[2,3]
+          %a = Gemm(%x_DequantizeLinear, %w1_DequantizeLinear) {transB = 1} : f32[1,2]
+          %a_QuantizeLinear = QuantizeLinear(%a, %a_scale, %a_zero_point) : i16[1,2] quant<scale=4.969365e-05, zp=2614>
+          %a_DequantizeLinear = DequantizeLinear(%a_QuantizeLinear, %a_scale, %a_zero_point) : f32[1,2]
+          %w2_DequantizeLinear = DequantizeLinear(%w2_quantized, %w2_scale, %w2_zero_point) {axis = 0} : f32[2,2]
+          %y_0 = Gemm(%a_DequantizeLinear, %w2_DequantizeLinear) {transB = 1} : f32[1,2] #"y"
+          %y_QuantizeLinear = QuantizeLinear(%y_0, %y_scale, %y_zero_point) : u8[1,2] quant<scale=0.014037051, zp=96>
+          %y = DequantizeLinear(%y_QuantizeLinear, %y_scale, %y_zero_point) : f32[1,2] #"y_DequantizeLinear"
+          return %y
+        }""", tol=float("inf"))
+    q = g.record.quantization.to_json()
+    assert q["int16_layers"] == ["y"] and q["kept_float"] == []
+    assert q["mac_shares"] == {"int8": 0.6, "int16": 0.4, "float": 0.0}
+    assert abs(0.012771268 * 255 / 65535 / 4.969365e-05 - 1) < 1e-6  # (rounded apart)
+
+
+def test_int16_layers_compile_bit_exact(tmp_path):
+    """int16=conv13,add14 on the small MobileNet: conv13 reads the depthwise conv's output
+    in int16, add14 both its operands (so conv9, which reads the residual's other operand
+    too, runs W8A16 as well); the integer ops take those 16-bit tensors (no float Conv or Add
+    left), the library is bit-exact with the quantized graph, and report.txt names the W8A16
+    layers with the MACs per precision."""
+    from test_quantize import calib_feeds, mobile_net, quantized
+
+    import edgec
+    from edgec.ir import DType, interpret
+    from edgec.passes import default_pipeline
+    from edgec.targets.target import get_target
+
+    m = mobile_net()
+    feeds = calib_feeds(m)
+    g = quantized(m, feeds=feeds, int16="conv13,add14")
+    q = g.record.quantization.to_json()
+    assert q["int16_layers"] == ["conv9", "conv13", "add14"]
+    assert 0.4 < q["mac_shares"]["int16"] < 0.6 and q["mac_shares"]["float"] == 0
+    wide = [n for n in g.nodes if n.op in ("QLinearConv", "QLinearAdd")
+            and n.inputs[0].dtype is DType.I16]
+    assert len(wide) == 3 and not {"Conv", "Add"} & set(g.op_counts())
+    np.savez(tmp_path / "calib.npz", **feeds)
+    t = get_target("x86")
+    steps = default_pipeline(t.lanes(DType.F32), t.registers).replace(
+        "fuse-qdq,", f"quantize{{samples={tmp_path / 'calib.npz'},int16=\"conv13,add14\"}},"
+        "fuse-qdq,", 1)
+    edgec.compile(m, tmp_path / "out", name="m16", pipeline=steps, log=io.StringIO())
+    lib = edgec.load(tmp_path / "out")
+    for k in range(3):
+        x = {"input": np.random.default_rng(20 + k).standard_normal((1, 3, 16, 16))
+             .astype(np.float32)}
+        np.testing.assert_array_equal(lib.run(x)["logits"], interpret(g, x)["logits"])
+    report = (tmp_path / "out" / "report.txt").read_text()
+    assert "W8A16 (int16 activations): conv9, conv13, add14; MACs " in report, report
+
+
 def test_options_are_checked():
     g = chain("weight")
     with pytest.raises(PassError, match="keep=sensitivity needs budget=DB"):
         quantize(g, keep="sensitivity")
     with pytest.raises(PassError, match="keep='best'; choose worst or sensitivity"):
         quantize(chain("weight"), keep="best", budget=30.0)
+    with pytest.raises(PassError, match=r"rungs='int8'; a list of int16 and float"):
+        quantize(chain("weight"), keep="sensitivity", budget=30.0, rungs="int8")
+    with pytest.raises(PassError, match="int16 names no layer this pass quantizes: g9"):
+        quantize(chain("weight"), int16="g1,g9")
     with pytest.raises(PassError, match=r"min_quantized_macs=1.5 must be a share"):
         quantize(chain("weight"), keep="sensitivity", budget=30.0, min_quantized_macs=1.5)
     with pytest.raises(PassError, match="keep=sensitivity needs calibration samples"):

@@ -5,11 +5,17 @@ fused into, QGemm and QLinearAdd (onnxruntime's com.microsoft contrib ops of tho
 Affine quantization: real = scale * (q - zero_point). Quantize: q = sat(rint(x / scale) + zp),
 rint rounding halves to even, sat clamping to the integer type's range (NaN goes to its
 minimum, as onnxruntime's kernels do). The integer products accumulate
-acc = sum (a - za)(b - zb) (+ an int32 bias) exactly in int32 and requantize
+acc = sum (a - za)(b - zb) (+ an int32 bias) exactly in int32 (int64 where an operand has 16
+bits: W8A16, below) and requantize
 y = sat(rint(acc * M) + zy) with M = (sa * sb) / sy. All float arithmetic is float32 (float16
 scales are widened first), as in onnxruntime; the ONNX reference implementation computes
 acc * M in float64 (and M in float16 for float16 scales), which can differ by one step.
 Blocked convolutions can requantize in fixed point instead (requantize_fixed, below).
+
+W8A16: QLinearConv, QLinearMatMul, QGemm and QLinearAdd also take and give 16-bit activations
+(uint16/int16 a or x, y) against 8-bit weights; |a - za| <= 65535, so one product needs 24
+bits and a sum of K of them can pass int32 (the kernels bound each node's sums from its
+weights and keep int32 where they fit: lowering/kernels/quant_common.py accumulator_type).
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ QUANT_RANGES: dict[DType, tuple[int, int]] = {
     DType.I16: (-32768, 32767),
 } | {t: int_range(t) for t in SUB_BYTE}  # int4 and below, one value per byte
 DEQUANT_TYPES = (*QUANT_RANGES, DType.I32)
+INT8 = (DType.U8, DType.I8)
+INT16 = (DType.U16, DType.I16)
+# what the integer ops that requantize read and write as activations (weights: INT8)
+ACTIVATION_TYPES = INT8 + INT16
 SCALE_TYPES = (DType.F32, DType.F16)
 
 
@@ -128,6 +138,13 @@ def _f32(a) -> np.ndarray:
 
 def _i32(a) -> np.ndarray:
     return np.asarray(a).astype(np.int32)
+
+
+def sums_type(*operands) -> type:
+    """The integer type the reference sums products of `operands` in: int32, int64 where one
+    has 16 bits (W8A16: the sums can pass int32; int64 holds them exactly)."""
+    return np.int64 if any(np.asarray(x).dtype.itemsize >= 2 for x in operands
+                           if x is not None) else np.int32
 
 
 def _zero_or(z) -> np.ndarray:
@@ -346,7 +363,10 @@ def _decoded_inputs(opname: str, inputs, b_index: int, benc: str, bshape) -> lis
     return inputs
 
 
-def _check_fixed(opname: str, n: int, rq_mult, rq_shift) -> None:
+def _check_fixed(opname: str, n: int, rq_mult, rq_shift, a: TensorType | None = None) -> None:
+    if rq_shift and a is not None and a.dtype in INT16:
+        raise ShapeError(f"{opname}: fixed-point requantization (rq_shift) takes int32 sums: "
+                         f"8-bit A only, not {a}")
     lo, hi = FIXED_SHIFTS
     if (rq_shift or rq_mult) and (not lo <= rq_shift <= hi or len(rq_mult) not in (1, n) or
                                   not all(0 <= q < 2**31 for q in rq_mult)):
@@ -380,12 +400,14 @@ def _infer_matmul_integer(inputs):
     return TensorType(matmul_shape(a.shape, b.shape), DType.I32)
 
 
-def _centered(opname: str, what: str, q: np.ndarray, z: np.ndarray | None, rows: bool):
-    """q - z in int32, z laid out per tensor, row or column."""
+def _centered(opname: str, what: str, q: np.ndarray, z: np.ndarray | None, rows: bool,
+              dtype: type = np.int32):
+    """q - z in int32 (or `dtype`), z laid out per tensor, row or column."""
     if z is None:
-        return _i32(q)
+        return np.asarray(q).astype(dtype)
     t = TensorType(z.shape, DType.from_numpy(z.dtype))
-    return _i32(q) - _i32(z).reshape(matmul_param_shape(opname, what, t, q.shape, rows))
+    return np.asarray(q).astype(dtype) - np.asarray(z).astype(dtype).reshape(
+        matmul_param_shape(opname, what, t, q.shape, rows))
 
 
 def _infer_matmul_integer_enc(inputs, *, benc, bshape):
@@ -400,11 +422,13 @@ def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, *, benc="", bshap
                      _centered("MatMulInteger", "b_zero_point", b, b_zero_point, False))
 
 
-def _check_quantized(opname: str, pairs) -> None:
-    """(what, tensor type, scale type or None, zero point type or None) per quantized operand."""
+def _check_quantized(opname: str, pairs, wide: tuple[str, ...] = ()) -> None:
+    """(what, tensor type, scale type or None, zero point type or None) per quantized operand;
+    the operands named in `wide` may have 16 bits (activations of W8A16)."""
     for what, t, s, z in pairs:
-        if t.dtype not in (DType.U8, DType.I8):
-            _fail(opname, f"{what} {t} must be uint8 or int8")
+        if t.dtype not in (ACTIVATION_TYPES if what in wide else INT8):
+            _fail(opname, f"{what} {t} must be uint8 or int8" +
+                  (" (or uint16/int16)" if what in wide else ""))
         if s is not None:
             _check_scale(opname, f"{what}_scale", s)
         _check_zero_point(opname, f"{what}_zero_point", z, None, t.dtype)
@@ -420,15 +444,15 @@ def _types(inputs, *idx):
 
 def _infer_qlinear_matmul(inputs):
     a, sa, za, b, sb, zb, sy, zy = _types(inputs, *range(8))
-    _check_quantized("QLinearMatMul", [("a", a, sa, za), ("b", b, sb, zb)])
+    _check_quantized("QLinearMatMul", [("a", a, sa, za), ("b", b, sb, zb)], ("a",))
     _check_scale("QLinearMatMul", "y_scale", sy)
     for what, p, t, rows in (("a_scale", sa, a, True), ("a_zero_point", za, a, True),
                              ("b_scale", sb, b, False), ("b_zero_point", zb, b, False)):
         matmul_param_shape("QLinearMatMul", what, p, t.shape, rows)
     _check_per_tensor("QLinearMatMul", [("y_scale", sy), ("y_zero_point", zy)])
     out = _qlinear_out_dtype(zy, a)
-    if out not in (DType.U8, DType.I8):
-        _fail("QLinearMatMul", f"y_zero_point {zy} must be uint8 or int8")
+    if out not in ACTIVATION_TYPES:
+        _fail("QLinearMatMul", f"y_zero_point {zy} must be uint8, int8, uint16 or int16")
     return TensorType(matmul_shape(a.shape, b.shape), out,
                       typed_quant(inputs[6], _opt(inputs, 7)))
 
@@ -449,7 +473,8 @@ def _param(opname: str, what: str, p: np.ndarray | None, operand: np.ndarray, ro
 
 def _infer_qlinear_matmul_enc(inputs, *, benc, bshape, rq_mult, rq_shift):
     out = _infer_qlinear_matmul(_decoded_inputs("QLinearMatMul", inputs, 3, benc, bshape))
-    _check_fixed("QLinearMatMul", out.shape[-1] if out.shape else 1, rq_mult, rq_shift)
+    _check_fixed("QLinearMatMul", out.shape[-1] if out.shape else 1, rq_mult, rq_shift,
+                 inputs[0].type)
     return out
 
 
@@ -461,8 +486,9 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     of a or per column of b (with `rq_shift`: requantize_fixed)."""
     n = "QLinearMatMul"
     b = _decoded_b(b, benc, bshape)
-    acc = np.matmul(_centered(n, "a_zero_point", a, a_zero_point, True),
-                    _centered(n, "b_zero_point", b, b_zero_point, False))
+    t = sums_type(a, b)
+    acc = np.matmul(_centered(n, "a_zero_point", a, a_zero_point, True, t),
+                    _centered(n, "b_zero_point", b, b_zero_point, False, t))
     if rq_shift:
         return _fixed_out(acc, rq_mult, rq_shift, y_zero_point, a)
     mult = requantize_multiplier(_param(n, "a_scale", a_scale, a, True),
@@ -484,7 +510,7 @@ def _matmul_out_param(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray
 
 def _infer_qgemm(inputs, *, alpha, transA, transB):
     a, sa, za, b, sb, zb, c, sy, zy = _types(inputs, *range(9))
-    _check_quantized("QGemm", [("a", a, sa, za), ("b", b, sb, zb)])
+    _check_quantized("QGemm", [("a", a, sa, za), ("b", b, sb, zb)], ("a",))
     _check_scale("QGemm", "y_scale", sy)
     m, n = gemm_dims("QGemm", a, b, transA, transB)
     _check_per_tensor("QGemm", [("a_scale", sa), ("a_zero_point", za), ("y_scale", sy),
@@ -495,8 +521,8 @@ def _infer_qgemm(inputs, *, alpha, transA, transB):
     if c is not None and (c.dtype != DType.I32 or broadcast_shapes(c.shape, (m, n)) != (m, n)):
         _fail("QGemm", f"C {c} must be int32 and broadcast to [{m}, {n}]")
     out = _qlinear_out_dtype(zy, a)
-    if out not in (DType.U8, DType.I8):
-        _fail("QGemm", f"y_zero_point {zy} must be uint8 or int8")
+    if out not in ACTIVATION_TYPES:
+        _fail("QGemm", f"y_zero_point {zy} must be uint8, int8, uint16 or int16")
     return TensorType((m, n), out, typed_quant(_opt(inputs, 7), _opt(inputs, 8)))
 
 
@@ -504,7 +530,7 @@ def _infer_qgemm_enc(inputs, *, benc, bshape, rq_mult, rq_shift, **attrs):
     if benc and attrs["transB"]:
         raise ShapeError(f"QGemm: B encoded as '{benc}' holds [K, N]: transB must be 0")
     out = _infer_qgemm(_decoded_inputs("QGemm", inputs, 3, benc, bshape), **attrs)
-    _check_fixed("QGemm", out.shape[1], rq_mult, rq_shift)
+    _check_fixed("QGemm", out.shape[1], rq_mult, rq_shift, inputs[0].type)
     return out
 
 
@@ -518,13 +544,14 @@ def qgemm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c=None, y_scale=No
     transA), B' = b - zb (likewise); C is an int32 bias in units of sa * sb; b's scale and
     zero point per tensor or per output column (with `rq_shift`: requantize_fixed)."""
     b = _decoded_b(b, benc, bshape)
-    ac = _i32(a) - _zero_or(a_zero_point).reshape(())
+    t = sums_type(a, b)
+    ac = np.asarray(a).astype(t) - _zero_or(a_zero_point).reshape(())
     bz = _zero_or(b_zero_point).reshape(-1)
-    bc = _i32(b) - (bz.reshape((-1, 1)) if transB and bz.size > 1 else bz if bz.size > 1
-                    else bz.reshape(()))
+    bc = np.asarray(b).astype(t) - (bz.reshape((-1, 1)) if transB and bz.size > 1 else bz
+                                    if bz.size > 1 else bz.reshape(()))
     acc = np.matmul(ac.T if transA else ac, bc.T if transB else bc)
     if c is not None:
-        acc = acc + _i32(c)
+        acc = acc + np.asarray(c).astype(t)
     if rq_shift:
         return _fixed_out(acc, rq_mult, rq_shift, y_zero_point, a)
     mult = qgemm_multiplier(alpha, a_scale, b_scale, y_scale)
@@ -600,7 +627,7 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, dilations, group
 
 def _infer_qlinear_conv(inputs, **attrs):
     x, sx, zx, w, sw, zw, sy, zy, b = _types(inputs, *range(9))
-    _check_quantized("QLinearConv", [("x", x, sx, zx), ("w", w, sw, zw)])
+    _check_quantized("QLinearConv", [("x", x, sx, zx), ("w", w, sw, zw)], ("x",))
     _check_scale("QLinearConv", "y_scale", sy)
     _check_per_tensor("QLinearConv", [("x_scale", sx), ("x_zero_point", zx),
                                        ("y_scale", sy), ("y_zero_point", zy)])
@@ -610,17 +637,19 @@ def _infer_qlinear_conv(inputs, **attrs):
     if b is not None and (b.dtype != DType.I32 or b.shape != (m,)):
         _fail("QLinearConv", f"bias {b} must be int32 of shape [{m}]")
     out = _qlinear_out_dtype(zy, x)
-    if out not in (DType.U8, DType.I8):
-        _fail("QLinearConv", f"y_zero_point {zy} must be uint8 or int8")
+    if out not in ACTIVATION_TYPES:
+        _fail("QLinearConv", f"y_zero_point {zy} must be uint8, int8, uint16 or int16")
     return TensorType(_conv_shape("QLinearConv", x, w, **attrs), out,
                       typed_quant(inputs[6], inputs[7]))
 
 
 def qconv_sums(x, x_zero_point, w, w_zero_point, b=None, **conv_attrs) -> np.ndarray:
-    """The int32 sums of a quantized convolution: conv(x - zx, w - zw) + b."""
-    xc = _i32(x) - _zero_or(x_zero_point).reshape(())
-    wc = centred_conv_weights(w, w_zero_point)
-    return conv_nd(xc, wc, None if b is None else _i32(b), **conv_attrs)
+    """The int32 sums of a quantized convolution: conv(x - zx, w - zw) + b (int64 for a 16-bit
+    x)."""
+    t = sums_type(x)
+    xc = np.asarray(x).astype(t) - _zero_or(x_zero_point).reshape(())
+    wc = centred_conv_weights(w, w_zero_point).astype(t)
+    return conv_nd(xc, wc, None if b is None else np.asarray(b).astype(t), **conv_attrs)
 
 
 @op("QLinearConv", inputs=(8, 9), attrs=_CONV_ATTRS, infer=_infer_qlinear_conv)
@@ -641,14 +670,14 @@ def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_
 
 def _infer_qlinear_add(inputs):
     a, sa, za, b, sb, zb, sc, zc = _types(inputs, *range(8))
-    _check_quantized("QLinearAdd", [("A", a, sa, za), ("B", b, sb, zb)])
+    _check_quantized("QLinearAdd", [("A", a, sa, za), ("B", b, sb, zb)], ("A", "B"))
     _check_scale("QLinearAdd", "C_scale", sc)
     _check_per_tensor("QLinearAdd", [("A_scale", sa), ("A_zero_point", za), ("B_scale", sb),
                                       ("B_zero_point", zb), ("C_scale", sc),
                                       ("C_zero_point", zc)])
     out = _qlinear_out_dtype(zc, a)
-    if out not in (DType.U8, DType.I8):
-        _fail("QLinearAdd", f"C_zero_point {zc} must be uint8 or int8")
+    if out not in ACTIVATION_TYPES:
+        _fail("QLinearAdd", f"C_zero_point {zc} must be uint8, int8, uint16 or int16")
     return TensorType(broadcast_shapes(a.shape, b.shape), out,
                       typed_quant(inputs[6], _opt(inputs, 7)))
 
@@ -659,7 +688,8 @@ def add_ratios(sa, sb, sc) -> tuple[np.float32, np.float32]:
     return F32(_f32(sa).reshape(()) / sc), F32(_f32(sb).reshape(()) / sc)
 
 
-# Fixed-point QLinearAdd (rq_mult = [qa, qb], rq_shift = s, set by the fixed-point pass):
+# Fixed-point QLinearAdd (rq_mult = [qa, qb], rq_shift = s, set by the fixed-point pass; 8-bit
+# operands only):
 # C = sat(floor((qa (A - za) + qb (B - zb) + 2^(s-1)) / 2^s) + zc), qa / 2^s and qb / 2^s
 # standing for sa / sc and sb / sc. With q < 2^21 and |A - za| <= 255 the sum and its rounding
 # term stay inside int32 (s <= 30), so the kernel is 32-bit integer arithmetic throughout;
@@ -686,6 +716,9 @@ def add_fixed_point(ra, rb) -> tuple[list[int], int] | None:
 
 def _infer_qlinear_add_fixed(inputs, *, rq_mult, rq_shift):
     out = _infer_qlinear_add(inputs)
+    if rq_shift and any(v.dtype in INT16 for v in (inputs[0].type, inputs[3].type, out)):
+        _fail("QLinearAdd", "fixed-point addition (rq_shift) sums in 32 bits: 8-bit operands "
+                            "and sum only")
     lo, hi = ADD_FIXED_SHIFTS
     if (rq_shift or rq_mult) and (not lo <= rq_shift <= hi or len(rq_mult) != 2 or
                                   not all(0 <= q < 2**ADD_FIXED_BITS for q in rq_mult)):

@@ -1,6 +1,10 @@
 """Kernel builders of the quantization ops, in integer arithmetic: every product accumulates
 (a - za) * (b - zb) in an int32 local, starting from the int32 bias, and requantizes once.
 
+Activations of 16 bits (W8A16: uint16/int16 A or x, and y) take the same scalar kernels,
+their sums in int64 where the node's weights do not bound them within int32
+(quant_common.accumulator_type), and never the int8 micro-kernels.
+
 Requantization, shared by all ops and equal to `round_saturate` in `edgec/ir/ops/quant.py`:
 v = (float)acc * M, clamped to [qmin - zp, qmax - zp] (a NaN to the lower bound, like
 onnxruntime's max(v, lo)), rounded half to even by nearbyintf (the default rounding mode),
@@ -49,7 +53,14 @@ from ...kernel_ir.kernel import (
 )
 from ..lower import NodeKernelBuilder, broadcast_index, coalesce, kernel
 from .common import broadcast_strides, named, offset, parallel_split, row_major_strides
-from .quant_common import Requant, constant_table, narrow, scalar, zero_point
+from .quant_common import (
+    Requant,
+    accumulator_type,
+    constant_table,
+    narrow,
+    scalar,
+    zero_point,
+)
 from .quant_gemm import Requant8, vector_int8_gemm
 
 F32, I32 = DType.F32, DType.I32
@@ -221,13 +232,13 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
                 b_v: Value, bz_v: Value | None, *, trans_a: bool = False,
                 trans_b: bool = False, bias: Value | None = None,
                 finish: Callable[[list, Expr, Expr, Expr], Expr] | None = None) -> None:
-    """y[b, i, j] = finish(bias[i, j] + sum_k (A[b, i, k] - za) * (B[b, k, j] - zb)) in int32.
+    """y[b, i, j] = finish(bias[i, j] + sum_k (A[b, i, k] - za) * (B[b, k, j] - zb)) in int32
+    (int64 where a 16-bit A could pass it: accumulator_type).
 
     A constant B (with a constant zero point) is stored as (B - zb) transposed to [b, j, k];
     otherwise B is read in place with its zero point subtracted in the loop."""
     y_v = node.output
     g = _Product.of(a_v, b_v, y_v, trans_a, trans_b)
-    kb.strategy = "integer matmul rows"
     a = kb.bind(a_v, "a")
     sa = broadcast_strides(g.a_shape, (*g.batch, *g.a_shape[-2:]))
     az = _side(kb, node, az_v, "a_zp", g.a_shape, g.batch, True, I32)
@@ -244,10 +255,14 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
         bt_shape = (*g.b_shape[:-2], g.n, g.k)
         sb = broadcast_strides(bt_shape, (*g.batch, g.n, g.k))
         bz = _Side(None, ())
+        l1 = np.abs(w).sum(-1).max(initial=0)
     else:
+        l1 = g.k * 255
         b = kb.bind(b_v, "b")
         sb = broadcast_strides(g.b_shape, (*g.batch, *g.b_shape[-2:]))
         bz = _side(kb, node, bz_v, "b_zp", g.b_shape, g.batch, trans_b, I32)
+    acc_t = accumulator_type(a_v, az_v, l1, bias)
+    kb.strategy = "integer matmul rows" + (", 64-bit sums" if acc_t is not I32 else "")
     c = kb.bind(bias, "c") if bias is not None else None
     sc = broadcast_strides(bias.shape, (g.m, g.n)) if bias is not None else ()
     y = kb.bind(y_v, "y")
@@ -255,20 +270,23 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
     names = [f"b{d}" for d in range(len(g.batch))]
     with kb.loops([*g.batch, g.m], [*names, "i"]) as (*bi, i):
         zr = az.at(bi, i, const(0))
-        zr = named(kb, "za", zr) if az.varies else zr
+        zr = named(kb, "za", cast(zr, acc_t)) if az.varies else \
+            cast(zr, acc_t) if zr is not None else None
         with kb.loop(g.n, "j") as j:
-            acc = kb.local("acc", c[offset([i, j], sc)] if c is not None else const(0, I32))
+            acc = kb.local("acc", cast(c[offset([i, j], sc)], acc_t) if c is not None
+                           else const(0, acc_t))
             zc = bz.at(bi, j, const(0)) if trans_b else bz.at(bi, const(0), j)
-            zc = named(kb, "zb", zc) if bz.varies else zc
+            zc = named(kb, "zb", cast(zc, acc_t)) if bz.varies else \
+                cast(zc, acc_t) if zc is not None else None
             with kb.loop(g.k, "k") as k:
                 ik = (k, i) if trans_a else (i, k)
-                av = cast(a[offset([*bi, *ik], sa)], I32)
+                av = cast(a[offset([*bi, *ik], sa)], acc_t)
                 if zr is not None:
                     av = av - zr
                 if packed:
-                    bv = cast(bt[offset([*bi, j, k], sb)], I32)
+                    bv = cast(bt[offset([*bi, j, k], sb)], acc_t)
                 else:
-                    bv = cast(b[offset([*bi, *((j, k) if trans_b else (k, j))], sb)], I32)
+                    bv = cast(b[offset([*bi, *((j, k) if trans_b else (k, j))], sb)], acc_t)
                     if zc is not None:
                         bv = bv - zc
                 kb.assign(acc, acc + av * bv)

@@ -1,6 +1,7 @@
 """What the kernel builders of the quantized ops share: one-element parameters as literals or
 loaded scalars, compile-time tables derived from constants, and the float requantization
-`Requant` (equal to `round_saturate` in `edgec/ir/ops/quant.py`: see quant.py)."""
+`Requant` (equal to `round_saturate` in `edgec/ir/ops/quant.py`: see quant.py), and the type
+the sums of a node with 16-bit activations accumulate in (`accumulator_type`)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.graph import Value
-from ...ir.ops.quant import QUANT_RANGES
+from ...ir.ops.quant import INT16, QUANT_RANGES
 from ...ir.types import TensorType
 from ...kernel_ir.kernel import Buffer, Expr, call, cast, const, pairs_fit16, select
 from ..lower import NodeKernelBuilder
 from .common import named
 
-F32, I32 = DType.F32, DType.I32
+F32, I32, I64 = DType.F32, DType.I32, DType.I64
 
 
 def scalar(kb: NodeKernelBuilder, v: Value | None, name: str, dtype: DType) -> Expr | None:
@@ -78,6 +79,27 @@ class Requant:
 
 def zero_point(kb: NodeKernelBuilder, v: Value | None, name: str) -> Expr | None:
     return scalar(kb, v, name, I32)
+
+
+def accumulator_type(x_v: Value, xz_v: Value | None, weight_l1: int,
+                     bias: Value | None) -> DType:
+    """int32 for the sums b + sum_k (x - zx)(w - zw) of a node whose every sum provably fits
+    it, else int64. 8-bit x always fits (|x - zx| <= 255 against 8-bit weights: K < 2^15 at
+    the worst, and the int8 kernels have always summed in int32); a 16-bit x is bounded by
+    |x - zx| <= max(qmax - zx, zx - qmin) (65535 where zx is read at run time) times
+    `weight_l1`, the largest sum of |w - zw| of an output (K * 255 where the weights are read
+    at run time), plus the largest |b| (any int32 where b is read at run time)."""
+    if x_v.dtype not in INT16:
+        return I32
+    qmin, qmax = QUANT_RANGES[x_v.dtype]
+    if xz_v is None or xz_v.is_const:  # (one zero point, or one per row of A)
+        z = np.zeros(1, np.int64) if xz_v is None else xz_v.const.astype(np.int64).reshape(-1)
+        span = int(max(qmax - z.min(), z.max() - qmin))
+    else:
+        span = qmax - qmin
+    b = 0 if bias is None else int(np.abs(bias.const.astype(np.int64)).max(initial=0)) \
+        if bias.is_const else 2**31
+    return I32 if span * int(weight_l1) + b < 2**31 else I64
 
 
 def dot4_recentre(kb: NodeKernelBuilder) -> bool:

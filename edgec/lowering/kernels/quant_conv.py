@@ -1,5 +1,6 @@
 """Kernel builders of the integer convolutions (ConvInteger, QLinearConv), in the arithmetic
-of quant.py: int32 accumulators of (x - zx) * (w - zw) from the int32 bias, requantized once.
+of quant.py: int32 accumulators of (x - zx) * (w - zw) from the int32 bias, requantized once
+(int64 where a 16-bit x could pass int32: quant_common.accumulator_type).
 
 Three forms (gcc -O3 vectorizes integer reductions, reassociating them, so the loop it picks is
 the innermost one): register tiles of output channels whose innermost loop runs over input
@@ -24,7 +25,14 @@ from ..lower import NodeKernelBuilder, kernel
 from ..strategies import Candidate, Kind
 from .common import named, offset, row_major_strides
 from .conv import ConvGeometry
-from .quant_common import Requant, constant_table, narrow, scalar, zero_point
+from .quant_common import (
+    Requant,
+    accumulator_type,
+    constant_table,
+    narrow,
+    scalar,
+    zero_point,
+)
 
 F32, I32 = DType.F32, DType.I32
 # The tile sizes are the Target's facts (Tiles.int_*): a convolution with at most
@@ -87,21 +95,27 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     with at most int_unroll_terms terms the sums are written out (`_unrolled_rows`);
     otherwise one accumulator per output runs over c and the taps."""
     geo = ConvGeometry.of(node, x_v, w_v, flatten_pointwise=False)
+    known = w_v.is_const and (wz_v is None or wz_v.is_const)
+    wc = centred_conv_weights(w_v.const, None if wz_v is None else wz_v.const) if known \
+        else None
+    terms = geo.cg * math.prod(geo.ksz)
+    acc_t = accumulator_type(x_v, xz_v, terms * 255 if wc is None else
+                             np.abs(wc.reshape(wc.shape[0], -1)).sum(1).max(initial=0), bias_v)
+    wide = ", 64-bit sums" if acc_t is not I32 else ""
     x = kb.bind(x_v, "x")
     xz = zero_point(kb, xz_v, "x_zp")
+    xz = cast(xz, acc_t) if xz is not None else None
     b = kb.bind(bias_v, "b") if bias_v is not None else None
     y = kb.bind(node.output, "y")
     wz_buf = wz_lit = None
-    const_w = w_v.is_const and (wz_v is None or wz_v.is_const)
-    form = kb.choose(int_conv_candidates(kb, geo, const_w))
-    if const_w:
-        wc = centred_conv_weights(w_v.const, None if wz_v is None else wz_v.const)
+    form = kb.choose(int_conv_candidates(kb, geo, known))
+    if known:
         if form.kind is Kind.INT_CONV_TILES:
             tile = int(form["tile"])
             w = constant_table(kb, narrow(pack_int_conv_weights(wc, geo.group, tile)),
                                f"packed{tile}", w_v)
-            kb.strategy = "integer conv register tiles"
-            _int_conv_tiles(kb, geo, x, xz, w, tile, b, y, channel)
+            kb.strategy = "integer conv register tiles" + wide
+            _int_conv_tiles(kb, geo, x, xz, w, tile, b, y, channel, acc_t)
             return
         w = constant_table(kb, narrow(wc), "wc", w_v)
     else:
@@ -113,20 +127,22 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     ys = row_major_strides(node.output.shape)
     unroll = form.kind is Kind.INT_CONV_ROWS_UNROLLED
     tj = int(form["channels"]) if unroll else 1
-    kb.strategy = "integer conv rows, unrolled" if unroll else "integer conv rows"
+    kb.strategy = ("integer conv rows, unrolled" if unroll else "integer conv rows") + wide
     with kb.loops([geo.n, geo.group, geo.mg // tj], ["n", "g", "mo"]) as (n, g, mo):
         chans = []
         for j in range(tj):
             m = named(kb, "m", g * geo.mg + mo * tj + j)
-            wz = named(kb, "wz", cast(wz_buf[m], I32)) if wz_buf is not None else wz_lit
-            chans.append(_Channel(m, channel(m), wz, b[m] if b is not None else const(0, I32)))
+            wz = named(kb, "wz", cast(wz_buf[m], acc_t)) if wz_buf is not None else \
+                cast(wz_lit, acc_t) if wz_lit is not None else None
+            chans.append(_Channel(m, channel(m), wz, cast(b[m], acc_t) if b is not None
+                                  else const(0, acc_t)))
 
         def centered_x(c, pos) -> Expr:
-            xv = cast(x[offset([n, g * geo.cg + c, *pos], xs)], I32)
+            xv = cast(x[offset([n, g * geo.cg + c, *pos], xs)], acc_t)
             return xv - xz if xz is not None else xv
 
         def weight(ch: _Channel, c, kidx) -> Expr:
-            wv = cast(w[offset([ch.m, c, *kidx], ws)], I32)
+            wv = cast(w[offset([ch.m, c, *kidx], ws)], acc_t)
             return wv - ch.wz if ch.wz is not None else wv
 
         def store(ch: _Channel, oo, acc: Expr) -> None:
@@ -208,7 +224,8 @@ def _unrolled_rows(kb: NodeKernelBuilder, geo: ConvGeometry, chans: list[_Channe
 
 
 def _int_conv_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, xz: Expr | None,
-                w: Buffer, tile: int, b: Buffer | None, y: Buffer, channel: Finish) -> None:
+                w: Buffer, tile: int, b: Buffer | None, y: Buffer, channel: Finish,
+                acc_t: DType = I32) -> None:
     """Register tiles of `tile` output channels, weights packed by pack_int_conv_weights: per
     output position, acc[j] += (x[c, tap] - zx) * w[tap, j, c] over the taps and input
     channels, the innermost loop over c updating every j from one x load. gcc vectorizes that
@@ -224,18 +241,18 @@ def _int_conv_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, xz: Exp
         finishes = [channel(m0 + j) for j in range(tile)]
         with kb.loops(geo.osp, [f"o{a}" for a in geo.names]) as oo:
             taps = geo.row_taps(kb, oo)
-            accs = [kb.local(f"acc{j}", b[m0 + j] if b is not None else const(0, I32))
-                    for j in range(tile)]
+            accs = [kb.local(f"acc{j}", cast(b[m0 + j], acc_t) if b is not None
+                             else const(0, acc_t)) for j in range(tile)]
             with kb.loops([t[1] for t in taps], [f"k{a}" for a in geo.names]) as kk:
                 kidx = [t[0] + k for t, k in zip(taps, kk, strict=True)]
                 xrow = named(kb, "xrow", offset([n, g * geo.cg, *geo.input_pos(oo, kidx)], xs))
                 wrow = named(kb, "wrow", wblk + offset(kidx, row_major_strides(geo.ksz))
                              * (geo.cg * tile))
                 with kb.loop(geo.cg, "c") as c:
-                    xv = cast(x[xrow + c * xs[1]], I32)
+                    xv = cast(x[xrow + c * xs[1]], acc_t)
                     xv = named(kb, "xv", xv - xz if xz is not None else xv)
                     for j, acc in enumerate(accs):
-                        wv = cast(w[wrow + j * geo.cg + c], I32)
+                        wv = cast(w[wrow + j * geo.cg + c], acc_t)
                         kb.assign(acc, acc + xv * wv)
             for j, acc in enumerate(accs):
                 kb.store(y, offset([n, m0 + j, *oo], ys), finishes[j](acc))

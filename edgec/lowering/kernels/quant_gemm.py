@@ -67,6 +67,9 @@ def vector_int8_gemm(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value 
     if lanes == 1 or not b_v.is_const or b_v.dtype is not DType.I8 or len(b_v.shape) != 2:
         return _int8_gemm_chosen(kb, "the target has no int32 vectors" if lanes == 1 else
                                  "B is not a constant int8 matrix")
+    if a_v.dtype not in (DType.U8, DType.I8) or node.output.dtype in (DType.U16, DType.I16):
+        # 16-bit activations: the scalar integer kernels (quant.py)
+        return _int8_gemm_chosen(kb, "16-bit activations (W8A16) take the scalar integer rows")
     bmat = b_v.const if b_matrix is None else b_matrix
     k, n = bmat.shape
     if len(a_v.shape) < 1 or a_v.shape[-1] != k or k < 4 or n == 0:
