@@ -48,7 +48,7 @@ def quantization(**changes) -> QuantizationRecord:
 def test_quantization_json_keeps_its_keys_and_leaves_out_what_did_not_run():
     base = ["bits", "weights", "granularity", "calibration", "samples", "budget_db",
             "output_sqnr_db", "output_rel_error", "kept_float", "quantized_mac_share",
-            "adaround", "smoothed", "layers"]
+            "mac_shares", "int16_layers", "adaround", "smoothed", "layers"]
     assert list(quantization().to_json()) == base
     full = quantization(mixed_precision={"met": True}, pairs_fitted=0,
                         end_to_end=EndToEnd(None, 0.5),
