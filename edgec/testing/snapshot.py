@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import re
@@ -73,7 +74,7 @@ def build(job: tuple[str, str, str, str], keep: str | None) -> tuple[str, dict[s
         out = Path(tmp) / "out"
         try:
             compile_model(str(path), str(out), target=target, backend=backend,
-                          emit_kernels=True, **VARIANTS[variant])
+                          emit_kernels=True, log=io.StringIO(), **VARIANTS[variant])
         except EdgecError as e:
             return key, {"error": str(e)[:300]}
         files = {}
