@@ -317,8 +317,10 @@ def parser() -> argparse.ArgumentParser:
                         "ops in the standard domain, edgec's fused and packed ops in 'edgec'")
     o.add_argument("--explain", action="append", metavar="NODE",
                    help="print this node's strategy candidates for --target after the "
-                        "pipeline: their parameters, modelled costs or why they do not apply, "
-                        "and the choice (repeatable)")
+                        "pipeline given here (by default only fold-constants,dce, so not "
+                        "the fused and re-laid-out nodes a compile builds: edgec compile "
+                        "--explain shows those): their parameters, modelled costs or why "
+                        "they do not apply, and the choice (repeatable)")
     o.add_argument("--target", default="x86", choices=sorted(TARGETS),
                    help="the target --explain lowers for")
     _add_pipeline_flags(o)
