@@ -20,6 +20,7 @@ such machines.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,6 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantTy
 import edgec
 from edgec.frontends.onnx import import_onnx
 from edgec.ir import DType, Graph, TensorType, interpret, parse, print_graph, verify
-from edgec.lowering.kernels import blocked_quant
 from edgec.passes import DEFAULT_PIPELINE, apply_patterns, default_pipeline, run_pipeline
 from edgec.passes.fuse_qdq import FUSE_QDQ_PATTERNS
 from edgec.runtime.loader import load
@@ -289,13 +289,13 @@ def test_16_bit_activations_run_on_the_integer_kernels(models, target, backend, 
 
 
 @pytest.mark.parametrize("backend", ["c", "llvm"])
-def test_int4_conv_tile_unpacking_in_its_inner_loop_is_bit_exact(models, backend, tmp_path,
-                                                                 monkeypatch):
-    """Weight groups too large to unpack once per task (here: every group, the limit set to
-    0) are unpacked by the tile as it reads them: the same integers."""
-    monkeypatch.setattr(blocked_quant, "UNPACK_LIMIT", 0)
+def test_int4_conv_tile_unpacking_in_its_inner_loop_is_bit_exact(models, backend, tmp_path):
+    """Weight groups too large to unpack once per task (here: every group, the target's
+    limit set to 0) are unpacked by the tile as it reads them: the same integers."""
+    x86 = get_target("x86")
+    target = replace(x86, tiles=replace(x86.tiles, int4_unpack_bytes=0))
     path = models["int4w"]
-    art = edgec.compile(path, tmp_path, name="qcnn", target="x86", backend=backend)
+    art = edgec.compile(path, tmp_path, name="qcnn", target=target, backend=backend)
     convs = [r["strategy"] for r in art.manifest["kernel_strategies"]
              if r["op"] == "BlockedQLinearConv" and "depthwise" not in r["strategy"]]
     assert convs and all("two to a byte" in s and "unpacked" not in s for s in convs), convs

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..errors import EdgecError
+from ..targets.target import Target
 
 
 @dataclass(frozen=True)
 class CompileOptions:
     """The options of a compile, besides the model and the output folder."""
 
-    target: str = "x86"
+    target: str | Target = "x86"  # a target's name (targets/target.py) or a Target
     name: str | None = None
     pipeline: str | None = None
     verify_each: bool = False

@@ -95,6 +95,23 @@ class Tiles:
     # sparse gathers (kernels/sparse.py): rows of A per pass over a slice, its values and
     # indices loaded once for them
     sparse_row_block: int = 4
+    # int4 weights of a blocked int8 convolution (kernels/blocked_quant.py) are unpacked once
+    # per task into a stack buffer when a group's take at most this many bytes, else by the
+    # tile as it reads them
+    int4_unpack_bytes: int = 128 * 1024
+    # the blocked float convolution (kernels/blocked.py) halves its bands of output rows
+    # until the thread pool has this many tasks to balance, and prefetches the next chunk of
+    # weights only for weights this large (smaller ones are re-read from L2 anyway; the
+    # prefetch costs about 150 bytes of code a convolution)
+    parallel_min_tasks: int = 16
+    prefetch_min_bytes: int = 256 * 1024
+    # transposes (kernels/tensor.py): walked in tiles from this many elements of the two
+    # swapped dims (smaller ones stay in cache: a plain loop nest is as fast), and a 2-D
+    # transpose given to the thread pool from this many
+    transpose_tile_min: int = 4096
+    transpose_parallel_min: int = 16384
+    # float accumulators per output of a reduction over the innermost axis (kernels/reduce.py)
+    reduce_lanes: int = 8
 
 
 @dataclass(frozen=True)

@@ -247,11 +247,8 @@ def _row_taps(kb: NodeKernelBuilder, g: _Geo, oh: Expr) -> tuple[Expr, Expr]:
 
 # Cache budgets of the dense driver, from the target's caches: a chunk of input blocks whose
 # packed weights take half of L1 (beside the tile's inputs), and a band of output rows whose
-# partial sums take half of L1 while the chunks sweep over them.
-_MIN_TASKS = 16  # enough slices for the thread pool to balance
-# Smaller weights are re-read from L2 by a task's later row bands: asking for them ahead
-# buys nothing and costs code (about 150 bytes a convolution)
-_PREFETCH_MIN_BYTES = 256 * 1024
+# partial sums take half of L1 while the chunks sweep over them; the band halves until the
+# pool has Tiles.parallel_min_tasks tasks.
 
 
 def _chunks(cblocks: int, block_bytes: int, budget: int) -> tuple[int, int]:
@@ -261,10 +258,10 @@ def _chunks(cblocks: int, block_bytes: int, budget: int) -> tuple[int, int]:
     return -(-cblocks // n), n
 
 
-def _band(rows: int, row_bytes: int, other_tasks: int, budget: int) -> int:
+def _band(rows: int, row_bytes: int, other_tasks: int, budget: int, min_tasks: int) -> int:
     """Output rows per parallel task."""
     bh = max(1, min(rows, budget // row_bytes))
-    while bh > 1 and other_tasks * -(-rows // bh) < _MIN_TASKS:
+    while bh > 1 and other_tasks * -(-rows // bh) < min_tasks:
         bh = -(-bh // 2)
     return bh
 
@@ -297,7 +294,8 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
     caches = kb.target.caches
     per_chunk, nchunks = _chunks(cblocks, mb_max * lanes * g.kh * g.kw * cin * fsize,
                                  caches.l1d // 2)
-    bh = _band(g.oh, mb_max * g.ow * lanes * fsize, g.n * ngroups, caches.l1d // 2)
+    bh = _band(g.oh, mb_max * g.ow * lanes * fsize, g.n * ngroups, caches.l1d // 2,
+               kb.target.tiles.parallel_min_tasks)
     nbands = -(-g.oh // bh)
     partial = nchunks > 1
 
@@ -343,7 +341,7 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
             per_row = -(-lines // bh)
             step = caches.line // fsize
             with kb.loop(rows, "r") as r:
-                if w.numel * fsize >= _PREFETCH_MIN_BYTES:
+                if w.numel * fsize >= kb.target.tiles.prefetch_min_bytes:
                     prefetch_lines(kb, w, wgrp + ncb * w_cb + r * (per_row * step), per_row, step)
                 oh = kb.local("oh", band * bh + r)
                 kh0, nkh = _row_taps(kb, g, oh)

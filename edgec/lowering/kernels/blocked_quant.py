@@ -10,8 +10,8 @@ op's definition says. The weights come in the order the tile reads them, as the 
 pass stored them (ir/encodings.py: two to a byte where they fit 4 bits).
 The outer loop, over (image, group of output blocks, output row), is parallel; a row is cut
 into tiles of R pixels and a shorter one for the rest. Int4 weights are unpacked by the tile
-as it reads them, or, where the group's weights fit `UNPACK_LIMIT`, once per task into a
-buffer the int8 tile reads (a task then runs several rows: 16 tiles or more).
+as it reads them, or, where the group's weights fit the target's `Tiles.int4_unpack_bytes`,
+once per task into a stack buffer the int8 tile reads (a task then runs several rows: 16 tiles or more).
 """
 
 from __future__ import annotations
@@ -40,10 +40,6 @@ from ..strategies import Candidate, Kind, roofline
 from .quant_common import constant_table, dot4_pairdot, dot4_pairs16, dot4_recentre
 
 I32, F32 = DType.I32, DType.F32
-# the largest buffer (bytes, on the stack of each task) that int4 conv weights are unpacked
-# into; a larger weight group is unpacked in the tile's inner loop
-UNPACK_LIMIT = 128 * 1024
-
 
 @kernel("BlockedPad")
 def blocked_pad(kb: NodeKernelBuilder, node: Node) -> None:
@@ -311,7 +307,7 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     # loop costs 2 vector operations per 28 dot4s (ResNet-18's 3 x 3 convolutions ran 4-12%
     # slower than int8); once per task costs the same once per 16 tiles (0.98-1.03x int8)
     unpacked = taps * g.cbin * groups * mb_max * 4 * lanes
-    unpack = enc.nibbles and unpacked <= UNPACK_LIMIT
+    unpack = enc.nibbles and unpacked <= kb.target.tiles.int4_unpack_bytes
     # output rows per task: the fewest that divide the rows and make 16 tiles
     rows = next((d for d in range(1, g.oh) if g.oh % d == 0 and d * len(tiles) >= 16),
                 g.oh) if unpack else 1

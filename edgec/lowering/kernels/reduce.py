@@ -72,7 +72,6 @@ def _in_float(fn: str) -> Callable[[Expr, int], Expr]:
     return post
 
 
-LANES = 8  # float accumulators per output in a reduction over the innermost axis
 
 _zero = lambda dt: const(0, dt)  # noqa: E731
 _add = lambda a, v: a + v  # noqa: E731
@@ -158,7 +157,8 @@ def reduce_kernel(kb: NodeKernelBuilder, node: Node) -> None:
             (red.float_post and not x.dtype.is_float):
         # kept loops outside, the accumulator(s) over the reduced loops inside
         inner = lay.reduced[-1][0] if lay.reduced else 1
-        lanes = LANES if acc_dt.is_float and inner >= 2 * LANES else 1
+        per = kb.target.tiles.reduce_lanes  # float accumulators per output
+        lanes = per if acc_dt.is_float and inner >= 2 * per else 1
         with _kept_loops(kb, lay, count) as ks:
             accs = [kb.local("acc", red.init(acc_dt)) for _ in range(lanes)]
             outer_red = lay.reduced[:-1] if lanes > 1 else lay.reduced

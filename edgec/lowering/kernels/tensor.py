@@ -73,7 +73,7 @@ def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
         return
     dims = coalesce_strided(dims)
     ext = [n for n, _ in dims]
-    tiles = _transpose_tiles(dims)
+    tiles = _transpose_tiles(dims, kb.target.tiles.transpose_tile_min)
     if tiles is None:
         names = ["i"] if len(dims) == 1 else [f"i{k}" for k in range(len(dims))]
         with kb.loops(ext, names) as vs:
@@ -87,7 +87,8 @@ def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
     nj, nk = -(-ext[j] // tj), -(-ext[k] // tk)
     # a 2-D transpose of 16K elements or more (a batched sparse matrix product's operands,
     # sparsify.py) goes to the thread pool by rows of tiles, along the dim with more of them
-    kind = "parallel" if not rest and math.prod(ext) >= PARALLEL_TRANSPOSE else "serial"
+    big = math.prod(ext) >= kb.target.tiles.transpose_parallel_min
+    kind = "parallel" if not rest and big else "serial"
     outer_j = nj >= nk or kind == "serial"
     with kb.loops([ext[d] for d in rest], [f"i{d}" for d in rest]) as vr, \
             kb.loop(nj if outer_j else nk, "ta", kind=kind) as ba, \
@@ -103,19 +104,17 @@ def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
             kb.store(y, linear_index(vs, ext), x[_offset(base, vs, dims)])
 
 
-TILE_MIN_ELEMENTS = 4096  # smaller transposes stay in cache: a plain loop nest is as fast
-PARALLEL_TRANSPOSE = 16384
-
-
-def _transpose_tiles(dims: Sequence[tuple[int, int]]) -> tuple[int, int, int, int] | None:
+def _transpose_tiles(dims: Sequence[tuple[int, int]],
+                     min_elements: int) -> tuple[int, int, int, int] | None:
     """(j, k, Tj, Tk) when the innermost output dim k is strided in x and an outer dim j is
-    x's unit-stride dim, both of 4 or more and together large: tiles of up to 16 (the
-    largest of 16, 8, 4 that divides the dim, else 16 with an edge tile); else None."""
+    x's unit-stride dim, both of 4 or more and together of `min_elements` or more (the
+    target's Tiles.transpose_tile_min): tiles of up to 16 (the largest of 16, 8, 4 that
+    divides the dim, else 16 with an edge tile); else None."""
     if len(dims) < 2 or dims[-1][1] == 1:
         return None
     k = len(dims) - 1
     j = next((d for d, (_, s) in enumerate(dims) if s == 1), None)
-    if j is None or dims[j][0] * dims[k][0] < TILE_MIN_ELEMENTS or \
+    if j is None or dims[j][0] * dims[k][0] < min_elements or \
             min(dims[j][0], dims[k][0]) < 4:
         return None
     tj, tk = (next((t for t in (16, 8, 4) if dims[d][0] % t == 0), 16) for d in (j, k))
