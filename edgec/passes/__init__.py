@@ -78,7 +78,7 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = ""
     vectors = vector_lanes >= 2
     lanes = {"lanes": vector_lanes} if vectors else {}
     steps = ["fold-constants", "remove-identity", "dce", "fold-batchnorm", "fold-constants",
-             "fuse-qdq", "fuse", "dce",
+             "fuse-qdq", "dequantize-weights", "fuse", "dce",
              _spec("sparsify", **lanes, **({"uarch": uarch} if uarch else {})),
              _spec("reorder", **lanes, **({"registers": registers} if vectors else {}))]
     if vectors:

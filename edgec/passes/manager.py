@@ -56,15 +56,17 @@ class PassInfo:
 _PASSES: dict[str, PassInfo] = {}
 
 # where a pipeline holds both, each pass on the right runs before the one on the left, whose
-# input it makes: pack-weights packs the blocked convolutions layout-nchwc made, fixed-point
+# input it makes: dequantize-weights folds the weights' DequantizeLinear that quantize wrote
+# and fuse-qdq left, pack-weights packs the blocked convolutions layout-nchwc made, fixed-point
 # requantizes the packed and blocked ones, fuse-residual fuses residual adds into those
 # kernels, and plan-memory places the values of the graph as the passes left it
 RUNS_AFTER: dict[str, tuple[str, ...]] = {
+    "dequantize-weights": ("quantize", "fuse-qdq"),
     "pack-weights": ("layout-nchwc",),
     "fixed-point": ("layout-nchwc", "pack-weights"),
     "fuse-residual": ("layout-nchwc", "pack-weights", "fixed-point"),
-    "plan-memory": ("quantize", "fuse-qdq", "fuse", "sparsify", "reorder", "layout-nchwc",
-                    "pack-weights", "fixed-point", "fuse-residual"),
+    "plan-memory": ("quantize", "fuse-qdq", "dequantize-weights", "fuse", "sparsify",
+                    "reorder", "layout-nchwc", "pack-weights", "fixed-point", "fuse-residual"),
 }
 
 

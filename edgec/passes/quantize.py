@@ -24,7 +24,8 @@ instead of uint8; their weights stay 8-bit.
 
 Calibration runs the float graph in the reference interpreter over the samples. Without
 samples the pass quantizes the weights only (data-free) and says so: the model then computes
-in float with weights of `bits` precision, which shows the accuracy low-bit weights cost.
+in float with weights of `bits` precision, which shows the accuracy low-bit weights cost
+(the default pipeline's dequantize-weights folds them, so the float kernels run them).
 Nodes named in `skip` keep float. A graph that already has QuantizeLinear or
 DequantizeLinear ops is left as it is.
 
@@ -216,9 +217,9 @@ class Quantize:
                           f"of {len(done)} layers")
             self._say(f"quantize: no calibration samples: data-free, weights only "
                       f"({self.bits}-bit, {wmethod}); activations stay float. This previews "
-                      "the accuracy of the weights: they are dequantized at run time, so "
-                      "convolutions and matrix products lose their packed kernels and run "
-                      "slower than the float build (ResNet-18: about 20x); give samples "
+                      "the accuracy of the weights: the default pipeline's dequantize-weights "
+                      "computes them at compile time, so the layers run the float kernels, "
+                      "at the float build's speed and size; give samples "
                       "(--calib SAMPLES.npz) for the integer kernels")
             return True
         smoothed = []

@@ -111,6 +111,31 @@ GOLDEN = {
           %y = FusedConv(%x, %w) {dilations = [1], pads = [0, 0], strides = [1], activation = "Relu"} : f32[1,2,3]
           return %y
         }"""),
+    # per output channel: [1, -2] * 0.5 and [3, 4] * 0.25; the codes a Neg reads stay
+    "dequantize-weights": ("dequantize-weights", """
+        graph @d(%x: f32[1,2,3,3], %v: f32[2]) {
+          %w = const i8[2,2,1,1] dense<[1, -2, 3, 4]>
+          %sw = const f32[2] dense<[0.5, 0.25]>
+          %zw = const i8[2] dense<[0, 0]>
+          %wf = DequantizeLinear(%w, %sw, %zw) {axis = 0} : f32[2,2,1,1]
+          %c = Conv(%x, %wf) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : f32[1,2,3,3]
+          %k = const i8[2] dense<[5, -6]>
+          %kf = DequantizeLinear(%k, %sw, %zw) {axis = 0} : f32[2]
+          %n = Neg(%kf) : f32[2]
+          %y = Add(%v, %n) : f32[2]
+          return %c, %y
+        }""", """
+        graph @d(%x: f32[1,2,3,3], %v: f32[2]) {
+          %wf = const f32[2,2,1,1] dense<[0.5, -1.0, 0.75, 1.0]>
+          %k = const i8[2] dense<[5, -6]>
+          %sw = const f32[2] dense<[0.5, 0.25]>
+          %zw = const i8[2] dense<[0, 0]>
+          %c = Conv(%x, %wf) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : f32[1,2,3,3]
+          %kf = DequantizeLinear(%k, %sw, %zw) {axis = 0} : f32[2]
+          %n = Neg(%kf) : f32[2]
+          %y = Add(%v, %n) : f32[2]
+          return %c, %y
+        }"""),
     "fuse-qdq": ("fuse-qdq", """
         graph @q(%x: u8[1,2,3,3]) {
           %sx = const f32[] dense<[0.5]>

@@ -200,6 +200,32 @@ def test_data_free_quantizes_the_weights_only_and_says_so():
             np.testing.assert_array_equal(np.float32(q.scale), n.inputs[1].const)
 
 
+@pytest.mark.parametrize("target", ["x86", "c-generic"])
+def test_data_free_weights_run_the_float_kernels(target, tmp_path):
+    """The weights-only graph's DequantizeLinear are folded by dequantize-weights: every
+    convolution and the Gemm keep the kernels of the float build (none reads its weights as
+    an input on conv-rows), and the library computes what the weights-only graph does."""
+    m = small_resnet(16)
+    g = load_graph(m)
+    run_pipeline(g, [PipelineStep(Quantize(bits=8, log=io.StringIO()))], out=io.StringIO())
+    ref = g.copy()
+    t = get_target(target)
+    pipe = default_pipeline(t.lanes(DType.F32), t.registers)
+    art = compile_graph(g, tmp_path / "q", target=target, name="q", pipeline=pipe)
+    float_art = compile_graph(load_graph(m), tmp_path / "f", target=target, name="f",
+                              pipeline=pipe)
+
+    def strategies(a):
+        return [(r["op"], r["strategy"].split(":")[0]) for r in a.manifest["kernel_strategies"]
+                if "Conv" in r["op"] or r["op"] in ("Gemm", "MatMul")]
+
+    assert strategies(art) == strategies(float_art) and strategies(art)
+    assert not any("DequantizeLinear" in r["op"] for r in art.manifest["kernel_strategies"])
+    x = {"input": np.random.default_rng(3).standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    np.testing.assert_allclose(edgec.load(art.out_dir).run(x)["logits"],
+                               interpret(ref, x)["logits"], rtol=1e-4, atol=1e-4)
+
+
 def test_skipped_node_stays_float():
     m = small_resnet(16)
     g0 = load_graph(m)
