@@ -11,7 +11,8 @@ pass stored them (ir/encodings.py: two to a byte where they fit 4 bits).
 The outer loop, over (image, group of output blocks, output row), is parallel; a row is cut
 into tiles of R pixels and a shorter one for the rest. Int4 weights are unpacked by the tile
 as it reads them, or, where the group's weights fit the target's `Tiles.int4_unpack_bytes`,
-once per task into a stack buffer the int8 tile reads (a task then runs several rows: 16 tiles or more).
+once per task into a stack buffer the int8 tile reads (a task then runs several rows: 16
+tiles or more).
 """
 
 from __future__ import annotations
