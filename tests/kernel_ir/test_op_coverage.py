@@ -144,3 +144,23 @@ def test_loop_kinds_spaces_and_roles_are_enums():
         Stream("q", DType.F32, 2, "const")
     with pytest.raises(ValueError, match="unknown loop kind warp"):
         Loop("i", const(4), [], "warp")
+
+
+# -- the vector ISAs' tables -------------------------------------------------------------------
+
+def test_isa_tables_are_keyed_by_op_or_form():
+    from edgec.codegen.renderers.c_isas import AVX2_VNNI, NEON_DOTPROD, VECTOR_ISAS, Form
+    for isa in (*VECTOR_ISAS.values(), AVX2_VNNI, NEON_DOTPROD):
+        assert isa.ops and all(type(op) in (Op, Form) and isinstance(dt, DType)
+                               for op, dt in isa.ops), isa.name
+        assert isa.ops[("fma", DType.F32)] == isa.ops[(Op.FMA, DType.F32)]
+
+
+def test_a_misspelled_isa_entry_is_refused():
+    from dataclasses import replace
+
+    from edgec.codegen.renderers.c_isas import AVX2
+    with pytest.raises(ValueError, match="'lod_n' is neither a kernel-IR op nor a form"):
+        replace(AVX2, ops=AVX2.ops | {("lod_n", DType.F32): "_mm256_maskload_ps({p})"})
+    with pytest.raises(ValueError, match="'f32' is no DType"):
+        replace(AVX2, ops={("load", "f32"): "_mm256_loadu_ps({p})"})

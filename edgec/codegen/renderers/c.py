@@ -47,7 +47,7 @@ from ...kernel_ir.kernel import (
 )
 from ...kernel_ir.passes import ParallelFor, outline_parallel, split_barriers, used_params
 from ..ctext import c_comment
-from .c_isas import CMP_PREDICATES, Dispatch, VectorISA
+from .c_isas import CMP_PREDICATES, Dispatch, Form, VectorISA
 
 C_TYPES = {
     DType.F16: "_Float16", DType.F32: "float", DType.F64: "double",
@@ -110,7 +110,7 @@ class CRenderer:
             have = f"the {self.isa.name} ISA" if self.isa else "no vector ISA"
             raise ValueError(f"C renderer: {lanes}-lane {dtype} vector with {have}")
 
-    def vop(self, op: str, dtype: DType, **operands: str) -> str:
+    def vop(self, op: Op | Form, dtype: DType, **operands: str) -> str:
         template = self.isa.ops.get((op, dtype)) if self.isa else None
         if template is None:
             raise ValueError(f"C renderer: no {op} of {dtype} vectors in "

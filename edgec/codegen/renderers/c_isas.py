@@ -20,9 +20,46 @@ the CPU says at run time (`Dispatch`, `CRenderer.dispatched`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from ...ir.dtypes import DType
+from ...kernel_ir.ops import Op
 from ...targets.target import VECTOR_UNITS, VectorUnit
+
+
+class Form(StrEnum):
+    """The vector operations an ISA's table spells besides the kernel IR's ops (`Op`): the
+    forms the C renderer writes an op or a statement as."""
+
+    STORE = "store"
+    LOAD_N = "load_n"  # the first {n} lanes (masked)
+    STORE_N = "store_n"
+    STORE_NARROW_N = "store_narrow_n"  # int32 lanes stored as bytes, the first {n}
+    LOAD_WIDEN = "load_widen"  # bytes (or uint16) widened to int32 lanes
+    BROADCAST4 = "broadcast4"  # a 4-byte group in every 32-bit lane
+    GATHER = "gather"
+    SELECT_CMP = "select_cmp"  # a select on a comparison ({pred})
+    HREDUCE_ADD = "hreduce_add"
+    HREDUCE_MAX = "hreduce_max"
+    HREDUCE_MIN = "hreduce_min"
+    NIBBLE_LO = "nibble_lo"
+    NIBBLE_HI = "nibble_hi"
+    TO_F32 = "to_f32"
+    TO_I32 = "to_i32"
+    ROUND = "round"
+    ROUND_TO_I32 = "round_to_i32"
+    ABS = "abs"
+    EXP = "exp"
+    TANH = "tanh"
+
+
+def ops_key(name: str) -> Op | Form:
+    """The op or form an ISA table's entry is for; a ValueError for a name that is neither."""
+    for kind in (Op, Form):
+        if name in kind.__members__.values():
+            return kind(name)
+    raise ValueError(f"vector ISA table: '{name}' is neither a kernel-IR op nor a form of "
+                     f"c_isas.Form ({', '.join(Form)})")
 
 
 @dataclass(frozen=True)
@@ -38,9 +75,16 @@ class VectorISA:
     name: str
     header: str
     types: dict[DType, str]
-    ops: dict[tuple[str, DType], str]
+    ops: dict[tuple[Op | Form, DType], str]  # given as text: each name is checked
     helpers: tuple[str, ...] = ()
     predicates: dict[str, str] | None = None  # None: the x86 ones (CMP_PREDICATES)
+
+    def __post_init__(self) -> None:
+        keys = {(ops_key(op), dt): text for (op, dt), text in self.ops.items()}
+        bad = [dt for _, dt in keys if not isinstance(dt, DType)]
+        if bad:
+            raise ValueError(f"vector ISA {self.name}: {bad[0]!r} is no DType")
+        object.__setattr__(self, "ops", keys)
 
     @property
     def unit(self) -> VectorUnit:
