@@ -34,7 +34,7 @@ from ..ir.graph import Graph
 from ..ir.onnx_dtypes import to_onnx
 from ..ir.records import LatencyShares, QuantizationRecord
 from ..lowering.lower import unsupported_kernels
-from ..lowering.strategies import Candidate, explain
+from ..lowering.strategies import Candidate, explain, unknown_nodes
 from ..runtime import manifest as manifest_file
 from ..targets.target import get_target, pair_sums, runs_on_host
 from .options import CompileOptions
@@ -649,9 +649,7 @@ def strategy_lines(manifest: dict, nodes: Sequence[str] | None = None) -> list[s
         known = {s["node"] for s in rows}
         missing = [n for n in nodes if n not in known]
         if missing:
-            raise EdgecError(f"--explain {', '.join(missing)}: no kernel builds such a node "
-                             "(after the passes: fused, folded or a view); the nodes with "
-                             f"kernels: {', '.join(s['node'] for s in rows)}")
+            raise EdgecError(unknown_nodes("--explain", missing, [s["node"] for s in rows]))
     out = []
     for s in rows:
         cands = [Candidate.from_record(c) for c in s["candidates"]]

@@ -23,7 +23,7 @@ from ..kernel_ir.program import (
 )
 from ..targets.target import Target
 from .lower import c_identifier, lower_node
-from .strategies import Forced
+from .strategies import Forced, unknown_nodes
 
 
 class _Weights:
@@ -279,9 +279,8 @@ def build_program(graph: Graph, plan, target: Target | None, name: str,
     top = _Frame(graph, plan, shared, inputs, outputs, 0, prefix).run()
     unused = sorted(set(forced) - shared.used)
     if unused:
-        raise EdgecError(f"--strategy names node(s) {', '.join(unused)}, which no kernel "
-                         "builds (after the passes: fused, folded or a view); report.txt's "
-                         "kernel list names the nodes that have kernels")
+        raise EdgecError(unknown_nodes("--strategy", unused,
+                                       [s["node"] for s in shared.strategies]))
     ws = plan.arena_bytes if not top.extra else top.total_bytes
     weights = [(shared.weights.symbols[id(v)], v) for v in shared.weights.values]
     return Program(name, list(graph.inputs), list(graph.outputs), ws, weights, top.ops,

@@ -18,6 +18,7 @@ keeps the builder's order of preference (its first listed candidate is its defau
 
 from __future__ import annotations
 
+import difflib
 import enum
 import re
 from collections.abc import Mapping, Sequence
@@ -231,3 +232,21 @@ def explain(node: str, op: str, candidates: Sequence[Candidate], chosen: Candida
         what = f"cost {cost}" if c.applies else f"does not apply: {c.reason}"
         lines.append(f"  {'*' if picked else ' '} {c.text()}: {what}")
     return lines
+
+
+def near_names(name: str, known: Sequence[str], n: int = 3) -> list[str]:
+    """The names of `known` a user who wrote `name` may mean: those that begin with it (the
+    node a pass made of it: `/conv1/Conv_nchwc`), else the closest spellings."""
+    return [k for k in known if k.startswith(name)][:n] or \
+        difflib.get_close_matches(name, list(known), n)
+
+
+def unknown_nodes(what: str, names: Sequence[str], known: Sequence[str]) -> str:
+    """The error of `what` (`--strategy`, `--explain`) naming nodes that no kernel builds."""
+    hints = [f"for {m} did you mean {' or '.join(near)}?" for m in names
+             if (near := near_names(m, known))]
+    return (f"{what} names node(s) {', '.join(names)}, which no kernel builds (after the "
+            "passes: fused, folded or a view); " + " ".join(hints) +
+            (" " if hints else "") + "report.txt's kernel list names the nodes that have "
+            "kernels")
+

@@ -5,6 +5,8 @@ library whose outputs match onnxruntime's; forcing one that does not is an error
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, random_feeds
@@ -118,6 +120,9 @@ def test_forcing_what_does_not_apply_says_why(tmp_path):
         compiled(m, tmp_path, "x5", "c-generic", {"no_such_node": "conv-rows"})
     pointwise = next(n for n, (_, c) in candidates(art).items()
                      if c.kind is Kind.CONV_POINTWISE)
+    with pytest.raises(EdgecError, match=rf"for {re.escape(pointwise[:-1])} did you mean "
+                                         rf"(\S+ or )*{re.escape(pointwise)}\b"):
+        compiled(m, tmp_path, "x5b", "c-generic", {pointwise[:-1]: "conv-rows"})
     with pytest.raises(EdgecError, match="'reduce' is channels here and cannot be set"):
         compiled(m, tmp_path, "x6", "c-generic", {pointwise: "conv-tiles{reduce=rows}"})
     with pytest.raises(EdgecError, match="must be a positive integer"):
@@ -147,7 +152,7 @@ def test_explain_lists_the_candidates_and_the_choice(tmp_path, capsys):
            "(forced): conv register tiles" in report
     assert main(["compile", str(path), "-o", str(tmp_path / "cli2"), "--target", "c-generic",
                  "--no-tune", "--explain", "nope"]) != 0
-    assert "--explain nope: no kernel builds such a node" in capsys.readouterr().err
+    assert "--explain names node(s) nope, which no kernel builds" in capsys.readouterr().err
 
 
 def test_an_op_with_one_way_refuses_another(tmp_path):
