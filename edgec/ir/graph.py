@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import VerificationError
 from .dtypes import DType
-from .records import CompileRecord
+from .records import CompileRecord, NodeRecord
 from .types import TensorType
 
 
@@ -54,7 +54,7 @@ class Value:
 
 
 class Node:
-    __slots__ = ("op", "inputs", "outputs", "attrs", "name", "meta", "graph")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "name", "meta", "record", "graph")
 
     def __init__(self, op: str, inputs, outputs, attrs, name: str):
         self.op = op
@@ -63,6 +63,7 @@ class Node:
         self.attrs: dict[str, Any] = dict(attrs)
         self.name = name
         self.meta: dict[str, Any] = {}
+        self.record = NodeRecord()  # what passes leave on it for later stages
         self.graph: Graph | None = None
 
     @property
@@ -73,6 +74,11 @@ class Node:
 
     def input(self, i: int) -> Value | None:
         return self.inputs[i] if i < len(self.inputs) else None
+
+    def inherit(self, other: Node) -> None:
+        """Take on `other`'s meta and record: this node replaces it."""
+        self.meta.update(other.meta)
+        self.record = dataclasses.replace(other.record)
 
     def __repr__(self) -> str:
         return f"<{self.op} {self.name}>"
@@ -263,6 +269,7 @@ class Graph:
         for n in self.nodes:
             nn = Node(n.op, [cp(v) for v in n.inputs], [cp(v) for v in n.outputs], n.attrs, n.name)
             nn.meta = dict(n.meta)
+            nn.record = dataclasses.replace(n.record)
             g.insert(nn)
         g.outputs = [cp(v) for v in self.outputs]
         return g

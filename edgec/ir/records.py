@@ -3,7 +3,14 @@ the reports), one typed field per concern, each written by the one pass that own
 
 `graph.record` holds it. A stage that cannot work without a field asks for it with
 `record.need(field, reader)`, which names the pass that writes it when the pipeline did not
-run that pass. Node-level facts of analyses stay in `node.meta`.
+run that pass.
+
+What a pass leaves on one node for later stages is typed too: `node.record`, a NodeRecord
+(sparsify's plan, reorder's figures, the nodes a fused kernel does the work of, the prune
+passes' note), which a pass that replaces the node hands on to the new one (Node.inherit).
+Facts that only other passes read stay in the free `node.meta` and `value.meta`
+(fold-batchnorm's statistics, equalize's and smooth's marks, quantize's input means for the
+bias correction), as do the lowering's own caches (derived constants, tables).
 """
 
 from __future__ import annotations
@@ -148,6 +155,92 @@ class QuantizationRecord:
             if self.latency.note is not None:
                 out["latency_note"] = self.latency.note
         return out
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """How the sparse convolution stores a layer's weights: blocks of `rows` output channels
+    x `cols` input channels (`step`: the phases the staged window was split into), or N:M
+    groups (`nm`: N, M; rows = cols = 1); `padded_channels`: zero channels added to make the
+    output channels a multiple of `rows`."""
+
+    rows: int
+    cols: int
+    step: int
+    nm: tuple[int, int] | None = None
+    padded_channels: int = 0
+
+
+@dataclass(frozen=True)
+class KernelTimes:
+    """Microseconds per call of a layer alone on its sparse and its dense kernel, measured on
+    the build host (compiler/tune.py)."""
+
+    sparse: float
+    dense: float
+
+
+@dataclass(frozen=True)
+class SparsePlan:
+    """sparsify's cost model for a convolution or matrix product whose weights hold zeros:
+    `layer`: the node's name then (a rewritten node's may differ); `density`: the share of
+    non-zero weights; `block_density`: the entries the sparse kernel would store over the
+    weights; the estimates of each kernel and whether the sparse one runs. `blocks`: the
+    convolution's stored form (a matrix product's when it runs as a convolution over its
+    rows; None: on the gathering kernel). `close`: the estimates lie within the model's
+    error, the layer is to be timed under `key`; `measured_us`: its timing, which decided."""
+
+    layer: str
+    density: float
+    block_density: float
+    dense_cost: float
+    sparse_cost: float
+    runs_sparse: bool
+    blocks: BlockPlan | None = None
+    close: bool = False
+    key: str = ""
+    measured_us: KernelTimes | None = None
+
+
+@dataclass(frozen=True)
+class ReorderRecord:
+    """The reorder pass's figures for a sparse layer: the imbalance (max / mean work per
+    thread at `threads` contiguous parts) before and after, and for a SparseMatMul the
+    padding (stored / non-zero values) before and after."""
+
+    threads: int
+    imbalance: tuple[float, float]
+    padding: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class PruneNote:
+    """What the prune passes did to a layer: its pattern; the share of its weights that are
+    zero and whether the pruning used samples (`data_aware`), or why not though they were
+    given (`by_magnitude`); channel pruning's output channels before and after, or why it
+    kept them all (`kept`)."""
+
+    pattern: str
+    sparsity: float | None = None
+    data_aware: bool = False
+    by_magnitude: str = ""
+    channels: tuple[int, int] | None = None
+    kept: str = ""
+
+
+@dataclass
+class NodeRecord:
+    """What passes leave on one node for later stages; each field None (or empty) until the
+    pass that writes it has run."""
+
+    sparse: SparsePlan | None = None  # sparsify: tune and the reports read it
+    reorder: ReorderRecord | None = None  # reorder: the sparse kernels' report notes
+    # fuse-residual: the nodes whose work this node's kernel does, the first the one that
+    # takes the time (the driver's and the HTML report's per-layer rows)
+    fused: tuple[str, ...] = ()
+    # prune, prune{pattern=channel}: for whoever inspects the graph (the pruning record
+    # is what the reports read)
+    pruned: PruneNote | None = None
 
 
 @dataclass(frozen=True)

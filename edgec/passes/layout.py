@@ -54,7 +54,7 @@ class _Layout:
 
     def replace(self, node: Node, op: str, inputs: list, attrs: dict) -> None:
         new = self.g.add_node(op, inputs, attrs, name=f"{node.name}_nchwc", before=node)
-        new.meta.update(node.meta)  # the analyses' figures (sparsify's) go on to the report
+        new.inherit(node)  # the analyses' figures (sparsify's) go on to the report
         self.twin[id(node.outputs[0])] = new.output  # (a MaxPool may have unused indices)
         self.converted.append((node, new))
 

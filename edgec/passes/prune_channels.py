@@ -116,7 +116,7 @@ def _rebuild(graph: Graph, node: Node, inputs: list[Value | None]) -> Node:
         inputs.pop()
     new = graph.add_node(node.op, inputs, dict(node.attrs), name=node.name, before=node,
                          num_outputs=len(node.outputs))
-    new.meta.update(node.meta)
+    new.inherit(node)
     for old, v in zip(node.outputs, new.outputs):
         replace_value(graph, old, v)
     graph.remove_node(node)

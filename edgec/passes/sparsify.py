@@ -348,7 +348,7 @@ def _gather_product(graph: Graph, node: Node, a: Value, z: Value | None, lanes: 
     new = graph.add_node("SparseMatMul", ins, {"wenc": str(enc), "wshape": list(bv.shape),
                                                **_epilogue_attrs(node)},
                          name=node.name, before=node)
-    new.meta.update(node.meta)
+    new.inherit(node)
     return new.output
 
 
@@ -378,7 +378,7 @@ def _conv_product(graph: Graph, node: Node, a: Value, plan: dict) -> Value:
     conv = graph.add_node("SparseConv", ins, {"wenc": str(enc), "wshape": list(ws.shape),
                                               **_epilogue_attrs(node)},
                           name=node.name, before=node)
-    conv.meta.update(node.meta)
+    conv.inherit(node)
     return graph.add_node("Transpose", [_reshape(graph, node, conv.output, [n, m], "cols")],
                           {"perm": [1, 0]}, name=f"{node.name}_out", before=node).output
 
@@ -391,7 +391,7 @@ def _encoding(plan: dict) -> SparseWeights | NMWeights:
 
 def _replace(graph: Graph, node: Node, op: str, ins: list, attrs: dict) -> None:
     new = graph.add_node(op, ins, attrs, name=node.name, before=node)
-    new.meta.update(node.meta)
+    new.inherit(node)
     replace_value(graph, node.output, new.output)  # (it takes the node's and value's names)
     graph.remove_node(node)
 

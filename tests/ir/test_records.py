@@ -38,6 +38,19 @@ def test_a_copy_of_the_graph_has_its_own_record():
     assert g.record.memory_plan is not None
 
 
+def test_a_copy_and_a_replacing_node_carry_the_node_record():
+    g = parse("graph @g(%x: f32[4]) {\n  %y = Relu(%x) : f32[4]\n  return %y\n}")
+    node = g.nodes[0]
+    node.record.fused = ("y", "add")
+    c = g.copy()
+    assert c.nodes[0].record == node.record
+    c.nodes[0].record.fused = ()
+    assert node.record.fused == ("y", "add")
+    new = g.add_node("Relu", [node.inputs[0]], name="y2", before=node)
+    new.inherit(node)
+    assert new.record == node.record and new.record is not node.record
+
+
 def quantization(**changes) -> QuantizationRecord:
     return QuantizationRecord(bits=8, weights="minmax", granularity="channel",
                               calibration="kl", samples=4, budget_db=None, output_sqnr_db=30.0,
