@@ -269,7 +269,7 @@ class SparseLayer:
 
 def sparse_layers(graph: Graph, kernels: Mapping[str, dict]) -> list[SparseLayer]:
     """The layers whose weights hold zeros: those the sparsify pass planned (float, their
-    node's meta["sparse"]), then those the prune pass zeroed (graph.record.pruning) that it
+    node's record.sparse), then those the prune pass zeroed (graph.record.pruning) that it
     did not plan (a quantized layer is another node by then: the integer op named after its
     fused output, whose kernel may run its zeros sparse too; a convolution whose kernel
     does a residual add too is named after the add's output: its meta["fused"] names the
@@ -278,16 +278,15 @@ def sparse_layers(graph: Graph, kernels: Mapping[str, dict]) -> list[SparseLayer
     nodes |= {f: n for n in graph.nodes for f in n.meta.get("fused", ()) if f not in nodes}
     out = []
     for n in graph.nodes:
-        if "sparse" in n.meta:
-            s = n.meta["sparse"]
-            out.append(SparseLayer(n.name, n.op, 1 - s["density"],
+        s = n.record.sparse
+        if s is not None:
+            out.append(SparseLayer(n.name, n.op, 1 - s.density,
                                    kernels.get(n.name) or kernels.get(n.name + "_nchwc"),
-                                   n.attrs.get("wenc") or "dense",
-                                   s["sparse_cost"] / s["dense_cost"]))
+                                   n.attrs.get("wenc") or "dense", s.sparse_cost / s.dense_cost))
     pruning = graph.record.pruning
     if pruning is None:
         return out
-    seen = {n.meta["sparse"].get("layer", n.name) for n in graph.nodes if "sparse" in n.meta}
+    seen = {n.record.sparse.layer for n in graph.nodes if n.record.sparse is not None}
     quant = graph.record.quantization
     quantized = {x["node"]: x["output"] for x in (quant.layers if quant else []) if not x["float"]}
     for x in pruning.layers:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import EdgecError
 from ..ir import Graph, Node
+from ..ir.records import SparsePlan
 from ..passes.manager import PipelineReport, PipelineStep
 from ..passes.sparsify import read_timings
 from ..targets.target import Target, host_cpu_name
@@ -52,10 +53,10 @@ def with_timings(steps: list, path: Path) -> list:
     return out
 
 
-def close_layers(graph: Graph, measured: dict) -> list[dict]:
+def close_layers(graph: Graph, measured: dict) -> list[SparsePlan]:
     """The plans sparsify marked close whose layers have no measurement yet."""
-    plans = [n.meta["sparse"] for n in graph.nodes if isinstance(n.meta.get("sparse"), dict)]
-    return [p for p in plans if p.get("close") and p.get("key") not in measured]
+    plans = [n.record.sparse for n in graph.nodes if n.record.sparse is not None]
+    return [p for p in plans if p.close and p.key not in measured]
 
 
 def layer_graph(node: Node) -> Graph:
@@ -103,7 +104,7 @@ def time_layer(node: Node, target: Target, sparse_steps: list, dense_steps: list
     return {k: round(statistics.median(v), 2) for k, v in times.items()}
 
 
-def tune(snapshot: Graph, plans: list[dict], steps: list, target: Target, path: Path,
+def tune(snapshot: Graph, plans: list[SparsePlan], steps: list, target: Target, path: Path,
          backend: str, log) -> int:
     """Time the layers of `plans` (found by name in `snapshot`, the graph as sparsify got it)
     sparse and dense, add them to the cache at `path`; the number of layers whose measured
@@ -115,14 +116,14 @@ def tune(snapshot: Graph, plans: list[dict], steps: list, target: Target, path: 
     measured = read_timings(str(path))
     flipped = 0
     for plan in plans:
-        node = nodes.get(plan["layer"])
+        node = nodes.get(plan.layer)
         if node is None:
             continue
         t = time_layer(node, target, sparse_steps, rest, backend)
-        measured[plan["key"]] = t
-        flipped += (t["sparse"] < t["dense"]) != bool(plan["sparse"])
-        print(f"sparsify: {plan['layer']}: the cost model cannot tell (sparse "
-              f"{plan['sparse_cost'] / plan['dense_cost']:.2f}x the dense estimate); timed "
+        measured[plan.key] = t
+        flipped += (t["sparse"] < t["dense"]) != plan.runs_sparse
+        print(f"sparsify: {plan.layer}: the cost model cannot tell (sparse "
+              f"{plan.sparse_cost / plan.dense_cost:.2f}x the dense estimate); timed "
               f"alone on this CPU: sparse {t['sparse']:.1f} us, dense {t['dense']:.1f} us",
               file=log)
     write_cache(path, measured)
@@ -153,12 +154,13 @@ def timed_layers(graph: Graph) -> list[dict]:
     does not run the target, or --no-tune)."""
     out = []
     for n in graph.nodes:
-        p = n.meta.get("sparse")
-        if isinstance(p, dict) and p.get("close"):
-            row = {"layer": p["layer"], "kernel": "sparse" if p["sparse"] else "dense",
-                   "model_ratio": round(p["sparse_cost"] / p["dense_cost"], 3)}
-            if "measured_us" in p:
-                row["measured_us"] = p["measured_us"]
+        p = n.record.sparse
+        if p is not None and p.close:
+            row = {"layer": p.layer, "kernel": "sparse" if p.runs_sparse else "dense",
+                   "model_ratio": round(p.sparse_cost / p.dense_cost, 3)}
+            if p.measured_us is not None:
+                row["measured_us"] = {"sparse": p.measured_us.sparse,
+                                      "dense": p.measured_us.dense}
             out.append(row)
     return out
 

@@ -19,19 +19,21 @@ M % R != 0 the channels are padded to a multiple of R (zero weights the blocks c
 the kernel drops; numerics unchanged) when that still costs least. Weights pruned N:M along
 input channels (each channel's groups of M inputs at a tap hold N at most) are stored as
 `nm N:M` where that stores no more entries (the same speed in fewer bytes). Each
-convolution's choice and its figures go to `node.meta["sparse"]` for the report.
+convolution's choice and its figures go to `node.record.sparse` (a SparsePlan) for the report.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 
 import numpy as np
 
 from ..errors import PassError
 from ..ir import DType, Graph, Node, Value
 from ..ir.ops.sparse import staging_of
+from ..ir.records import BlockPlan, KernelTimes, SparsePlan
 from ..ir.sparse import (
     BLOCK_COLS,
     NMWeights,
@@ -96,7 +98,7 @@ COPY_COST = 1.0
 
 
 def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
-                use_nm: bool = True) -> dict:
+                use_nm: bool = True) -> SparsePlan:
     """The cost model's figures for convolution `node`: the block (R output channels x C
     input channels) it would use, its block density, the estimated cost of each kernel, and
     whether sparse wins (without `pad_channels`, only the R that divide the output
@@ -107,24 +109,24 @@ def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
     st = staging_of(x, list(w.shape[2:]), node.attrs["pads"], node.attrs["strides"])
     oh, ow = st.hq - (w.shape[2] - 1) // st.sh, st.wq - (w.shape[3] - 1) // st.sw
     m = w.shape[0]
-    plan = _blocks_plan(st.weights(w), oh * st.wq, st.phases, pad_channels, cols, use_nm,
-                        weights=w.size)
+    blocks, block_density, cost = _blocks_plan(st.weights(w), oh * st.wq, st.phases,
+                                               pad_channels, cols, use_nm, weights=w.size)
     copy = 0 if _identity_stage(node, w) else x.numel
-    plan["sparse_cost"] += COPY_COST * (copy + m * oh * st.wq)
-    plan["density"] = round(float(np.count_nonzero(w)) / w.size, 4)
-    plan["dense_cost"] = w.size * oh * ow / DENSE_RATE
-    plan["sparse"] = plan["sparse_cost"] < plan["dense_cost"]
-    return plan
+    cost += COPY_COST * (copy + m * oh * st.wq)
+    dense = w.size * oh * ow / DENSE_RATE
+    return SparsePlan(node.name, round(float(np.count_nonzero(w)) / w.size, 4), block_density,
+                      dense, cost, cost < dense, blocks)
 
 
 def _blocks_plan(ws: np.ndarray, pixels: int, phases: int, pad_channels: bool = True,
-                 cols: int = 0, use_nm: bool = True, weights: int = 0) -> dict:
+                 cols: int = 0, use_nm: bool = True,
+                 weights: int = 0) -> tuple[BlockPlan, float, float]:
     """The cheapest stored form of staged weights `ws` [M, G, KH', KW'] for the sparse
-    convolution over `pixels` computed pixels: {rows, cols, step, nm?, block_density,
-    sparse_cost (the tile's work alone), padded_channels?}. `block_density` is the entries
-    stored over the layer's `weights` (default ws.size): a 3x3 stride-2 window is staged as
-    4 phases of 2x2, 16 taps of which 7 are zero, so that 80%-pruned weights fill 11% of
-    the staged ones and 20% of their own."""
+    convolution over `pixels` computed pixels, its block density and its cost (the tile's
+    work alone). The block density is the entries stored over the layer's `weights`
+    (default ws.size): a 3x3 stride-2 window is staged as 4 phases of 2x2, 16 taps of which
+    7 are zero, so that 80%-pruned weights fill 11% of the staged ones and 20% of their
+    own."""
     m, g = ws.shape[:2]
     best = None
     for (r, c), rate in SPARSE_RATE.items():
@@ -150,14 +152,10 @@ def _blocks_plan(ws: np.ndarray, pixels: int, phases: int, pad_channels: bool = 
         # ties: N:M over blocks (fewer bytes), the smaller M (1:4 weights stay 1:4)
         if n < gm and (nm_cost < cost or (nm_cost == cost and nm is None)):
             nm, d, cost = (n, gm), stored / ws.size, nm_cost
-    plan = {"rows": r, "cols": c, "step": phases,
-            "block_density": round(d * ws.size / (weights or ws.size), 4), "sparse_cost": cost}
     if nm:
-        plan["nm"] = list(nm)
-        plan["rows"] = plan["cols"] = 1
-    if m % plan["rows"]:
-        plan["padded_channels"] = -m % r
-    return plan
+        r = c = 1
+    blocks = BlockPlan(r, c, phases, nm, -m % r)
+    return blocks, round(d * ws.size / (weights or ws.size), 4), cost
 
 
 def _identity_stage(node: Node, w: np.ndarray) -> bool:
@@ -183,15 +181,14 @@ def _matmul_candidate(node: Node) -> bool:
             and (node.input(3) is None or node.input(3).shape == node.output.shape))
 
 
-def matmul_plan(node: Node, lanes: int, uarch: str = "", **blocks) -> dict:
+def matmul_plan(node: Node, lanes: int, uarch: str = "", **blocks) -> SparsePlan:
     """The cost model's figures for a matrix product with constant B on CPU family `uarch`
     (targets/uarch.py): the dense kernel at `DENSE_RATE` of the peak with rows of A to share
     each weight's load, the family's `gemv_share` with one row (it streams B once per call);
     the gathering kernel at its `gather_rate` per stored entry (padding included) and row
     (`GATHER_ROWS_SHARE` times that from 4 rows); from `CONV_ROWS` rows of A (and no
     residual), the sparse convolution over the rows as its pixels (A and the result
-    transposed: `conv` in the plan, with its blocks as `_blocks_plan` chooses them under
-    `blocks`)."""
+    transposed: the plan's `blocks`, as `_blocks_plan` chooses them under `blocks`)."""
     cpu = microarch_of(uarch)
     b = node.inputs[1].const
     m = node.inputs[0].type.numel // b.shape[0]  # A's leading dimensions are its rows
@@ -201,21 +198,19 @@ def matmul_plan(node: Node, lanes: int, uarch: str = "", **blocks) -> dict:
     gather = cpu.gather_rate(lanes) * (GATHER_ROWS_SHARE if m >= 4 else 1)
     dense = b.size * m / (DENSE_RATE if m >= 4 else cpu.gemv_share)
     sparse = stored * m / gather
-    plan = {"rows": lanes, "density": round(float(np.count_nonzero(b)) / b.size, 4),
-            "block_density": round(stored / max(b.size, 1), 4), "dense_cost": dense,
-            "sparse_cost": sparse}
+    plan = SparsePlan(node.name, round(float(np.count_nonzero(b)) / b.size, 4),
+                      round(stored / max(b.size, 1), 4), dense, sparse, sparse < dense)
     if m >= CONV_ROWS and node.input(3) is None and lanes > 1:
         # the tile computes whole vectors of rows (M = 40 as 48) and pays each entry's offset
         # load and broadcast over them: few vectors, less of the rate
         nv = -(-m // lanes)
-        conv = _blocks_plan(np.ascontiguousarray(b.T).reshape(n, k, 1, 1), nv * lanes, 1,
-                            **blocks)
-        conv["sparse_cost"] *= _tile_fill(nv)
-        conv["sparse_cost"] += TRANSPOSE_COST * (m * k + m * n)
-        if conv["sparse_cost"] < sparse:
-            plan.update(conv=conv, sparse_cost=conv["sparse_cost"],
-                        block_density=conv["block_density"])
-    plan["sparse"] = plan["sparse_cost"] < dense
+        conv, block_density, cost = _blocks_plan(
+            np.ascontiguousarray(b.T).reshape(n, k, 1, 1), nv * lanes, 1, **blocks)
+        cost *= _tile_fill(nv)
+        cost += TRANSPOSE_COST * (m * k + m * n)
+        if cost < sparse:
+            plan = replace(plan, blocks=conv, sparse_cost=cost, block_density=block_density,
+                           runs_sparse=cost < dense)
     return plan
 
 
@@ -246,17 +241,17 @@ def read_timings(path: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _settle(plan: dict, key: str, measured: dict, error: float) -> None:
-    """Mark `plan` `close` where the model cannot tell its kernels apart (estimates within
-    `error` of each other), and take a measured answer over the model's."""
-    lo, hi = sorted((plan["sparse_cost"], plan["dense_cost"]))
+def _settle(plan: SparsePlan, key: str, measured: dict, error: float) -> SparsePlan:
+    """`plan` marked `close` where the model cannot tell its kernels apart (estimates within
+    `error` of each other), with a measured answer taken over the model's."""
+    lo, hi = sorted((plan.sparse_cost, plan.dense_cost))
     if hi < lo * error:
-        plan["close"] = True
-        plan["key"] = key
+        plan = replace(plan, close=True, key=key)
     t = measured.get(key)
     if isinstance(t, dict) and {"sparse", "dense"} <= t.keys():
-        plan["measured_us"] = {"sparse": t["sparse"], "dense": t["dense"]}
-        plan["sparse"] = t["sparse"] < t["dense"]
+        plan = replace(plan, measured_us=KernelTimes(t["sparse"], t["dense"]),
+                       runs_sparse=t["sparse"] < t["dense"])
+    return plan
 
 
 @register_pass("sparsify")
@@ -284,11 +279,10 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
     changed = False
     for node in list(graph.nodes):
         if _matmul_candidate(node) and (node.inputs[1].const == 0).any():
-            plan = node.meta["sparse"] = matmul_plan(
-                node, lanes, uarch, pad_channels=pad_channels, cols=cols, use_nm=nm)
-            plan["layer"] = node.name  # the rewritten node's name may differ
-            _settle(plan, tuning_key(node, lanes, uarch), measured, error)
-            if plan["sparse"] or force:
+            plan = node.record.sparse = _settle(
+                matmul_plan(node, lanes, uarch, pad_channels=pad_channels, cols=cols,
+                            use_nm=nm), tuning_key(node, lanes, uarch), measured, error)
+            if plan.runs_sparse or force:
                 _rewrite_product(graph, node, plan, lanes)
                 changed = True
             continue
@@ -297,17 +291,15 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
         w = node.inputs[1].const
         if not (w == 0).any():
             continue
-        plan = sparse_plan(node, pad_channels, cols, nm)
-        plan["layer"] = node.name
-        node.meta["sparse"] = plan
-        if not (plan["sparse"] or force):
+        plan = node.record.sparse = sparse_plan(node, pad_channels, cols, nm)
+        if not (plan.runs_sparse or force):
             continue
-        _rewrite(graph, node, plan)
+        _rewrite(graph, node, plan.blocks)
         changed = True
     return changed
 
 
-def _rewrite_product(graph: Graph, node: Node, plan: dict, lanes: int) -> None:
+def _rewrite_product(graph: Graph, node: Node, plan: SparsePlan, lanes: int) -> None:
     """The matrix product `node` on the sparse kernel `plan` chose: A with leading
     dimensions [..., K] (a sequence's [1, 40, K]) taken as [rows, K] and the result
     reshaped back (views); the gathering SparseMatMul, or the convolution over the rows."""
@@ -317,7 +309,7 @@ def _rewrite_product(graph: Graph, node: Node, plan: dict, lanes: int) -> None:
     if a.type.rank > 2:
         a = _reshape(graph, node, a, [rows, k], "rows2d")
         z = _reshape(graph, node, z, [rows, n], "z2d") if z is not None else None
-    y = _conv_product(graph, node, a, plan["conv"]) if "conv" in plan else \
+    y = _conv_product(graph, node, a, plan.blocks) if plan.blocks is not None else \
         _gather_product(graph, node, a, z, lanes)
     if node.output.type.rank > 2:
         y = _reshape(graph, node, y, list(node.output.shape), "nd")
@@ -352,7 +344,7 @@ def _gather_product(graph: Graph, node: Node, a: Value, z: Value | None, lanes: 
     return new.output
 
 
-def _conv_product(graph: Graph, node: Node, a: Value, plan: dict) -> Value:
+def _conv_product(graph: Graph, node: Node, a: Value, blocks: BlockPlan) -> Value:
     """act(A @ B + bias) for A [M, K] as a 1x1 SparseConv over M pixels:
 
         at = Transpose(A) -> [1, K, 1, M];  yc = SparseConv(at, B^T stored){...} [1, N, 1, M]
@@ -367,9 +359,9 @@ def _conv_product(graph: Graph, node: Node, a: Value, plan: dict) -> Value:
     else:
         at = graph.add_node("Transpose", [a], {"perm": [1, 0]}, name=f"{node.name}_rows_t",
                             before=node).output
-    enc = _encoding(plan)
+    enc = _encoding(blocks)
     ws = np.ascontiguousarray(bv.const.T).reshape(n, k, 1, 1)
-    names = ("values", "indices", "groups") if "nm" in plan else ("values", "offsets", "rowptr")
+    names = ("values", "indices", "groups") if blocks.nm else ("values", "offsets", "rowptr")
     stored = encode_conv(ws, enc, 1, m)
     ins = [_reshape(graph, node, at, [1, k, 1, m], "rows"),
            *(graph.const(arr, f"{bv.name}_{nm}") for arr, nm in zip(stored, names))]
@@ -383,10 +375,10 @@ def _conv_product(graph: Graph, node: Node, a: Value, plan: dict) -> Value:
                           {"perm": [1, 0]}, name=f"{node.name}_out", before=node).output
 
 
-def _encoding(plan: dict) -> SparseWeights | NMWeights:
-    if "nm" in plan:
-        return NMWeights(*plan["nm"], plan["step"])
-    return SparseWeights(plan["rows"], plan["cols"], plan["step"] if plan["cols"] > 1 else 1)
+def _encoding(blocks: BlockPlan) -> SparseWeights | NMWeights:
+    if blocks.nm:
+        return NMWeights(*blocks.nm, blocks.step)
+    return SparseWeights(blocks.rows, blocks.cols, blocks.step if blocks.cols > 1 else 1)
 
 
 def _replace(graph: Graph, node: Node, op: str, ins: list, attrs: dict) -> None:
@@ -396,7 +388,7 @@ def _replace(graph: Graph, node: Node, op: str, ins: list, attrs: dict) -> None:
     graph.remove_node(node)
 
 
-def _rewrite(graph: Graph, node: Node, plan: dict) -> None:
+def _rewrite(graph: Graph, node: Node, blocks: BlockPlan) -> None:
     x, wv = node.inputs[0], node.inputs[1]
     w = wv.const
     pads, strides = node.attrs["pads"], node.attrs["strides"]
@@ -406,10 +398,10 @@ def _rewrite(graph: Graph, node: Node, plan: dict) -> None:
         xs = graph.add_node("ConvStage", [x], {"kernel_shape": list(w.shape[2:]), "pads": pads,
                                                "strides": strides},
                             name=f"{node.name}_stage", before=node).output
-    enc = _encoding(plan)
+    enc = _encoding(blocks)
     ws = st.weights(w)
     vals, offs, rowptr = encode_conv(ws, enc, st.hq, st.wq)
-    names = ("values", "indices", "groups") if "nm" in plan else ("values", "offsets", "rowptr")
+    names = ("values", "indices", "groups") if blocks.nm else ("values", "offsets", "rowptr")
     ins = [xs, *(graph.const(a, f"{wv.name}_{nm}") for a, nm in zip((vals, offs, rowptr), names)),
            node.input(2), node.input(3)]
     attrs = {"wenc": str(enc), "wshape": list(ws.shape), **_epilogue_attrs(node)}

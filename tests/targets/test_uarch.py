@@ -10,6 +10,7 @@ import pytest
 
 from edgec.errors import EdgecError, PassError
 from edgec.ir import DType, Graph, TensorType
+from edgec.ir.records import KernelTimes
 from edgec.passes import run_pipeline
 from edgec.passes.sparsify import matmul_plan, tuning_key
 from edgec.targets.target import get_target
@@ -51,10 +52,10 @@ def test_a_gathering_product_is_chosen_by_the_cpu_family():
     at 0.29 of the peak: 1 / 0.29 = 3.4 against 10.6: dense."""
     g = gemv(0.7)
     plan = matmul_plan(g.nodes[0], 16, "emerald-rapids")
-    slots = plan["block_density"]
+    slots = plan.block_density
     assert 0.3 < slots < 0.4
-    assert plan["sparse_cost"] == pytest.approx(slots * 512 * 512 / 0.032, rel=1e-3)
-    assert plan["dense_cost"] == pytest.approx(512 * 512 / 0.076)
+    assert plan.sparse_cost == pytest.approx(slots * 512 * 512 / 0.032, rel=1e-3)
+    assert plan.dense_cost == pytest.approx(512 * 512 / 0.076)
     assert "SparseMatMul" in ops_after(gemv(0.7), "sparsify{lanes=16,uarch=emerald-rapids}")
     assert ops_after(gemv(0.7), "sparsify{lanes=16,uarch=zen4}") == ["MatMul"]
     # at 97% zeros the gathers win on Zen 4 too (0.03 x 31 = 0.9 < 3.4)
@@ -66,21 +67,21 @@ def test_close_estimates_are_marked_and_measured_answers_win(tmp_path):
     node = g.nodes[0]
     key = tuning_key(node, 16, "zen4")
     plan = matmul_plan(node, 16, "zen4")
-    assert plan["dense_cost"] < plan["sparse_cost"]  # the model: dense, by about 3x
+    assert plan.dense_cost < plan.sparse_cost  # the model: dense, by about 3x
     run_pipeline(g, "sparsify{lanes=16,uarch=zen4}")
-    assert "close" not in g.nodes[0].meta["sparse"]  # 3x apart: the model can tell
+    assert not g.nodes[0].record.sparse.close  # 3x apart: the model can tell
     # a CPU without figures: every estimate is a tie, to be timed
     g = gemv(0.7)
     run_pipeline(g, "sparsify{lanes=16,uarch=unknown}")
-    p = g.nodes[0].meta["sparse"]
-    assert p["close"] and p["key"] == tuning_key(gemv(0.7).nodes[0], 16, "unknown")
+    p = g.nodes[0].record.sparse
+    assert p.close and p.key == tuning_key(gemv(0.7).nodes[0], 16, "unknown")
     # a measured answer overrides the model's, for that layer only
     timings = tmp_path / "t.json"
     timings.write_text(json.dumps({key: {"sparse": 5.0, "dense": 9.0}}))
     g = gemv(0.7)
     assert "SparseMatMul" in ops_after(g, f'sparsify{{lanes=16,uarch=zen4,timings="{timings}"}}')
-    assert next(n for n in g.nodes if n.op == "SparseMatMul").meta["sparse"]["measured_us"] \
-        == {"sparse": 5.0, "dense": 9.0}
+    assert next(n for n in g.nodes if n.op == "SparseMatMul").record.sparse.measured_us \
+        == KernelTimes(sparse=5.0, dense=9.0)
     other = gemv(0.7, seed=1)  # other weights: another key, the model's choice
     assert ops_after(other, f'sparsify{{lanes=16,uarch=zen4,timings="{timings}"}}') == \
         ["MatMul"]
