@@ -22,7 +22,7 @@ count at run time. The permutation never runs:
   trained text recognizer, pruned to 90%: its query, key and value thirds kept 7%, 10% and
   13% of their weights, halves 1.22 to 1).
 
-`node.meta["reorder"]` keeps the imbalance (max / mean work per thread at `threads`
+`node.record.reorder` (a ReorderRecord) keeps the imbalance (max / mean work per thread at `threads`
 contiguous parts) before and after, and for SparseMatMul the padding (stored / non-zero
 values) before and after; the report prints them with the kernel.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
+from ..ir.records import ReorderRecord
 from ..ir.sparse import (
     ConvTasks,
     SlicedWeights,
@@ -86,8 +87,7 @@ def _reorder_conv(graph: Graph, node: Node, threads: int, lanes: int, registers:
         split = ConvTasks.of(n, m, oh, node.inputs[0].shape[3], enc.rows, lanes, registers)
         spread, gain = (lambda w: split.imbalance(w, threads)), _MIN_CONV_GAIN
     before, after = spread(work), spread(work[order])
-    node.meta["reorder"] = {"threads": threads, "imbalance": [round(before, 3),
-                                                                round(min(before, after), 3)]}
+    node.record.reorder = ReorderRecord(threads, (round(before, 3), round(min(before, after), 3)))
     if after > before - gain:
         return False
     pick = np.concatenate([np.arange(rowptr[q], rowptr[q + 1]) for q in order]).astype(np.int64)
@@ -140,10 +140,9 @@ def _reorder_matmul(graph: Graph, node: Node, threads: int) -> bool:
     before = (imbalance(widths, threads), vals.size / nnz)
     after = (imbalance(new_widths, threads), new_vals.size / nnz)
     keep = not (after[1] < before[1] - _MIN_GAIN or after[0] < before[0] - _MIN_GAIN)
-    node.meta["reorder"] = {
-        "threads": threads,
-        "imbalance": [round(before[0], 3), round(before[0] if keep else after[0], 3)],
-        "padding": [round(before[1], 3), round(before[1] if keep else after[1], 3)]}
+    node.record.reorder = ReorderRecord(
+        threads, (round(before[0], 3), round(before[0] if keep else after[0], 3)),
+        (round(before[1], 3), round(before[1] if keep else after[1], 3)))
     if keep:
         return False
     names = [node.inputs[j].name for j in (1, 2, 3)]
@@ -165,8 +164,8 @@ def _order_slices(graph: Graph, node: Node, enc: SlicedWeights, widths: np.ndarr
     before, after = imbalance(widths, threads), imbalance(widths[order], threads)
     nnz = max(int(np.count_nonzero(node.inputs[1].const)), 1)
     pad = round(node.inputs[1].const.size / nnz, 3)
-    node.meta["reorder"] = {"threads": threads, "padding": [pad, pad],
-                            "imbalance": [round(before, 3), round(min(before, after), 3)]}
+    node.record.reorder = ReorderRecord(threads, (round(before, 3), round(min(before, after), 3)),
+                                        (pad, pad))
     if after > before - _MIN_GAIN:
         return False
     ptr, c = node.inputs[3].const, enc.c

@@ -117,7 +117,7 @@ def sparse_notes(node: Node, imbalance: tuple[float, float] | None = None) -> st
     (density of blocks or slices), the values stored as padding (zeros of a block, of a
     padding channel or of a slice's short rows) per non-zero, and, after the reorder pass,
     the load imbalance across threads (and for slices the padding) before and after it."""
-    ro = node.meta.get("reorder")
+    ro = node.record.reorder
     vals = node.inputs[1].const
     nnz = max(int(np.count_nonzero(vals)), 1)
     weights = int(np.prod(node.attrs["wshape"]))
@@ -128,8 +128,8 @@ def sparse_notes(node: Node, imbalance: tuple[float, float] | None = None) -> st
         weights = node.attrs["wshape"][0] * stage.inputs[0].shape[1] * \
             int(np.prod(stage.attrs["kernel_shape"]))
     text = f", density {vals.size / weights:.2f}, padding "
-    if ro and "padding" in ro:
-        text += f"{ro['padding'][0] - 1:.0%} -> "
+    if ro and ro.padding is not None:
+        text += f"{ro.padding[0] - 1:.0%} -> "
     text += f"{(vals.size - nnz) / nnz:.0%}"
     if node.op == "SparseConv":
         m, enc = node.attrs["wshape"][0], conv_encoding(node.attrs["wenc"])
@@ -137,8 +137,8 @@ def sparse_notes(node: Node, imbalance: tuple[float, float] | None = None) -> st
         if m % rows:
             text += f" (channels padded {m} -> {m + -m % rows})"
     if ro:
-        a, b = imbalance or ro["imbalance"]
-        text += f", imbalance {a:.2f} -> {b:.2f} at {ro['threads']} threads"
+        a, b = imbalance or ro.imbalance
+        text += f", imbalance {a:.2f} -> {b:.2f} at {ro.threads} threads"
     return text
 
 
@@ -182,12 +182,12 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node) -> None:
     order = node.attrs.get("order", [])
     cb = derived_constant(kb, node.inputs[3], "order",
                           lambda rp: np.asarray(order, np.int32), "cb") if order else None
-    ro = node.meta.get("reorder")
+    ro = node.record.reorder
     spread = None
     if ro:  # the threads' shares of this kernel's tasks (row bands first, then channels)
         work = block_row_work(node.inputs[3].const)
-        spread = (split.imbalance(channel_order_work(work, order), ro["threads"]),
-                  split.imbalance(work, ro["threads"]))
+        spread = (split.imbalance(channel_order_work(work, order), ro.threads),
+                  split.imbalance(work, ro.threads))
     # sparsify chose the sparse kernel over the dense one (a graph rewrite): one candidate
     kb.choose([Candidate.of(Kind.SPARSE_CONV, {"encoding": str(enc), "tile": tile,
                                                 "bands": nbands, "band_rows": bh})])
