@@ -194,7 +194,7 @@ def measure_layer_latency(q: QuantizationRecord, out: Path, calib, graph: Graph,
 
 def _fused_layers(graph: Graph, names: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
     """{layer: (layer whose kernel runs it, that kernel's node name)} for the layers a pass
-    fused into another's kernel (node.meta["fused"]: the nodes it does the work of, the first
+    fused into another's kernel (node.record.fused: the nodes it does the work of, the first
     the one that takes the time: a residual add in its convolution)."""
     from .profile import node_key
 
@@ -205,7 +205,7 @@ def _fused_layers(graph: Graph, names: dict[str, list[str]]) -> dict[str, tuple[
 
     out = {}
     for node in graph.nodes:
-        fused = node.meta.get("fused", [])
+        fused = node.record.fused
         layers = [owner(n) for n in fused]
         if len(fused) > 1 and layers[0] is not None:
             out |= {lay: (layers[0], re.sub(r"_nchwc$", "", node.name)) for lay in layers[1:]

@@ -272,10 +272,10 @@ def sparse_layers(graph: Graph, kernels: Mapping[str, dict]) -> list[SparseLayer
     node's record.sparse), then those the prune pass zeroed (graph.record.pruning) that it
     did not plan (a quantized layer is another node by then: the integer op named after its
     fused output, whose kernel may run its zeros sparse too; a convolution whose kernel
-    does a residual add too is named after the add's output: its meta["fused"] names the
+    does a residual add too is named after the add's output: its record.fused names the
     nodes it took in)."""
     nodes = {n.name: n for n in graph.nodes}
-    nodes |= {f: n for n in graph.nodes for f in n.meta.get("fused", ()) if f not in nodes}
+    nodes |= {f: n for n in graph.nodes for f in n.record.fused if f not in nodes}
     out = []
     for n in graph.nodes:
         s = n.record.sparse

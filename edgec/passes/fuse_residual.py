@@ -66,7 +66,7 @@ def _fuse(graph: Graph, node: Node, m) -> None:
     new = graph.add_node("BlockedQLinearConv", ins, attrs, name=conv.name, before=node)
     # the nodes whose work the kernel does, the conv's first: a per-layer report gives its
     # time to the conv and says the add runs in its kernel
-    new.meta["fused"] = [*conv.meta.get("fused", [conv.name]), node.name]
+    new.record.fused = (*(conv.record.fused or (conv.name,)), node.name)
     replace_value(graph, node.output, new.output)
 
 
