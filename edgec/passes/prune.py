@@ -30,7 +30,7 @@ output the least on those inputs go, and the remaining ones are updated to make 
 `channel` removes whole output channels (neurons) with the least weight norm and rewires
 the layers that read them, so that the shapes shrink (prune_channels.py). `channel` and the
 Rx4 groups prune by magnitude even when samples are given (they may be there to calibrate
-the quantization); the layers' meta["pruned"] says so. graph.record.pruning records each
+the quantization); the layers' record.pruned says so. graph.record.pruning records each
 pruned layer's share of zero weights for the reports (the HTML report's sparsity section).
 """
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from ..errors import PassError
 from ..ir import DType, Graph, Node
-from ..ir.records import PrunedLayer, PruningRecord
+from ..ir.records import PrunedLayer, PruneNote, PruningRecord
 from ..ir.sparse import pad_channels
 from .manager import register_pass
 from .prune_channels import prune_channels
@@ -253,10 +253,9 @@ class Prune:
                 keep = s / _rms(wo) > threshold if threshold is not None else \
                     _keep(s, self.sparsity)
                 new = _apply(wo, keep, rows)
-            node.meta["pruned"] = {"pattern": self.pattern,
-                                   "sparsity": round(1 - np.count_nonzero(new) / new.size, 4),
-                                   **({"data_aware": True} if hess else {}),
-                                   **({"data_aware": by_magnitude} if by_magnitude else {})}
+            node.record.pruned = PruneNote(
+                self.pattern, round(1 - np.count_nonzero(new) / new.size, 4),
+                data_aware=bool(hess), by_magnitude=by_magnitude)
             wv = node.inputs[1]
             graph.set_input(node, 1, graph.const(_back(node, new), f"{wv.name}_pruned"))
             if bar:
@@ -268,7 +267,7 @@ class Prune:
         graph.record.pruning = PruningRecord(
             self.pattern, self.scope, self.sparsity,
             [PrunedLayer(n.name, n.op, n.outputs[0].name, int(w.size),
-                         n.meta["pruned"]["sparsity"]) for n, w in layers])
+                         n.record.pruned.sparsity) for n, w in layers])
         return True
 
     def _say(self, text: str) -> None:

@@ -8,7 +8,7 @@ layers that take it as input, through ops that act on each channel alone and map
 bias to zero, as pruning does, and the readers' weights for that input go too. Per layer, the
 `sparsity` share of its channels with the least L2 norm of weights and bias goes (one channel
 stays at least). Layers whose output reaches anything else (a graph output, a residual Add,
-a Flatten into a Gemm, a Concat) keep their channels; node.meta["pruned"] says why.
+a Flatten into a Gemm, a Concat) keep their channels; node.record.pruned says why.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, Value
+from ..ir.records import PruneNote
 from .rewrite import replace_value
 
 # ops that act on each channel alone and give 0 for 0: a removed channel stays removed
@@ -91,7 +92,7 @@ def prune_channels(graph: Graph, sparsity: float, skip: set[str]) -> bool:
             continue
         found = _readers(graph, node)
         if isinstance(found, str):
-            node.meta["pruned"] = {"pattern": "channel", "kept": f"all channels: {found}"}
+            node.record.pruned = PruneNote("channel", kept=f"all channels: {found}")
             continue
         chain, readers = found
         wo = _out_major(node)
@@ -105,7 +106,7 @@ def prune_channels(graph: Graph, sparsity: float, skip: set[str]) -> bool:
             continue
         keep = np.sort(np.argsort(-score, kind="stable")[:m - cut])
         new = _rewire(graph, node, chain, readers, keep)
-        new.meta["pruned"] = {"pattern": "channel", "channels": [m, int(keep.size)]}
+        new.record.pruned = PruneNote("channel", channels=(m, int(keep.size)))
         changed = True
     return changed
 

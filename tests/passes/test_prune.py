@@ -16,6 +16,7 @@ from onnx import helper, numpy_helper
 
 from edgec.errors import PassError
 from edgec.ir import DType, Graph, TensorType, interpret, print_graph, verify
+from edgec.ir.records import PruneNote
 from edgec.passes import run_pipeline
 
 
@@ -125,7 +126,7 @@ def test_conv_weights_and_exclusions():
     np.testing.assert_array_equal(got1.reshape(-1), np.where(np.arange(1, 145) > 108,
                                                              np.arange(1, 145), 0))
     assert (got2 != 0).all() and (got3 != 0).all()
-    assert g.nodes[0].meta["pruned"] == {"pattern": "unstructured", "sparsity": 0.75}
+    assert g.nodes[0].record.pruned == PruneNote("unstructured", 0.75)
     assert "w1_pruned" in print_graph(g)
 
 

@@ -23,6 +23,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from edgec.ir import DType, Graph, TensorType, interpret, verify
+from edgec.ir.records import PruneNote
 from edgec.passes import run_pipeline
 from edgec.passes.prune import Prune, prune_weight
 from edgec.passes.prune_data import layer_inputs, obs_prune
@@ -111,7 +112,7 @@ def test_pass_with_samples_is_data_aware_and_loses_less():
     run_pipeline(gm, "prune{sparsity=0.7}")
     run_pipeline(gd, [Prune(sparsity=0.7, feeds={"x": xs})])
     verify(gd)
-    assert all(n.meta["pruned"]["data_aware"] for n in gd.nodes if n.op != "Relu")
+    assert all(n.record.pruned.data_aware for n in gd.nodes if n.op != "Relu")
     for g in (gm, gd):
         w = [n.inputs[1].const for n in g.nodes if n.op != "Relu"]
         assert all(abs((v == 0).mean() - 0.7) < 0.01 for v in w)
@@ -163,8 +164,8 @@ def test_channel_pruning_shrinks_and_rewires():
     convs = {n.name: n for n in g.nodes if n.op == "Conv"}
     assert convs["c1"].inputs[1].shape == (4, 4, 3, 3) and convs["c1"].inputs[2].shape == (4,)
     assert convs["c2"].inputs[1].shape == (5, 4, 3, 3)
-    assert convs["c1"].meta["pruned"] == {"pattern": "channel", "channels": [6, 4]}
-    assert "graph output" in convs["c2"].meta["pruned"]["kept"]
+    assert convs["c1"].record.pruned == PruneNote("channel", channels=(6, 4))
+    assert "graph output" in convs["c2"].record.pruned.kept
     xv = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
     np.testing.assert_allclose(interpret(g, {"x": xv})[g.outputs[0].name],
                                interpret(ref, {"x": xv})[ref.outputs[0].name],
@@ -183,7 +184,7 @@ def test_channel_pruning_keeps_what_a_residual_reads():
     run_pipeline(g, "prune{sparsity=0.5,pattern=channel}")
     node = next(n for n in g.nodes if n.op == "Conv")
     assert node.inputs[1].shape == (4, 4, 1, 1)
-    assert "read by Add res" in node.meta["pruned"]["kept"]
+    assert "read by Add res" in node.record.pruned.kept
 
 
 CLI = [sys.executable, "-m", "edgec.compiler.cli", "compile"]
@@ -248,7 +249,7 @@ def test_cli_channel_and_data_aware_pruning_against_onnxruntime(tmp_path):
 
 def test_groups_with_samples_prune_by_magnitude_and_say_so():
     # samples given to calibrate a quantization do not stop an Rx4 pruning: it is by
-    # magnitude (the same weights as without samples) and the meta says why
+    # magnitude (the same weights as without samples) and the layers' note says why
     rng = np.random.default_rng(9)
     gs = [mlp_graph(np.random.default_rng(4)) for _ in range(2)]
     run_pipeline(gs[0], [Prune(sparsity=0.5, pattern="4x4",
@@ -257,4 +258,5 @@ def test_groups_with_samples_prune_by_magnitude_and_say_so():
     for a, b in zip(gs[0].nodes, gs[1].nodes):
         if a.op != "Relu":
             np.testing.assert_array_equal(a.inputs[1].const, b.inputs[1].const)
-            assert "magnitude" in a.meta["pruned"]["data_aware"]
+            assert not a.record.pruned.data_aware
+            assert "magnitude" in a.record.pruned.by_magnitude
