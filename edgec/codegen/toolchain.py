@@ -99,3 +99,44 @@ def shared_object(target: Target, sources: Sequence[str], so: str, workdir: Path
         raise ToolchainError(f"a {target.name} library cannot be loaded into this process; "
                              "run it under its emulator (edgec.load picks it)")
     _run([cc(target), *target.cflags, "-fPIC", "-shared", *sources, "-o", so, *libs], workdir)
+
+
+# the CUDA toolkit edgec builds with: nvcc 13.0, whose PTX the GPU machines' driver (CUDA
+# 13.0) loads; from PyPI where the system has none (pip install 'edgec[cuda]')
+CUDA_WHEELS = ("nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-runtime==13.0.96",
+               "nvidia-cuda-crt==13.0.88", "nvidia-cuda-cccl==13.0.85", "nvidia-nvvm==13.0.88")
+NVCC_FLAGS = ("-O3", "-std=c++17", "-Werror", "all-warnings")
+
+
+def find_nvcc() -> tuple[str, list[str]]:
+    """`nvcc` and the flags that link with its static CUDA runtime: the one on PATH, else the
+    PyPI wheels' (nvidia/cu13 in site-packages, whose libraries nvcc does not find by
+    itself); a ToolchainError that says how to install one."""
+    on_path = shutil.which("nvcc")
+    if on_path is not None:
+        return on_path, []
+    try:
+        import nvidia
+
+        for root in nvidia.__path__:
+            home = Path(root) / "cu13"
+            if (home / "bin" / "nvcc").exists():
+                return str(home / "bin" / "nvcc"), [f"-L{home / 'lib'}"]
+    except ImportError:
+        pass
+    raise ToolchainError("nvcc (CUDA 13.0) was not found on PATH nor as a pip wheel: "
+                         f"`pip install {' '.join(CUDA_WHEELS)}` (or `pip install "
+                         "'edgec[cuda]'`)")
+
+
+def nvcc_compile(source: str, workdir: Path, archs: Sequence[str] = ("sm_90",),
+                 out: str | None = None, link: bool = False) -> str:
+    """Compile the CUDA source `source` (relative to `workdir`) for the GPU architectures
+    `archs` (with their PTX, so newer GPUs take it too) to an object, or with `link` to a
+    program linked against the static CUDA runtime; returns the output's name."""
+    nvcc, link_flags = find_nvcc()
+    gencode = [f"-gencode=arch=compute_{a[3:]},code=[{a},compute_{a[3:]}]" for a in archs]
+    out = out or Path(source).with_suffix("" if link else ".o").name
+    mode = ["-cudart", "static", *link_flags] if link else ["-c"]
+    _run([nvcc, *NVCC_FLAGS, *gencode, *mode, source, "-o", out], workdir)
+    return out

@@ -1,0 +1,176 @@
+"""The CUDA renderer: prints kernel IR as CUDA C++, the C renderer's tables with the entries a
+GPU changes.
+
+A kernel becomes one `__global__` function per launch (kernel_ir/gpu.py: a nest of grid loops
+around the block's shared arrays and a nest of block loops; `bind_threads` makes one of a CPU
+lowering's kernel) and a host function of the kernel's name and parameters plus a
+`cudaStream_t` (extern "C"), which launches them in order on the stream and returns the
+launch's `cudaError_t`. Grid loop variables are `blockIdx`, block loop variables `threadIdx` (the
+innermost loop is x), shared arrays `__shared__`, a `Barrier` is `__syncthreads()`: the block's
+threads run its body themselves, so nothing is split at barriers as on a CPU. A kernel that
+another calls (a micro-kernel) is a `__device__` function. The preamble defines the runtime's
+scalar helpers for the device (`edgec_mulshift`, and exp and tanh printed from their kernel-IR
+definitions, so that device code computes what the interpreter and the CPU libraries do).
+"""
+
+from __future__ import annotations
+
+from ...ir.dtypes import DType
+from ...kernel_ir.gpu import Launch, launches
+from ...kernel_ir.kernel import (
+    Alloc,
+    Barrier,
+    Buffer,
+    Kernel,
+    Loop,
+    LoopKind,
+    Op,
+    Prefetch,
+    Space,
+    walk,
+)
+from ...kernel_ir.mathlib import expf, tanhf
+from ...kernel_ir.passes import names, used_params
+from ..ctext import c_comment
+from .c import C_TYPES, CRenderer
+
+CUDA_TYPES = C_TYPES | {DType.F16: "__half"}
+
+PREAMBLE = """#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* the runtime's scalar helpers (edgec_runtime.h), for device code */
+__device__ __forceinline__ int32_t edgec_mulshift(int32_t a, int32_t m, int32_t s)
+{
+    int64_t p = (int64_t)a * m + ((int64_t)1 << (s - 1));
+    return (int32_t)(p >> 32) >> (s - 32);
+}
+"""
+
+
+class CudaRenderer(CRenderer):
+    types = CUDA_TYPES
+    restrict = "__restrict__"
+    function_prefix = "static __device__ void"
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    # -- statements --------------------------------------------------------------------
+    def _loop(self, s: Loop, indent: str) -> list[str]:
+        if s.kind in (LoopKind.GRID, LoopKind.BLOCK):
+            raise ValueError(f"CUDA renderer: {s.kind} loop {s.var} inside a launch's threads "
+                             "(kernel_ir/gpu.py launches says where they go)")
+        v, n = s.var, self.expr(s.extent, 11)
+        out = []
+        if s.kind is LoopKind.UNROLL or s.unroll > 1:
+            out.append(f"{indent}#pragma unroll {s.unroll}" if s.unroll else
+                       f"{indent}#pragma unroll")
+        return out + [f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{",
+                      *self.stmts(s.body, indent + "    "), f"{indent}}}"]
+
+    def _alloc(self, s: Alloc, indent: str) -> list[str]:
+        b = s.buf
+        shared = "__shared__ " if b.space is Space.SHARED else ""
+        return [f"{indent}{shared}{self.type(b.dtype)} {b.name}[{b.numel}];"]
+
+    def _barrier(self, s: Barrier, indent: str) -> list[str]:
+        return [f"{indent}__syncthreads();"]
+
+    def _prefetch(self, s: Prefetch, indent: str) -> list[str]:
+        return []  # the GPU's caches are not asked ahead
+
+    statements = CRenderer.statements | {Loop: _loop, Alloc: _alloc, Barrier: _barrier,
+                                         Prefetch: _prefetch}
+
+    # -- kernels -----------------------------------------------------------------------
+    def signature(self, k: Kernel) -> str:
+        opaque = "__noinline__ " if k.opaque else ""
+        params = ", ".join(self.param(b) for b in k.params) or "void"
+        return f"{opaque}{self.function_prefix} {k.name}({params})"
+
+    def device_function(self, k: Kernel) -> str:
+        """A kernel that launched code calls (a micro-kernel), as a `__device__` function."""
+        if any(isinstance(s, Loop) and s.kind not in (LoopKind.SERIAL, LoopKind.UNROLL)
+               for s in walk(k.body)):
+            raise ValueError(f"CUDA renderer: {k.name} is called from device code and has "
+                             "parallel, grid or block loops")
+        return CRenderer.kernel(self, k)
+
+    def launched(self, k: Kernel) -> str:
+        """`k` (bound: kernel_ir/gpu.py) as its `__global__` functions and the host function
+        that launches them on a stream."""
+        parts, calls = [], []
+        scalars = {p.name for p in k.params if not isinstance(p, Buffer)}
+        for n, launch in enumerate(launches(k)):
+            name = f"{k.name}_launch{n}"
+            used = used_params(Kernel(name, k.params, [launch.grid[0]]))
+            params = [p for p in k.params if p.name in used]
+            parts.append(self._global(name, params, launch, k.doc))
+            calls += self._launch(k, name, params, launch, scalars)
+        doc = c_comment(k.doc) or k.name
+        params = ", ".join([*(self.param(b) for b in k.params), "cudaStream_t stream"])
+        parts.append("\n".join([
+            f"/* {doc}: its launches in order on `stream` */",
+            f"extern \"C\" cudaError_t {k.name}({params})", "{", *calls,
+            "    return cudaGetLastError();", "}"]))
+        return "\n\n".join(parts)
+
+    def _global(self, name: str, params: list, launch: Launch, doc: str) -> str:
+        threads = 1
+        for loop in launch.block:
+            threads *= int(loop.extent.field("value"))
+        lines = [f"/* {c_comment(doc) or name} */"] if doc else []
+        lines += [f"static __global__ void __launch_bounds__({threads}) {name}("
+                  f"{', '.join(self.param(p) for p in params) or 'void'})", "{"]
+        read = names(Kernel(name, params, [*launch.prologue, *launch.body]))[0]
+        for loops, index in ((launch.grid, "blockIdx"), (launch.block, "threadIdx")):
+            for loop, axis in zip(reversed(loops), "xyz", strict=False):
+                if loop.var in read:
+                    lines.append(f"    const ptrdiff_t {loop.var} = (ptrdiff_t){index}.{axis};")
+        lines += self.stmts(launch.prologue, "    ") + self.stmts(launch.body, "    ")
+        return "\n".join([*lines, "}"])
+
+    def _launch(self, k: Kernel, name: str, params: list, launch: Launch,
+                scalars: set[str]) -> list[str]:
+        dims = []
+        for loops in (launch.grid, launch.block):
+            for loop in loops:
+                free = names(Kernel(name, [], [Loop("_", loop.extent, [])]))[0] - scalars
+                if free:
+                    raise ValueError(f"CUDA renderer: kernel {k.name}: the extent of {loop.var}"
+                                     f" reads {', '.join(sorted(free))}; a launch's "
+                                     "dimensions are the kernel's scalars and constants")
+            sizes = [self.expr(loop.extent) for loop in reversed(loops)]
+            dims.append(f"dim3({', '.join(sizes + ['1'] * (3 - len(sizes)))})")
+        args = ", ".join(p.name for p in params)
+        grid = [loop.extent for loop in launch.grid]
+        call = f"{name}<<<{dims[0]}, {dims[1]}, 0, stream>>>({args});"
+        if all(e.op is Op.CONST for e in grid):  # an empty grid is no launch
+            return [f"    {call}"] if all(e.field("value") > 0 for e in grid) else []
+        cond = " && ".join(f"({self.expr(e)}) > 0" for e in grid)
+        return [f"    if ({cond})", f"        {call}"]
+
+    def source(self, kernels: list[Kernel]) -> str:
+        """A .cu file: the preamble, the device math functions, then each kernel's callees
+        (once) and the kernel itself."""
+        out = [PREAMBLE, self._mathlib()]
+        seen: set[str] = set()
+        for k in kernels:
+            for c in k.callees():
+                if c.name not in seen:
+                    seen.add(c.name)
+                    out.append(self.device_function(c))
+            out.append(self.launched(k))
+        return "\n\n".join(out) + "\n"
+
+    def _mathlib(self) -> str:
+        parts = []
+        for fn in (expf(), tanhf()):
+            parts += [f"__device__ __forceinline__ float {fn.name}(float x)", "{",
+                      *self.stmts(list(fn.body), "    "), f"    return {self.expr(fn.result)};",
+                      "}"]
+        return "\n".join(parts)
+

@@ -1,0 +1,173 @@
+"""Kernels on a GPU: a grid of blocks of threads.
+
+A GPU launch in the kernel IR is a top-level nest of `grid` loops (the blocks, at most 3
+deep) around the block's shared `Alloc`s, `Local`s that every thread of the block computes
+alike, and a nest of `block` loops (the threads, at most 3 deep) whose body each thread runs,
+waiting for the others at `Barrier`s. A kernel is a sequence of launches, run in order.
+
+`bind_threads` makes such a kernel of any kernel the CPU lowerings write: each top-level
+`parallel` loop becomes a grid of ceil(n / T) blocks of T threads, thread t of block b running
+iteration b T + t where it is below n (n <= T: one block of n threads); each run of other
+top-level statements becomes a launch of one thread, which runs them as the CPU does.
+`launches` reads a bound kernel back as its launches and checks the form above, with an
+EdgecError that names what breaks it.
+
+    for i < 1000 parallel:          for b < 4 grid:
+      y[i] = x[i] * 2                 for t < 256 block:
+                                        let i = b * 256 + t
+                                        if i < 1000: y[i] = x[i] * 2
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import EdgecError
+from .kernel import Alloc, Expr, If, Kernel, Local, Loop, LoopKind, Op, const, var
+from .passes import names, thread_nest
+from .program import Branch, Repeat, walk_ops
+from .program import Launch as Run
+
+# the most threads a block may have, and per dimension (CUDA's limits, compute capability
+# 5.0 and later); the grid's y and z dimensions are bounded too
+MAX_BLOCK_THREADS = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)  # x, y, z
+MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
+
+
+@dataclass
+class Launch:
+    """One launch of a bound kernel: its grid and block loops, outermost first (CUDA's
+    dimensions: the innermost loop is x), what each block declares before its threads
+    (shared `Alloc`s, `Local`s), and the threads' body."""
+
+    grid: list[Loop]
+    prologue: list
+    block: list[Loop]
+    body: list
+
+
+def bind_threads(k: Kernel, threads: int = 256) -> Kernel:
+    """`k` with each top-level parallel loop a grid of blocks of `threads` threads and each
+    run of other top-level statements a launch of one thread (module doc). A kernel that
+    has grid loops already is returned as it is."""
+    if any(isinstance(s, Loop) and s.kind is LoopKind.GRID for s in k.body):
+        return k
+    body: list = []
+    serial: list = []
+    for s in k.body:
+        if isinstance(s, Loop) and s.kind is LoopKind.PARALLEL:
+            if serial:
+                body.append(_one_thread(k, serial, len(body)))
+                serial = []
+            body.append(_grid_of(k, s, threads, len(body)))
+        else:
+            serial.append(s)
+    if serial:
+        body.append(_one_thread(k, serial, len(body)))
+    return Kernel(k.name, k.params, body, k.doc, k.opaque)
+
+
+def _grid_of(k: Kernel, loop: Loop, threads: int, n: int) -> Loop:
+    _closed(k, [loop], f"parallel loop {loop.var}")
+    b, t = f"_b{n}", f"_t{n}"
+    extent = loop.extent
+    if extent.op is Op.CONST and extent.field("value") <= threads:
+        inner = [Local(loop.var, extent.dtype, var(t)), *loop.body]
+        return Loop(b, const(1), [Loop(t, extent, inner, LoopKind.BLOCK)], LoopKind.GRID)
+    blocks = (extent + (threads - 1)) // threads
+    i = var(b) * threads + var(t)
+    inner = [Local(loop.var, extent.dtype, i), If(var(loop.var) < extent, list(loop.body))]
+    return Loop(b, blocks, [Loop(t, const(threads), inner, LoopKind.BLOCK)], LoopKind.GRID)
+
+
+def _one_thread(k: Kernel, stmts: list, n: int) -> Loop:
+    _closed(k, stmts, "the serial statements before a parallel loop or after it")
+    return Loop(f"_b{n}", const(1), [Loop(f"_t{n}", const(1), list(stmts), LoopKind.BLOCK)],
+                LoopKind.GRID)
+
+
+def _closed(k: Kernel, stmts: list, what: str) -> None:
+    """A launch may read only the kernel's parameters and what it defines itself: its
+    threads share nothing else with the launches before it."""
+    used, defined = names(Kernel(k.name, k.params, stmts))
+    free = used - defined - {p.name for p in k.params}
+    if free:
+        raise EdgecError(f"kernel {k.name}: {what} reads {', '.join(sorted(free))}, defined "
+                         "in another launch; a GPU launch shares only the kernel's buffers")
+
+
+def launches(k: Kernel) -> list[Launch]:
+    """The launches of a bound kernel (`bind_threads`), checked: every top-level statement a
+    grid nest of at most 3 loops, a block nest of at most 3 loops and MAX_BLOCK_THREADS
+    threads of constant extents, and nothing but Allocs and Locals between them."""
+    out = []
+    for s in k.body:
+        if not (isinstance(s, Loop) and s.kind is LoopKind.GRID):
+            raise EdgecError(f"kernel {k.name}: a {type(s).__name__} outside the grid loops; "
+                             "a GPU kernel is a sequence of grid nests (kernel_ir/gpu.py "
+                             "bind_threads makes one)")
+        grid = [s]
+        while len(grid[-1].body) == 1 and isinstance(grid[-1].body[0], Loop) \
+                and grid[-1].body[0].kind is LoopKind.GRID:
+            grid.append(grid[-1].body[0])
+        inner = grid[-1].body
+        nests = [x for x in inner if isinstance(x, Loop) and x.kind is LoopKind.BLOCK]
+        other = [x for x in inner if not isinstance(x, (Alloc, Local)) and x not in nests]
+        if len(nests) != 1 or other or inner.index(nests[0]) != len(inner) - 1:
+            raise EdgecError(f"kernel {k.name}: grid loop {grid[-1].var} must hold Allocs and "
+                             "Locals, then one nest of block loops, and nothing after it")
+        block, body = thread_nest(nests[0])
+        _check_dims(k, grid, block)
+        out.append(Launch(grid, inner[:-1], block, body))
+    return out
+
+
+def _check_dims(k: Kernel, grid: list[Loop], block: list[Loop]) -> None:
+    for what, loops, limits in (("grid", grid, MAX_GRID_DIMS), ("block", block, MAX_BLOCK_DIMS)):
+        if len(loops) > 3:
+            raise EdgecError(f"kernel {k.name}: {len(loops)} {what} loops; a GPU has 3 "
+                             f"{what} dimensions")
+        for loop, limit in zip(reversed(loops), limits, strict=False):
+            n = _constant(loop.extent)
+            if n is not None and n > limit:
+                raise EdgecError(f"kernel {k.name}: {what} loop {loop.var} of {n}; at most "
+                                 f"{limit} in its dimension")
+    sizes = [_constant(loop.extent) for loop in block]
+    if any(n is None for n in sizes):
+        raise EdgecError(f"kernel {k.name}: a block loop of run-time extent; a block's "
+                         "threads are fixed at the launch")
+    total = 1
+    for n in sizes:
+        total *= n
+    if total > MAX_BLOCK_THREADS:
+        raise EdgecError(f"kernel {k.name}: {total} threads in a block; at most "
+                         f"{MAX_BLOCK_THREADS}")
+
+
+def _constant(e: Expr) -> int | None:
+    return int(e.field("value")) if e.op is Op.CONST else None
+
+
+def bind_program(ops: list, threads: int = 256) -> list:
+    """A program's ops (kernel_ir/program.py) with every launched kernel bound
+    (`bind_threads`), through its branches and repeats."""
+    out = []
+    for op in ops:
+        if isinstance(op, Run):
+            op = Run(bind_threads(op.kernel, threads), op.args)
+        elif isinstance(op, Branch):
+            op = Branch(op.cond, bind_program(op.then, threads), bind_program(op.orelse, threads))
+        elif isinstance(op, Repeat):
+            op = Repeat(op.var, op.count, bind_program(op.body, threads))
+        out.append(op)
+    return out
+
+
+def kernels_of(ops: list) -> list[Kernel]:
+    """The kernels a program's ops launch, each once, in order."""
+    seen: dict[str, Kernel] = {}
+    for op in walk_ops(ops):
+        if isinstance(op, Run):
+            seen.setdefault(op.kernel.name, op.kernel)
+    return list(seen.values())

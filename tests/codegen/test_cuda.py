@@ -1,0 +1,193 @@
+"""Kernels on a GPU without a GPU: `bind_threads` (kernel_ir/gpu.py) maps every op's CPU kernel
+onto a grid of thread blocks, the interpreter runs the bound kernels (their block loops thread
+by thread) against the ONNX node tests' expected outputs, and nvcc compiles the CUDA renderer's
+source of all of them, warnings as errors. A program linked against the static CUDA runtime
+gets the launch's error, not a crash, where there is no GPU. Running the kernels on a GPU is
+for the GPU machine (issue 33)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from kernel_ir.test_gpu_constructs import K, M, N, T, tiled_gemm
+from lowering.test_kernels_interpreted import BY_OP, load_node_test, pipelined
+
+from edgec.codegen.renderers.cuda import CudaRenderer
+from edgec.codegen.toolchain import find_nvcc, nvcc_compile
+from edgec.errors import EdgecError
+from edgec.ir.dtypes import DType
+from edgec.kernel_ir.gpu import bind_program, bind_threads, kernels_of, launches
+from edgec.kernel_ir.interpreter import run_kernel
+from edgec.kernel_ir.kernel import KernelBuilder, Loop, LoopKind, const, var
+from edgec.kernel_ir.printer import print_kernel
+from edgec.kernel_ir.program_interp import run_program
+from edgec.lowering.program import build_program
+from edgec.targets.target import get_target
+from edgec.testing import conformance
+
+F32 = DType.F32
+
+
+def doubling(n: int, serial_tail: bool = False):
+    kb = KernelBuilder("dbl", "y = 2x")
+    x, y = kb.input("x", F32, (n,)), kb.output("y", F32, (n,))
+    with kb.loop(n, "i", kind="parallel") as i:
+        kb.store(y, i, x[i] * 2.0)
+    if serial_tail:  # y[0] += 1, after the parallel loop, by one thread
+        kb.store(y, 0, y[0] + 1.0)
+    return kb.build()
+
+
+# -- bind_threads and launches, by hand ------------------------------------------------------
+
+def test_a_parallel_loop_becomes_a_guarded_grid():
+    k = bind_threads(doubling(1000, serial_tail=True), threads=256)
+    assert print_kernel(k).splitlines()[2:9] == [
+        "  for _b0 < 4 grid {",
+        "    for _t0 < 256 block {",
+        "      let i: index = _b0 * 256 + _t0",
+        "      if i < 1000 {",
+        "        y[i] = x[i] * 2.0",
+        "      }",
+        "    }"]
+    first, tail = launches(k)
+    assert [loop.extent.value for loop in first.grid + first.block] == [4, 256]
+    assert [loop.extent.value for loop in tail.grid + tail.block] == [1, 1]
+    x = np.arange(1000, dtype=np.float32)
+    y = np.zeros(1000, np.float32)
+    run_kernel(k, x, y)
+    want = 2 * x
+    want[0] += 1
+    np.testing.assert_array_equal(y, want)
+
+
+def test_a_short_loop_is_one_block_without_a_guard():
+    k = bind_threads(doubling(100))
+    (launch,) = launches(k)
+    assert [loop.extent.value for loop in launch.grid + launch.block] == [1, 100]
+    assert "if" not in print_kernel(k)
+
+
+def test_a_local_shared_between_launches_is_refused():
+    kb = KernelBuilder("shared_local")
+    x, y = kb.input("x", F32, (8,)), kb.output("y", F32, (8,))
+    s = kb.local("s", x[0])
+    with kb.loop(8, "i", kind="parallel") as i:
+        kb.store(y, i, x[i] + s)
+    with pytest.raises(EdgecError, match="parallel loop i reads s, defined in another launch"):
+        bind_threads(kb.build())
+
+
+def test_launches_refuse_what_a_gpu_cannot_launch():
+    def nest(kinds_extents, body=()):
+        inner = list(body)
+        for n, (kind, extent) in reversed(list(enumerate(kinds_extents))):
+            inner = [Loop(f"v{n}", const(extent), inner, kind)]
+        return inner
+
+    g, b = LoopKind.GRID, LoopKind.BLOCK
+    k = doubling(4)
+    for body, message in (
+            (nest([(g, 2)] * 4 + [(b, 4)]), "4 grid loops; a GPU has 3 grid dimensions"),
+            (nest([(g, 2), (b, 64), (b, 32)]), "2048 threads in a block; at most 1024"),
+            (nest([(g, 2), (b, 128), (b, 2), (b, 2)]), "block loop v1 of 128; at most 64"),
+            (nest([(g, 70000), (g, 2), (b, 4)]), "grid loop v0 of 70000; at most 65535"),
+            (k.body, "a Loop outside the grid loops"),
+            ([Loop("v", const(2), [*nest([(b, 4)]), *nest([(b, 4)])], g)],
+             "must hold Allocs and Locals, then one nest of block loops")):
+        with pytest.raises(EdgecError, match=message):
+            launches(dataclasses.replace(k, body=body))
+    with pytest.raises(EdgecError, match="a block loop of run-time extent"):
+        launches(dataclasses.replace(k, body=[Loop("g", const(1), [
+            Loop("t", var("n"), [], b)], g)]))
+
+
+# -- every op's kernels, bound, on the interpreter ----------------------------------------------
+
+def one_test_per_op() -> dict[str, str]:
+    """The shortest-named passing node test of each op whose inputs are small enough for the
+    interpreter (conformance.py's suite, as test_kernels_interpreted.py takes it)."""
+    return {op: min(tests, key=len) for op, tests in BY_OP.items()}
+
+
+TESTS = one_test_per_op()
+
+
+def bound_program(test: str, n: int):
+    g, feeds, wants, names = load_node_test(test)
+    p = pipelined(g, "c-generic")
+    prog = build_program(p, p.record.memory_plan, get_target("c-generic"), "t", prefix=f"o{n}_")
+    return dataclasses.replace(prog, body=bind_program(prog.body)), feeds, wants, names
+
+
+@pytest.mark.parametrize("op", TESTS)
+def test_every_op_runs_bound_to_a_grid(op):
+    test = TESTS[op]
+    prog, feeds, wants, names = bound_program(test, 0)
+    for k in kernels_of(prog.body):
+        launches(k)  # each a sequence of launches a GPU takes
+    got = run_program(prog, feeds)
+    rtol, atol = conformance.tolerances(test)
+    for name, want in zip(names, wants, strict=True):
+        bad = conformance.mismatch(got[name], want, rtol, atol)
+        assert bad is None, f"{test}: output {name} {bad}"
+
+
+# -- CUDA source, compiled by nvcc -------------------------------------------------------------
+
+@pytest.mark.cross
+def test_every_op_compiles_with_nvcc(tmp_path):
+    kernels = [tiled_gemm(M, N, K, T)]
+    for n, test in enumerate(TESTS.values()):
+        kernels += kernels_of(bound_program(test, n)[0].body)
+    (tmp_path / "ops.cu").write_text(CudaRenderer().source(kernels))
+    assert nvcc_compile("ops.cu", tmp_path) == "ops.o"  # -Werror all-warnings
+
+
+@pytest.mark.cross
+def test_the_pip_wheels_nvcc_is_found_and_builds_for_each_architecture(tmp_path, monkeypatch):
+    """With no nvcc on PATH, the one of `pip install 'edgec[cuda]'` (tests' extra), which
+    needs its own library folder to link; sm_80 and sm_90 in one object."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    nvcc, link = find_nvcc()
+    assert nvcc.endswith("nvidia/cu13/bin/nvcc") and link[0].endswith("nvidia/cu13/lib")
+    (tmp_path / "g.cu").write_text(CudaRenderer().source([tiled_gemm(M, N, K, T)]))
+    both = nvcc_compile("g.cu", tmp_path, archs=("sm_80", "sm_90"), out="both.o")
+    one = nvcc_compile("g.cu", tmp_path, archs=("sm_90",), out="one.o")
+
+    def archs(obj: str) -> set[bytes]:  # the fat binary names the code of each
+        return set(re.findall(rb"sm_[0-9]+", (tmp_path / obj).read_bytes()))
+
+    assert archs(both) == {b"sm_80", b"sm_90"} and archs(one) == {b"sm_90"}
+
+
+MAIN = """
+#include <stdio.h>
+#include <cuda_runtime.h>
+extern "C" cudaError_t tiled_gemm(const float *a, const float *b, float *c, cudaStream_t s);
+int main(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) {
+        printf("device\\n");
+        return 0;
+    }
+    cudaError_t e = tiled_gemm(0, 0, 0, 0);
+    printf("%s\\n", e == cudaSuccess ? "cudaSuccess" : "error");
+    return e == cudaSuccess;
+}
+"""
+
+
+@pytest.mark.cross
+def test_without_a_gpu_a_launch_returns_the_error(tmp_path):
+    src = CudaRenderer().source([tiled_gemm(M, N, K, T)]) + MAIN
+    (tmp_path / "app.cu").write_text(src)
+    exe = nvcc_compile("app.cu", tmp_path, link=True)
+    run = subprocess.run([str(tmp_path / exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() in ("error", "device"), run
+
