@@ -69,6 +69,10 @@ from .passes import has_barrier
 from .threads import threaded_block, wait_at_barrier
 
 Env = dict
+# what a race check (kernel_ir/races.py) records each load and store with: None except while
+# one runs, called with (env, buffer name, array, first element, elements, whether it writes)
+TRACE = None
+
 Eval = Callable[[Env], object]
 
 
@@ -248,6 +252,8 @@ def _load(e: Expr, idx: Eval) -> Eval:
         arr, i = env["#bufs"][buf.name], idx(env)
         if not 0 <= i < arr.size:
             raise KernelError(f"load {buf.name}[{i}] outside its {arr.size} elements")
+        if TRACE is not None:
+            TRACE(env, buf.name, arr, i, 1, False)
         v = arr[i]
         return int(v) if e.dtype is INDEX else v
 
@@ -264,6 +270,8 @@ def _vload(e: Expr, idx: Eval, count: Eval | None) -> Eval:
         if i < 0 or i + n > arr.size:
             raise KernelError(f"vector load {buf.name}[{i}:{i + n}] outside its {arr.size} "
                               "elements")
+        if TRACE is not None:
+            TRACE(env, buf.name, arr, i, n, False)
         out = np.zeros(lanes, arr.dtype)
         out[:n] = arr[i:i + n]
         return out
@@ -280,6 +288,9 @@ def _vgather(e: Expr, base: Eval, idx: Eval) -> Eval:
         if at.min() < 0 or at.max() >= arr.size:
             raise KernelError(f"gather of {buf.name}[{at.min()}..{at.max()}] outside its "
                               f"{arr.size} elements")
+        if TRACE is not None:
+            for j in at:
+                TRACE(env, buf.name, arr, int(j), 1, False)
         return arr[at]
 
     return vgather
@@ -294,6 +305,8 @@ def _vbroadcast(e: Expr, idx: Eval) -> Eval:
         if i < 0 or i + group > arr.size:
             raise KernelError(f"broadcast of {buf.name}[{i}:{i + group}] outside its "
                               f"{arr.size} elements")
+        if TRACE is not None:
+            TRACE(env, buf.name, arr, i, group, False)
         return np.tile(arr[i:i + group], e.lanes // group)
 
     return vbroadcast
@@ -501,6 +514,8 @@ def _store(s: Store) -> Exec:
         n = lanes if count is None else max(0, min(lanes, count(env)))
         if i < 0 or i + n > arr.size:
             raise KernelError(f"store {name}[{i}:{i + n}] outside its {arr.size} elements")
+        if TRACE is not None:
+            TRACE(env, name, arr, i, n, True)
         if lanes == 1:
             arr[i] = v
         else:
@@ -593,6 +608,8 @@ def _call_stmt(s: Call) -> Exec:
 
     def call(env):
         bufs, scalars = {}, {}
+        if TRACE is not None:  # whose accesses the callee makes
+            scalars["#who"] = TRACE.who(env)
         for pname, bname, off in args:
             if bname is None:
                 scalars[pname] = off(env)

@@ -15,8 +15,9 @@ from .interpreter import KernelError, run_kernel
 from .program import Branch, ExitUnless, Launch, Program, Ref, Repeat, SetScalar
 
 
-def run_program(prog: Program, feeds: dict) -> dict[str, np.ndarray]:
-    """{output name: array} of `prog` run on `feeds` ({input name: array})."""
+def run_program(prog: Program, feeds: dict, launch=run_kernel) -> dict[str, np.ndarray]:
+    """{output name: array} of `prog` run on `feeds` ({input name: array}); `launch` runs
+    each kernel on its arrays (races.find_races to look for data races on the way)."""
     for v in prog.inputs:
         a = np.asarray(feeds.get(v.name))
         if a.dtype != v.dtype.np or a.size != v.type.numel:
@@ -54,7 +55,7 @@ def run_program(prog: Program, feeds: dict) -> dict[str, np.ndarray]:
     def run(ops: list) -> None:
         for op in ops:
             if isinstance(op, Launch):
-                run_kernel(op.kernel, *(array(r) for r in op.args))
+                launch(op.kernel, *(array(r) for r in op.args))
             elif isinstance(op, Branch):
                 run(op.then if array(op.cond)[0] else op.orelse)
             elif isinstance(op, Repeat):

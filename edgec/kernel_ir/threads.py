@@ -105,3 +105,4 @@ def wait_at_barrier(env) -> None:
     if b is None:
         raise KernelError("a barrier outside the threads of a block loop")
     b.wait()
+    env["#phase"] = env.get("#phase", 0) + 1  # the thread's barriers passed (races.py)

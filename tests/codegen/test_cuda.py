@@ -1,7 +1,8 @@
 """Kernels on a GPU without a GPU: `bind_threads` (kernel_ir/gpu.py) maps every op's CPU kernel
 onto a grid of thread blocks, the interpreter runs the bound kernels (their block loops thread
-by thread) against the ONNX node tests' expected outputs, and nvcc compiles the CUDA renderer's
-source of all of them, warnings as errors. A program linked against the static CUDA runtime
+by thread) against the ONNX node tests' expected outputs while `find_races` (kernel_ir/races.py)
+watches every access for data races, and nvcc compiles the CUDA renderer's source of all of
+them, warnings as errors. A program linked against the static CUDA runtime
 gets the launch's error, not a crash, where there is no GPU. Running the kernels on a GPU is
 for the GPU machine (issue 33)."""
 
@@ -22,14 +23,19 @@ from edgec.errors import EdgecError
 from edgec.ir.dtypes import DType
 from edgec.kernel_ir.gpu import bind_program, bind_threads, kernels_of, launches
 from edgec.kernel_ir.interpreter import run_kernel
-from edgec.kernel_ir.kernel import KernelBuilder, Loop, LoopKind, const, var
+from edgec.kernel_ir.kernel import KernelBuilder, Loop, LoopKind, cast, const, var
 from edgec.kernel_ir.printer import print_kernel
 from edgec.kernel_ir.program_interp import run_program
+from edgec.kernel_ir.races import find_races
 from edgec.lowering.program import build_program
 from edgec.targets.target import get_target
 from edgec.testing import conformance
 
 F32 = DType.F32
+
+
+def cast_f32(e):
+    return cast(e, F32)
 
 
 def doubling(n: int, serial_tail: bool = False):
@@ -106,6 +112,52 @@ def test_launches_refuse_what_a_gpu_cannot_launch():
             Loop("t", var("n"), [], b)], g)]))
 
 
+# -- data races, by hand ------------------------------------------------------------------------
+
+def swap_through_shared(barrier: bool):
+    """Two threads: each writes s[t], then reads the other's s[1 - t] into y[t]."""
+    kb = KernelBuilder("swap")
+    x, y = kb.input("x", F32, (2,)), kb.output("y", F32, (2,))
+    with kb.loop(1, "b", "grid"):
+        s = kb.alloc("s", F32, (2,), "shared")
+        with kb.loop(2, "t", "block") as t:
+            kb.store(s, t, x[t])
+            if barrier:
+                kb.barrier()
+            kb.store(y, t, s[1 - t])
+    return kb.build()
+
+
+def test_threads_of_a_block_race_without_a_barrier():
+    x = np.array([1.0, 2.0], np.float32)
+    y = np.zeros(2, np.float32)
+    assert find_races(swap_through_shared(True), x, y) == []
+    np.testing.assert_array_equal(y, [2.0, 1.0])
+    races = find_races(swap_through_shared(False), x, np.zeros(2, np.float32))
+    assert [str(r) for r in races] == [
+        "launch 0: s[0]: write by block (0,) thread (0,) (after 0 barriers) and read by "
+        "block (0,) thread (1,) (after 0 barriers)",
+        "launch 0: s[1]: write by block (0,) thread (1,) (after 0 barriers) and read by "
+        "block (0,) thread (0,) (after 0 barriers)"]
+
+
+def test_blocks_race_on_one_element_and_parallel_iterations_too():
+    kb = KernelBuilder("sum_into_one")
+    x, y = kb.input("x", F32, (4,)), kb.output("y", F32, (2,))
+    with kb.loop(4, "i", kind="parallel") as i:  # iterations 2j and 2j+1 both write y[j]
+        kb.store(y, i // 2, x[i])
+    k = bind_threads(kb.build(), threads=2)  # 2 blocks of 2 threads
+    races = find_races(k, np.arange(4, dtype=np.float32), np.zeros(2, np.float32))
+    assert [(r.buffer, r.index, r.first[:2], r.second[:2]) for r in races] == [
+        ("y", 0, ((0,), (0,)), ((0,), (1,))), ("y", 1, ((1,), (0,)), ((1,), (1,)))]
+    kb = KernelBuilder("all_to_one")
+    y = kb.output("y", F32, (1,))
+    with kb.loop(3, "b", "grid") as b, kb.loop(1, "t", "block"):
+        kb.store(y, 0, cast_f32(b))
+    (race,) = find_races(kb.build(), np.zeros(1, np.float32))
+    assert race.first[0] != race.second[0] and race.first[3]  # two blocks, one writes
+
+
 # -- every op's kernels, bound, on the interpreter ----------------------------------------------
 
 def one_test_per_op() -> dict[str, str]:
@@ -125,12 +177,14 @@ def bound_program(test: str, n: int):
 
 
 @pytest.mark.parametrize("op", TESTS)
-def test_every_op_runs_bound_to_a_grid(op):
+def test_every_op_runs_bound_to_a_grid_without_races(op):
     test = TESTS[op]
     prog, feeds, wants, names = bound_program(test, 0)
     for k in kernels_of(prog.body):
         launches(k)  # each a sequence of launches a GPU takes
-    got = run_program(prog, feeds)
+    races = []
+    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
+    assert not races, f"{test}: {len(races)} races, the first: {races[0]}"
     rtol, atol = conformance.tolerances(test)
     for name, want in zip(names, wants, strict=True):
         bad = conformance.mismatch(got[name], want, rtol, atol)
