@@ -416,6 +416,20 @@ def _dims(v: Value) -> str:
 
 
 def _api_functions(graph: Graph, name: str, up: str) -> list[str]:
+    out = io_functions(graph, name)
+    out += [f"size_t {name}_workspace_size(void)", "{", f"    return {up}_WORKSPACE_BYTES;", "}",
+            "", f"const char *{name}_status_string(int status)", "{",
+            "    return edgec_status_string(status);", "}", "",
+            f"const char *{name}_version(void)", "{", f'    return "edgec {__version__}";', "}", "",
+            f"void {name}_set_num_threads(int n)", "{", "    edgec_set_num_threads(n);", "}", "",
+            f"int {name}_get_num_threads(void)", "{", "    return edgec_get_num_threads();", "}",
+            ""]
+    return out
+
+
+def io_functions(graph: Graph, name: str) -> list[str]:
+    """NAME_input_name(i) ... NAME_output_bytes(i): what the header says of each input and
+    output, as functions."""
     out = []
     for kind, vals in (("input", graph.inputs), ("output", graph.outputs)):
         shapes = [f"static const int64_t {name}_{kind}{i}_shape[] = {_dims(v)};"
@@ -438,13 +452,6 @@ def _api_functions(graph: Graph, name: str, up: str) -> list[str]:
                                   ("shape", "const int64_t *", "shapes", "NULL")):
             out += [f"{ret}{'' if ret.endswith('*') else ' '}{name}_{kind}_{fn}(int i)", "{",
                     f"    return i >= 0 && i < {n} ? {name}_{kind}_{arr}[i] : {bad};", "}", ""]
-    out += [f"size_t {name}_workspace_size(void)", "{", f"    return {up}_WORKSPACE_BYTES;", "}",
-            "", f"const char *{name}_status_string(int status)", "{",
-            "    return edgec_status_string(status);", "}", "",
-            f"const char *{name}_version(void)", "{", f'    return "edgec {__version__}";', "}", "",
-            f"void {name}_set_num_threads(int n)", "{", "    edgec_set_num_threads(n);", "}", "",
-            f"int {name}_get_num_threads(void)", "{", "    return edgec_get_num_threads();", "}",
-            ""]
     return out
 
 
@@ -496,17 +503,7 @@ def _header(graph: Graph, name: str, up: str, ws: int, source: str,
              f"#define {up}_WORKSPACE_ALIGN {ALIGN}",
              "/* bytes of static memory the library decodes its coded weights into (built with",
              "   --compress; 0: the weights are stored as they are, read-only) */",
-             f"#define {up}_WEIGHTS_BUFFER_BYTES {weights_buffer}", ""]
-    for kind, vals in (("INPUT", graph.inputs), ("OUTPUT", graph.outputs)):
-        for i, v in enumerate(vals):
-            p = f"{up}_{kind}{i}"
-            lines += [f"/* {kind.lower()} {i}: {c_comment(v.name)} {v.type} */",
-                      f"#define {p}_NAME  {c_string(v.name)}",
-                      f"#define {p}_DTYPE EDGEC_DTYPE_{v.dtype.name}",
-                      f"#define {p}_RANK  {len(v.shape)}",
-                      f"#define {p}_SHAPE {_dims(v)}",
-                      f"#define {p}_SIZE  {v.type.numel}  /* elements */",
-                      f"#define {p}_BYTES {v.type.nbytes}", ""]
+             f"#define {up}_WEIGHTS_BUFFER_BYTES {weights_buffer}", "", *io_defines(graph, up)]
     lines += ["/* Decodes the coded weights (--compress) once, at set-up; the first run calls it",
               "   when the app has not. EDGEC_OK, or EDGEC_ERR_CORRUPT_WEIGHTS. Thread-safe. */",
               f"int {name}_init(void);",
@@ -525,10 +522,33 @@ def _header(graph: Graph, name: str, up: str, ws: int, source: str,
                   "   sdot, AVX-VNNI: the CPU has it), 0 when they run on the library's base ISA",
                   "   (plain NEON, AVX2); the CPU is asked once. */",
                   f"int {name}_dot_product_kernels(void);", ""]
+    lines += io_declarations(name)
+    lines += ["#ifdef __cplusplus", "}", "#endif", f"#endif /* {up}_H */", ""]
+    return "\n".join(lines)
+
+
+def io_defines(graph: Graph, up: str) -> list[str]:
+    """The header's macros of each input and output: name, dtype, rank, shape, size."""
+    lines = []
+    for kind, vals in (("INPUT", graph.inputs), ("OUTPUT", graph.outputs)):
+        for i, v in enumerate(vals):
+            p = f"{up}_{kind}{i}"
+            lines += [f"/* {kind.lower()} {i}: {c_comment(v.name)} {v.type} */",
+                      f"#define {p}_NAME  {c_string(v.name)}",
+                      f"#define {p}_DTYPE EDGEC_DTYPE_{v.dtype.name}",
+                      f"#define {p}_RANK  {len(v.shape)}",
+                      f"#define {p}_SHAPE {_dims(v)}",
+                      f"#define {p}_SIZE  {v.type.numel}  /* elements */",
+                      f"#define {p}_BYTES {v.type.nbytes}", ""]
+    return lines
+
+
+def io_declarations(name: str) -> list[str]:
+    """The header's declarations of io_functions."""
+    lines = []
     for kind in ("input", "output"):
         lines += [f"/* {kind} i: name, dtype (EDGEC_DTYPE_*), rank, shape, size in bytes */",
                   f"const char *{name}_{kind}_name(int i);", f"int {name}_{kind}_dtype(int i);",
                   f"int {name}_{kind}_rank(int i);", f"const int64_t *{name}_{kind}_shape(int i);",
                   f"size_t {name}_{kind}_bytes(int i);", ""]
-    lines += ["#ifdef __cplusplus", "}", "#endif", f"#endif /* {up}_H */", ""]
-    return "\n".join(lines)
+    return lines

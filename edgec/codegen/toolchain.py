@@ -6,14 +6,16 @@ environment's CC and AR override only the host's tools.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import EdgecError, ToolchainError
-from ..targets.target import Target
+from ..targets.target import Target, get_target
 
 # `edgec compile --sanitize`: AddressSanitizer and UndefinedBehaviorSanitizer, the first
 # finding fatal; -O1 (the sanitizers' customary level) builds a model's C 2-3x faster than -O3
@@ -114,7 +116,7 @@ def find_nvcc() -> tuple[str, list[str]]:
     itself); a ToolchainError that says how to install one."""
     on_path = shutil.which("nvcc")
     if on_path is not None:
-        return on_path, []
+        return on_path, [f"-L{d}" for d in _runtime_dirs(on_path)]
     try:
         import nvidia
 
@@ -129,8 +131,28 @@ def find_nvcc() -> tuple[str, list[str]]:
                          "'edgec[cuda]'`)")
 
 
+@functools.cache
+def _runtime_dirs(nvcc: str) -> list[str]:
+    """The folders of `nvcc`'s libraries that hold the static CUDA runtime, as its own link
+    step names them (`nvcc --dryrun`), for an app that links with the C compiler."""
+    res = subprocess.run([nvcc, "--dryrun", "-o", "edgec_probe", "edgec_probe.cu"],
+                         capture_output=True, text=True)
+    line = next((x for x in (res.stdout + res.stderr).splitlines()
+                 if x.startswith("#$ LIBRARIES=")), "")
+    dirs = [t[2:] for t in (d.strip('"') for d in line.split()) if t.startswith("-L")]
+    return [os.path.normpath(d) for d in dirs if (Path(d) / "libcudart_static.a").exists()]
+
+
+def check_gpu_archs(archs: Sequence[str]) -> None:
+    """A ToolchainError for a GPU architecture that is not nvcc's sm_XY."""
+    bad = [a for a in archs if not re.fullmatch(r"sm_[0-9]{2,3}[a-z]?", a)]
+    if bad:
+        raise ToolchainError(f"GPU architecture {bad[0]!r}: nvcc takes sm_XY, such as sm_80 "
+                             "(A100) or sm_90 (H100)")
+
+
 def nvcc_compile(source: str, workdir: Path, archs: Sequence[str] = ("sm_90",),
-                 out: str | None = None, link: bool = False) -> str:
+                 out: str | None = None, link: bool = False, extra: Sequence[str] = ()) -> str:
     """Compile the CUDA source `source` (relative to `workdir`) for the GPU architectures
     `archs` (with their PTX, so newer GPUs take it too) to an object, or with `link` to a
     program linked against the static CUDA runtime; returns the output's name."""
@@ -138,5 +160,30 @@ def nvcc_compile(source: str, workdir: Path, archs: Sequence[str] = ("sm_90",),
     gencode = [f"-gencode=arch=compute_{a[3:]},code=[{a},compute_{a[3:]}]" for a in archs]
     out = out or Path(source).with_suffix("" if link else ".o").name
     mode = ["-cudart", "static", *link_flags] if link else ["-c"]
-    _run([nvcc, *NVCC_FLAGS, *gencode, *mode, source, "-o", out], workdir)
+    check_gpu_archs(archs)
+    _run([nvcc, *NVCC_FLAGS, *gencode, *mode, *extra, source, "-o", out], workdir)
     return out
+
+
+def cuda_link_flags() -> list[str]:
+    """What an app adds after a CUDA library's libNAME.a when it links: the static CUDA
+    runtime (from the wheels' folder where nvcc is theirs) and what it needs."""
+    return [*find_nvcc()[1], "-lcudart_static", "-ldl", "-lrt", "-pthread", "-lstdc++", "-lm"]
+
+
+def build_cuda(target: Target, name: str, workdir: Path, archs: Sequence[str]) -> None:
+    """libNAME.a of a CUDA library's NAME.cu (nvcc, position-independent so that the loader
+    can make a shared object of it) and NAME_weights.S (the host's assembler)."""
+    cu = nvcc_compile(f"{name}.cu", workdir, archs, extra=("-Xcompiler", "-fPIC"))
+    weights = compile_objects(get_target("c-generic"), [f"{name}_weights.S"], workdir)
+    archive([cu, *weights], f"lib{name}.a", workdir)
+    for o in (cu, *weights):
+        (workdir / o).unlink(missing_ok=True)
+
+
+def cuda_shared_object(lib: str, so: str, workdir: Path, links: Sequence[str]) -> None:
+    """A shared object of a CUDA library's libNAME.a (its objects are position-independent)
+    and the static CUDA runtime, for the Python loader."""
+    cxx = find_tool("g++", "the loader links CUDA libraries with it: `apt-get install g++`")
+    _run([cxx, "-shared", "-o", so, "-Wl,--whole-archive", lib, "-Wl,--no-whole-archive",
+          *links], workdir)

@@ -60,7 +60,8 @@ def cmd_compile(a) -> None:
         accuracy_budget=a.accuracy_budget, quantize_methods=a.quantize_method or (),
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
-        tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()))
+        tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()),
+        gpu_arch=a.gpu_arch)
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
@@ -232,6 +233,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--cpu", choices=sorted(MICROARCHS),
                    help="the CPU family the library will run on, whose measured costs the "
                         "cost models use (default: this machine's, where it runs the target)")
+    c.add_argument("--gpu-arch", type=lambda t: tuple(a.strip() for a in t.split(",") if a),
+                   default=(), metavar="SM,...",
+                   help="--target cuda: the GPU architectures to build for, such as "
+                        "sm_80,sm_90 (default: sm_90, with its PTX)")
     c.add_argument("--emit-kernels", action="store_true",
                    help="also write OUT/NAME.kernels.txt: the program IR and every kernel in "
                         "edgec's kernel IR, as text")

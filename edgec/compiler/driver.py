@@ -20,13 +20,17 @@ from typing import IO
 import numpy as np
 
 from .. import __version__
+from ..codegen.cuda_library import generate_cuda
 from ..codegen.library import generate
 from ..codegen.toolchain import (
     SANITIZE_CFLAGS,
     SANITIZE_LINK_FLAGS,
     archive,
+    build_cuda,
+    check_gpu_archs,
     check_sanitizable,
     compile_objects,
+    cuda_link_flags,
 )
 from ..errors import EdgecError, UnsupportedOpError
 from ..ir.dtypes import DType
@@ -81,18 +85,40 @@ def load_graph(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     return import_onnx(model, input_shapes=input_shapes, name=name)
 
 
+def _check_gpu_options(opt: CompileOptions, tgt) -> None:
+    """An EdgecError for an option the target cannot take: CPU-only options with a CUDA
+    target, --gpu-arch without one."""
+    if tgt.gpu is None:
+        if opt.gpu_arch:
+            raise EdgecError(f"--gpu-arch is for --target cuda, not {tgt.name}")
+        return
+    check_gpu_archs(opt.gpu_arch)
+    if opt.backend != "c":
+        raise EdgecError(f"--backend {opt.backend} builds CPU code; a CUDA target's kernels "
+                         "are built by nvcc from the CUDA renderer: leave --backend out")
+    for given, flag, why in ((opt.sanitize, "--sanitize", "run compute-sanitizer on the GPU "
+                              "machine instead"),
+                             (opt.compress, "--compress", "the weights are uploaded as they "
+                              "are")):
+        if given:
+            raise EdgecError(f"{flag} is for CPU targets: {why}")
+
+
 def link_flags(threads: bool, sanitize: bool = False) -> list[str]:
     """What an app adds after libNAME.a when it links (a sanitized library: the sanitizers'
     runtimes too)."""
     return [*(SANITIZE_LINK_FLAGS if sanitize else ()), "-lm", *(["-pthread"] if threads else [])]
 
 
-def package_files(name: str, threads: bool, source: str = "",
-                  sanitize: bool = False) -> dict[str, str]:
+def package_files(name: str, threads: bool, source: str = "", sanitize: bool = False,
+                  links: Sequence[str] | None = None) -> dict[str, str]:
     """The artifact's CMake package config (NAMEConfig.cmake, NAMEConfigVersion.cmake: an
     imported target NAME::NAME) and pkg-config file (NAME.pc), with paths relative to the
-    folder they are in, so that it can be moved whole."""
-    libs = " ".join(link_flags(threads, sanitize))
+    folder they are in, so that it can be moved whole; `links`: what an app links after the
+    library (default: link_flags)."""
+    given = links is not None  # a CUDA library's: the CUDA runtime and what it needs
+    links = list(links) if given else link_flags(threads, sanitize)
+    libs = " ".join(links)
     about = "".join(ch if " " <= ch <= "~" and ch not in "#$\\" else "_" for ch in source)
     threads_cmake = ["  include(CMakeFindDependencyMacro)", "  find_dependency(Threads)",
                      f"  set_property(TARGET {name}::{name} APPEND PROPERTY",
@@ -113,6 +139,8 @@ def package_files(name: str, threads: bool, source: str = "",
         *threads_cmake,
         *([f"  set_property(TARGET {name}::{name} APPEND PROPERTY INTERFACE_LINK_OPTIONS",
            f"               {' '.join(SANITIZE_LINK_FLAGS)})"] if sanitize else []),
+        *([f"  set_property(TARGET {name}::{name} APPEND PROPERTY INTERFACE_LINK_OPTIONS",
+           f"               {' '.join(links)})"] if given else []),
         "  if(NOT WIN32)",
         f"    set_property(TARGET {name}::{name} APPEND PROPERTY INTERFACE_LINK_LIBRARIES m)",
         "  endif()",
@@ -421,6 +449,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     tgt = get_target(opt.target, opt.cpu)
     if opt.sanitize:
         check_sanitizable(tgt, opt.backend)
+    _check_gpu_options(opt, tgt)
     name = opt.name or default_name(graph.name)
     missing = unsupported_kernels(graph.nodes)
     if missing:
@@ -457,9 +486,14 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         pass_report = run(graph, steps)
     plan = graph.record.need("memory_plan", "code generation")
     t_passes = time.perf_counter()
-    src = generate(graph, plan, tgt, name, source, threads=opt.threads, backend=opt.backend,
-                   compress=opt.compress, sanitize=opt.sanitize,
-                   emit_kernels=opt.emit_kernels, strategies=opt.strategy)
+    cuda = tgt.gpu is not None
+    if cuda:
+        src = generate_cuda(graph, plan, tgt, name, source, emit_kernels=opt.emit_kernels,
+                            strategies=opt.strategy)
+    else:
+        src = generate(graph, plan, tgt, name, source, threads=opt.threads,
+                       backend=opt.backend, compress=opt.compress, sanitize=opt.sanitize,
+                       emit_kernels=opt.emit_kernels, strategies=opt.strategy)
 
     out = Path(out_dir)
     try:
@@ -475,11 +509,19 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     if src.kernel_ir is not None:
         (out / f"{name}.kernels.txt").write_text(src.kernel_ir)
     t_codegen = time.perf_counter()
-    objects = compile_objects(tgt, src.c_sources, out, SANITIZE_CFLAGS if opt.sanitize else ())
-    archive(objects + src.objects, f"lib{name}.a", out, tgt)
-    for o in objects:
-        (out / o).unlink(missing_ok=True)
-    for fname, content in package_files(name, opt.threads, source, opt.sanitize).items():
+    archs = tuple(opt.gpu_arch) or (tgt.gpu.archs if cuda else ())
+    if cuda:
+        build_cuda(tgt, name, out, archs)
+        links = cuda_link_flags()
+    else:
+        objects = compile_objects(tgt, src.c_sources, out,
+                                  SANITIZE_CFLAGS if opt.sanitize else ())
+        archive(objects + src.objects, f"lib{name}.a", out, tgt)
+        for o in objects:
+            (out / o).unlink(missing_ok=True)
+        links = link_flags(opt.threads, opt.sanitize)
+    for fname, content in package_files(name, opt.threads, source, opt.sanitize,
+                                        links).items():
         (out / fname).write_text(content)
     t_build = time.perf_counter()
 
@@ -496,7 +538,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         "threads": opt.threads,
         # built with AddressSanitizer and UndefinedBehaviorSanitizer (--sanitize)
         "sanitize": opt.sanitize,
-        "link_flags": link_flags(opt.threads, opt.sanitize),
+        "link_flags": links,
         "pipeline": pipeline,
         "inputs": [io(v) for v in graph.inputs],
         "outputs": [io(v) for v in graph.outputs],
@@ -522,6 +564,8 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         "cmake_config": f"{name}Config.cmake",
         "pkg_config": f"{name}.pc",
     }
+    if cuda:  # the GPU architectures the library carries code for
+        manifest["gpu_archs"] = list(archs)
     timing = {"import": round(t_import - t0, 4), "passes": round(t_passes - t_import, 4),
               "codegen": round(t_codegen - t_passes, 4), "build": round(t_build - t_codegen, 4),
               "total": round(t_build - t0, 4)}

@@ -42,6 +42,8 @@ class CompileOptions:
     cpu: str | None = None
     tune: bool | None = None
     emit_kernels: bool = False
+    # a CUDA target's GPU architectures (nvcc's sm_XY); () for the target's own
+    gpu_arch: Sequence[str] = ()
     # {node name: "KIND{k=v,...}" (or a lowering.strategies Forced / Candidate)}: the
     # strategy that builds the node's kernel, instead of the chooser's
     strategy: Mapping[str, Any] = field(default_factory=dict)

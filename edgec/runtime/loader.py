@@ -62,7 +62,7 @@ class CompiledModel:
     """A loaded artifact: `.run({name: array}) -> {name: array}`."""
 
     def __init__(self, out_dir):
-        from ..codegen.toolchain import shared_object
+        from ..codegen.toolchain import cuda_shared_object, shared_object
         from ..targets.target import get_target
 
         self.out_dir = Path(out_dir)
@@ -81,9 +81,14 @@ class CompiledModel:
         build = self.out_dir / ".build"
         build.mkdir(exist_ok=True)
         so = build / f"{self.name}-{digest.hexdigest()[:12]}.so"
+        cuda = bool(self.manifest.get("gpu_archs"))
         if not so.exists():
-            shared_object(get_target(self.manifest["target"]), sources, str(so.resolve()),
-                          self.out_dir, self.manifest.get("link_flags", ["-lm", "-pthread"]))
+            if cuda:
+                cuda_shared_object(self.manifest["library"], str(so.resolve()), self.out_dir,
+                                   self.manifest["link_flags"])
+            else:
+                shared_object(get_target(self.manifest["target"]), sources, str(so.resolve()),
+                              self.out_dir, self.manifest.get("link_flags", ["-lm", "-pthread"]))
         self._lib = ctypes.CDLL(str(so.resolve()))
         self._run = getattr(self._lib, f"{self.name}_run")
         self._run.restype = ctypes.c_int
@@ -91,6 +96,8 @@ class CompiledModel:
         status = getattr(self._lib, f"{self.name}_status_string")
         status.restype = ctypes.c_char_p
         self._status = status
+        if cuda:
+            self._init_device()
         self._workspace = _aligned_empty(self.manifest["workspace_bytes"])
         self._set_threads = getattr(self._lib, f"{self.name}_set_num_threads", None)
         dot = getattr(self._lib, f"{self.name}_dot_product_kernels", None) \
@@ -176,6 +183,21 @@ class CompiledModel:
                 return None
             arrays.append(a)
         return arrays
+
+    def _init_device(self) -> None:
+        """A CUDA library's NAME_init: the device arena and the weights' upload, or an
+        EdgecError that says why it cannot run here."""
+        init = getattr(self._lib, f"{self.name}_init")
+        init.restype = ctypes.c_int
+        status = init()
+        if status != 0:
+            why = getattr(self._lib, f"{self.name}_cuda_error")
+            why.restype = ctypes.c_char_p
+            raise EdgecError(f"{self.out_dir} is a CUDA library "
+                             f"({', '.join(self.manifest['gpu_archs'])}) and cannot run here: "
+                             f"{self._status(status).decode()} (CUDA: {why().decode()}); run "
+                             "it on a machine with an NVIDIA GPU and a driver for CUDA 13.0, or "
+                             "compile the model for a CPU target")
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         arrays = self._fast_inputs(feeds)

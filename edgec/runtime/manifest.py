@@ -87,6 +87,8 @@ SCHEMA = {
         "quantization": {"type": "object"},
         "report_html": _STR,
         "sparse_timed": {"type": "array", "items": _TIMED},
+        # a CUDA library's GPU architectures (nvcc's sm_XY); absent or [] for a CPU target
+        "gpu_archs": _STRS,
     }),
 }
 

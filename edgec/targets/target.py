@@ -127,6 +127,29 @@ class Rates:
 
 
 @dataclass(frozen=True)
+class GpuUnit:
+    """What a GPU offers its kernels (kernel_ir/gpu.py launches within these): streaming
+    multiprocessors, shared memory a block may take, threads per warp and per block, 32-bit
+    registers per multiprocessor, and the architectures the library is built for (nvcc's
+    sm_XY, each with its PTX so that newer GPUs take it too)."""
+
+    name: str
+    sms: int
+    shared_per_block: int  # bytes, without opting in to more
+    warp: int = 32
+    max_threads_per_block: int = 1024
+    registers_per_sm: int = 65536
+    archs: tuple[str, ...] = ("sm_90",)
+
+
+# the GPUs edgec knows; the default is the H100 (SXM) the GPU checks run on
+GPU_UNITS: dict[str, GpuUnit] = {g.name: g for g in (
+    GpuUnit("h100", 132, 48 * 1024, archs=("sm_90",)),
+    GpuUnit("a100", 108, 48 * 1024, archs=("sm_80",)),
+)}
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     arch: str  # "x86_64", "generic"
@@ -152,6 +175,7 @@ class Target:
     uarch: str = ""
     tiles: Tiles = Tiles()
     rates: Rates = Rates()
+    gpu: GpuUnit | None = None  # a GPU target's device (arch "cuda")
 
     @property
     def cross(self) -> bool:
@@ -210,6 +234,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            frozenset({"neon", "vfpv4"}), 16, "32-bit Armv7-A with NEON and VFPv4 (hard float)",
            "neon-armv7", ar="arm-linux-gnueabihf-ar", package="gcc-arm-linux-gnueabihf",
            emulator=("qemu-arm", "-L", "/usr/arm-linux-gnueabihf")),
+    # NVIDIA GPUs through CUDA: scalar kernels bound to grids of thread blocks
+    # (kernel_ir/gpu.py), built by nvcc 13.0 (codegen/toolchain.py) for --gpu-arch
+    Target("cuda", "cuda", "nvcc", (), frozenset({"cuda"}), 4,
+           "NVIDIA GPUs through CUDA 13.0 (sm_90 by default; --gpu-arch)",
+           package="pip install 'edgec[cuda]'", gpu=GPU_UNITS["h100"]),
 )}
 
 

@@ -9,14 +9,19 @@ for the GPU machine (issue 33)."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 import subprocess
 
 import numpy as np
 import pytest
+from convnets import onnxruntime_outputs, random_feeds
 from kernel_ir.test_gpu_constructs import K, M, N, T, tiled_gemm
 from lowering.test_kernels_interpreted import BY_OP, load_node_test, pipelined
+from test_control_flow import control_flow_model
 
+import edgec
+from edgec import zoo
 from edgec.codegen.renderers.cuda import CudaRenderer
 from edgec.codegen.toolchain import find_nvcc, nvcc_compile
 from edgec.errors import EdgecError
@@ -245,3 +250,88 @@ def test_without_a_gpu_a_launch_returns_the_error(tmp_path):
     run = subprocess.run([str(tmp_path / exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.strip() in ("error", "device"), run
 
+
+
+# -- the CUDA library: edgec compile --target cuda ---------------------------------------------
+
+def cuda_program(model, name: str):
+    """The program `edgec compile --target cuda` builds for `model`, bound as its library is."""
+    from edgec.compiler.driver import load_graph
+    from edgec.passes import default_pipeline, run_pipeline
+
+    g = load_graph(model)
+    run_pipeline(g, default_pipeline(1, 16), out=io.StringIO())
+    prog = build_program(g, g.record.memory_plan, get_target("cuda"), name, f"{name}_")
+    return dataclasses.replace(prog, body=bind_program(prog.body))
+
+
+@pytest.mark.cross
+def test_a_model_becomes_a_cuda_library_an_app_links(tmp_path):
+    """tiny_cnn for sm_80 and sm_90: the library and its header; its program, bound as the
+    library's is, computes what onnxruntime does (on the interpreter); a C app linked with
+    the manifest's flags gets EDGEC_ERR_NO_DEVICE from init and run where there is no GPU,
+    and edgec.load says why it cannot run the library."""
+    model = zoo.tiny_cnn()
+    out = tmp_path / "lib"
+    art = edgec.compile(model, out, name="tiny", target="cuda", gpu_arch=("sm_80", "sm_90"))
+    m = art.manifest
+    assert m["gpu_archs"] == ["sm_80", "sm_90"] and m["workspace_bytes"] == 0
+    assert (out / "libtiny.a").exists() and "-lcudart_static" in m["link_flags"]
+    header = (out / "tiny.h").read_text()
+    for decl in ("int tiny_init(void);", "void tiny_release(void);",
+                 "int tiny_run_device(const void *const *d_inputs, void *const *d_outputs, "
+                 "struct CUstream_st *stream);"):
+        assert decl in header
+    feeds = random_feeds(model)
+    got = run_program(cuda_program(model, "tiny"), feeds)
+    for name, want in onnxruntime_outputs(model, feeds).items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-4, atol=1e-5)
+
+    (out / "app.c").write_text(APP)
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "app.c", "-o", "app",
+                    "-L.", "-ltiny", *m["link_flags"]], cwd=out, check=True)
+    run = subprocess.run(["./app"], cwd=out, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run
+    gpu = run.stdout.startswith("0 ")
+    if not gpu:
+        assert run.stdout.splitlines() == [
+            "6 no CUDA device: this machine has no NVIDIA GPU, or no driver for CUDA 13.0"] * 2
+        with pytest.raises(EdgecError, match="is a CUDA library \\(sm_80, sm_90\\) and cannot "
+                                             "run here: no CUDA device"):
+            edgec.load(out)
+
+
+APP = """#include <stdio.h>
+#include "tiny.h"
+int main(void)
+{
+    static float x[TINY_INPUT0_SIZE], y[TINY_OUTPUT0_SIZE];
+    const void *in[] = {x};
+    void *out[] = {y};
+    int s = tiny_init();
+    printf("%d %s\\n", s, tiny_status_string(s));
+    s = tiny_run(in, out, NULL);
+    printf("%d %s\\n", s, tiny_status_string(s));
+    tiny_release();
+    return s == EDGEC_OK || s == EDGEC_ERR_NO_DEVICE ? 0 : 1;
+}
+"""
+
+
+def test_what_a_cuda_target_refuses(tmp_path):
+    model = zoo.mlp()
+    for options, message in (
+            ({"backend": "llvm"}, "--backend llvm builds CPU code"),
+            ({"compress": True}, "--compress is for CPU targets"),
+            ({"sanitize": True}, "--sanitize"),
+            ({"gpu_arch": ("90",)}, "GPU architecture '90': nvcc takes sm_XY")):
+        with pytest.raises(EdgecError, match=message):
+            edgec.compile(model, tmp_path / "x", target="cuda", **options)
+    with pytest.raises(EdgecError, match="--gpu-arch is for --target cuda, not x86"):
+        edgec.compile(model, tmp_path / "y", target="x86", gpu_arch=("sm_90",))
+
+
+def test_control_flow_is_refused_with_its_reason(tmp_path):
+    with pytest.raises(EdgecError, match="the CUDA target runs straight-line models so far; "
+                                         "this one has control flow"):
+        edgec.compile(control_flow_model(), tmp_path / "z", target="cuda")

@@ -122,6 +122,9 @@ static inline const char *edgec_status_string(int status)
         return "a Loop ended before its trip count; edgec compiles fixed-count loops only";
     case EDGEC_ERR_CORRUPT_WEIGHTS:
         return "the library's coded weights do not decode: its data is damaged; rebuild it";
+    case EDGEC_ERR_NO_DEVICE:
+        return "no CUDA device: this machine has no NVIDIA GPU, or no driver for CUDA 13.0";
+    case EDGEC_ERR_CUDA: return "a CUDA call failed (NAME_cuda_error() says which)";
     default: return "unknown status";
     }
 }

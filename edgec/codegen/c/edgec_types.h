@@ -15,6 +15,8 @@ enum edgec_status {
     EDGEC_ERR_MISALIGNED = 2,        /* workspace is not aligned to NAME_WORKSPACE_ALIGN bytes */
     EDGEC_ERR_THREADS = 3,           /* the thread pool could not be started */
     EDGEC_ERR_LOOP_EXIT = 4,         /* a Loop's condition turned false before its trip count */
-    EDGEC_ERR_CORRUPT_WEIGHTS = 5    /* the coded weights (--compress) do not decode */
+    EDGEC_ERR_CORRUPT_WEIGHTS = 5,   /* the coded weights (--compress) do not decode */
+    EDGEC_ERR_NO_DEVICE = 6,         /* a CUDA library: no GPU (or no driver) to run on */
+    EDGEC_ERR_CUDA = 7               /* a CUDA library: a CUDA call failed (NAME_cuda_error) */
 };
 #endif

@@ -4,9 +4,10 @@ GPU changes.
 A kernel becomes one `__global__` function per launch (kernel_ir/gpu.py: a nest of grid loops
 around the block's shared arrays and a nest of block loops; `bind_threads` makes one of a CPU
 lowering's kernel) and a host function of the kernel's name and parameters plus a
-`cudaStream_t` (extern "C"), which launches them in order on the stream and returns the
-launch's `cudaError_t`. Grid loop variables are `blockIdx`, block loop variables `threadIdx` (the
-innermost loop is x), shared arrays `__shared__`, a `Barrier` is `__syncthreads()`: the block's
+`cudaStream_t` (extern "C", or static in a library), which launches them in order on the
+stream and returns the launch's `cudaError_t`. Grid loop variables are `blockIdx`, block
+loop variables `threadIdx` (the innermost loop is x), shared arrays `__shared__`, a
+`Barrier` is `__syncthreads()`: the block's
 threads run its body themselves, so nothing is split at barriers as on a CPU. A kernel that
 another calls (a micro-kernel) is a `__device__` function. The preamble defines the runtime's
 scalar helpers for the device (`edgec_mulshift`, and exp and tanh printed from their kernel-IR
@@ -54,6 +55,7 @@ class CudaRenderer(CRenderer):
     types = CUDA_TYPES
     restrict = "__restrict__"
     function_prefix = "static __device__ void"
+    launcher_prefix = 'extern "C"'  # the host functions that launch a kernel
 
     def __init__(self) -> None:
         super().__init__(None)
@@ -114,7 +116,7 @@ class CudaRenderer(CRenderer):
         params = ", ".join([*(self.param(b) for b in k.params), "cudaStream_t stream"])
         parts.append("\n".join([
             f"/* {doc}: its launches in order on `stream` */",
-            f"extern \"C\" cudaError_t {k.name}({params})", "{", *calls,
+            f"{self.launcher_prefix} cudaError_t {k.name}({params})", "{", *calls,
             "    return cudaGetLastError();", "}"]))
         return "\n\n".join(parts)
 
