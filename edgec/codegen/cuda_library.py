@@ -28,6 +28,7 @@ from .. import __version__
 from ..errors import EdgecError
 from ..ir.graph import Graph
 from ..kernel_ir.gpu import bind_program, kernels_of
+from ..kernel_ir.gpu import launches as launches_of
 from ..kernel_ir.program import Launch, Program, Ref
 from ..kernel_ir.program_printer import print_program
 from ..lowering.program import build_program
@@ -191,6 +192,9 @@ def generate_cuda(graph: Graph, plan, target: Target, name: str, source: str = "
     src.weights_bytes = sum(v.const.nbytes for _, v in prog.weights)
     src.kernels = prog.kernels
     src.strategies = prog.strategies
+    src.gpu_launches = [{"kernel": op.kernel.name, "blocks": _threads(launch.grid),
+                         "threads": _threads(launch.block)}
+                        for op in body for launch in launches_of(op.kernel)]
     bound = Program(prog.name, prog.inputs, prog.outputs, prog.workspace_bytes, prog.weights,
                     body, prog.strategies, prog.kernels)
     src.kernel_ir = print_program(bound) if emit_kernels else None
@@ -228,3 +232,12 @@ def _header(graph: Graph, name: str, up: str, device_bytes: int, source: str) ->
              f"const char *{name}_version(void);", "", *io_declarations(name),
              "#ifdef __cplusplus", "}", "#endif", f"#endif /* {up}_H */", ""]
     return "\n".join(lines)
+
+
+def _threads(loops) -> int:
+    """The blocks of a grid, or the threads of a block: the product of its loops' extents
+    (each a constant: the program's shapes are static)."""
+    n = 1
+    for loop in loops:
+        n *= int(loop.extent.field("value"))
+    return n

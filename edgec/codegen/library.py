@@ -65,6 +65,8 @@ class Sources:
     kernel_ir: str | None = None  # the program and its kernels as text (emit_kernels)
     coded_bytes: int | None = None  # --compress: the coded weights' bytes
     weights_buffer_bytes: int = 0  # --compress: the static buffer they are decoded into
+    # a CUDA library's launches per run, in order: {"kernel", "blocks", "threads"}
+    gpu_launches: list[dict] = field(default_factory=list)
 
 
 class CBackend:

@@ -564,8 +564,9 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         "cmake_config": f"{name}Config.cmake",
         "pkg_config": f"{name}.pc",
     }
-    if cuda:  # the GPU architectures the library carries code for
+    if cuda:  # the GPU architectures the library carries code for, and its launches
         manifest["gpu_archs"] = list(archs)
+        manifest["gpu_launches"] = src.gpu_launches
     timing = {"import": round(t_import - t0, 4), "passes": round(t_passes - t_import, 4),
               "codegen": round(t_codegen - t_passes, 4), "build": round(t_build - t_codegen, 4),
               "total": round(t_build - t0, 4)}
@@ -609,6 +610,7 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
     lines += [f"  {s['node']} {s['op']}: {Candidate.from_record(s['choice']).text()}"
               f"{' (forced)' if s['forced'] else ''}: {_strategy_text(s)}"
               for s in manifest["kernel_strategies"]]
+    lines += _launch_lines(manifest.get("gpu_launches"))
     choices = strategy_lines(manifest)
     lines += ["", "strategy candidates (* the chosen; costs from the roofline model, "
               "lowering/strategies.py):", *("  " + x for x in choices)] if choices else []
@@ -625,6 +627,16 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
               "compile time: " + ", ".join(f"{k} {v:.3f}s"
                                            for k, v in timing.items())]
     return "\n".join(lines) + "\n"
+
+
+def _launch_lines(launches: list[dict] | None) -> list[str]:
+    """A CUDA library's launches per run: how many, and each kernel's blocks x threads."""
+    if not launches:
+        return []
+    one = sum(x["blocks"] * x["threads"] == 1 for x in launches)
+    return ["", f"GPU launches per run: {len(launches)} ({one} of a single thread; "
+                "blocks x threads each):",
+            *(f"  {x['kernel']}: {x['blocks']} x {x['threads']}" for x in launches)]
 
 
 def _weights_line(w: dict) -> str:

@@ -62,6 +62,7 @@ class KernelBuilder:
         self._stack: list[list] = [[]]
         self._used: dict[str, int] = {}
         self._issued: set[str] = set()
+        self.gpu_rows = False  # rows() makes a parallel loop of every row (a GPU's threads)
 
     def _fresh(self, base: str) -> str:
         """`base`, or `base` with a number appended, never a name issued before."""
@@ -154,7 +155,13 @@ class KernelBuilder:
         """A loop over `count` independent rows of `per_row` elements of work each, handed to
         the thread pool in tasks of about TASK_ELEMENTS elements when the whole is at least
         PARALLEL_ELEMENTS and the loop is a top-level statement (an op in a Loop's body is
-        not); yields the row index."""
+        not); yields the row index. With `gpu_rows` (a GPU target's builder) every row of a
+        top-level loop is an iteration of its own parallel loop: a GPU thread each
+        (kernel_ir/gpu.py bind_threads)."""
+        if self.gpu_rows and count >= 2 and len(self._stack) == 1:
+            with self.loop(count, name, kind=LoopKind.PARALLEL) as r:  # a GPU thread a row
+                yield r
+            return
         chunk = max(1, TASK_ELEMENTS // max(per_row, 1))
         tasks = -(-count // chunk)
         if count * per_row < PARALLEL_ELEMENTS or tasks < 2 or len(self._stack) != 1:

@@ -66,6 +66,7 @@ class NodeKernelBuilder(KernelBuilder):
         super().__init__(name, doc)
         self.bindings: list[Value] = []
         self.target = target if target is not None else get_target("c-generic")
+        self.gpu_rows = self.target.gpu is not None
         self.strategy = ""
         self.forced = forced
         self.candidates: tuple[Candidate, ...] = ()

@@ -38,6 +38,7 @@ class Kind(enum.Enum):
     CONV_POINTWISE = "conv-pointwise"  # a 1x1 convolution as GEMM tiles over pixels
     CONV_TILES = "conv-tiles"  # register tiles of output channels x pixels
     CONV_ROWS = "conv-rows"  # a row at a time, accumulated in the output
+    CONV_THREADS = "conv-threads"  # a GPU's: one thread an output element
     # blocked (NCHWc) float convolutions (kernels/blocked.py)
     BLOCKED_CONV = "blocked-conv"
     BLOCKED_DEPTHWISE = "blocked-depthwise"

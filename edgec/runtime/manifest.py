@@ -89,6 +89,9 @@ SCHEMA = {
         "sparse_timed": {"type": "array", "items": _TIMED},
         # a CUDA library's GPU architectures (nvcc's sm_XY); absent or [] for a CPU target
         "gpu_archs": _STRS,
+        # its kernels' launches per run, in order
+        "gpu_launches": {"type": "array", "items": _object(
+            {"kernel": _STR, "blocks": _INT, "threads": _INT})},
     }),
 }
 

@@ -183,8 +183,11 @@ def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
         epi.addends.append((Operand(kb.bind(residual, "z"), ys), 1.0))
     y = kb.bind(node.outputs[0], "y")
     kb.strategy = {Kind.CONV_POINTWISE: "pointwise conv as GEMM tiles",
-                   Kind.CONV_TILES: "conv register tiles", Kind.CONV_ROWS: "conv rows"}[c.kind]
-    if c.kind is Kind.CONV_POINTWISE:
+                   Kind.CONV_TILES: "conv register tiles", Kind.CONV_ROWS: "conv rows",
+                   Kind.CONV_THREADS: "conv, a GPU thread an output"}[c.kind]
+    if c.kind is Kind.CONV_THREADS:
+        _conv_threads(kb, geo, x, w, b, y, epi)
+    elif c.kind is Kind.CONV_POINTWISE:
         _conv_pointwise(kb, geo, x, w, b, y, epi, int(c["rows"]), int(c["depth"]),
                         int(c["tile"]))
     elif c.kind is Kind.CONV_TILES:
@@ -210,7 +213,7 @@ def conv_candidates(target: Target, geo: ConvGeometry, const_weights: bool,
     pw = const_w or ("" if geo.pointwise else "not a 1x1 convolution with stride 1 and no pads")
     tiles = const_w or (f"{geo.mg} output channels per group, fewer than half a tile "
                         f"(tile_m {t.conv_m})" if geo.mg < t.conv_m // 2 else "")
-    return [
+    cpu = [
         Candidate.of(Kind.CONV_POINTWISE,
                      {"rows": t.pointwise_rows, "depth": t.pointwise_depth,
                       **({"tile": pointwise_tile(geo.cg, geo.osp[0], itemsize,
@@ -226,6 +229,12 @@ def conv_candidates(target: Target, geo: ConvGeometry, const_weights: bool,
         Candidate.of(Kind.CONV_ROWS, {}, "",
                      roofline(target, macs, nbytes, max(1, min(lanes, geo.osp[-1]) // 2))),
     ]
+    if target.gpu is None:
+        return cpu
+    # a GPU's threads: the CPU forms would run their loops on one thread of it
+    gpu = "a GPU target: the CPU's loops would run on one thread (conv-threads)"
+    return [Candidate.of(Kind.CONV_THREADS),
+            *(Candidate.of(c.kind, dict(c.params), gpu) for c in cpu)]
 
 
 def pointwise_tile(cg: int, plane: int, itemsize: int = 4, l2: int = Caches().l2,
@@ -411,6 +420,34 @@ def _conv_tile_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buf
             # twice, identically) rather than being narrower
             with kb.loop(-(-inner // tile_p), "t") as t:
                 tile(named(kb, "ow", minimum(lo + t * tile_p, hi - tile_p)), tile_p, True)
+
+
+def _conv_threads(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,
+                  b: Buffer | None, y: Buffer, epi: Epilogue) -> None:
+    """A GPU's convolution: one thread an output element (`kb.rows`, a parallel loop that
+    bind_threads spreads over the grid), which sums its group's input channels times the
+    taps that fall inside the input, then applies the epilogue."""
+    cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
+    xs = row_major_strides((geo.n, geo.c, *geo.isp))
+    ws = row_major_strides((geo.m, cg, *ksz))
+    dims = (geo.n, geo.m, *osp)
+    with kb.rows(math.prod(dims), cg * math.prod(ksz), "o") as o:
+        coords = [named(kb, f"d{a}", o // stride % extent)
+                  for a, (stride, extent) in enumerate(zip(row_major_strides(dims), dims,
+                                                           strict=True))]
+        n, m, *oo = coords
+        acc = kb.local("acc", b[m] if b is not None else const(0, y.dtype))
+        with kb.loop(cg, "c") as c, kb.loops(list(ksz), [f"k{a}" for a in geo.names]) as kk:
+            ipos = [named(kb, f"i{a}", oi * s + k * d - p) for a, oi, k, s, d, p in
+                    zip(geo.names, oo, kk, geo.strides, geo.dil, geo.p0, strict=True)]
+            inside = None
+            for i, size in zip(ipos, geo.isp, strict=True):
+                cond = (i >= 0) & (i < size)
+                inside = cond if inside is None else inside & cond
+            with kb.if_(inside):
+                kb.assign(acc, acc + w[offset([m, c, *kk], ws)]
+                          * x[offset([n, m // mg * cg + c, *ipos], xs)])
+        kb.store(y, o, epi(kb, acc, coords))
 
 
 def _conv_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,

@@ -6,6 +6,7 @@ vectorizes, without reassociating any sum), then one pass applies the epilogue t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,6 +57,8 @@ def matmul_candidates(target: Target, a_v: Value, b_v: Value, y_v: Value,
     rows_reason = "" if not trans_b or (b_v.is_const and n_ > 1) else \
         "B is transposed and computed at run time" if not b_v.is_const else \
         "B is one transposed column"
+    if target.gpu is not None:  # a row's loops would run on one thread of it
+        rows_reason = "a GPU target: a thread per output (matmul-dots)"
     rows = Candidate.of(Kind.MATMUL_ROWS, {}, rows_reason, None if rows_reason else
                         roofline(target, macs, nbytes, max(1, min(lanes, n_) // 2)))
     dots = Candidate.of(Kind.MATMUL_DOTS, {}, "", roofline(target, macs, nbytes, 1))
@@ -107,6 +110,16 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     names = [f"b{d}" for d in range(len(batch))]
     dots = dots or trans_b
     kb.strategy = "matmul dot products" if dots else "matmul rows"
+    if dots and kb.gpu_rows:  # a GPU thread an output
+        dims = (*batch, m_, n_)
+        with kb.rows(math.prod(dims), k_, "o") as o:
+            *bi, i, j = [named(kb, nm, o // st % ext) for nm, st, ext in
+                         zip([*names, "i", "j"], row_major_strides(dims), dims, strict=True)]
+            acc = kb.local("acc", zero)
+            with kb.loop(k_, "k") as k:
+                kb.assign(acc, acc + a_at(bi, i, k) * b_at(bi, k, j))
+            kb.store(y, o, epi(kb, acc, out_coords(bi, i, j)))
+        return
     if dots:
         with kb.loops([*batch, m_, n_], [*names, "i", "j"]) as (*bi, i, j):
             acc = kb.local("acc", zero)
