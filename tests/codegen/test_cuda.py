@@ -2,9 +2,8 @@
 onto a grid of thread blocks, the interpreter runs the bound kernels (their block loops thread
 by thread) against the ONNX node tests' expected outputs while `find_races` (kernel_ir/races.py)
 watches every access for data races, and nvcc compiles the CUDA renderer's source of all of
-them, warnings as errors. The node tests' tensors are small, so most of their kernels are one
-thread's; a zoo model's convolutions and Gemm get a thread per output (conv-threads,
-matmul-dots), checked the same way. A program linked against the static CUDA runtime
+them, warnings as errors. Elementwise and row-wise ops, convolutions (conv-threads) and matrix
+products (matmul-dots) get a thread per output, the rest one thread. A program linked against the static CUDA runtime
 gets the launch's error, not a crash, where there is no GPU. Running the kernels on a GPU is
 for the GPU machine (issue 33)."""
 
@@ -178,8 +177,8 @@ TESTS = one_test_per_op()
 
 def bound_program(test: str, n: int):
     g, feeds, wants, names = load_node_test(test)
-    p = pipelined(g, "c-generic")
-    prog = build_program(p, p.record.memory_plan, get_target("c-generic"), "t", prefix=f"o{n}_")
+    p = pipelined(g, "cuda")
+    prog = build_program(p, p.record.memory_plan, get_target("cuda"), "t", prefix=f"o{n}_")
     return dataclasses.replace(prog, body=bind_program(prog.body)), feeds, wants, names
 
 

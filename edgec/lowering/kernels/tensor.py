@@ -73,6 +73,11 @@ def strided_copy(kb: NodeKernelBuilder, x: Buffer, y: Buffer,
         return
     dims = coalesce_strided(dims)
     ext = [n for n, _ in dims]
+    if kb.gpu_rows:  # a GPU thread an element
+        with kb.rows(math.prod(ext), 1, "e") as e:
+            vs = [e // st % n for st, n in zip(row_strides(ext), ext, strict=True)]
+            kb.store(y, e, x[_offset(base, vs, dims)])
+        return
     tiles = _transpose_tiles(dims, kb.target.tiles.transpose_tile_min)
     if tiles is None:
         names = ["i"] if len(dims) == 1 else [f"i{k}" for k in range(len(dims))]
