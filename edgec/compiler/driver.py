@@ -521,7 +521,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
             (out / o).unlink(missing_ok=True)
         links = link_flags(opt.threads, opt.sanitize)
     for fname, content in package_files(name, opt.threads, source, opt.sanitize,
-                                        links).items():
+                                        links if cuda else None).items():
         (out / fname).write_text(content)
     t_build = time.perf_counter()
 
