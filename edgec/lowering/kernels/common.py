@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +55,21 @@ def offset(coords: Sequence, strides: Sequence[int]) -> Expr:
         if s:
             e = e + c * s
     return e
+
+
+@contextmanager
+def independent_loops(kb: NodeKernelBuilder, extents: Sequence[int], names: Sequence[str],
+                      per: int):
+    """Nested loops over `extents` whose iterations write apart (`per` elements of work
+    each): on a GPU target one parallel loop over all of them, a thread each, its index
+    taken apart into the loop variables; elsewhere plain loops. Yields the variables."""
+    if not kb.gpu_rows:
+        with kb.loops(list(extents), list(names)) as vs:
+            yield vs
+        return
+    with kb.rows(math.prod(extents), per, "t") as t:
+        yield [named(kb, nm, t // st % ext) for nm, st, ext in
+               zip(names, row_major_strides(extents), extents, strict=True)]
 
 
 def parallel_split(n: int, grain: int = 16384, most: int = 64) -> tuple[int, int]:

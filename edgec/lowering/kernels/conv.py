@@ -49,6 +49,7 @@ from .common import (
     _axis_names,
     _letter,
     derived_constant,
+    independent_loops,
     named,
     offset,
     row_major_strides,
@@ -424,17 +425,15 @@ def _conv_tile_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, wp: Buf
 
 def _conv_threads(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,
                   b: Buffer | None, y: Buffer, epi: Epilogue) -> None:
-    """A GPU's convolution: one thread an output element (`kb.rows`, a parallel loop that
-    bind_threads spreads over the grid), which sums its group's input channels times the
+    """A GPU's convolution: one thread an output element (`independent_loops`, a parallel
+    loop that bind_threads spreads over the grid), which sums its group's input channels times the
     taps that fall inside the input, then applies the epilogue."""
     cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
     xs = row_major_strides((geo.n, geo.c, *geo.isp))
     ws = row_major_strides((geo.m, cg, *ksz))
     dims = (geo.n, geo.m, *osp)
-    with kb.rows(math.prod(dims), cg * math.prod(ksz), "o") as o:
-        coords = [named(kb, f"d{a}", o // stride % extent)
-                  for a, (stride, extent) in enumerate(zip(row_major_strides(dims), dims,
-                                                           strict=True))]
+    with independent_loops(kb, dims, ["n", "m", *(f"o{a}" for a in geo.names)],
+                           cg * math.prod(ksz)) as coords:
         n, m, *oo = coords
         acc = kb.local("acc", b[m] if b is not None else const(0, y.dtype))
         with kb.loop(cg, "c") as c, kb.loops(list(ksz), [f"k{a}" for a in geo.names]) as kk:
@@ -447,7 +446,7 @@ def _conv_threads(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer
             with kb.if_(inside):
                 kb.assign(acc, acc + w[offset([m, c, *kk], ws)]
                           * x[offset([n, m // mg * cg + c, *ipos], xs)])
-        kb.store(y, o, epi(kb, acc, coords))
+        kb.store(y, offset(coords, row_major_strides(dims)), epi(kb, acc, coords))
 
 
 def _conv_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,

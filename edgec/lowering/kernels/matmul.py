@@ -6,7 +6,6 @@ vectorizes, without reassociating any sum), then one pass applies the epilogue t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,6 +23,7 @@ from .common import (
     bind_operand,
     broadcast_strides,
     derived_constant,
+    independent_loops,
     named,
     offset,
     row_major_strides,
@@ -111,14 +111,11 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     dots = dots or trans_b
     kb.strategy = "matmul dot products" if dots else "matmul rows"
     if dots and kb.gpu_rows:  # a GPU thread an output
-        dims = (*batch, m_, n_)
-        with kb.rows(math.prod(dims), k_, "o") as o:
-            *bi, i, j = [named(kb, nm, o // st % ext) for nm, st, ext in
-                         zip([*names, "i", "j"], row_major_strides(dims), dims, strict=True)]
+        with independent_loops(kb, (*batch, m_, n_), [*names, "i", "j"], k_) as (*bi, i, j):
             acc = kb.local("acc", zero)
             with kb.loop(k_, "k") as k:
                 kb.assign(acc, acc + a_at(bi, i, k) * b_at(bi, k, j))
-            kb.store(y, o, epi(kb, acc, out_coords(bi, i, j)))
+            kb.store(y, offset([*bi, i, j], sy), epi(kb, acc, out_coords(bi, i, j)))
         return
     if dots:
         with kb.loops([*batch, m_, n_], [*names, "i", "j"]) as (*bi, i, j):

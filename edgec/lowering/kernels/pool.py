@@ -17,6 +17,7 @@ from ..lower import SCALARS, NodeKernelBuilder, kernel
 from .common import (
     _axis_names,
     _lowest,
+    independent_loops,
     named,
     offset,
     row_major_strides,
@@ -51,7 +52,8 @@ def _pool(kb: NodeKernelBuilder, node: Node, kind: str) -> None:
         return window(kb, f"k{names[i]}", o * strides[i], -pads[i], dil[i], isp[i], ksz[i],
                       bases)
 
-    with kb.loops([n_, c_, *osp[:-1]], ["n", "c", *(f"o{a}" for a in names[:-1])]) as vs:
+    with independent_loops(kb, [n_, c_, *osp[:-1]], ["n", "c", *(f"o{a}" for a in names[:-1])],
+                           osp[-1] * math.prod(ksz)) as vs:
         n, c, *oo = vs
         rng = [taps(i, o, "read") for i, o in enumerate(oo)]
         yrow = named(kb, "yrow", offset([n, c, *oo, 0], ys))
@@ -104,7 +106,7 @@ def _global_pool(kb: NodeKernelBuilder, node: Node, kind: str) -> None:
     x_v = node.inputs[0]
     rows, plane = math.prod(x_v.shape[:2]), math.prod(x_v.shape[2:])
     x, y = kb.bind(x_v, "x"), kb.bind(node.output, "y")
-    with kb.loop(rows, "r") as r:
+    with independent_loops(kb, [rows], ["r"], plane) as (r,):
         acc = kb.local("acc", x[r * plane] if kind == "max" else const(0, y.dtype))
         with kb.loop(plane - 1 if kind == "max" else plane, "p") as p:
             v = x[r * plane + p + (1 if kind == "max" else 0)]
