@@ -2,8 +2,9 @@
 onto a grid of thread blocks, the interpreter runs the bound kernels (their block loops thread
 by thread) against the ONNX node tests' expected outputs while `find_races` (kernel_ir/races.py)
 watches every access for data races, and nvcc compiles the CUDA renderer's source of all of
-them, warnings as errors. Elementwise and row-wise ops, pooling, strided copies, convolutions
-(conv-threads) and matrix products (matmul-dots) get a thread per output, the rest one thread.
+them, warnings as errors. Elementwise and row-wise ops, pooling, strided copies, Concat,
+Split, Gather, convolutions (conv-threads) and matrix products (matmul-dots) get a thread per
+output, the rest one thread.
 A program linked against the static CUDA runtime gets the launch's error, not a crash, where
 there is no GPU. Running the kernels on a GPU is
 for the GPU machine (issue 33)."""

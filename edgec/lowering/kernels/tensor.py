@@ -41,6 +41,7 @@ from ...kernel_ir.kernel import (
     select,
 )
 from ..lower import NodeKernelBuilder, kernel, operand, scalar
+from .common import independent_loops
 
 
 def row_strides(shape: Sequence[int]) -> list[int]:
@@ -252,7 +253,7 @@ def _rows(kb: NodeKernelBuilder, *, src: Buffer, src_row: int, src_off: int, dst
     """dst[o * dst_row + dst_off + j] = src[o * src_row + src_off + j] for j < width."""
     if outer == 0:
         return
-    with kb.loop(outer, "o") as o, kb.loop(width, "j") as j:
+    with independent_loops(kb, [outer, width], ["o", "j"], 1) as (o, j):
         kb.store(dst, o * dst_row + dst_off + j, src[o * src_row + src_off + j])
 
 
@@ -268,7 +269,7 @@ def gather_kernel(kb: NodeKernelBuilder, node: Node) -> None:
     m = idx.numel
     if outer * m * inner == 0:
         return
-    with kb.loop(outer, "o") as o, kb.loop(m, "k") as k:
+    with independent_loops(kb, [outer, m], ["o", "k"], inner) as (o, k):
         j0 = kb.local("j", cast(idx[k], INDEX))
         kb.assign(j0, select(j0 < 0, j0 + n, j0))
         kb.assign(j0, select(j0 < 0, 0, select(j0 >= n, n - 1, j0)))
