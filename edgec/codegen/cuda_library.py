@@ -50,7 +50,7 @@ class _Arena:
     output."""
 
     def __init__(self, prog: Program):
-        at = self.workspace = 0
+        self.workspace = 0  # the workspace first, then the rest, each ALIGN-aligned
         at = _align(prog.workspace_bytes)
         self.weights = {}
         for sym, v in prog.weights:

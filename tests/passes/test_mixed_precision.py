@@ -165,23 +165,33 @@ def test_greedy_choice_against_a_made_up_measurement():
     assert not m.met and not any("E" in f or "e" in w for f, w in calls)
 
 
-def test_text_in_text_out(tmp_path):
-    """quantize{keep=sensitivity}: the Gemm whose weight has an outlier (on an input that is
-    always 0) stays float, the other is quantized (per tensor), and its activations."""
-    x = np.random.default_rng(5).standard_normal((8, 1, 3)).astype(np.float32)
-    x[:, :, 2] = 0
-    np.savez(tmp_path / "calib.npz", x=x)
-    pipeline = (f"quantize{{granularity=tensor,samples={tmp_path / 'calib.npz'},"
-                "keep=sensitivity,budget=40,min_quantized_macs=0.3,rungs=float}")
-    # the outputs on the check's random inputs leave the calibrated ranges: text only
-    g = check_pass("""
+# two Gemms, the first with a weight outlier on its third input, which the samples hold at 0
+TWO_GEMMS = """
         graph @mp(%x: f32[1,3]) {
           %w1 = const f32[2,3] dense<[1.0, -0.5, 100.0, 0.25, 0.75, 0.0]>
           %w2 = const f32[2,2] dense<[0.5, 1.0, -1.0, 0.5]>
           %a = Gemm(%x, %w1) {transA = 0, transB = 1} : f32[1,2]
           %y = Gemm(%a, %w2) {transA = 0, transB = 1} : f32[1,2]
           return %y
-        }""", pipeline, """
+        }"""
+
+
+def calibration_file(tmp_path):
+    """8 samples of TWO_GEMMS' input, the third element 0, as an .npz."""
+    x = np.random.default_rng(5).standard_normal((8, 1, 3)).astype(np.float32)
+    x[:, :, 2] = 0
+    np.savez(tmp_path / "calib.npz", x=x)
+    return tmp_path / "calib.npz"
+
+
+def test_text_in_text_out(tmp_path):
+    """quantize{keep=sensitivity}: the Gemm whose weight has an outlier (on an input that is
+    always 0) stays float, the other is quantized (per tensor), and its activations."""
+    calib = calibration_file(tmp_path)
+    pipeline = (f"quantize{{granularity=tensor,samples={calib},"
+                "keep=sensitivity,budget=40,min_quantized_macs=0.3,rungs=float}")
+    # the outputs on the check's random inputs leave the calibrated ranges: text only
+    g = check_pass(TWO_GEMMS, pipeline, """
         graph @mp(%x: f32[1,3]) {
           %w1 = const f32[2,3] dense<[1.0, -0.5, 100.0, 0.25, 0.75, 0.0]>
           %a_scale = const f32[] dense<[0.012771268]>
@@ -210,17 +220,8 @@ def test_int16_text_in_text_out(tmp_path):
     """quantize{int16=y}: the activation y reads is held in int16 (65535 steps over its
     min-max range: a's uint8 scale 0.012771268 over 257), y's weight stays int8, and y
     counts as W8A16 in the MACs."""
-    x = np.random.default_rng(5).standard_normal((8, 1, 3)).astype(np.float32)
-    x[:, :, 2] = 0
-    np.savez(tmp_path / "calib.npz", x=x)
-    g = check_pass("""
-        graph @mp(%x: f32[1,3]) {
-          %w1 = const f32[2,3] dense<[1.0, -0.5, 100.0, 0.25, 0.75, 0.0]>
-          %w2 = const f32[2,2] dense<[0.5, 1.0, -1.0, 0.5]>
-          %a = Gemm(%x, %w1) {transA = 0, transB = 1} : f32[1,2]
-          %y = Gemm(%a, %w2) {transA = 0, transB = 1} : f32[1,2]
-          return %y
-        }""", f"quantize{{granularity=tensor,samples={tmp_path / 'calib.npz'},int16=y}}", """
+    calib = calibration_file(tmp_path)
+    g = check_pass(TWO_GEMMS, f"quantize{{granularity=tensor,samples={calib},int16=y}}", """
         graph @mp(%x: f32[1,3]) {
           %x_scale = const f32[] dense<[0.0132035995]>
           %x_zero_point = const u8[] dense<[131]>
