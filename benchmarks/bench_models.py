@@ -96,10 +96,18 @@ def ort_session(path: Path, threads: int, level: str,
 
 
 def random_feeds(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """Standard normal float inputs; integer ones (token ids, masks) in [0, 8)."""
     rng = np.random.default_rng(0)
     inits = {i.name for i in model.graph.initializer}
-    return {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
-            .astype(np.float32) for i in model.graph.input if i.name not in inits}
+    feeds = {}
+    for i in model.graph.input:
+        if i.name in inits:
+            continue
+        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)
+        feeds[i.name] = rng.integers(0, 8, shape).astype(dtype) if dtype.kind in "iu" else \
+            rng.standard_normal(shape).astype(np.float32)
+    return feeds
 
 
 # -- the machine and the models' work ---------------------------------------------------------

@@ -18,13 +18,17 @@ target runs (`peak_int8.c`'s `vpdpbusd`, or for an AVX2 target `peak_int8_avx2.c
 the pair-summed dot4; CPU time) over the threads.
 
     python benchmarks/bench_quant.py [--models resnet18,mobilenet_v2] [--own resnet18,mlp]
-        [--threads 1,2] [--pairs 30] [--target x86] [--reduce-range]
+        [--four-bit resnet18] [--weights-only M,...] [--threads 1,2] [--pairs 30]
+        [--target x86] [--reduce-range]
 
 The --own models are quantized by edgec itself (`--quantize int8`, min-max on 8 seeded
 inputs) and timed against onnxruntime float32 on the float model. --four-bit models are
 quantized by edgec at int8 and at int4 (the same calibration; 4-bit weights, stored two to a
 byte by the pack-weights pass) and the two libraries timed against each other, with the
-bytes of their weights.
+bytes of their weights. --weights-only models are compiled by edgec without samples
+(`--quantize int8`: the weights only, as int8 codes that the float kernels convert) and
+timed against edgec's float build, with the bytes of both builds' weights and the number of
+layers that read codes.
 """
 
 from __future__ import annotations
@@ -209,6 +213,32 @@ def bench_four_bit(name: str, a: argparse.Namespace, work: Path) -> None:
               f"{packed} of {len(strategies)} |", flush=True)
 
 
+def bench_weights_only(name: str, a: argparse.Namespace, work: Path) -> None:
+    """edgec's weights-only int8 build of `name` (no samples) against its float build,
+    interleaved; the outputs agree within the weights' quantization error first."""
+    folder = work / f"{name}_w8"
+    model = {**zoo.MODELS, **zoo.FAMILIES}[name]()
+    plain = zoo.save(model, folder / "float.onnx")
+    feeds = random_feeds(model)
+    arts = [edgec.compile(plain, folder / v, target=a.target, name=name, quantize=q,
+                          log=open(os.devnull, "w"))  # noqa: SIM115
+            for v, q in (("f32", None), ("w8", "int8"))]
+    lf, lq = (edgec.load(x.out_dir) for x in arts)
+    want, got = (next(iter(lib.run(feeds).values())) for lib in (lf, lq))
+    err = float(np.abs(got - want).max() / np.abs(want).max())
+    coded = sum(s["strategy"].split(":")[0].endswith(", int8 weights")
+                for s in arts[1].manifest["kernel_strategies"])
+    for threads in a.threads:
+        set_threads(lf, threads), set_threads(lq, threads)
+        for _ in range(3):
+            lf.run(feeds), lq.run(feeds)
+        s = summary(*interleave(lambda: lq.run(feeds), lambda: lf.run(feeds), a.pairs))
+        print(f"| {name} | {threads} | {s['b_ms']:.3f} | {s['a_ms']:.3f} | {s['ratio']:.2f} | "
+              f"{arts[0].manifest['weights_bytes'] / 1e6:.2f} | "
+              f"{arts[1].manifest['weights_bytes'] / 1e6:.2f} | {coded} | {err:.4f} |",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="resnet18,mobilenet_v2")
@@ -219,6 +249,9 @@ def main() -> None:
                     help="models edgec quantizes itself, timed against onnxruntime float32")
     ap.add_argument("--four-bit", default="resnet18",
                     help="models whose int4 build edgec times against its int8 build")
+    ap.add_argument("--weights-only", default="",
+                    help="models whose weights-only int8 build (no samples) edgec times "
+                         "against its float build")
     ap.add_argument("--reduce-range", action="store_true",
                     help="the QDQ models with 7-bit weights (onnxruntime's reduce_range): on "
                          "AVX2 edgec's dot4 then takes vpmaddubsw (kernel IR dot4p)")
@@ -244,6 +277,13 @@ def main() -> None:
             print("|---|---|---|---|---|---|---|---|")
         for name in a.four_bit.split(",") if a.four_bit else []:
             bench_four_bit(name, a, work)
+        if a.weights_only:
+            print("\n| model | threads | edgec float32 ms | edgec weights-only int8 ms | "
+                  "int8 / float32 | float32 weights MB | int8 weights MB | layers reading "
+                  "codes | rel. error |")
+            print("|---|---|---|---|---|---|---|---|---|")
+        for name in a.weights_only.split(",") if a.weights_only else []:
+            bench_weights_only(name, a, work)
         if CHECKS:
             print("\nOutputs checked (4 inputs):\n" + "\n".join(f"- {c}" for c in CHECKS))
 

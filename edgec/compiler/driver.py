@@ -325,7 +325,9 @@ def _with_quantize(steps: list, quantize: str, calib, method: str, skip: Sequenc
     feeds, samples = (None, str(calib)) if isinstance(calib, str | Path) else (calib, "")
     q = Quantize(bits=QUANTIZE_BITS[quantize], calib=method, skip=",".join(skip),
                  samples=samples, weights=weights, budget=budget, feeds=feeds, log=log,
-                 original=original, pairs=pairs and QUANTIZE_BITS[quantize] == 8,
+                 # (weights only, without samples, run the float kernels: no pairs to fit)
+                 original=original,
+                 pairs=pairs and QUANTIZE_BITS[quantize] == 8 and calib is not None,
                  equalize="equalize" in methods, bias_correct="bias-correct" in methods,
                  adaround="adaround" in methods, smooth=0.5 if "smooth" in methods else 0.0,
                  keep="sensitivity" if "sensitivity" in methods else "worst")

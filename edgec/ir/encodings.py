@@ -406,3 +406,66 @@ def qconv_pairs(wc: np.ndarray) -> np.ndarray:
     w = np.zeros((m, -(-c // 4) * 4, kh, kw), np.int64)
     w[:, :c] = wc
     return np.moveaxis(w.reshape(m, -1, 2, kh, kw), 2, -1)
+
+
+# -- float weights stored as their integer codes ---------------------------------------------
+
+CODES = "codes"  # the Value.meta key of a float constant's WeightCodes
+
+
+@dataclass(frozen=True)
+class WeightCodes:
+    """The integer codes a float constant was dequantized from: const == codes * scale, the
+    product in float32 with one scale per index of `axis` (the `dequantize-weights` pass
+    records them on the constant it folds, for kernels that store the codes and convert them
+    in the tile: a quarter of the float weights' bytes). Passes that move the constant's
+    elements carry them with `mapped`; a kernel takes them only through `weight_codes`, which
+    checks that they still give the constant exactly."""
+
+    codes: np.ndarray  # int8, the constant's shape
+    scale: np.ndarray  # float32, [shape[axis]]
+    axis: int
+
+    def full_scale(self) -> np.ndarray:
+        shape = [1] * self.codes.ndim
+        shape[self.axis] = -1
+        return np.broadcast_to(self.scale.reshape(shape), self.codes.shape)
+
+    def dequantized(self) -> np.ndarray:
+        return self.codes.astype(np.float32) * self.full_scale()
+
+    def channel_scales(self, axis: int) -> np.ndarray | None:
+        """One scale per index of `axis` (a kernel's output channels), or None where the
+        scales vary along another axis."""
+        axis %= self.codes.ndim
+        if axis == self.axis:
+            return self.scale
+        if np.all(self.scale == self.scale[0]):
+            return np.full(self.codes.shape[axis], self.scale[0], np.float32)
+        return None
+
+    def mapped(self, fn, axis: int) -> WeightCodes:
+        """The codes of `fn(constant)`, where `fn` only moves elements (a transpose, a
+        permutation, padding with zeros) and the scales run along `axis` of the result."""
+        codes, full = fn(self.codes), fn(np.ascontiguousarray(self.full_scale()))
+        pick = [0] * codes.ndim
+        pick[axis] = slice(None)
+        return WeightCodes(np.ascontiguousarray(codes), np.ascontiguousarray(full[tuple(pick)]),
+                           axis % codes.ndim)
+
+
+def weight_codes(value) -> WeightCodes | None:
+    """The codes recorded on constant `value` (`WeightCodes`), where they still give its
+    values exactly; None where there are none or a pass changed the constant without them."""
+    wc = value.meta.get(CODES) if value.is_const else None
+    if wc is None or wc.codes.shape != value.const.shape or value.const.dtype != np.float32:
+        return None
+    return wc if np.array_equal(wc.dequantized(), value.const) else None
+
+
+def carry_codes(src, dst, fn, axis: int) -> None:
+    """Record on constant `dst` = fn(src's constant) the codes of `src` moved the same way
+    (`WeightCodes.mapped`), where `src` has codes."""
+    wc = weight_codes(src)
+    if wc is not None:
+        dst.meta[CODES] = wc.mapped(fn, axis)

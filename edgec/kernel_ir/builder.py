@@ -54,10 +54,12 @@ class KernelBuilder:
             kb.store(y, i, maximum(x[i], 0.0))
     """
 
-    def __init__(self, name: str, doc: str = "", opaque: bool = False):
+    def __init__(self, name: str, doc: str = "", opaque: bool = False,
+                 outlined: bool = False):
         self.name = name
         self.doc = doc
         self.opaque = opaque
+        self.outlined = outlined
         self.params: list[Buffer] = []
         self._stack: list[list] = [[]]
         self._used: dict[str, int] = {}
@@ -281,7 +283,8 @@ class KernelBuilder:
             self._stack.pop()
 
     def build(self) -> Kernel:
-        return Kernel(self.name, self.params, self._stack[0], self.doc, self.opaque)
+        return Kernel(self.name, self.params, self._stack[0], self.doc, self.opaque,
+                      outlined=self.outlined)
 
 
 @contextmanager

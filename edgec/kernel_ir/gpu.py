@@ -65,7 +65,7 @@ def bind_threads(k: Kernel, threads: int = 256) -> Kernel:
             serial.append(s)
     if serial:
         body.append(_one_thread(k, serial, len(body)))
-    return Kernel(k.name, k.params, body, k.doc, k.opaque)
+    return Kernel(k.name, k.params, body, k.doc, k.opaque, outlined=k.outlined)
 
 
 def _grid_of(k: Kernel, loop: Loop, threads: int, n: int) -> Loop:

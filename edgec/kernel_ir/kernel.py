@@ -774,6 +774,11 @@ class Kernel:
     # a run-time dispatched kernel's version for CPUs without the extension, where it is
     # another schedule of the same sums (NEON's pairdot beside sdot's dot4); same parameters
     fallback: Kernel | None = None
+    # outlined: never inlined into a caller, though a compiler may still specialise it on a
+    # call site's constants (a register tile whose caller's loop nest, inlined beside it,
+    # would crowd the registers: gcc inlining ResNet-18's downsampling tile into its only
+    # driver made that layer 1.5x slower)
+    outlined: bool = False
 
     def callees(self) -> list[Kernel]:
         """The kernels this one calls, directly or not, callees first, each once."""

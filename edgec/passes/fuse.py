@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, Node, Value
+from ..ir.encodings import carry_codes
 from ..ir.ops.fused import ACTIVATION_PARAMS
 from .manager import register_pass
 from .rewrite import (
@@ -210,7 +211,8 @@ def _fuse_gemm(graph: Graph, node: Node, m) -> None:
     bias, z = m
     b = node.inputs[1]
     if node.attrs["transB"]:
-        b = graph.const(np.ascontiguousarray(b.const.T), name=f"{b.name}_t")
+        src, b = b, graph.const(np.ascontiguousarray(b.const.T), name=f"{b.name}_t")
+        carry_codes(src, b, lambda w: w.T, 1)  # int8 codes, one scale per column of B
     ins = [node.inputs[0], b,
            None if bias is None else graph.const(bias, name=f"{node.name}_bias"),
            graph.const(z, name=f"{node.name}_c") if isinstance(z, np.ndarray) else z]

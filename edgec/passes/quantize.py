@@ -219,8 +219,8 @@ class Quantize:
                       f"({self.bits}-bit, {wmethod}); activations stay float. This previews "
                       "the accuracy of the weights: the default pipeline's dequantize-weights "
                       "computes them at compile time, so the layers run the float kernels, "
-                      "at the float build's speed and size; give samples "
-                      "(--calib SAMPLES.npz) for the integer kernels")
+                      "at the float build's speed, most reading the weights as one-byte "
+                      "codes; give samples (--calib SAMPLES.npz) for the integer kernels")
             return True
         smoothed = []
         if self.smooth:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
+from ..ir.encodings import carry_codes
 from ..ir.records import ReorderRecord
 from ..ir.sparse import (
     ConvTasks,
@@ -183,8 +184,9 @@ def _permute_rows(graph: Graph, user: Node, perm: np.ndarray) -> None:
     """`user`'s weight W [K, N] -> W[perm]: its left operand now comes in the order perm."""
     if user.op != "SparseMatMul":
         w = user.inputs[1]
-        graph.set_input(user, 1, graph.const(np.ascontiguousarray(w.const[perm]),
-                                             f"{w.name}_reordered"))
+        moved = graph.const(np.ascontiguousarray(w.const[perm]), f"{w.name}_reordered")
+        carry_codes(w, moved, lambda a: a[perm], 1)  # (a MatMul's scales: per column)
+        graph.set_input(user, 1, moved)
         return
     enc = SlicedWeights.parse(user.attrs["wenc"])
     w = decode_sliced(*(user.inputs[j].const for j in (1, 2, 3)), enc, user.attrs["wshape"],

@@ -14,6 +14,7 @@ import edgec
 from edgec import zoo
 from edgec.compiler.driver import _with_quantize, load_graph
 from edgec.ir import DType
+from edgec.lowering.kernels.common import CODES_MIN_BYTES
 from edgec.lowering.lower import CONTROL_OPS, lower_node
 from edgec.passes import default_pipeline, parse_pipeline, run_pipeline
 from edgec.targets.target import get_target
@@ -24,13 +25,15 @@ FAST = {"BlockedConv": {"blocked conv", "blocked depthwise conv"},
 MODELS = {"resnet18": zoo.resnet18, "mobilenet_v2": zoo.mobilenet_v2, "mlp": zoo.mlp}
 
 
-def strategies(model, target: str, calib=None) -> list[tuple[str, str, object]]:
+def strategies(model, target: str, calib=None, weights_only: bool = False
+               ) -> list[tuple[str, str, object]]:
     """(node, op, Strategy) of every kernel of `model` lowered for `target`, no C built;
-    with `calib` ({input: samples}) quantized to int8 by edgec as `--quantize int8` does."""
+    with `calib` ({input: samples}) quantized to int8 by edgec as `--quantize int8` does
+    (`weights_only`: as it does without samples)."""
     g = load_graph(model)
     t = get_target(target)
     steps = parse_pipeline(default_pipeline(t.lanes(DType.F32)) + ",plan-memory")
-    if calib is not None:
+    if calib is not None or weights_only:
         steps = _with_quantize(steps, "int8", calib, "minmax", (), "auto", 0.0, io.StringIO(),
                                pairs=t.isa == "avx2")
     run_pipeline(g, steps, out=io.StringIO())
@@ -51,6 +54,41 @@ def test_benchmark_models_stay_on_their_fast_paths(model, target):
     assert not slow, f"{model} on {target} left its fast path:\n  " + "\n  ".join(slow)
     assert sum(op in FAST for _, op, _ in got) >= {"resnet18": 21, "mobilenet_v2": 53,
                                                    "mlp": 3}[model]
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", "arm64"])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_weights_only_int8_keeps_the_fast_paths_and_stores_codes(model, target):
+    """`--quantize int8` without samples: the float micro-kernels, the convolutions reading
+    int8 codes for all but a few small layers (depthwise ones, and those whose float weights
+    fit in L2 and would be converted for fewer than 64 pixels a task), so that at least 90%
+    of their weights are stored as one byte; the matrix products (MLP, classifiers) only on
+    16-lane vectors (converted in registers: slower than float weights on narrower ones), and
+    no weight of under 16 KiB."""
+    t = get_target(target)
+    lanes = t.lanes(DType.F32)
+    got = [(n, op, s) for n, op, s in strategies(MODELS[model](), target, weights_only=True)
+           if op in FAST]
+    base = [s.name.removesuffix(", int8 weights") for _, _, s in got]
+    assert all(b in FAST[op] and s.kind == "micro-kernel" and s.lanes == lanes
+               for b, (_, op, s) in zip(base, got, strict=True)), [s.name for *_, s in got]
+    g = load_graph(MODELS[model]())
+    sizes = {n.name: n.inputs[1].type.numel for n in g.nodes
+             if n.op in ("Conv", "Gemm", "MatMul") and n.input(1) is not None}
+
+    def size(name):  # the ONNX node a kernel came from ("/layer1/conv1/Conv_nchwc")
+        return next(v for k, v in sizes.items() if name.startswith(k))
+
+    convs = [(n, s) for n, op, s in got if op == "BlockedConv"]
+    coded = sum(size(n) for n, s in convs if s.name.endswith(", int8 weights"))
+    assert coded >= 0.9 * sum(size(n) for n, _ in convs), (coded, sizes)
+    # a dense convolution left float has float weights that fit in L2
+    assert all(size(n) * 4 <= t.caches.l2 for n, s in convs
+               if "depthwise" not in s.name and not s.name.endswith(", int8 weights"))
+    products = [(n, s) for n, op, s in got if op != "BlockedConv"]
+    assert products and all(
+        s.name.endswith(", int8 weights") == (lanes >= 16 and size(n) * 4 >= CODES_MIN_BYTES)
+        for n, s in products), [s.name for _, s in products]
 
 
 # QDQ models (onnxruntime's quantize_static) run their integer convolutions blocked, with

@@ -10,8 +10,10 @@ import math
 import sys
 
 import numpy as np
+import onnx
 import pytest
 from convnets import OnnxNet, onnxruntime_outputs, small_resnet
+from onnx import numpy_helper
 
 import edgec
 from edgec.compiler.cli import main
@@ -215,8 +217,9 @@ def test_data_free_weights_run_the_float_kernels(target, tmp_path):
     float_art = compile_graph(load_graph(m), tmp_path / "f", target=target, name="f",
                               pipeline=pipe)
 
-    def strategies(a):
-        return [(r["op"], r["strategy"].split(":")[0]) for r in a.manifest["kernel_strategies"]
+    def strategies(a):  # (int8 codes converted in registers: the float kernels' own tiles)
+        return [(r["op"], r["strategy"].split(":")[0].removesuffix(", int8 weights"))
+                for r in a.manifest["kernel_strategies"]
                 if "Conv" in r["op"] or r["op"] in ("Gemm", "MatMul")]
 
     assert strategies(art) == strategies(float_art) and strategies(art)
@@ -224,6 +227,99 @@ def test_data_free_weights_run_the_float_kernels(target, tmp_path):
     x = {"input": np.random.default_rng(3).standard_normal((1, 3, 16, 16)).astype(np.float32)}
     np.testing.assert_allclose(edgec.load(art.out_dir).run(x)["logits"],
                                interpret(ref, x)["logits"], rtol=1e-4, atol=1e-4)
+
+
+def coded_net():
+    """Convolutions large enough that their weights are stored as int8 codes (a plain-input
+    stem, a 3 x 3 and a 1 x 1; 40 and 72 channels: no whole number of blocks), and a Gemm;
+    each weight at least 16 KiB as float (lowering/kernels/common.py CODES_MIN_BYTES)."""
+    n = OnnxNet("coded", seed=5)
+    x = n.node("Relu", [n.conv(n.input("input", [1, 12, 32, 32]), 12, 40, 3)])
+    y = n.conv(n.node("Relu", [n.conv(x, 40, 72, 3)]), 72, 72, 1)
+    g = n.node("Flatten", [n.node("GlobalAveragePool", [y])], axis=1)
+    n.output(y, n.node("Gemm", [g, n.weight((80, 72)), n.weight((80,), 0.1)], name="logits",
+                       transB=1))
+    return n.model()
+
+
+def dequantized_weights(m):
+    """The model with each Conv's and Gemm's weight replaced by the float values that
+    `--quantize int8` without samples gives it (codes x scales), and those values."""
+    g = load_graph(m)
+    steps = parse_pipeline("fold-constants,remove-identity,dce")
+    run_pipeline(g, [*steps, PipelineStep(Quantize(bits=8, log=io.StringIO()))],
+                 out=io.StringIO())
+    dq = {n.output.users()[0].name: n for n in g.nodes if n.op == "DequantizeLinear"}
+    values = [interpret_node(dq[n.name]) for n in g.nodes if n.name in dq]  # in node order
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    inits = {t.name: t for t in out.graph.initializer}
+    layers = [n for n in out.graph.node if n.op_type in ("Conv", "Gemm")]
+    assert len(layers) == len(values)
+    for node, v in zip(layers, values, strict=True):
+        inits[node.input[1]].CopyFrom(numpy_helper.from_array(v, node.input[1]))
+    return out, values
+
+
+def interpret_node(n):
+    from edgec.ir.interpreter import run_node
+
+    return run_node(n, [v.const for v in n.inputs if v is not None])[0]
+
+
+@pytest.mark.parametrize("target,backend", [("x86", "c"), ("x86-avx2", "c"), ("x86", "llvm"),
+                                            ("arm64", "c")])
+def test_weights_only_int8_stores_codes_and_computes_the_float_weights(target, backend,
+                                                                       tmp_path):
+    """The convolutions' tiles read int8 codes that their drivers convert to code x scale
+    once per task: bit for bit the float build of the same (dequantized) weights. The Gemm
+    (codes only on 16-lane vectors) scales its sums after the
+    products: within float rounding. The library's weights take under half of the float
+    build's bytes (a third with the Gemm's codes)."""
+    m = coded_net()
+    art = edgec.compile(m, tmp_path / "q", target=target, backend=backend, quantize="int8")
+    ref, values = dequantized_weights(m)
+    assert len(values) == 4
+    float_art = edgec.compile(ref, tmp_path / "f", target=target, backend=backend)
+    coded = [r for r in art.manifest["kernel_strategies"]
+             if r["strategy"].split(":")[0].endswith(", int8 weights")]
+    wide = get_target(target).lanes(DType.F32) >= 16
+    assert len(coded) == 3 + wide, art.manifest["kernel_strategies"]
+    # a quarter of the bytes for the coded layers, which hold most of the weights
+    assert art.manifest["weights"]["packed_bytes"] * (3 if wide else 2) < \
+        float_art.manifest["weights"]["packed_bytes"]
+    x = {"input": np.random.default_rng(1).standard_normal((1, 12, 32, 32)).astype(np.float32)}
+    got, want = edgec.load(art.out_dir).run(x), edgec.load(float_art.out_dir).run(x)
+    (conv_out,) = [k for k in want if k != "logits"]
+    np.testing.assert_array_equal(got[conv_out], want[conv_out])
+    np.testing.assert_allclose(got["logits"], want["logits"], rtol=1e-5, atol=1e-5)
+    ort = onnxruntime_outputs(ref, x)  # and both are the dequantized model's answers
+    np.testing.assert_allclose(got["logits"], ort["logits"], rtol=1e-4, atol=1e-4)
+
+
+def test_weight_codes_follow_a_moved_constant_and_lapse_when_it_changes():
+    """`WeightCodes` give the constant exactly; carried through a transpose (per-column
+    scales) they still do; a constant changed without them has none."""
+    from edgec.ir.encodings import CODES, WeightCodes, carry_codes, weight_codes
+    from edgec.ir.graph import Graph
+
+    rng = np.random.default_rng(0)
+    codes = rng.integers(-127, 128, (6, 5)).astype(np.int8)
+    scale = (rng.random(6) + 0.5).astype(np.float32) / 127
+    wc = WeightCodes(codes, scale, 0)
+    g = Graph("g")
+    w = g.const(wc.dequantized())
+    w.meta[CODES] = wc
+    assert weight_codes(w) is wc
+    np.testing.assert_array_equal(w.const[2], codes[2].astype(np.float32) * scale[2])
+    t = g.const(np.ascontiguousarray(w.const.T))
+    carry_codes(w, t, lambda a: a.T, 1)
+    tc = weight_codes(t)
+    assert tc is not None and tc.axis == 1
+    np.testing.assert_array_equal(tc.channel_scales(1), scale)
+    assert tc.channel_scales(0) is None  # the scales vary along the columns
+    w.const = w.const * np.float32(2)  # a pass scaled it and left the codes
+    assert weight_codes(w) is None
 
 
 def test_skipped_node_stays_float():

@@ -23,6 +23,17 @@
 #endif
 #endif
 
+/* a function never inlined into its callers (kernel IR `outlined`), which the compiler may
+   still specialise on their constants: a register tile whose caller's loops would crowd
+   the registers if inlined beside it */
+#ifndef EDGEC_NOINLINE
+#if defined(__GNUC__) || defined(__clang__)
+#define EDGEC_NOINLINE __attribute__((noinline))
+#else
+#define EDGEC_NOINLINE
+#endif
+#endif
+
 /* A hint that *p is read soon (the kernel IR's Prefetch): into every cache level where the
  * compiler has a prefetch builtin, nothing elsewhere (or what the build defines instead). */
 #ifndef EDGEC_PREFETCH
@@ -30,6 +41,17 @@
 #define EDGEC_PREFETCH(p) __builtin_prefetch((p), 0, 3)
 #else
 #define EDGEC_PREFETCH(p) ((void)(p))
+#endif
+#endif
+
+/* A kernel-local array's alignment (the kernel IR's Alloc): a cache line, so that the vector
+ * loads of a buffer the tiles read (a chunk of int8 weights converted to float) never split
+ * one; nothing where the compiler has no attribute for it. */
+#ifndef EDGEC_ALIGNED
+#if defined(__GNUC__) || defined(__clang__)
+#define EDGEC_ALIGNED __attribute__((aligned(64)))
+#else
+#define EDGEC_ALIGNED
 #endif
 #endif
 

@@ -434,7 +434,7 @@ class CRenderer:
 
     def _alloc(self, s: Alloc, indent: str) -> list[str]:
         b = s.buf
-        return [f"{indent}{self.type(b.dtype)} {b.name}[{b.numel}]; /* {b.space} */"]
+        return [f"{indent}{self.type(b.dtype)} {b.name}[{b.numel}] EDGEC_ALIGNED; /* {b.space} */"]
 
     def _push(self, s: Push, indent: str) -> list[str]:
         t = self.type(s.stream.dtype)
@@ -471,7 +471,7 @@ class CRenderer:
 
     def signature(self, k: Kernel) -> str:
         params = ", ".join(self.param(b) for b in k.params) or "void"
-        opaque = "EDGEC_OPAQUE " if k.opaque else ""
+        opaque = "EDGEC_OPAQUE " if k.opaque else "EDGEC_NOINLINE " if k.outlined else ""
         return f"{opaque}{self.function_prefix} {k.name}({params})"
 
     def kernel(self, k: Kernel) -> str:

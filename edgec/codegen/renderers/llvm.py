@@ -132,6 +132,8 @@ class LLVMRenderer:
                          k.name)
         self._functions[k.name] = fn
         fn.attributes.add("nounwind")
+        if k.outlined:
+            fn.attributes.add("noinline")
         env = self._bind(fn, k.params)
         k = split_barriers(k)  # a block with barriers runs phase by phase, as in C
         body = self._outline(k) if any(isinstance(s, Loop) and s.kind is LoopKind.PARALLEL

@@ -556,7 +556,9 @@ class _FunctionBuilder:
                 self.parallel_for(s)
             elif isinstance(s, Alloc):  # an array on the stack, in the entry block
                 t = ir.ArrayType(mem_type(s.buf.dtype), s.buf.numel)
-                self.env[s.buf.name] = self.slot(s.buf.name, t).ptr
+                slot = self.slot(s.buf.name, t)
+                slot.ptr.align = 64  # a cache line, as the C renderer's EDGEC_ALIGNED
+                self.env[s.buf.name] = slot.ptr
             elif isinstance(s, Push | Pop):
                 raise ValueError("LLVM renderer: streams are not rendered for CPUs by LLVM; "
                                  "use the C backend")

@@ -35,7 +35,13 @@ from .. import microkernels as mk
 from ..lower import NodeKernelBuilder, kernel
 from ..strategies import Candidate, Kind, roofline
 from .activation import activation_key, activation_of
-from .common import derived_constant, parallel_split, window
+from .common import (
+    code_scales,
+    derived_constant,
+    parallel_split,
+    weight_codes_along,
+    window,
+)
 
 F32 = DType.F32
 
@@ -266,6 +272,13 @@ def _band(rows: int, row_bytes: int, other_tasks: int, budget: int, min_tasks: i
     return bh
 
 
+# int8 weight codes (WeightCodes) are converted once per task, for the pixels of its band:
+# under this many, the conversion costs more than a float weight read from cache (zoo
+# tiny_cnn's 16 x 16 convolution, 2 rows a task: 1.24x the float weights' time on Zen 4);
+# codes are kept there anyway where the float weights would not fit in L2
+CODES_MIN_PIXELS = 64
+
+
 def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
                    r_max: int) -> None:
     """Parallel over (image, group of output blocks, band of output rows). Within a task the
@@ -278,18 +291,7 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
     cin = lanes if blocked_in else g.c
     cblocks = -(-g.c // cin)
     x = kb.bind(node.inputs[0], "x")
-    w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}m{mb_max}{'b' if blocked_in else 'p'}",
-                         lambda a: _pack_dense(a, lanes, mb_max, blocked_in))
-    b = _bias(kb, node, lanes)
-    z = kb.bind(node.input(3), "z") if node.input(3) is not None else None
-    y = kb.bind(node.output, "y")
-    act, act_name = activation_of(node), activation_key(node)
-    pix = lanes if blocked_in else 1  # elements between input pixels along a row
-    x_row, x_cb = g.w * pix, g.h * g.w * pix if blocked_in else 0
-    x_img = cblocks * g.h * g.w * cin
-    y_mb = g.oh * g.ow * lanes
     ngroups = -(-mblocks // mb_max)
-    segs = g.segments(r_max)
     fsize = F32.itemsize
     caches = kb.target.caches
     per_chunk, nchunks = _chunks(cblocks, mb_max * lanes * g.kh * g.kw * cin * fsize,
@@ -298,16 +300,42 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
                kb.target.tiles.parallel_min_tasks)
     nbands = -(-g.oh // bh)
     partial = nchunks > 1
+    codes = weight_codes_along(node.inputs[1], 0)
+    if codes and bh * g.ow < CODES_MIN_PIXELS and \
+            node.inputs[1].type.numel * fsize <= caches.l2:
+        codes = None  # converted for too few pixels, and the float weights are in cache
+    w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}m{mb_max}{'b' if blocked_in else 'p'}"
+                         f"{'q8' if codes else ''}",
+                         lambda a: _pack_dense(codes[0] if codes else a, lanes, mb_max,
+                                               blocked_in))
+    s = code_scales(kb, node.inputs[1], codes[1], mblocks * lanes) if codes else None
+    if codes:
+        kb.strategy += ", int8 weights"
+    b = _bias(kb, node, lanes)
+    z = kb.bind(node.input(3), "z") if node.input(3) is not None else None
+    y = kb.bind(node.output, "y")
+    act, act_name = activation_of(node), activation_key(node)
+    pix = lanes if blocked_in else 1  # elements between input pixels along a row
+    x_row, x_cb = g.w * pix, g.h * g.w * pix if blocked_in else 0
+    x_img = cblocks * g.h * g.w * cin
+    y_mb = g.oh * g.ow * lanes
+    segs = g.segments(r_max)
+    wsize = w.dtype.itemsize  # (codes: 1)
 
-    def emit(mb: int, n: Expr, grp: Expr, band: Expr, rows: Expr) -> None:
+    def emit(mb: int, n: Expr, grp: Expr, band: Expr, rows: Expr, wf: Buffer | None) -> None:
         """One task's work for a group of mb output blocks: chunks of input blocks, each
-        over the rows of the band."""
+        over the rows of the band (int8 codes: each chunk converted into `wf` first)."""
         w_kw = (cin if blocked_in else 1) * mb * lanes
         w_kh, w_cb = g.kw * w_kw, g.kh * g.kw * w_kw  # plain input: w_cb steps ci
         with kb.loop(nchunks, "cc") as cc:
             wgrp = grp * (mb_max * cblocks * g.kh * g.kw * cin * lanes) + cc * per_chunk * w_cb
             ncb = minimum(cblocks - cc * per_chunk, per_chunk) if cblocks % per_chunk \
                 else const(per_chunk)
+            wt, wbase = (w, wgrp) if wf is None else (wf, const(0))
+            if wf is not None:  # codes x scales, per group of mb vectors
+                # (a plain input's chunk is all C channels, w_cb apart)
+                kb.call(mk.widen_codes(lanes, mb), (w, wgrp), (s, grp * mb_max * lanes),
+                        (wf, 0), (ncb if blocked_in else g.c) * (w_cb // (mb * lanes)))
 
             def call(seg, oh, kh0, nkh) -> None:
                 """The tiles of segment `seg` of row `oh`."""
@@ -324,7 +352,7 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
                 fn = mk.conv_tile(lanes, mb, npx, g.sw * pix,
                                   1 if blocked_in else None, lanes if blocked_in else None,
                                   z is not None, act_name, act, fixed, partial)
-                args = [(x, xo), (w, wgrp + kh0 * w_kh + k0 * w_kw), (b, grp * mb_max * lanes)]
+                args = [(x, xo), (wt, wbase + kh0 * w_kh + k0 * w_kw), (b, grp * mb_max * lanes)]
                 args += [(z, yo)] if z is not None else []
                 args += [(y, yo), ncb, nkh, nkw]
                 args += [] if blocked_in else [g.c, g.h * g.w]
@@ -337,11 +365,11 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
             # prefetcher stops running ahead, so each new chunk would start with misses to
             # memory (ResNet-18's 512-channel convolutions: 3.0 ms instead of 2.3 from
             # cache). Each row asks for its share of the next chunk's lines instead.
-            lines = -(-per_chunk * w_cb * fsize // caches.line)
+            lines = -(-per_chunk * w_cb * wsize // caches.line)
             per_row = -(-lines // bh)
-            step = caches.line // fsize
+            step = caches.line // wsize
             with kb.loop(rows, "r") as r:
-                if w.numel * fsize >= kb.target.tiles.prefetch_min_bytes:
+                if w.numel * wsize >= kb.target.tiles.prefetch_min_bytes:
                     prefetch_lines(kb, w, wgrp + ncb * w_cb + r * (per_row * step), per_row, step)
                 oh = kb.local("oh", band * bh + r)
                 kh0, nkh = _row_taps(kb, g, oh)
@@ -357,9 +385,12 @@ def _blocked_dense(kb: NodeKernelBuilder, node: Node, lanes: int, mb_max: int,
         full, rest = mblocks // mb_max, mblocks % mb_max
         variants = [(mb_max, grp < full)] if full else []
         variants += [(rest, grp >= full)] if rest else []
+        # a chunk of codes converted to float, on the stack (at most half of L1)
+        wf = kb.alloc("wf", F32, (per_chunk * mb_max * g.kh * g.kw * cin * lanes,)) \
+            if s is not None else None
         for mb, cond in variants:
             with kb.if_(cond if len(variants) > 1 else const(True)):
-                emit(mb, n, grp, band, rows)
+                emit(mb, n, grp, band, rows, wf)
 
 
 def prefetch_lines(kb: KernelBuilder, w: Buffer, start: Expr, lines: int, step: int) -> None:
@@ -374,6 +405,9 @@ def _blocked_depthwise(kb: NodeKernelBuilder, node: Node, lanes: int, r_max: int
     g = _Geo.of(node)
     cblocks = -(-g.c // lanes)
     x = kb.bind(node.inputs[0], "x")
+    # float weights, also where they are int8 codes (WeightCodes): a depthwise layer's are
+    # few, and its tiles, inlined into the driver, lose the weights' registers when they
+    # read a converted copy on the stack (MobileNetV2's first one: 1.6x slower, Zen 4)
     w = derived_constant(kb, node.inputs[1], f"nchwc{lanes}dw",
                          lambda a: pack_depthwise(a, lanes))
     b = _bias(kb, node, lanes)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ir.dtypes import DType
+from ...ir.encodings import weight_codes
 from ...ir.graph import Value
 from ...ir.types import TensorType
 from ...kernel_ir.kernel import (
@@ -166,10 +167,38 @@ def _lowest(dtype: DType) -> Expr:
 def derived_constant(kb: NodeKernelBuilder, source: Value, key: str,
                      make: Callable[[np.ndarray], np.ndarray], name: str = "wp") -> Buffer:
     """A buffer for a compile-time transform of constant `source` (a weight layout), made
-    once per source and layout so that nodes sharing a weight share its transform."""
+    once per source and layout so that nodes sharing a weight share its transform; its type
+    is the transform's (int8 codes of a float weight: int8)."""
     cache = source.meta.setdefault("derived_constants", {})
     if key not in cache:
         arr = make(source.const)
         arr.setflags(write=False)
-        cache[key] = Value(f"{source.name}_{key}", TensorType(arr.shape, source.dtype), arr)
+        cache[key] = Value(f"{source.name}_{key}",
+                           TensorType(arr.shape, DType.from_numpy(arr.dtype)), arr)
     return kb.bind(cache[key], name)
+
+
+# a weight whose float values take fewer bytes is not stored as codes: a few kilobytes to
+# save, against a conversion that is not free where a tile reads the weight once or twice
+CODES_MIN_BYTES = 16 * 1024
+
+
+def weight_codes_along(value: Value, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(int8 codes, one scale per index of `axis`: the kernel's output channels) of a float
+    constant weight recorded by `dequantize-weights` (`WeightCodes`), for a tile that stores
+    them and converts in registers; None where the weight has none, takes under
+    CODES_MIN_BYTES as float, or has scales that vary along another axis."""
+    small = value.type.numel * value.dtype.itemsize < CODES_MIN_BYTES
+    wc = weight_codes(value) if value.is_const and not small else None
+    scales = wc.channel_scales(axis) if wc is not None else None
+    return None if scales is None else (wc.codes, scales)
+
+
+def code_scales(kb: NodeKernelBuilder, source: Value, scales: np.ndarray, padded: int) -> Buffer:
+    """The codes' scales of `source`'s output channels, zero past them up to `padded`."""
+    def make(_):
+        out = np.zeros(padded, np.float32)
+        out[:scales.size] = scales
+        return out
+
+    return derived_constant(kb, source, f"scales{padded}", make, "s")
