@@ -32,10 +32,12 @@ from .kernel import (
     Stream,
     _lift,
     as_enum,
+    binary,
     broadcast,
     cast,
     const,
     minimum,
+    shfl_xor,
     var,
 )
 
@@ -189,6 +191,16 @@ class KernelBuilder:
         n = self._fresh(name)
         self.emit(Local(n, init.dtype, init))
         return Expr(Op.VAR, init.dtype, (n,), init.lanes)
+
+    def warp_reduce(self, target: Expr, fold: str, width: int = 32) -> None:
+        """Fold local `target` (add, max or min) over the threads of each warp of `width`,
+        in place: every thread ends with the warp's result (a butterfly of shfl_xor)."""
+        if fold not in ("add", "max", "min"):
+            raise ValueError(f"kernel IR: no warp reduction {fold}")
+        mask = width // 2
+        while mask:
+            self.assign(target, binary(fold, target, shfl_xor(target, mask)))
+            mask //= 2
 
     def assign(self, target: Expr, value) -> None:
         if target.op is not Op.VAR:

@@ -16,11 +16,12 @@ renderers print them:
 - `select` of scalars evaluates only the chosen operand (C's `?:`); of vectors, both;
 - `fma` rounds once (computed in float64 and rounded: exact for float32 products);
 - every load, store and prefetch is bounds-checked against the buffer it names;
-- the threads of a block whose body has barriers run as Python threads that wait for each
-  other at every `Barrier` (so the interpreter checks `kernel_passes.split_barriers`, which
-  the CPU renderers use, instead of sharing its assumptions); arrays `Alloc`ed before the block
-  are shared by its threads, those a thread allocates are its own; every other loop binding
-  runs as a plain loop;
+- the threads of a block whose body has barriers or warp exchanges run as Python threads that
+  wait for each other at every `Barrier` (so the interpreter checks
+  `kernel_passes.split_barriers`, which the CPU renderers use, instead of sharing its
+  assumptions) and for the other threads of their warp (32 consecutive threads, x fastest) at
+  every `shfl_xor`; arrays `Alloc`ed before the block are shared by its threads, those a
+  thread allocates are its own; every other loop binding runs as a plain loop;
 - a `Stream` is a queue of at most `depth` values; pushing into a full one or popping an
   empty one is an error (kernels run one after the other here, as on a CPU).
 
@@ -65,7 +66,7 @@ from .kernel import (
     Stream,
     pairs_fit16,
 )
-from .passes import has_barrier
+from .passes import has_barrier, has_warp_op
 from .threads import threaded_block, wait_at_barrier
 
 Env = dict
@@ -406,6 +407,18 @@ def _hreduce(e: Expr, v: Eval) -> Eval:
     return lambda env: _value(fn(v(env)), e.dtype)
 
 
+def _shfl_xor(e: Expr, x: Eval) -> Eval:
+    mask = e.field("mask")
+
+    def shfl(env):
+        warp = env.get("#warp")
+        if warp is None:
+            raise KernelError("shfl_xor outside the threads of a block loop (a GPU warp op)")
+        return warp.exchange(x(env), mask)
+
+    return shfl
+
+
 def _bitcast(e: Expr, x: Eval) -> Eval:
     src = _np(e.field("x").dtype)
 
@@ -478,6 +491,7 @@ COMPILERS: dict[Op, Callable[[Expr], Eval]] = {
     Op.MULSHIFT: _compiled("x", "m", "s")(_mulshift),
     Op.FMA: _compiled("a", "b", "c")(_fma),
     Op.HREDUCE: _compiled("x")(_hreduce),
+    Op.SHFL_XOR: _compiled("x")(_shfl_xor),
     Op.NEG: _compiled("x")(_neg),
     Op.NOT: _compiled("x")(_not),
     **{op: _compiled("a", "b")(_binary) for op in BINARY},
@@ -547,7 +561,8 @@ def _stream_op(s: Push | Pop) -> Exec:
 
 
 def _stmt(s) -> Exec:
-    if isinstance(s, Loop) and s.kind is LoopKind.BLOCK and has_barrier(s.body):
+    if isinstance(s, Loop) and s.kind is LoopKind.BLOCK and \
+            (has_barrier(s.body) or has_warp_op(s.body)):  # threads that meet
         return threaded_block(s, _block, compile_expr)
     if isinstance(s, Barrier):
         return wait_at_barrier

@@ -587,6 +587,17 @@ def hreduce(op: str, v: Expr) -> Expr:
     return v if v.lanes == 1 else Expr(Op.HREDUCE, v.dtype, (Op(op), v), 1)
 
 
+def shfl_xor(x: Expr, mask: int) -> Expr:
+    """On a GPU, the value of scalar `x` in the thread of this one's warp whose lane is this
+    lane ^ `mask` (CUDA's __shfl_xor_sync over the whole warp): every thread of the warp must
+    evaluate it together, as at a barrier."""
+    if x.lanes != 1:
+        raise ValueError("kernel IR: shfl_xor takes a scalar (a thread's value)")
+    if mask < 1 or mask & (mask - 1):
+        raise ValueError(f"kernel IR: shfl_xor's mask {mask} is not a power of two")
+    return Expr(Op.SHFL_XOR, x.dtype, (x, int(mask)))
+
+
 # -- buffers and statements ---------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ class Op(StrEnum):
     MUL16 = "mul16"
     NIBBLE = "nibble"
     MULSHIFT = "mulshift"
+    SHFL_XOR = "shfl_xor"  # a GPU warp's exchange: x of the lane whose index is this one's ^ mask
 
 
 class LoopKind(StrEnum):
@@ -186,6 +187,7 @@ OPS: dict[Op, OpSpec] = {
     Op.MUL16: _spec("a b", I32),
     Op.NIBBLE: _spec("x k", I8),  # k: a constant, 0 or 1
     Op.MULSHIFT: _spec("x m s", I32),
+    Op.SHFL_XOR: _spec("x mask:int", Like("x")),  # mask: 1 .. warp size / 2
 }
 
 

@@ -21,7 +21,8 @@ arrays with an element per thread (kernel-local arrays in local memory).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
 
 from ..errors import EdgecError
 from .kernel import (
@@ -52,6 +53,21 @@ from .kernel import (
 
 def has_barrier(stmts: list) -> bool:
     return any(isinstance(s, Barrier) for s in walk(stmts))
+
+
+def has_warp_op(stmts: list) -> bool:
+    """Whether `stmts` exchange values between a warp's threads (`shfl_xor`)."""
+    return any(e.op is Op.SHFL_XOR for s in walk(stmts) for e in _exprs_of(s))
+
+
+def _exprs_of(s) -> Iterator[Expr]:
+    """Every expression statement `s` holds itself (not its nested statements'), and theirs."""
+    stack = [getattr(s, f.name) for f in fields(s)]
+    stack = [e for e in stack if isinstance(e, Expr)]
+    while stack:
+        e = stack.pop()
+        yield e
+        stack.extend(a for a in e.args if isinstance(a, Expr))
 
 
 def thread_nest(loop: Loop) -> tuple[list[Loop], list]:

@@ -111,6 +111,7 @@ EXPRESSIONS: dict[Op, Callable[..., str]] = {
     Op.CAST: _typed, Op.BITCAST: _typed,
     Op.CALL: _call,
     Op.HREDUCE: lambda e, outer, fold, x: f"hreduce.{fold}({expr(x)})",
+    Op.SHFL_XOR: lambda e, outer, x, mask: f"shfl_xor({expr(x)}, {mask})",
     **{op: _function for op in (Op.MAX, Op.MIN, Op.SELECT, Op.FMA, Op.DOT4, Op.DOT4P,
                                 Op.RECENTRE, Op.PAIRDOT, Op.PAIRFOLD, Op.MUL16, Op.NIBBLE,
                                 Op.MULSHIFT)},

@@ -1,5 +1,6 @@
 """The kernel interpreter's threads of a block: one Python thread per thread of a block whose
-body waits at barriers, meeting at each (kernel_interp.py runs everything else)."""
+body waits at barriers or exchanges values within a warp, meeting at each barrier, and with
+the other threads of its warp at each `shfl_xor` (kernel_interp.py runs everything else)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,40 @@ class _BlockBarrier:
         raise _Divergence()
 
 
+WARP = 32  # threads of a warp: consecutive in the block's linear order (x fastest)
+
+
+class _Warp:
+    """The exchange of one warp's threads: each `shfl_xor` deposits its thread's value, waits
+    for the warp, and reads its partner's; a partner past the block's threads is an error (on
+    a GPU, an inactive lane: undefined)."""
+
+    def __init__(self, n: int):
+        self.barrier = _BlockBarrier(n)
+        self.slots: dict[tuple[int, int], object] = {}
+
+    def lane(self, lane: int) -> _Lane:
+        return _Lane(self, lane)
+
+
+class _Lane:
+    def __init__(self, warp: _Warp, lane: int):
+        self.warp, self.index, self.count = warp, lane, 0
+
+    def exchange(self, value, mask: int):
+        k, self.count = self.count, self.count + 1
+        self.warp.slots[(k, self.index)] = value
+        self.warp.barrier.wait()
+        partner = self.index ^ mask
+        if (k, partner) not in self.warp.slots:
+            raise KernelError(f"shfl_xor from lane {self.index} reads lane {partner}, which "
+                              "is past the block's threads (an inactive lane)")
+        return self.warp.slots[(k, partner)]
+
+    def leave(self, failed: bool = False) -> None:
+        self.warp.barrier.leave(failed)
+
+
 def threaded_block(s: Loop, compile_block: Callable, compile_expr: Callable) -> Callable:
     """The threads of a block (its directly nested block loops), one Python thread each,
     meeting at every Barrier of their body; `compile_block` and `compile_expr` are the
@@ -69,23 +104,28 @@ def threaded_block(s: Loop, compile_block: Callable, compile_expr: Callable) -> 
 
     def block(env):
         dims = [e(env) for e in extents]
-        barrier = _BlockBarrier(math.prod(dims))
+        total = math.prod(dims)
+        barrier = _BlockBarrier(total)
+        warps = [_Warp(min(WARP, total - w)) for w in range(0, total, WARP)]
         errors: list[BaseException] = []
 
-        def thread(coords):
+        def thread(linear, coords):
             own = {**env, **dict(zip(names, coords))}
             own["#bufs"] = dict(env["#bufs"])  # its own allocations; the shared arrays alike
             own["#barrier"] = barrier
+            lane = own["#warp"] = warps[linear // WARP].lane(linear % WARP)
             try:
                 with np.errstate(all="ignore"):
                     body(own)
                 barrier.leave()
+                lane.leave()
             except BaseException as e:  # re-raised below, in the caller's thread
                 errors.append(e)
                 barrier.leave(failed=True)
+                lane.leave(failed=True)
 
-        threads = [threading.Thread(target=thread, args=(c,))
-                   for c in itertools.product(*(range(d) for d in dims))]
+        threads = [threading.Thread(target=thread, args=(i, c)) for i, c in
+                   enumerate(itertools.product(*(range(d) for d in dims)))]
         for t in threads:
             t.start()
         for t in threads:
@@ -95,7 +135,8 @@ def threaded_block(s: Loop, compile_block: Callable, compile_expr: Callable) -> 
             raise real[0]
         if errors:
             raise KernelError(f"the threads of block {', '.join(names)} did not all reach "
-                              "the same barriers (a barrier on a path some threads skip)")
+                              "the same barriers or warp exchanges (one on a path some "
+                              "threads skip)")
 
     return block
 

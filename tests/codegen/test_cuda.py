@@ -4,7 +4,8 @@ by thread) against the ONNX node tests' expected outputs while `find_races` (ker
 watches every access for data races, and nvcc compiles the CUDA renderer's source of all of
 them, warnings as errors. Elementwise and row-wise ops, pooling, strided copies, Concat,
 Split, Gather, convolutions (conv-threads) and matrix products (matmul-dots) get a thread per
-output, the rest one thread.
+output, Softmax, LogSoftmax (innermost axis) and LayerNormalization a warp per row (its
+reductions of `shfl_xor`, which the interpreter runs lane by lane), the rest one thread.
 A program linked against the static CUDA runtime gets the launch's error, not a crash, where
 there is no GPU. Running the kernels on a GPU is
 for the GPU machine (issue 33)."""
@@ -197,6 +198,119 @@ def test_every_op_runs_bound_to_a_grid_without_races(op):
     for name, want in zip(names, wants, strict=True):
         bad = conformance.mismatch(got[name], want, rtol, atol)
         assert bad is None, f"{test}: output {name} {bad}"
+
+
+# -- warp exchanges: shfl_xor and the reductions built of it --------------------------------------
+
+def test_a_warp_reduction_gives_every_lane_its_warps_sum_and_renders_as_shuffles():
+    """Two warps of a 64-thread block each fold their lanes' values (by hand: lane sums of
+    0..31 and 32..63); a warp reduction on a CPU target is refused by name."""
+    kb = KernelBuilder("warp_sums")
+    y = kb.output("y", F32, (64,))
+    with kb.loop(1, "b", "grid"), kb.loop(64, "t", "block") as t:
+        v = kb.local("v", cast_f32(t))
+        kb.warp_reduce(v, "add")
+        kb.store(y, t, v)
+    k = kb.build()
+    out = np.zeros(64, np.float32)
+    run_kernel(k, out)
+    np.testing.assert_array_equal(out, [496.0] * 32 + [1520.0] * 32)
+    assert "shfl_xor(v, 16)" in print_kernel(k)
+    src = CudaRenderer().source([k])
+    assert src.count("__shfl_xor_sync(0xffffffffu, v, ") == 5
+    from edgec.codegen.renderers.c import CRenderer
+
+    with pytest.raises(ValueError, match="shfl_xor exchanges values between a GPU warp"):
+        CRenderer().kernel(k)
+
+
+def test_a_shuffle_some_lanes_skip_is_caught():
+    kb = KernelBuilder("diverged")
+    y = kb.output("y", F32, (32,))
+    with kb.loop(1, "b", "grid"), kb.loop(32, "t", "block") as t:
+        v = kb.local("v", cast_f32(t))
+        with kb.if_(t < 16):
+            kb.warp_reduce(v, "max")
+        kb.store(y, t, v)
+    with pytest.raises(Exception, match="did not all reach the same barriers or warp"):
+        run_kernel(kb.build(), np.zeros(32, np.float32))
+
+
+def softmax_model(op: str, shape):
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], axis=-1)], "sm",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("shape", [(3, 5, 70), (2, 10), (16, 64)])
+def test_softmax_runs_a_warp_per_row(op, shape, tmp_path):
+    """Rows longer than a warp (70: three steps, the last partial), shorter (10: most lanes
+    idle), a whole number of warps (64); 15 rows: the last block's spare warps skip their
+    row. Against onnxruntime, on the thread-by-thread interpreter, race-free; nvcc takes it."""
+    from edgec.compiler.driver import load_graph
+
+    m = softmax_model(op, shape)
+    g = pipelined(load_graph(m), "cuda")
+    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix="sm_")
+    prog = dataclasses.replace(prog, body=bind_program(prog.body))
+    (k,) = kernels_of(prog.body)
+    (launch,) = launches(k)
+    assert [lp.extent.value for lp in launch.block] == [min(8, np.prod(shape[:-1])), 32]
+    feeds = random_feeds(m)
+    races = []
+    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
+    assert not races, races[0]
+    np.testing.assert_allclose(got["y"], onnxruntime_outputs(m, feeds)["y"], rtol=1e-5,
+                               atol=1e-6)
+    (tmp_path / "sm.cu").write_text(CudaRenderer().source([k]))
+    if find_nvcc() is not None:
+        assert nvcc_compile("sm.cu", tmp_path) == "sm.o"
+
+
+def layer_norm_model(shape, axis: int, bias: bool):
+    from onnx import TensorProto, helper, numpy_helper
+
+    norm = shape[axis:]
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(rng.standard_normal(norm).astype(np.float32), "scale")]
+    inits += [numpy_helper.from_array(rng.standard_normal(norm).astype(np.float32), "bias")] \
+        if bias else []
+    node = helper.make_node("LayerNormalization", ["x", "scale"] + (["bias"] if bias else []),
+                            ["y"], axis=axis, epsilon=1e-3)
+    g = helper.make_graph([node], "ln",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+@pytest.mark.parametrize("shape,axis,bias", [((6, 40), -1, True), ((3, 4, 70), 1, False),
+                                             ((2, 17, 64), 2, True)])
+def test_layer_normalization_runs_a_warp_per_row(shape, axis, bias, tmp_path):
+    """Rows of 40, 280 (the normalized axes 4 x 70, scale per element) and 64 elements, 6,
+    3 and 34 of them; against onnxruntime on the interpreter, race-free; nvcc takes it."""
+    from edgec.compiler.driver import load_graph
+
+    m = layer_norm_model(shape, axis, bias)
+    g = pipelined(load_graph(m), "cuda")
+    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix="ln_")
+    prog = dataclasses.replace(prog, body=bind_program(prog.body))
+    (k,) = kernels_of(prog.body)
+    (launch,) = launches(k)
+    rows = int(np.prod(shape[:axis]))
+    assert [lp.extent.value for lp in launch.block] == [min(8, rows), 32]
+    feeds = random_feeds(m)
+    races = []
+    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
+    assert not races, races[0]
+    np.testing.assert_allclose(got["y"], onnxruntime_outputs(m, feeds)["y"], rtol=1e-4,
+                               atol=1e-5)
+    (tmp_path / "ln.cu").write_text(CudaRenderer().source([k]))
+    if find_nvcc() is not None:
+        assert nvcc_compile("ln.cu", tmp_path) == "ln.o"
 
 
 # -- CUDA source, compiled by nvcc -------------------------------------------------------------

@@ -321,6 +321,10 @@ class CRenderer:
     def _mulshift(self, e: Expr, x: Expr, m: Expr, s: Expr) -> tuple[str, int]:
         return f"edgec_mulshift({self.expr(x)}, {self.expr(m)}, {self.expr(s)})", 16
 
+    def _shfl_xor(self, e: Expr, x: Expr, mask: int) -> tuple[str, int]:
+        raise ValueError(f"{type(self).__name__}: shfl_xor exchanges values between a GPU "
+                         "warp's threads and has no CPU form (build for --target cuda)")
+
     def _fma(self, e: Expr, a: Expr, b: Expr, c: Expr) -> tuple[str, int]:
         fn = "fma" if e.dtype is DType.F64 else "fmaf"
         return f"{fn}({', '.join(self.expr(t) for t in (a, b, c))})", 16
@@ -369,7 +373,7 @@ class CRenderer:
         Op.HREDUCE: _hreduce, Op.DOT4: _dot4, Op.DOT4P: _dot4, Op.MUL16: _mul16, Op.FMA: _fma,
         Op.MULSHIFT: _mulshift, Op.CONST: _const, Op.VAR: _var, Op.LOAD: _load,
         Op.MAX: _minmax, Op.MIN: _minmax, Op.NEG: _neg, Op.NOT: _not, Op.SELECT: _select,
-        Op.CAST: _cast, Op.BITCAST: _bitcast, Op.CALL: _math}
+        Op.CAST: _cast, Op.BITCAST: _bitcast, Op.CALL: _math, Op.SHFL_XOR: _shfl_xor}
 
     def _call(self, fn: str, e: Expr, args) -> str:
         dtype = args[0].dtype

@@ -84,6 +84,10 @@ class CudaRenderer(CRenderer):
     def _prefetch(self, s: Prefetch, indent: str) -> list[str]:
         return []  # the GPU's caches are not asked ahead
 
+    def _shfl_xor(self, e, x, mask: int) -> tuple[str, int]:
+        return f"__shfl_xor_sync(0xffffffffu, {self.expr(x)}, {mask})", 16
+
+    expressions = CRenderer.expressions | {Op.SHFL_XOR: _shfl_xor}
     statements = CRenderer.statements | {Loop: _loop, Alloc: _alloc, Barrier: _barrier,
                                          Prefetch: _prefetch}
 

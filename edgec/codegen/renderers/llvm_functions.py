@@ -160,6 +160,10 @@ class _FunctionBuilder:
         f = self.b.shl if k == 0 else self.b.and_
         return f(v, self.splat(ir.Constant(I8, 4 if k == 0 else -16), e.lanes))
 
+    def _gpu_only(self, e: Expr) -> ir.Value:
+        raise ValueError(f"LLVM renderer: {e.op} exchanges values between a GPU warp's "
+                         "threads and has no CPU form (build for --target cuda)")
+
     def _fma(self, e: Expr) -> ir.Value:
         args = [self.expr(e.field(n)) for n in ("a", "b", "c")]
         return self.b.call(self.r.intrinsic("fma", args[0].type), args)
@@ -219,6 +223,7 @@ class _FunctionBuilder:
         Op.MULSHIFT: lambda fb, e: fb.mulshift(e),
         Op.FMA: _fma,
         Op.HREDUCE: lambda fb, e: fb.hreduce(e.field("fold"), e.field("x")),
+        Op.SHFL_XOR: _gpu_only,
         Op.AND: _logic, Op.OR: _logic,
         **dict.fromkeys((op for op in BINARY if op not in (Op.AND, Op.OR)), _binary),
         Op.NEG: _neg,

@@ -24,6 +24,7 @@ from ...ir.types import TensorType
 from ...kernel_ir.kernel import (
     Buffer,
     Expr,
+    LoopKind,
     const,
     maximum,
     minimum,
@@ -71,6 +72,43 @@ def independent_loops(kb: NodeKernelBuilder, extents: Sequence[int], names: Sequ
     with kb.rows(math.prod(extents), per, "t") as t:
         yield [named(kb, nm, t // st % ext) for nm, st, ext in
                zip(names, row_major_strides(extents), extents, strict=True)]
+
+
+# warps per block of `warp_rows` launches (a row each)
+WARP_ROWS_PER_BLOCK = 8
+
+
+@contextmanager
+def warp_rows(kb: NodeKernelBuilder, rows: int):
+    """On a GPU target, a launch of a warp per row: blocks of up to WARP_ROWS_PER_BLOCK
+    warps, the threads of a warp (its lanes) striding along their row together and meeting
+    in `KernelBuilder.warp_reduce`s. Yields (row, lane, warp width); a warp past the last
+    row skips its row whole, so its exchanges stay in step."""
+    width = kb.target.gpu.warp
+    per = min(WARP_ROWS_PER_BLOCK, rows)
+    blocks = -(-rows // per)
+    with kb.loop(blocks, "rb", kind=LoopKind.GRID) as b, \
+            kb.loop(per, "w", kind=LoopKind.BLOCK) as w, \
+            kb.loop(width, "lane", kind=LoopKind.BLOCK) as lane:
+        row = named(kb, "row", b * per + w)
+        if rows % per:
+            with kb.if_(row < rows):
+                yield row, lane, width
+        else:
+            yield row, lane, width
+
+
+@contextmanager
+def lane_steps(kb: NodeKernelBuilder, lane: Expr, width: int, n: int, name: str = "j"):
+    """The elements lane `lane` of a warp takes of a row of `n`: lane, lane + width, ...
+    Yields the element index."""
+    with kb.loop(-(-n // width), "a" + name) as a:
+        j = named(kb, name, a * width + lane)
+        if n % width:
+            with kb.if_(j < n):
+                yield j
+        else:
+            yield j
 
 
 def parallel_split(n: int, grain: int = 16384, most: int = 64) -> tuple[int, int]:

@@ -28,9 +28,11 @@ from ...kernel_ir.kernel import (
 )
 from ..lower import NodeKernelBuilder, broadcast_index, coalesce, kernel, operand
 from .common import (
+    lane_steps,
     named,
     offset,
     row_major_strides,
+    warp_rows,
 )
 
 # -- normalization and softmax --------------------------------------------------------------
@@ -71,6 +73,11 @@ def layer_normalization(kb: NodeKernelBuilder, node: Node) -> None:
     bufs = [operand(kb, v, nm) for v, nm in zip(params, ("scale", "bias"), strict=False)]
     y = kb.bind(node.outputs[0], "y")
     stats = [kb.bind(v, nm) for v, nm in zip(node.outputs[1:], ("mean", "inv_std"), strict=False)]
+    if kb.target.gpu is not None and size > 1 and \
+            all(math.prod(v.shape) in (1, size) for v in params):
+        kb.strategy = "layer normalization, a warp per row"
+        _layer_norm_warps(kb, x, y, bufs, stats, rows, size, st, node.attrs["epsilon"])
+        return
     dims, flags = coalesce(norm, [v.shape for v in params] + [norm])
     with kb.rows(rows, size, "r") as r:
         base = r * size
@@ -95,14 +102,50 @@ def layer_normalization(kb: NodeKernelBuilder, node: Node) -> None:
             kb.store(buf, r, val)
 
 
+def _layer_norm_warps(kb: NodeKernelBuilder, x: Buffer, y: Buffer, params: list,
+                      stats: list[Buffer], rows: int, size: int, st: DType,
+                      epsilon: float) -> None:
+    """LayerNormalization over rows of `size`, a GPU warp per row (the scale and bias a
+    value each or one per element of the row): the lanes' sums, then their squared
+    deviations from the mean, each folded by the warp."""
+    with warp_rows(kb, rows) as (r, lane, width):
+        base = named(kb, "base", r * size)
+        s = kb.local("sum", const(0, st))
+        with lane_steps(kb, lane, width, size) as j:
+            kb.assign(s, s + cast(x[base + j], st))
+        kb.warp_reduce(s, "add", width)
+        mean = kb.local("mean", s / const(size, st))
+        q = kb.local("sq", const(0, st))
+        with lane_steps(kb, lane, width, size) as j:
+            dv = kb.local("dv", cast(x[base + j], st) - mean)
+            kb.assign(q, q + dv * dv)
+        kb.warp_reduce(q, "add", width)
+        inv = kb.local("inv", const(1, st) / call("sqrt", q / const(size, st)
+                                                  + const(epsilon, st)))
+        with lane_steps(kb, lane, width, size) as j:
+            v = cast((cast(x[base + j], st) - mean) * inv, y.dtype)
+            for k, b in enumerate(params):
+                t = b if not isinstance(b, Buffer) else b[j] if b.numel > 1 else b[0]
+                v = v * t if k == 0 else v + t
+            kb.store(y, base + j, v)
+        for buf, val in zip(stats, (mean, inv), strict=False):
+            with kb.if_(lane.eq(0)):
+                kb.store(buf, r, val)
+
+
 def _softmax(kb: NodeKernelBuilder, node: Node, log: bool) -> None:
     """Along one axis, subtracting the max first so exp never overflows:
-    softmax = e / sum(e), log-softmax = (x - max) - log(sum(e)), e = exp(x - max)."""
+    softmax = e / sum(e), log-softmax = (x - max) - log(sum(e)), e = exp(x - max).
+    On a GPU, along the innermost axis: a warp per row, its max and sum warp reductions."""
     x_v = node.inputs[0]
     axis = node.attrs["axis"] + (len(x_v.shape) if node.attrs["axis"] < 0 else 0)
     outer, n = math.prod(x_v.shape[:axis]), x_v.shape[axis]
     inner = math.prod(x_v.shape[axis + 1:])
     x, y = kb.bind(x_v, "x"), kb.bind(node.output, "y")
+    if kb.target.gpu is not None and inner == 1 and n > 1:
+        kb.strategy = "softmax, a warp per row"
+        _softmax_warps(kb, x, y, outer, n, log)
+        return
     with kb.rows(outer, n * inner, "o") as o, kb.loop(inner, "i") as i:
         base = o * (n * inner) + i
         mx = kb.local("mx", x[base])
@@ -124,6 +167,32 @@ def _softmax(kb: NodeKernelBuilder, node: Node, log: bool) -> None:
         else:
             with kb.loop(n, "a") as a:
                 kb.store(y, base + a * inner, y[base + a * inner] / s)
+
+
+def _softmax_warps(kb: NodeKernelBuilder, x: Buffer, y: Buffer, rows: int, n: int,
+                   log: bool) -> None:
+    """Softmax along rows of `n`, a GPU warp per row: each lane folds its elements (lane,
+    lane + 32, ...), the warp folds the lanes' max and sum."""
+    with warp_rows(kb, rows) as (row, lane, width):
+        base = named(kb, "base", row * n)
+        mx = kb.local("mx", x[base + minimum(lane, n - 1)])
+        with lane_steps(kb, lane, width, n) as j:
+            kb.assign(mx, maximum(mx, x[base + j]))
+        kb.warp_reduce(mx, "max", width)
+        s = kb.local("sum", const(0, y.dtype))
+        with lane_steps(kb, lane, width, n) as j:
+            e = kb.local("e", call("exp", x[base + j] - mx))
+            if not log:
+                kb.store(y, base + j, e)
+            kb.assign(s, s + e)
+        kb.warp_reduce(s, "add", width)
+        if log:
+            lse = kb.local("lse", call("log", s))
+            with lane_steps(kb, lane, width, n) as j:
+                kb.store(y, base + j, (x[base + j] - mx) - lse)
+        else:
+            with lane_steps(kb, lane, width, n) as j:
+                kb.store(y, base + j, y[base + j] / s)
 
 
 @kernel("Softmax")
