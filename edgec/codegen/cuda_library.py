@@ -8,7 +8,12 @@ blocks (kernel_ir/gpu.py), the CUDA renderer prints into `NAME.cu` with the entr
   and uploads the weights from the library's read-only data (`NAME_weights.S`, as on a CPU);
   nothing else is allocated afterwards;
 - `NAME_run_device(d_inputs, d_outputs, stream)` launches the kernels on `stream` over device
-  pointers, and returns once they are queued;
+  pointers, and returns once they are queued. Built with `--cuda-graph` (`graph_mode`), the
+  first call captures the launches into a CUDA graph and every call launches that graph,
+  captured again (and the executable graph updated in place, or instantiated anew) when the
+  device pointers differ from the last capture's; stream 0, which cannot be captured, is
+  replaced by the library's own blocking stream, which the legacy default stream orders
+  with;
 - `NAME_run(inputs, outputs, workspace)` is the CPU libraries' call on host pointers: it
   initialises the library where the app has not, copies the inputs in, runs on the default
   stream, copies the outputs back and returns when they are there (`workspace` is unused:
@@ -66,8 +71,10 @@ class _Arena:
 
 def generate_cuda(graph: Graph, plan, target: Target, name: str, source: str = "",
                   emit_kernels: bool = False,
-                  strategies: Mapping[str, str] | None = None) -> Sources:
-    """The sources of the CUDA library for `graph` laid out by the memory plan `plan`."""
+                  strategies: Mapping[str, str] | None = None,
+                  graph_mode: bool = False) -> Sources:
+    """The sources of the CUDA library for `graph` laid out by the memory plan `plan`;
+    `graph_mode`: NAME_run_device replays a captured CUDA graph (module doc)."""
     prog = build_program(graph, plan, target, name, f"{name}_", strategies)
     flow = [type(op).__name__ for op in prog.body if not isinstance(op, Launch)]
     if flow:
@@ -130,13 +137,19 @@ def generate_cuda(graph: Graph, plan, target: Target, name: str, source: str = "
           "    if (e != cudaSuccess) {",
           f"        cudaFree({name}_dev);", f"        {name}_dev = NULL;",
           f"        return {name}_failed(e);", "    }", "    return EDGEC_OK;", "}", "",
+          f"static int {name}_queue(const void *const *d_inputs, "
+          "void *const *d_outputs, cudaStream_t stream)", "{",
+          "    cudaError_t e;", "    (void)e;", "    (void)d_inputs;", "    (void)d_outputs;",
+          *launches, "    return EDGEC_OK;", "}", "",
+          *(_graph_functions(name, n_in, n_out) if graph_mode else []),
           f'extern "C" int {name}_run_device(const void *const *d_inputs, '
           "void *const *d_outputs, cudaStream_t stream)", "{",
           "    if (d_inputs == NULL || d_outputs == NULL)",
           "        return EDGEC_ERR_NULL_ARGUMENT;",
           f"    if ({name}_dev == NULL) {{", f"        int status = {name}_init();",
           "        if (status != EDGEC_OK)", "            return status;", "    }",
-          "    cudaError_t e;", "    (void)e;", *launches, "    return EDGEC_OK;", "}", "",
+          f"    return {name}_{'replay' if graph_mode else 'queue'}(d_inputs, d_outputs, "
+          "stream);", "}", "",
           f'extern "C" int {name}_run(const void *const *inputs, void *const *outputs, '
           "void *workspace)", "{", "    (void)workspace;",
           "    if (inputs == NULL || outputs == NULL)",
@@ -162,7 +175,9 @@ def generate_cuda(graph: Graph, plan, target: Target, name: str, source: str = "
           f"        e = cudaMemcpy(outputs[i], d_out[i], {name}_output_bytes(i), "
           "cudaMemcpyDeviceToHost);",
           f"    return e == cudaSuccess ? EDGEC_OK : {name}_failed(e);", "}", "",
-          f'extern "C" void {name}_release(void)', "{", f"    cudaFree({name}_dev);",
+          f'extern "C" void {name}_release(void)', "{",
+          *([f"    {name}_drop_graph();"] if graph_mode else []),
+          f"    cudaFree({name}_dev);",
           f"    {name}_dev = NULL;", "}", "",
           f'extern "C" const char *{name}_cuda_error(void)', "{",
           f"    return cudaGetErrorString({name}_last);", "}", "",
@@ -199,6 +214,57 @@ def generate_cuda(graph: Graph, plan, target: Target, name: str, source: str = "
                     body, prog.strategies, prog.kernels)
     src.kernel_ir = print_program(bound) if emit_kernels else None
     return src
+
+
+def _graph_functions(name: str, n_in: int, n_out: int) -> list[str]:
+    """NAME_replay: the launches captured into a CUDA graph (again where the pointers have
+    changed since the last capture) and the graph launched; NAME_drop_graph."""
+    return [
+        f"static cudaGraphExec_t {name}_exec; /* the captured run, or NULL */",
+        f"static cudaStream_t {name}_stream; /* capturing and replaying where given 0 */",
+        f"static const void *{name}_captured_in[{max(n_in, 1)}];",
+        f"static void *{name}_captured_out[{max(n_out, 1)}];", "",
+        f"static void {name}_drop_graph(void)", "{",
+        f"    if ({name}_exec != NULL)", f"        cudaGraphExecDestroy({name}_exec);",
+        f"    if ({name}_stream != NULL)", f"        cudaStreamDestroy({name}_stream);",
+        f"    {name}_exec = NULL;", f"    {name}_stream = NULL;", "}", "",
+        f"static int {name}_replay(const void *const *d_inputs, void *const *d_outputs, "
+        "cudaStream_t stream)", "{", "    cudaError_t e = cudaSuccess;",
+        "    if (stream == 0) { /* the legacy default stream cannot be captured */",
+        f"        if ({name}_stream == NULL)",
+        f"            e = cudaStreamCreate(&{name}_stream); /* blocking: ordered with it */",
+        "        if (e != cudaSuccess)", f"            return {name}_failed(e);",
+        f"        stream = {name}_stream;", "    }",
+        f"    int same = {name}_exec != NULL;",
+        f"    for (int i = 0; i < {n_in} && same; ++i)",
+        f"        same = d_inputs[i] == {name}_captured_in[i];",
+        f"    for (int i = 0; i < {n_out} && same; ++i)",
+        f"        same = d_outputs[i] == {name}_captured_out[i];",
+        "    if (!same) {",
+        "        cudaGraph_t g = NULL;",
+        "        e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);",
+        "        if (e != cudaSuccess)", f"            return {name}_failed(e);",
+        f"        int status = {name}_queue(d_inputs, d_outputs, stream);",
+        "        e = cudaStreamEndCapture(stream, &g);",
+        "        if (status != EDGEC_OK || e != cudaSuccess) {",
+        "            if (g != NULL)", "                cudaGraphDestroy(g);",
+        f"            return status != EDGEC_OK ? status : {name}_failed(e);", "        }",
+        f"        if ({name}_exec != NULL) {{ /* the same kernels, other pointers */",
+        "            cudaGraphExecUpdateResultInfo info;",
+        f"            if (cudaGraphExecUpdate({name}_exec, g, &info) != cudaSuccess) {{",
+        "                (void)cudaGetLastError(); /* the failed update's, not sticky */",
+        f"                cudaGraphExecDestroy({name}_exec);",
+        f"                {name}_exec = NULL;", "            }", "        }",
+        f"        if ({name}_exec == NULL)",
+        f"            e = cudaGraphInstantiate(&{name}_exec, g, 0);",
+        "        cudaGraphDestroy(g);", "        if (e != cudaSuccess) {",
+        f"            {name}_exec = NULL;", f"            return {name}_failed(e);", "        }",
+        f"        for (int i = 0; i < {n_in}; ++i)",
+        f"            {name}_captured_in[i] = d_inputs[i];",
+        f"        for (int i = 0; i < {n_out}; ++i)",
+        f"            {name}_captured_out[i] = d_outputs[i];", "    }",
+        f"    e = cudaGraphLaunch({name}_exec, stream);",
+        f"    return e == cudaSuccess ? EDGEC_OK : {name}_failed(e);", "}", ""]
 
 
 def _header(graph: Graph, name: str, up: str, device_bytes: int, source: str) -> str:

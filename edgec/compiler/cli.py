@@ -61,7 +61,7 @@ def cmd_compile(a) -> None:
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
         tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()),
-        gpu_arch=a.gpu_arch)
+        gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph)
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
     print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
@@ -237,6 +237,10 @@ def parser() -> argparse.ArgumentParser:
                    default=(), metavar="SM,...",
                    help="--target cuda: the GPU architectures to build for, such as "
                         "sm_80,sm_90 (default: sm_90, with its PTX)")
+    c.add_argument("--cuda-graph", action="store_true",
+                   help="--target cuda: capture a run's launches into a CUDA graph on the "
+                        "first call and replay it (captured again when the device pointers "
+                        "change): one launch per run instead of one per kernel")
     c.add_argument("--emit-kernels", action="store_true",
                    help="also write OUT/NAME.kernels.txt: the program IR and every kernel in "
                         "edgec's kernel IR, as text")

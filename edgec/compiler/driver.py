@@ -91,6 +91,8 @@ def _check_gpu_options(opt: CompileOptions, tgt) -> None:
     if tgt.gpu is None:
         if opt.gpu_arch:
             raise EdgecError(f"--gpu-arch is for --target cuda, not {tgt.name}")
+        if opt.cuda_graph:
+            raise EdgecError(f"--cuda-graph is for --target cuda, not {tgt.name}")
         return
     check_gpu_archs(opt.gpu_arch)
     if opt.backend != "c":
@@ -491,7 +493,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     cuda = tgt.gpu is not None
     if cuda:
         src = generate_cuda(graph, plan, tgt, name, source, emit_kernels=opt.emit_kernels,
-                            strategies=opt.strategy)
+                            strategies=opt.strategy, graph_mode=opt.cuda_graph)
     else:
         src = generate(graph, plan, tgt, name, source, threads=opt.threads,
                        backend=opt.backend, compress=opt.compress, sanitize=opt.sanitize,
@@ -569,6 +571,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     if cuda:  # the GPU architectures the library carries code for, and its launches
         manifest["gpu_archs"] = list(archs)
         manifest["gpu_launches"] = src.gpu_launches
+        manifest["cuda_graph"] = bool(opt.cuda_graph)
     timing = {"import": round(t_import - t0, 4), "passes": round(t_passes - t_import, 4),
               "codegen": round(t_codegen - t_passes, 4), "build": round(t_build - t_codegen, 4),
               "total": round(t_build - t0, 4)}
@@ -612,7 +615,7 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
     lines += [f"  {s['node']} {s['op']}: {Candidate.from_record(s['choice']).text()}"
               f"{' (forced)' if s['forced'] else ''}: {_strategy_text(s)}"
               for s in manifest["kernel_strategies"]]
-    lines += _launch_lines(manifest.get("gpu_launches"))
+    lines += _launch_lines(manifest.get("gpu_launches"), manifest.get("cuda_graph", False))
     choices = strategy_lines(manifest)
     lines += ["", "strategy candidates (* the chosen; costs from the roofline model, "
               "lowering/strategies.py):", *("  " + x for x in choices)] if choices else []
@@ -631,12 +634,14 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _launch_lines(launches: list[dict] | None) -> list[str]:
+def _launch_lines(launches: list[dict] | None, graph: bool = False) -> list[str]:
     """A CUDA library's launches per run: how many, and each kernel's blocks x threads."""
     if not launches:
         return []
     one = sum(x["blocks"] * x["threads"] == 1 for x in launches)
-    return ["", f"GPU launches per run: {len(launches)} ({one} of a single thread; "
+    replay = ", captured once as a CUDA graph and replayed: one graph launch a run" \
+        if graph else ""
+    return ["", f"GPU launches per run: {len(launches)} ({one} of a single thread{replay}; "
                 "blocks x threads each):",
             *(f"  {x['kernel']}: {x['blocks']} x {x['threads']}" for x in launches)]
 

@@ -44,6 +44,9 @@ class CompileOptions:
     emit_kernels: bool = False
     # a CUDA target's GPU architectures (nvcc's sm_XY); () for the target's own
     gpu_arch: Sequence[str] = ()
+    # a CUDA target's NAME_run_device captures its launches into a CUDA graph once (again
+    # when the pointers change) and replays it
+    cuda_graph: bool = False
     # {node name: "KIND{k=v,...}" (or a lowering.strategies Forced / Candidate)}: the
     # strategy that builds the node's kernel, instead of the chooser's
     strategy: Mapping[str, Any] = field(default_factory=dict)

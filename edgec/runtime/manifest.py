@@ -92,6 +92,8 @@ SCHEMA = {
         # its kernels' launches per run, in order
         "gpu_launches": {"type": "array", "items": _object(
             {"kernel": _STR, "blocks": _INT, "threads": _INT})},
+        # NAME_run_device replays its launches as a captured CUDA graph (--cuda-graph)
+        "cuda_graph": {"type": "boolean"},
     }),
 }
 

@@ -446,6 +446,28 @@ int main(void)
 """
 
 
+@pytest.mark.cross
+def test_a_cuda_graph_library_builds_and_an_app_links(tmp_path):
+    """--cuda-graph: NAME_run_device captures the launches once and replays the graph (the
+    manifest and report say so); nvcc builds it, warnings as errors, and a C app that runs
+    it twice links and gets EDGEC_ERR_NO_DEVICE where there is no GPU (on a GPU: the first
+    run captures, the second replays, both succeed)."""
+    out = tmp_path / "lib"
+    art = edgec.compile(zoo.tiny_cnn(), out, name="tiny", target="cuda", cuda_graph=True)
+    assert art.manifest["cuda_graph"] is True
+    assert "captured once as a CUDA graph and replayed" in (out / "report.txt").read_text()
+    (out / "app.c").write_text(APP.replace("    tiny_release();", "    if (s == EDGEC_OK)\n"
+                                           "        s = tiny_run(in, out, NULL);\n"
+                                           "    tiny_release();"))
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "app.c", "-o", "app",
+                    "-L.", "-ltiny", *art.manifest["link_flags"]], cwd=out, check=True)
+    run = subprocess.run(["./app"], cwd=out, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run
+    if not run.stdout.startswith("0 "):
+        assert run.stdout.splitlines() == [
+            "6 no CUDA device: this machine has no NVIDIA GPU, or no driver for CUDA 13.0"] * 2
+
+
 def test_what_a_cuda_target_refuses(tmp_path):
     model = zoo.mlp()
     for options, message in (
@@ -457,6 +479,8 @@ def test_what_a_cuda_target_refuses(tmp_path):
             edgec.compile(model, tmp_path / "x", target="cuda", **options)
     with pytest.raises(EdgecError, match="--gpu-arch is for --target cuda, not x86"):
         edgec.compile(model, tmp_path / "y", target="x86", gpu_arch=("sm_90",))
+    with pytest.raises(EdgecError, match="--cuda-graph is for --target cuda, not x86"):
+        edgec.compile(model, tmp_path / "z", target="x86", cuda_graph=True)
 
 
 def test_control_flow_is_refused_with_its_reason(tmp_path):
