@@ -192,14 +192,20 @@ class KernelBuilder:
         self.emit(Local(n, init.dtype, init))
         return Expr(Op.VAR, init.dtype, (n,), init.lanes)
 
-    def warp_reduce(self, target: Expr, fold: str, width: int = 32) -> None:
-        """Fold local `target` (add, max or min) over the threads of each warp of `width`,
-        in place: every thread ends with the warp's result (a butterfly of shfl_xor)."""
-        if fold not in ("add", "max", "min"):
-            raise ValueError(f"kernel IR: no warp reduction {fold}")
+    def warp_reduce(self, target: Expr, fold, width: int = 32) -> None:
+        """Fold local `target` over the threads of each warp of `width`, in place: every
+        thread ends with the warp's result (a butterfly of shfl_xor). `fold`: add, max, min,
+        or a function of two expressions (an associative, commutative combine)."""
+        if isinstance(fold, str):
+            if fold not in ("add", "max", "min"):
+                raise ValueError(f"kernel IR: no warp reduction {fold}")
+            op = fold
+
+            def fold(a, b):
+                return binary(op, a, b)
         mask = width // 2
         while mask:
-            self.assign(target, binary(fold, target, shfl_xor(target, mask)))
+            self.assign(target, fold(target, shfl_xor(target, mask)))
             mask //= 2
 
     def assign(self, target: Expr, value) -> None:

@@ -4,8 +4,9 @@ by thread) against the ONNX node tests' expected outputs while `find_races` (ker
 watches every access for data races, and nvcc compiles the CUDA renderer's source of all of
 them, warnings as errors. Elementwise and row-wise ops, pooling, strided copies, Concat,
 Split, Gather, convolutions (conv-threads) and matrix products (matmul-dots) get a thread per
-output, Softmax, LogSoftmax (innermost axis) and LayerNormalization a warp per row (its
-reductions of `shfl_xor`, which the interpreter runs lane by lane), the rest one thread.
+output, Softmax, LogSoftmax (innermost axis), LayerNormalization and the reductions over a
+contiguous innermost run of axes a warp per row (its reductions of `shfl_xor`, which the
+interpreter runs lane by lane), the rest one thread.
 A program linked against the static CUDA runtime gets the launch's error, not a crash, where
 there is no GPU. Running the kernels on a GPU is
 for the GPU machine (issue 33)."""
@@ -269,6 +270,48 @@ def test_softmax_runs_a_warp_per_row(op, shape, tmp_path):
     (tmp_path / "sm.cu").write_text(CudaRenderer().source([k]))
     if find_nvcc() is not None:
         assert nvcc_compile("sm.cu", tmp_path) == "sm.o"
+
+
+def reduce_model(op: str, shape, axes, dtype=np.float32):
+    from onnx import helper, numpy_helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    out = [1 if d in [a % len(shape) for a in axes] else n for d, n in enumerate(shape)]
+    g = helper.make_graph([helper.make_node(op, ["x", "axes"], ["y"], keepdims=1)], "red",
+                          [helper.make_tensor_value_info("x", elem, shape)],
+                          [helper.make_tensor_value_info("y", elem, out)],
+                          [numpy_helper.from_array(np.array(axes, np.int64), "axes")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+
+
+@pytest.mark.parametrize("op,shape,axes,dtype", [
+    ("ReduceSum", (5, 70), [-1], np.float32), ("ReduceMax", (3, 4, 9), [1, 2], np.float32),
+    ("ReduceMean", (17, 64), [1], np.float32), ("ReduceProd", (4, 33), [-1], np.float32),
+    ("ReduceL2", (6, 50), [-1], np.float32), ("ReduceMin", (2, 3, 40), [2], np.float32),
+    ("ReduceSum", (9, 100), [1], np.int32)])
+def test_reductions_over_the_innermost_axes_run_a_warp_per_output(op, shape, axes, dtype):
+    """A contiguous innermost reduced run: a warp per output (8 a block), its lanes' partial
+    results folded by shfl_xor; against onnxruntime (int32 sums exactly), race-free."""
+    from edgec.compiler.driver import load_graph
+
+    m = reduce_model(op, shape, axes, dtype)
+    g = pipelined(load_graph(m), "cuda")
+    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix="rd_")
+    prog = dataclasses.replace(prog, body=bind_program(prog.body))
+    (k,) = kernels_of(prog.body)
+    (launch,) = launches(k)
+    assert launch.block[-1].extent.value == 32
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(dtype) if dtype == np.float32 else \
+        rng.integers(-1000, 1000, shape).astype(dtype)
+    races = []
+    got = run_program(prog, {"x": x}, launch=lambda k, *a: races.extend(find_races(k, *a)))
+    assert not races, races[0]
+    want = onnxruntime_outputs(m, {"x": x})["y"]
+    if dtype == np.int32:
+        np.testing.assert_array_equal(got["y"], want)
+    else:
+        np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-5)
 
 
 def layer_norm_model(shape, axis: int, bias: bool):

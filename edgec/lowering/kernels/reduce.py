@@ -28,6 +28,7 @@ from ...ir.graph import Node
 from ...ir.ops.reduce import cum_axis, einsum_spec, reduce_axes, topk_k
 from ...kernel_ir.kernel import Buffer, Expr, call, cast, const, linear_index, select
 from ..lower import NodeKernelBuilder, kernel
+from .common import lane_steps, named, warp_rows
 from .elementwise import abs_, max_nan, min_nan
 from .tensor import flat_copy, row_strides
 
@@ -152,6 +153,20 @@ def reduce_kernel(kb: NodeKernelBuilder, node: Node) -> None:
 
     def load(idx: Expr) -> Expr:
         return red.pre(cast(x[idx], acc_dt))
+
+    if kb.target.gpu is not None and lay.groups and lay.groups[-1][1] and \
+            len(lay.reduced) == 1 and count > 1:
+        # one contiguous reduced run, innermost: a warp per output, folding its lanes'
+        kb.strategy = "reduction, a warp per output"
+        with warp_rows(kb, y.numel) as (r, lane, width):
+            base = named(kb, "base", r * count)
+            acc = kb.local("acc", red.init(acc_dt))
+            with lane_steps(kb, lane, width, count) as j:
+                kb.assign(acc, red.combine(acc, load(base + j)))
+            kb.warp_reduce(acc, red.combine, width)
+            with kb.if_(lane.eq(0)):
+                kb.store(y, r, red.post(acc, count))
+        return
 
     if not lay.groups or lay.groups[-1][1] or count == 0 or acc_dt != x.dtype or \
             (red.float_post and not x.dtype.is_float):
