@@ -1,0 +1,294 @@
+"""The GPU check of issue 33 (points 6 and 7), for the lent GPU machine: run it there through
+`scripts/gpu_check.sh`, which installs nothing but the wheels carried in `.whl` and gives this
+script the carried checkout on PYTHONPATH. It must finish in a few minutes.
+
+Per model (torchvision's ResNet-18 and MobileNetV2 with their random initial weights, and an
+MLP of the zoo's shape, 784-512-512-10), all at batch 1:
+
+1. the PyTorch model is exported to ONNX there (opset 17), so that edgec and PyTorch run the
+   same weights; edgec compiles it for `--target cuda` (sm_90): plain, with `--cuda-graph`,
+   and quantized to int8 (`--quantize int8`, min-max on 8 random samples);
+2. correctness: each build's output on the GPU (`edgec.load`, host pointers) against
+   onnxruntime on the CPU (float32: relative error at most 1e-4; int8: against onnxruntime
+   running edgec's own quantized graph is not possible, so the float error is reported);
+3. speed: NAME_run_device on device pointers (PyTorch's tensors) on PyTorch's stream, each
+   call timed by CUDA events: p50 and p90 over the same number of runs, beside PyTorch eager
+   and CUDA-graph replay at fp32 (TF32 off on both sides) and fp16; each latency also as a
+   multiple of the launch floor (the launches a run makes x the measured empty-launch time);
+4. compute-sanitizer memcheck and racecheck on a C app that runs the MLP's library once.
+
+Everything is written to OUT/gpu_check.json and summarised on stdout; a step that fails is
+recorded with its error and the rest goes on (the machine's minutes are few).
+
+    python3 scripts/gpu_check.py OUT [--runs 200] [--models resnet18,mobilenet_v2,mlp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+RESULTS: dict = {"steps": []}
+
+
+def step(name: str):
+    """Run the decorated function now, recording its result or its error under `name`."""
+    def run(fn):
+        t0 = time.perf_counter()
+        try:
+            value = fn()
+            RESULTS["steps"].append({"step": name, "ok": True, "seconds":
+                                     round(time.perf_counter() - t0, 2)})
+            print(f"ok   {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
+            return value
+        except Exception as e:  # noqa: BLE001 - recorded, and the check goes on
+            RESULTS["steps"].append({"step": name, "ok": False, "error": repr(e),
+                                     "trace": traceback.format_exc(limit=6)})
+            print(f"FAIL {name}: {e!r}", flush=True)
+            return None
+    return run
+
+
+def torch_model(name: str):
+    import torch
+
+    torch.manual_seed(0)
+    if name in ("resnet18", "mobilenet_v2"):
+        import torchvision
+
+        return getattr(torchvision.models, name)(weights=None).eval(), (1, 3, 224, 224)
+    mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                              torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                              torch.nn.Linear(512, 10))
+    return mlp.eval(), (1, 784)
+
+
+def percentiles(ms: list[float]) -> dict:
+    return {"p50_ms": round(float(np.percentile(ms, 50)), 4),
+            "p90_ms": round(float(np.percentile(ms, 90)), 4)}
+
+
+def timed(fn, runs: int) -> dict:
+    """Each call of `fn` between two CUDA events on the current stream: p50 and p90."""
+    import torch
+
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ms.append(a.elapsed_time(b))
+    return percentiles(ms)
+
+
+def empty_launch_us(runs: int) -> float:
+    """The time of one launch of an empty kernel, by CUDA-graph-free back-to-back launches
+    of a one-element PyTorch op (microseconds)."""
+    import torch
+
+    t = torch.zeros(1, device="cuda")
+    for _ in range(50):
+        t.add_(0)
+    torch.cuda.synchronize()
+    n = max(runs, 200)
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        t.add_(0)
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) * 1e3 / n
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))
+
+
+def check_model(name: str, out: Path, runs: int, launch_us: float | None) -> dict:
+    import onnxruntime as ort
+    import torch
+
+    import edgec
+
+    row: dict = {"model": name}
+    model, shape = torch_model(name)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    path = out / f"{name}.onnx"
+    try:  # the TorchScript exporter; where it is gone, the dynamo one
+        torch.onnx.export(model, (x,), str(path), opset_version=17, input_names=["input"],
+                          output_names=["output"], dynamo=False)
+    except Exception:  # noqa: BLE001
+        torch.onnx.export(model, (x,), str(path), opset_version=17, input_names=["input"],
+                          output_names=["output"], dynamo=True)
+    feeds = {"input": x.numpy()}
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+        None, feeds)[0]
+    builds = {}
+    for kind, options in (("fp32", {}), ("fp32_graph", {"cuda_graph": True}),
+                          ("int8", {"quantize": "int8", "calib": {
+                              "input": np.random.default_rng(2).standard_normal(
+                                  (8, *shape[1:])).astype(np.float32)}})):
+        @step(f"{name} {kind}: compile for cuda and run against onnxruntime")
+        def build(kind=kind, options=options):
+            t0 = time.perf_counter()
+            art = edgec.compile(path, out / f"{name}_{kind}", target="cuda", name=name,
+                                gpu_arch=("sm_90",), **options)
+            lib = edgec.load(art.out_dir)
+            got = next(iter(lib.run(feeds).values()))
+            err = rel_error(got, want)
+            row[kind] = {"compile_s": round(time.perf_counter() - t0, 2),
+                         "launches": len(art.manifest["gpu_launches"]),
+                         "rel_error_vs_onnxruntime": err}
+            if kind != "int8" and err > 1e-4:
+                raise AssertionError(f"relative error {err:.3g} > 1e-4")
+            return lib
+
+        builds[kind] = build
+    xd = x.cuda()
+    stream = torch.cuda.current_stream()
+    for kind, lib in builds.items():
+        if lib is None:
+            continue
+
+        @step(f"{name} {kind}: NAME_run_device timed")
+        def time_edgec(kind=kind, lib=lib):
+            run = getattr(lib._lib, f"{name}_run_device")
+            run.restype = ctypes.c_int
+            yd = torch.empty(tuple(lib.manifest["outputs"][0]["shape"]), device="cuda")
+            ins = (ctypes.c_void_p * 1)(xd.data_ptr())
+            outs = (ctypes.c_void_p * 1)(yd.data_ptr())
+            status = run(ins, outs, ctypes.c_void_p(stream.cuda_stream))
+            if status != 0:
+                raise RuntimeError(f"{name}_run_device returned {status}")
+            torch.cuda.synchronize()
+            if kind != "int8":
+                err = rel_error(yd.cpu().numpy(), want)
+                if err > 1e-4:
+                    raise AssertionError(f"device pointers: relative error {err:.3g}")
+            t = timed(lambda: run(ins, outs, ctypes.c_void_p(stream.cuda_stream)), runs)
+            if launch_us:
+                floor = row[kind]["launches"] * launch_us / 1e3
+                t["launch_floor_ms"] = round(floor, 4)
+                t["p50_over_launch_floor"] = round(t["p50_ms"] / floor, 2)
+            row[kind].update(t)
+
+    for precision in ("fp32", "fp16"):
+        @step(f"{name} PyTorch {precision}: eager and CUDA graph")
+        def time_torch(precision=precision):
+            dtype = torch.float16 if precision == "fp16" else torch.float32
+            m = model.to("cuda", dtype)
+            xi = xd.to(dtype)
+            with torch.no_grad():
+                eager = timed(lambda: m(xi), runs)
+                g = torch.cuda.CUDAGraph()
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        m(xi)
+                torch.cuda.current_stream().wait_stream(side)
+                with torch.cuda.graph(g):
+                    m(xi)
+                graph = timed(g.replay, runs)
+            row[f"torch_{precision}"] = {"eager": eager, "cuda_graph": graph}
+
+    return row
+
+
+def sanitize(out: Path) -> dict:
+    """compute-sanitizer memcheck and racecheck on a C app that runs the MLP's library once
+    (its fp32 build from check_model)."""
+    lib = out / "mlp_fp32"
+    app = lib / "app.c"
+    app.write_text(APP)
+    manifest = json.loads((lib / "manifest.json").read_text())
+    subprocess.run(["gcc", "-std=c99", "app.c", "-o", "app", "-L.", "-lmlp",
+                    *manifest["link_flags"]], cwd=lib, check=True)
+    result = {}
+    for tool in ("memcheck", "racecheck"):
+        run = subprocess.run(["compute-sanitizer", "--tool", tool, "--error-exitcode", "1",
+                              "./app"], cwd=lib, capture_output=True, text=True, timeout=120)
+        result[tool] = {"exit": run.returncode, "tail": run.stdout[-600:] + run.stderr[-600:]}
+        if run.returncode != 0:
+            raise AssertionError(f"compute-sanitizer {tool}: exit {run.returncode}")
+    return result
+
+
+APP = """#include <stdio.h>
+#include "mlp.h"
+int main(void)
+{
+    static float x[MLP_INPUT0_SIZE], y[MLP_OUTPUT0_SIZE];
+    for (int i = 0; i < MLP_INPUT0_SIZE; ++i)
+        x[i] = (float)(i % 7) - 3.0f;
+    const void *in[] = {x};
+    void *out[] = {y};
+    int s = mlp_run(in, out, NULL);
+    printf("%d %s %f\\n", s, mlp_status_string(s), y[0]);
+    mlp_release();
+    return s;
+}
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--models", default="mlp,resnet18,mobilenet_v2")
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    work = Path("/tmp/edgec-gpu-check")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    t0 = time.perf_counter()
+
+    @step("the machine")
+    def machine():
+        import torch
+
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm",
+                              "--format=csv,noheader"], capture_output=True, text=True)
+        nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        RESULTS["machine"] = {"gpu": smi.stdout.strip(), "torch": torch.__version__,
+                              "nvcc": nvcc.stdout.strip().splitlines()[-1:],
+                              "python": sys.version.split()[0]}
+
+    launch_us = step("empty launch")(lambda: empty_launch_us(a.runs))
+    RESULTS["empty_launch_us"] = launch_us
+    RESULTS["models"] = []
+    for name in a.models.split(","):
+        row = step(f"{name}")(lambda name=name: check_model(name, work, a.runs, launch_us))
+        if row:
+            RESULTS["models"].append(row)
+    RESULTS["sanitizer"] = step("compute-sanitizer on the MLP")(lambda: sanitize(work))
+    RESULTS["seconds"] = round(time.perf_counter() - t0, 1)
+    (a.out / "gpu_check.json").write_text(json.dumps(RESULTS, indent=1, default=str))
+    failed = [s["step"] for s in RESULTS["steps"] if not s["ok"]]
+    print(f"\n{len(RESULTS['steps']) - len(failed)} of {len(RESULTS['steps'])} steps passed "
+          f"in {RESULTS['seconds']} s" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    for row in RESULTS["models"]:
+        for kind in ("fp32", "fp32_graph", "int8", "torch_fp32", "torch_fp16"):
+            if kind in row:
+                print(f"  {row['model']} {kind}: {json.dumps(row[kind])}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
