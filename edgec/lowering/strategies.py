@@ -58,6 +58,7 @@ class Kind(enum.Enum):
     INT8_GEMM = "int8-gemm"
     MATMUL_ROWS = "matmul-rows"
     MATMUL_DOTS = "matmul-dots"
+    GPU_TILED_GEMM = "gpu-tiled-gemm"  # a GPU's: T x T tiles of A and B staged in shared memory
     INT_MATMUL_ROWS = "int-matmul-rows"  # kernels/quant.py, where the int8 GEMM does not
     # an op whose builder has one way
     DIRECT = "direct"

@@ -314,6 +314,54 @@ def test_reductions_over_the_innermost_axes_run_a_warp_per_output(op, shape, axe
         np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-5)
 
 
+def gemm_model(m: int, k: int, n: int, trans_b: bool, runtime_b: bool):
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    bshape = (n, k) if trans_b else (k, n)
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, (m, k))]
+    inits = [numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "c")]
+    if runtime_b:
+        inputs.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, bshape))
+    else:
+        inits.append(numpy_helper.from_array(rng.standard_normal(bshape).astype(np.float32),
+                                             "b"))
+    nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["g"], transB=int(trans_b), alpha=0.5),
+             helper.make_node("Relu", ["g"], ["y"])]
+    g = helper.make_graph(nodes, "gemm", inputs,
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, (m, n))], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+@pytest.mark.parametrize("m,k,n,trans_b,runtime_b", [(5, 37, 20, True, False),
+                                                     (17, 16, 33, False, True),
+                                                     (2, 40, 10, True, True)])
+def test_matrix_products_run_shared_memory_tiles(m, k, n, trans_b, runtime_b, tmp_path):
+    """Gemm + Relu (alpha 0.5, a bias; B a weight or an input, transposed or not): 16 x 16
+    tiles of A and B in shared memory, K in steps of 16 (the last partial), edge tiles
+    guarded; against onnxruntime on the interpreter, race-free; nvcc takes it."""
+    from edgec.compiler.driver import load_graph
+
+    model = gemm_model(m, k, n, trans_b, runtime_b)
+    g = pipelined(load_graph(model), "cuda")
+    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix="mm_")
+    assert any("GPU GEMM, shared-memory tiles" in str(s) for s in prog.strategies), \
+        prog.strategies
+    prog = dataclasses.replace(prog, body=bind_program(prog.body))
+    kernels = kernels_of(prog.body)
+    tiled = [launch for k in kernels for launch in launches(k) if len(launch.block) == 2]
+    assert tiled and [lp.extent.value for lp in tiled[0].block] == [16, 16]
+    feeds = random_feeds(model)
+    races = []
+    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
+    assert not races, races[0]
+    np.testing.assert_allclose(got["y"], onnxruntime_outputs(model, feeds)["y"], rtol=1e-5,
+                               atol=1e-5)
+    (tmp_path / "mm.cu").write_text(CudaRenderer().source(kernels))
+    if find_nvcc() is not None:
+        assert nvcc_compile("mm.cu", tmp_path) == "mm.o"
+
+
 def layer_norm_model(shape, axis: int, bias: bool):
     from onnx import TensorProto, helper, numpy_helper
 
@@ -449,8 +497,9 @@ def test_a_model_becomes_a_cuda_library_an_app_links(tmp_path):
     assert not races, races[0]
     for name, want in onnxruntime_outputs(model, feeds).items():
         np.testing.assert_allclose(got[name], want, rtol=1e-4, atol=1e-5)
-    # the convolutions and the Gemm on a thread per output (8 x 16 x 16, 16 x 4 x 4, 10), the
-    # max pool a thread per output row (8 channels x 8 rows), the global pool per channel
+    # the convolutions and the Gemm (one row: matmul-dots) on a thread per output (8 x 16 x
+    # 16, 16 x 4 x 4, 10), the max pool a thread per output row (8 channels x 8 rows), the
+    # global pool per channel
     launched = {x["kernel"].split("_", 2)[2]: (x["blocks"], x["threads"])
                 for x in m["gpu_launches"]}
     assert launched == {"conv1_Conv": (8, 256), "pool_MaxPool": (1, 64),

@@ -10,9 +10,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from ...kernel_ir.kernel import (
+    LoopKind,
     const,
+    select,
 )
 from ...targets.target import Target
 from ..lower import NodeKernelBuilder, kernel
@@ -62,19 +65,32 @@ def matmul_candidates(target: Target, a_v: Value, b_v: Value, y_v: Value,
     rows = Candidate.of(Kind.MATMUL_ROWS, {}, rows_reason, None if rows_reason else
                         roofline(target, macs, nbytes, max(1, min(lanes, n_) // 2)))
     dots = Candidate.of(Kind.MATMUL_DOTS, {}, "", roofline(target, macs, nbytes, 1))
-    return [dots, rows] if n_ == 1 or rows_reason else [rows, dots]
+    tiled = Candidate.of(Kind.GPU_TILED_GEMM, {"tile": GPU_TILE}, (
+        "not a GPU target" if target.gpu is None else
+        "A or B is not a matrix (2-D)" if len(a_v.shape) != 2 or len(b_v.shape) != 2 else
+        "one row of A: a thread per output (matmul-dots) reads B's rows coalesced, with no "
+        "idle threads" if m_ == 1 else
+        "not float32" if y_v.dtype is not DType.F32 else ""), None, ("tile",))
+    return [tiled, *([dots, rows] if n_ == 1 or rows_reason else [rows, dots])]
+
+
+# the side of a GPU's GEMM tile (GPU_TILED_GEMM): T x T threads a block, each an output,
+# staging T x T of A and of B in shared memory per step of K (2 T^2 floats: 2 KB at 16)
+GPU_TILE = 16
 
 
 def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                  trans_a: bool = False, trans_b: bool = False, scale: float = 1.0,
                  addends: Sequence[tuple[Value, float]] = (),
-                 activation: Activation | None = None, dots: bool = False) -> None:
+                 activation: Activation | None = None, dots: bool = False,
+                 tiled: bool = False) -> None:
     """Y = act(scale * A' @ B' + sum(factor * addend)) with numpy matmul semantics: batch
     dims broadcast, a 1-D A is a row and a 1-D B a column (their unit dim is dropped from Y).
 
     B row-major [K, N] (MATMUL_ROWS): per output row, y[i, :] += A[i, k] * B[k, :] for k =
     0..K-1 (a contiguous axpy). A constant transposed B is transposed back at compile time.
     `dots` (MATMUL_DOTS; B transposed at run time): a dot product per output in a local.
+    `tiled` (GPU_TILED_GEMM; 2-D A and B on a GPU): `_gpu_tiles`.
     """
     a_shape = (1, *a_v.shape) if len(a_v.shape) == 1 else tuple(a_v.shape)
     b_shape = (*b_v.shape, 1) if len(b_v.shape) == 1 else tuple(b_v.shape)
@@ -107,6 +123,10 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     def out_coords(bi, i, j):  # the view's (batch, i, j) as coordinates of Y itself
         return [*bi, *([i] if len(a_v.shape) > 1 else []), *([j] if len(b_v.shape) > 1 else [])]
 
+    if tiled:
+        kb.strategy = "GPU GEMM, shared-memory tiles"
+        _gpu_tiles(kb, a_at, b_at, y, epi, m_, n_, k_)
+        return
     names = [f"b{d}" for d in range(len(batch))]
     dots = dots or trans_b
     kb.strategy = "matmul dot products" if dots else "matmul rows"
@@ -138,6 +158,37 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                 kb.store(y, yrow + j, epi(kb, y[yrow + j], out_coords(bi, i, j)))
 
 
+def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, y, epi: Epilogue, m: int, n: int,
+               k: int) -> None:
+    """Y[m, n] on a GPU: a block of T x T threads per output tile, thread (ty, tx) computing
+    Y[by T + ty, bx T + tx]; per step of K the block stages a T x T tile of A and of B in
+    shared memory (each thread one element of each, zero past the edges), waits, and each
+    thread takes its row of the one and its column of the other."""
+    t = GPU_TILE
+    zero = const(0.0, y.dtype)
+    with kb.loop(-(-m // t), "by", kind=LoopKind.GRID) as by, \
+            kb.loop(-(-n // t), "bx", kind=LoopKind.GRID) as bx:
+        at = kb.alloc("at", y.dtype, (t * t,), "shared")
+        bt = kb.alloc("bt", y.dtype, (t * t,), "shared")
+        with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
+                kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
+            i = kb.local("i", by * t + ty)
+            j = kb.local("j", bx * t + tx)
+            acc = kb.local("acc", zero)
+            with kb.loop(-(-k // t), "kt") as kt:
+                ka = kb.local("ka", kt * t + tx)
+                kr = kb.local("kr", kt * t + ty)
+                # (a scalar select reads only the operand it picks: no load past an edge)
+                kb.store(at, ty * t + tx, select((i < m) & (ka < k), a_at([], i, ka), zero))
+                kb.store(bt, ty * t + tx, select((kr < k) & (j < n), b_at([], kr, j), zero))
+                kb.barrier()
+                with kb.loop(t, "kk") as kk:
+                    kb.assign(acc, acc + at[ty * t + kk] * bt[kk * t + tx])
+                kb.barrier()
+            with kb.if_((i < m) & (j < n)):
+                kb.store(y, i * n + j, epi(kb, acc, [i, j]))
+
+
 @kernel("MatMul")
 def matmul(kb: NodeKernelBuilder, node: Node) -> None:
     a_v, b_v, y_v = node.inputs[0], node.inputs[1], node.output
@@ -146,7 +197,8 @@ def matmul(kb: NodeKernelBuilder, node: Node) -> None:
     if c.kind is Kind.VECTOR_GEMM:
         vector_gemm(kb, c, a_v, b_v, y_v)
     else:
-        build_matmul(kb, a_v, b_v, y_v, dots=c.kind is Kind.MATMUL_DOTS)
+        build_matmul(kb, a_v, b_v, y_v, dots=c.kind is Kind.MATMUL_DOTS,
+                     tiled=c.kind is Kind.GPU_TILED_GEMM)
 
 
 @kernel("Gemm")
@@ -160,4 +212,4 @@ def gemm(kb: NodeKernelBuilder, node: Node) -> None:
     build_matmul(kb, node.inputs[0], node.inputs[1], node.output,
                  trans_a=trans_a, trans_b=trans_b, scale=node.attrs["alpha"],
                  addends=[(c, node.attrs["beta"])] if c else [],
-                 dots=s.kind is Kind.MATMUL_DOTS)
+                 dots=s.kind is Kind.MATMUL_DOTS, tiled=s.kind is Kind.GPU_TILED_GEMM)
