@@ -362,6 +362,37 @@ def test_matrix_products_run_shared_memory_tiles(m, k, n, trans_b, runtime_b, tm
         assert nvcc_compile("mm.cu", tmp_path) == "mm.o"
 
 
+def test_a_batch_of_rows_times_a_matrix_runs_shared_memory_tiles():
+    """MatMul of A [2, 3, 20] by a weight [20, 24], then a bias per column and an Add of a
+    [3, 24] input broadcast over the batch: A's leading dims are the tiles' rows, the
+    epilogue reads the addends at Y's coordinates of each row."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from edgec.compiler.driver import load_graph
+
+    rng = np.random.default_rng(8)
+    inits = [numpy_helper.from_array(rng.standard_normal((20, 24)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(24).astype(np.float32), "bias")]
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["p"]),
+             helper.make_node("Add", ["p", "bias"], ["q"]),
+             helper.make_node("Add", ["q", "z"], ["y"])]
+    g = helper.make_graph(nodes, "bmm", [
+        helper.make_tensor_value_info("a", TensorProto.FLOAT, (2, 3, 20)),
+        helper.make_tensor_value_info("z", TensorProto.FLOAT, (3, 24))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (2, 3, 24))], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    p = pipelined(load_graph(model), "cuda")
+    prog = build_program(p, p.record.memory_plan, get_target("cuda"), "t", prefix="bm_")
+    assert any("GPU GEMM, shared-memory tiles" in str(s) for s in prog.strategies)
+    prog = dataclasses.replace(prog, body=bind_program(prog.body))
+    feeds = random_feeds(model)
+    races = []
+    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
+    assert not races, races[0]
+    np.testing.assert_allclose(got["y"], onnxruntime_outputs(model, feeds)["y"], rtol=1e-5,
+                               atol=1e-5)
+
+
 def layer_norm_model(shape, axis: int, bias: bool):
     from onnx import TensorProto, helper, numpy_helper
 
@@ -558,6 +589,22 @@ def test_a_cuda_graph_library_builds_and_an_app_links(tmp_path):
     if not run.stdout.startswith("0 "):
         assert run.stdout.splitlines() == [
             "6 no CUDA device: this machine has no NVIDIA GPU, or no driver for CUDA 13.0"] * 2
+
+
+@pytest.mark.cross
+@pytest.mark.parametrize("name", ["mlp", "resnet18", "mobilenet_v2", "transformer_encoder"])
+def test_the_benchmark_models_build_for_cuda(name, tmp_path):
+    """Every kernel of the benchmark models through nvcc for sm_90, warnings as errors, none
+    of their launches on a single thread; the transformer encoder's weight products on
+    shared-memory tiles, its Softmax and LayerNormalizations a warp per row."""
+    model = {**zoo.MODELS, **zoo.FAMILIES}[name]()
+    art = edgec.compile(model, tmp_path / name, name=name, target="cuda", tune=False)
+    launched = art.manifest["gpu_launches"]
+    assert launched and not [x for x in launched if x["blocks"] * x["threads"] == 1]
+    if name == "transformer_encoder":
+        kinds = [r["strategy"] for r in art.manifest["kernel_strategies"]]
+        assert sum("shared-memory tiles" in k for k in kinds) == 6
+        assert sum("a warp per row" in k for k in kinds) == 4, kinds
 
 
 def test_what_a_cuda_target_refuses(tmp_path):

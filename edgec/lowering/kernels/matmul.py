@@ -6,6 +6,7 @@ vectorizes, without reassociating any sum), then one pass applies the epilogue t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -67,9 +68,11 @@ def matmul_candidates(target: Target, a_v: Value, b_v: Value, y_v: Value,
     dots = Candidate.of(Kind.MATMUL_DOTS, {}, "", roofline(target, macs, nbytes, 1))
     tiled = Candidate.of(Kind.GPU_TILED_GEMM, {"tile": GPU_TILE}, (
         "not a GPU target" if target.gpu is None else
-        "A or B is not a matrix (2-D)" if len(a_v.shape) != 2 or len(b_v.shape) != 2 else
+        "B is not a matrix (2-D)" if len(b_v.shape) != 2 else
+        "A is a vector" if len(a_v.shape) < 2 else
+        "A is transposed and has batch dims" if trans_a and len(a_v.shape) > 2 else
         "one row of A: a thread per output (matmul-dots) reads B's rows coalesced, with no "
-        "idle threads" if m_ == 1 else
+        "idle threads" if batch * m_ == 1 else
         "not float32" if y_v.dtype is not DType.F32 else ""), None, ("tile",))
     return [tiled, *([dots, rows] if n_ == 1 or rows_reason else [rows, dots])]
 
@@ -90,7 +93,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     B row-major [K, N] (MATMUL_ROWS): per output row, y[i, :] += A[i, k] * B[k, :] for k =
     0..K-1 (a contiguous axpy). A constant transposed B is transposed back at compile time.
     `dots` (MATMUL_DOTS; B transposed at run time): a dot product per output in a local.
-    `tiled` (GPU_TILED_GEMM; 2-D A and B on a GPU): `_gpu_tiles`.
+    `tiled` (GPU_TILED_GEMM on a GPU: B 2-D, A's leading dims taken as rows): `_gpu_tiles`.
     """
     a_shape = (1, *a_v.shape) if len(a_v.shape) == 1 else tuple(a_v.shape)
     b_shape = (*b_v.shape, 1) if len(b_v.shape) == 1 else tuple(b_v.shape)
@@ -123,9 +126,25 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     def out_coords(bi, i, j):  # the view's (batch, i, j) as coordinates of Y itself
         return [*bi, *([i] if len(a_v.shape) > 1 else []), *([j] if len(b_v.shape) > 1 else [])]
 
-    if tiled:
+    if tiled:  # A's leading dims as rows of one matrix (B is 2-D: no batch of its own)
         kb.strategy = "GPU GEMM, shared-memory tiles"
-        _gpu_tiles(kb, a_at, b_at, y, epi, m_, n_, k_)
+        rows = math.prod(a_shape[:-1])
+        lead = y_v.shape[:-1]
+
+        def a_rows(_bi, i, k):
+            return a_at([], i, k) if len(a_shape) == 2 else a[i * k_ + k]
+
+        def b_rows(_bi, k, j):  # (B broadcast over the batch: its batch strides are 0)
+            return b_at([const(0)] * len(batch), k, j)
+
+        def coords(i, j):  # Y's coordinates of row i (A's leading dims) and column j
+            if len(lead) == 1:
+                return [i, j]
+            # (expressions, not locals: an addend may read only some of them)
+            return [i // math.prod(lead[d + 1:]) % n for d, n in enumerate(lead)] + [j]
+
+        _gpu_tiles(kb, a_rows, b_rows, y, lambda kb, acc, ij: epi(kb, acc, coords(*ij)),
+                   rows, n_, k_)
         return
     names = [f"b{d}" for d in range(len(batch))]
     dots = dots or trans_b
@@ -158,8 +177,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                 kb.store(y, yrow + j, epi(kb, y[yrow + j], out_coords(bi, i, j)))
 
 
-def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, y, epi: Epilogue, m: int, n: int,
-               k: int) -> None:
+def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, y, epi, m: int, n: int, k: int) -> None:
     """Y[m, n] on a GPU: a block of T x T threads per output tile, thread (ty, tx) computing
     Y[by T + ty, bx T + tx]; per step of K the block stages a T x T tile of A and of B in
     shared memory (each thread one element of each, zero past the edges), waits, and each
