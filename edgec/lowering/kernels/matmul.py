@@ -68,11 +68,11 @@ def matmul_candidates(target: Target, a_v: Value, b_v: Value, y_v: Value,
     dots = Candidate.of(Kind.MATMUL_DOTS, {}, "", roofline(target, macs, nbytes, 1))
     tiled = Candidate.of(Kind.GPU_TILED_GEMM, {"tile": GPU_TILE}, (
         "not a GPU target" if target.gpu is None else
-        "B is not a matrix (2-D)" if len(b_v.shape) != 2 else
-        "A is a vector" if len(a_v.shape) < 2 else
-        "A is transposed and has batch dims" if trans_a and len(a_v.shape) > 2 else
+        "A or B is a vector" if len(a_v.shape) < 2 or len(b_v.shape) < 2 else
+        "A is transposed and has batch dims" if trans_a and len(a_v.shape) > 2 and
+        len(b_v.shape) == 2 else
         "one row of A: a thread per output (matmul-dots) reads B's rows coalesced, with no "
-        "idle threads" if batch * m_ == 1 else
+        "idle threads" if (batch * m_ if len(b_v.shape) == 2 else m_) == 1 else
         "not float32" if y_v.dtype is not DType.F32 else ""), None, ("tile",))
     return [tiled, *([dots, rows] if n_ == 1 or rows_reason else [rows, dots])]
 
@@ -93,7 +93,8 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     B row-major [K, N] (MATMUL_ROWS): per output row, y[i, :] += A[i, k] * B[k, :] for k =
     0..K-1 (a contiguous axpy). A constant transposed B is transposed back at compile time.
     `dots` (MATMUL_DOTS; B transposed at run time): a dot product per output in a local.
-    `tiled` (GPU_TILED_GEMM on a GPU: B 2-D, A's leading dims taken as rows): `_gpu_tiles`.
+    `tiled` (GPU_TILED_GEMM on a GPU): `_gpu_tiles`, A's leading dims taken as rows where
+    B is 2-D, else a grid of tiles per batch.
     """
     a_shape = (1, *a_v.shape) if len(a_v.shape) == 1 else tuple(a_v.shape)
     b_shape = (*b_v.shape, 1) if len(b_v.shape) == 1 else tuple(b_v.shape)
@@ -126,7 +127,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     def out_coords(bi, i, j):  # the view's (batch, i, j) as coordinates of Y itself
         return [*bi, *([i] if len(a_v.shape) > 1 else []), *([j] if len(b_v.shape) > 1 else [])]
 
-    if tiled:  # A's leading dims as rows of one matrix (B is 2-D: no batch of its own)
+    if tiled:  # (where B is 2-D, A's leading dims as rows of one matrix)
         kb.strategy = "GPU GEMM, shared-memory tiles"
         rows = math.prod(a_shape[:-1])
         lead = y_v.shape[:-1]
@@ -143,8 +144,19 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
             # (expressions, not locals: an addend may read only some of them)
             return [i // math.prod(lead[d + 1:]) % n for d, n in enumerate(lead)] + [j]
 
-        _gpu_tiles(kb, a_rows, b_rows, y, lambda kb, acc, ij: epi(kb, acc, coords(*ij)),
-                   rows, n_, k_)
+        if len(b_shape) == 2:
+            _gpu_tiles(kb, lambda z, i, k: a_rows([], i, k), lambda z, k, j: b_rows([], k, j),
+                       lambda z, i, j, acc: kb.store(y, i * n_ + j, epi(kb, acc, coords(i, j))),
+                       y.dtype, rows, n_, k_)
+            return
+
+        def bi(z):  # the batch coordinates of grid index z
+            return [z // math.prod(batch[d + 1:]) % n for d, n in enumerate(batch)]
+
+        _gpu_tiles(kb, lambda z, i, k: a_at(bi(z), i, k), lambda z, k, j: b_at(bi(z), k, j),
+                   lambda z, i, j, acc: kb.store(y, offset([*bi(z), i, j], sy),
+                                                 epi(kb, acc, out_coords(bi(z), i, j))),
+                   y.dtype, m_, n_, k_, math.prod(batch))
         return
     names = [f"b{d}" for d in range(len(batch))]
     dots = dots or trans_b
@@ -177,17 +189,21 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                 kb.store(y, yrow + j, epi(kb, y[yrow + j], out_coords(bi, i, j)))
 
 
-def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, y, epi, m: int, n: int, k: int) -> None:
-    """Y[m, n] on a GPU: a block of T x T threads per output tile, thread (ty, tx) computing
-    Y[by T + ty, bx T + tx]; per step of K the block stages a T x T tile of A and of B in
-    shared memory (each thread one element of each, zero past the edges), waits, and each
-    thread takes its row of the one and its column of the other."""
+def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n: int,
+               k: int, batches: int = 1) -> None:
+    """`batches` products [m, k] x [k, n] on a GPU (`a_at(z, i, k)`, `b_at(z, k, j)` read
+    product z's operands, `store(z, i, j, acc)` writes its output): a block of T x T threads
+    per output tile, thread (ty, tx) computing output (by T + ty, bx T + tx); per step of K
+    the block stages a T x T tile of A and of B in shared memory (each thread one element of
+    each, zero past the edges), waits, and each thread takes its row of the one and its
+    column of the other."""
     t = GPU_TILE
-    zero = const(0.0, y.dtype)
-    with kb.loop(-(-m // t), "by", kind=LoopKind.GRID) as by, \
+    zero = const(0.0, dtype)
+    with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
+            kb.loop(-(-m // t), "by", kind=LoopKind.GRID) as by, \
             kb.loop(-(-n // t), "bx", kind=LoopKind.GRID) as bx:
-        at = kb.alloc("at", y.dtype, (t * t,), "shared")
-        bt = kb.alloc("bt", y.dtype, (t * t,), "shared")
+        at = kb.alloc("at", dtype, (t * t,), "shared")
+        bt = kb.alloc("bt", dtype, (t * t,), "shared")
         with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
                 kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
             i = kb.local("i", by * t + ty)
@@ -197,14 +213,14 @@ def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, y, epi, m: int, n: int, k: int
                 ka = kb.local("ka", kt * t + tx)
                 kr = kb.local("kr", kt * t + ty)
                 # (a scalar select reads only the operand it picks: no load past an edge)
-                kb.store(at, ty * t + tx, select((i < m) & (ka < k), a_at([], i, ka), zero))
-                kb.store(bt, ty * t + tx, select((kr < k) & (j < n), b_at([], kr, j), zero))
+                kb.store(at, ty * t + tx, select((i < m) & (ka < k), a_at(z, i, ka), zero))
+                kb.store(bt, ty * t + tx, select((kr < k) & (j < n), b_at(z, kr, j), zero))
                 kb.barrier()
                 with kb.loop(t, "kk") as kk:
                     kb.assign(acc, acc + at[ty * t + kk] * bt[kk * t + tx])
                 kb.barrier()
             with kb.if_((i < m) & (j < n)):
-                kb.store(y, i * n + j, epi(kb, acc, [i, j]))
+                store(z, i, j, acc)
 
 
 @kernel("MatMul")
