@@ -237,6 +237,35 @@ def test_a_shuffle_some_lanes_skip_is_caught():
         run_kernel(kb.build(), np.zeros(32, np.float32))
 
 
+def gpu_checked(model, prefix: str, feeds=None, rtol: float = 1e-5, atol: float = 1e-5,
+                exact: bool = False):
+    """`model` compiled as the CUDA library's program is (bound to grids), run on the
+    interpreter thread by thread with every access watched for races, against onnxruntime
+    on the CPU (`exact`: bit for bit): (the program, its kernels)."""
+    from edgec.compiler.driver import load_graph
+
+    g = pipelined(load_graph(model), "cuda")
+    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix=prefix)
+    prog = dataclasses.replace(prog, body=bind_program(prog.body))
+    feeds = random_feeds(model) if feeds is None else feeds
+    races = []
+    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
+    assert not races, races[0]
+    for name, want in onnxruntime_outputs(model, feeds).items():
+        if exact:
+            np.testing.assert_array_equal(got[name], want)
+        else:
+            np.testing.assert_allclose(got[name], want, rtol=rtol, atol=atol)
+    return prog, kernels_of(prog.body)
+
+
+def nvcc_takes(kernels, folder, stem: str) -> None:
+    """The CUDA renderer's source of `kernels` compiles (nvcc, warnings as errors)."""
+    (folder / f"{stem}.cu").write_text(CudaRenderer().source(kernels))
+    if find_nvcc() is not None:
+        assert nvcc_compile(f"{stem}.cu", folder) == f"{stem}.o"
+
+
 def softmax_model(op: str, shape):
     from onnx import TensorProto, helper
 
@@ -252,24 +281,10 @@ def test_softmax_runs_a_warp_per_row(op, shape, tmp_path):
     """Rows longer than a warp (70: three steps, the last partial), shorter (10: most lanes
     idle), a whole number of warps (64); 15 rows: the last block's spare warps skip their
     row. Against onnxruntime, on the thread-by-thread interpreter, race-free; nvcc takes it."""
-    from edgec.compiler.driver import load_graph
-
-    m = softmax_model(op, shape)
-    g = pipelined(load_graph(m), "cuda")
-    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix="sm_")
-    prog = dataclasses.replace(prog, body=bind_program(prog.body))
-    (k,) = kernels_of(prog.body)
+    prog, (k,) = gpu_checked(softmax_model(op, shape), "sm_", atol=1e-6)
     (launch,) = launches(k)
     assert [lp.extent.value for lp in launch.block] == [min(8, np.prod(shape[:-1])), 32]
-    feeds = random_feeds(m)
-    races = []
-    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
-    assert not races, races[0]
-    np.testing.assert_allclose(got["y"], onnxruntime_outputs(m, feeds)["y"], rtol=1e-5,
-                               atol=1e-6)
-    (tmp_path / "sm.cu").write_text(CudaRenderer().source([k]))
-    if find_nvcc() is not None:
-        assert nvcc_compile("sm.cu", tmp_path) == "sm.o"
+    nvcc_takes([k], tmp_path, "sm")
 
 
 def reduce_model(op: str, shape, axes, dtype=np.float32):
@@ -292,26 +307,13 @@ def reduce_model(op: str, shape, axes, dtype=np.float32):
 def test_reductions_over_the_innermost_axes_run_a_warp_per_output(op, shape, axes, dtype):
     """A contiguous innermost reduced run: a warp per output (8 a block), its lanes' partial
     results folded by shfl_xor; against onnxruntime (int32 sums exactly), race-free."""
-    from edgec.compiler.driver import load_graph
-
-    m = reduce_model(op, shape, axes, dtype)
-    g = pipelined(load_graph(m), "cuda")
-    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix="rd_")
-    prog = dataclasses.replace(prog, body=bind_program(prog.body))
-    (k,) = kernels_of(prog.body)
-    (launch,) = launches(k)
-    assert launch.block[-1].extent.value == 32
     rng = np.random.default_rng(7)
     x = rng.standard_normal(shape).astype(dtype) if dtype == np.float32 else \
         rng.integers(-1000, 1000, shape).astype(dtype)
-    races = []
-    got = run_program(prog, {"x": x}, launch=lambda k, *a: races.extend(find_races(k, *a)))
-    assert not races, races[0]
-    want = onnxruntime_outputs(m, {"x": x})["y"]
-    if dtype == np.int32:
-        np.testing.assert_array_equal(got["y"], want)
-    else:
-        np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-5)
+    _, (k,) = gpu_checked(reduce_model(op, shape, axes, dtype), "rd_", {"x": x},
+                          exact=dtype == np.int32)
+    (launch,) = launches(k)
+    assert launch.block[-1].extent.value == 32
 
 
 def gemm_model(m: int, k: int, n: int, trans_b: bool, runtime_b: bool):
@@ -340,26 +342,12 @@ def test_matrix_products_run_shared_memory_tiles(m, k, n, trans_b, runtime_b, tm
     """Gemm + Relu (alpha 0.5, a bias; B a weight or an input, transposed or not): 16 x 16
     tiles of A and B in shared memory, K in steps of 16 (the last partial), edge tiles
     guarded; against onnxruntime on the interpreter, race-free; nvcc takes it."""
-    from edgec.compiler.driver import load_graph
-
-    model = gemm_model(m, k, n, trans_b, runtime_b)
-    g = pipelined(load_graph(model), "cuda")
-    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix="mm_")
+    prog, kernels = gpu_checked(gemm_model(m, k, n, trans_b, runtime_b), "mm_")
     assert any("GPU GEMM, shared-memory tiles" in str(s) for s in prog.strategies), \
         prog.strategies
-    prog = dataclasses.replace(prog, body=bind_program(prog.body))
-    kernels = kernels_of(prog.body)
     tiled = [launch for k in kernels for launch in launches(k) if len(launch.block) == 2]
     assert tiled and [lp.extent.value for lp in tiled[0].block] == [16, 16]
-    feeds = random_feeds(model)
-    races = []
-    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
-    assert not races, races[0]
-    np.testing.assert_allclose(got["y"], onnxruntime_outputs(model, feeds)["y"], rtol=1e-5,
-                               atol=1e-5)
-    (tmp_path / "mm.cu").write_text(CudaRenderer().source(kernels))
-    if find_nvcc() is not None:
-        assert nvcc_compile("mm.cu", tmp_path) == "mm.o"
+    nvcc_takes(kernels, tmp_path, "mm")
 
 
 def test_a_batch_of_rows_times_a_matrix_runs_shared_memory_tiles():
@@ -368,7 +356,6 @@ def test_a_batch_of_rows_times_a_matrix_runs_shared_memory_tiles():
     epilogue reads the addends at Y's coordinates of each row."""
     from onnx import TensorProto, helper, numpy_helper
 
-    from edgec.compiler.driver import load_graph
 
     rng = np.random.default_rng(8)
     inits = [numpy_helper.from_array(rng.standard_normal((20, 24)).astype(np.float32), "w"),
@@ -381,16 +368,8 @@ def test_a_batch_of_rows_times_a_matrix_runs_shared_memory_tiles():
         helper.make_tensor_value_info("z", TensorProto.FLOAT, (3, 24))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, (2, 3, 24))], inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
-    p = pipelined(load_graph(model), "cuda")
-    prog = build_program(p, p.record.memory_plan, get_target("cuda"), "t", prefix="bm_")
+    prog, _ = gpu_checked(model, "bm_")
     assert any("GPU GEMM, shared-memory tiles" in str(s) for s in prog.strategies)
-    prog = dataclasses.replace(prog, body=bind_program(prog.body))
-    feeds = random_feeds(model)
-    races = []
-    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
-    assert not races, races[0]
-    np.testing.assert_allclose(got["y"], onnxruntime_outputs(model, feeds)["y"], rtol=1e-5,
-                               atol=1e-5)
 
 
 @pytest.mark.parametrize("ashape,bshape", [((2, 3, 17, 20), (2, 3, 20, 18)),
@@ -400,7 +379,6 @@ def test_batched_products_run_a_grid_of_tiles_per_product(ashape, bshape):
     broadcast in the second case: the tiles' grid has a third dimension, the products."""
     from onnx import TensorProto, helper
 
-    from edgec.compiler.driver import load_graph
 
     yshape = (*np.broadcast_shapes(ashape[:-2], bshape[:-2]), ashape[-2], bshape[-1])
     g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "bmm", [
@@ -408,18 +386,9 @@ def test_batched_products_run_a_grid_of_tiles_per_product(ashape, bshape):
         helper.make_tensor_value_info("b", TensorProto.FLOAT, bshape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, yshape)])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
-    p = pipelined(load_graph(model), "cuda")
-    prog = build_program(p, p.record.memory_plan, get_target("cuda"), "t", prefix="bb_")
-    prog = dataclasses.replace(prog, body=bind_program(prog.body))
-    (k,) = kernels_of(prog.body)
+    _, (k,) = gpu_checked(model, "bb_")
     (launch,) = launches(k)
     assert [lp.extent.value for lp in launch.grid] == [int(np.prod(yshape[:-2])), 2, 2]
-    feeds = random_feeds(model)
-    races = []
-    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
-    assert not races, races[0]
-    np.testing.assert_allclose(got["y"], onnxruntime_outputs(model, feeds)["y"], rtol=1e-5,
-                               atol=1e-5)
 
 
 def layer_norm_model(shape, axis: int, bias: bool):
@@ -443,25 +412,10 @@ def layer_norm_model(shape, axis: int, bias: bool):
 def test_layer_normalization_runs_a_warp_per_row(shape, axis, bias, tmp_path):
     """Rows of 40, 280 (the normalized axes 4 x 70, scale per element) and 64 elements, 6,
     3 and 34 of them; against onnxruntime on the interpreter, race-free; nvcc takes it."""
-    from edgec.compiler.driver import load_graph
-
-    m = layer_norm_model(shape, axis, bias)
-    g = pipelined(load_graph(m), "cuda")
-    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix="ln_")
-    prog = dataclasses.replace(prog, body=bind_program(prog.body))
-    (k,) = kernels_of(prog.body)
+    _, (k,) = gpu_checked(layer_norm_model(shape, axis, bias), "ln_", rtol=1e-4)
     (launch,) = launches(k)
-    rows = int(np.prod(shape[:axis]))
-    assert [lp.extent.value for lp in launch.block] == [min(8, rows), 32]
-    feeds = random_feeds(m)
-    races = []
-    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
-    assert not races, races[0]
-    np.testing.assert_allclose(got["y"], onnxruntime_outputs(m, feeds)["y"], rtol=1e-4,
-                               atol=1e-5)
-    (tmp_path / "ln.cu").write_text(CudaRenderer().source([k]))
-    if find_nvcc() is not None:
-        assert nvcc_compile("ln.cu", tmp_path) == "ln.o"
+    assert [lp.extent.value for lp in launch.block] == [min(8, int(np.prod(shape[:axis]))), 32]
+    nvcc_takes([k], tmp_path, "ln")
 
 
 # -- CUDA source, compiled by nvcc -------------------------------------------------------------
