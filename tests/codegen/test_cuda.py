@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import re
 import subprocess
 
@@ -389,6 +390,28 @@ def test_batched_products_run_a_grid_of_tiles_per_product(ashape, bshape):
     _, (k,) = gpu_checked(model, "bb_")
     (launch,) = launches(k)
     assert [lp.extent.value for lp in launch.grid] == [int(np.prod(yshape[:-2])), 2, 2]
+
+
+@pytest.mark.parametrize("mode,transform", [("linear", "half_pixel"),
+                                            ("nearest", "asymmetric"),
+                                            ("cubic", "align_corners")])
+def test_resize_runs_a_thread_per_output(mode, transform):
+    """Resize (1, 2, 5, 7) -> (1, 2, 9, 12): a GPU thread an output element, each computing
+    its own taps, where it ran on one thread; against onnxruntime, race-free."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    sizes = numpy_helper.from_array(np.array([1, 2, 9, 12], np.int64), "sizes")
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode=mode,
+                            coordinate_transformation_mode=transform)
+    g = helper.make_graph([node], "rs",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 2, 5, 7))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 2, 9, 12))],
+                          [sizes])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    _, kernels = gpu_checked(model, "rs_")
+    threads = [math.prod(lp.extent.value for lp in launch.grid + launch.block)
+               for k in kernels for launch in launches(k)]
+    assert max(threads) >= 2 * 9 * 12, threads
 
 
 def layer_norm_model(shape, axis: int, bias: bool):

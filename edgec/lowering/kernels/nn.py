@@ -28,6 +28,7 @@ from ...kernel_ir.kernel import (
 )
 from ..lower import NodeKernelBuilder, broadcast_index, coalesce, kernel, operand
 from .common import (
+    independent_loops,
     lane_steps,
     named,
     offset,
@@ -369,10 +370,16 @@ def _resize(kb: NodeKernelBuilder, node: Node, load, store) -> None:
     taps: list[list[tuple[Expr, Expr | None]]] = []
     outside: Expr = const(False, DType.BOOL)
     with ExitStack() as stack:
-        r = stack.enter_context(kb.loop(math.prod(shape[:lead]), "r"))
+        if kb.gpu_rows:  # a GPU thread an output element, its taps computed by the thread
+            r, *gpu_coords = stack.enter_context(independent_loops(
+                kb, [math.prod(shape[:lead]), *out[lead:]],
+                ["r", *(f"o{a}" for a in range(lead, rank))], 2 ** (rank - lead)))
+        else:  # each axis's taps computed in its own loop, once for the loops inside
+            r = stack.enter_context(kb.loop(math.prod(shape[:lead]), "r"))
         coords = []
         for a in range(lead, rank):
-            o = stack.enter_context(kb.loop(out[a], f"o{a}"))
+            o = gpu_coords[a - lead] if kb.gpu_rows else \
+                stack.enter_context(kb.loop(out[a], f"o{a}"))
             coords.append(o)
             if not resized[a]:
                 taps.append([(o, None)])
