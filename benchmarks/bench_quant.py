@@ -196,6 +196,17 @@ def own_library(name: str, folder: Path, target: str, bits: str):
     return edgec.load(folder / bits), feeds, plain, art.manifest
 
 
+def paired(new, old, feeds, a: argparse.Namespace):
+    """Per thread count of `a`, the summary of `new` against `old` run interleaved on
+    `feeds` after a warm-up: yields (threads, summary: a_ms for new, b_ms for old)."""
+    for threads in a.threads:
+        set_threads(new, threads), set_threads(old, threads)
+        for _ in range(3):
+            new.run(feeds), old.run(feeds)
+        yield threads, summary(*interleave(lambda: new.run(feeds), lambda: old.run(feeds),
+                                           a.pairs))
+
+
 def bench_four_bit(name: str, a: argparse.Namespace, work: Path) -> None:
     """edgec's int4 build of `name` against its int8 build, interleaved."""
     folder = work / f"{name}_bits"
@@ -203,11 +214,7 @@ def bench_four_bit(name: str, a: argparse.Namespace, work: Path) -> None:
                                           for b in ("int8", "int4"))
     strategies = [s["strategy"] for s in m4["kernel_strategies"]]
     packed = sum("two to a byte" in s for s in strategies)
-    for threads in a.threads:
-        set_threads(l8, threads), set_threads(l4, threads)
-        for _ in range(3):
-            l8.run(feeds), l4.run(feeds)
-        s = summary(*interleave(lambda: l4.run(feeds), lambda: l8.run(feeds), a.pairs))
+    for threads, s in paired(l4, l8, feeds, a):
         print(f"| {name} | {threads} | {s['b_ms']:.3f} | {s['a_ms']:.3f} | {s['ratio']:.2f} | "
               f"{m8['weights_bytes'] / 1e6:.2f} | {m4['weights_bytes'] / 1e6:.2f} | "
               f"{packed} of {len(strategies)} |", flush=True)
@@ -228,11 +235,7 @@ def bench_weights_only(name: str, a: argparse.Namespace, work: Path) -> None:
     err = float(np.abs(got - want).max() / np.abs(want).max())
     coded = sum(s["strategy"].split(":")[0].endswith(", int8 weights")
                 for s in arts[1].manifest["kernel_strategies"])
-    for threads in a.threads:
-        set_threads(lf, threads), set_threads(lq, threads)
-        for _ in range(3):
-            lf.run(feeds), lq.run(feeds)
-        s = summary(*interleave(lambda: lq.run(feeds), lambda: lf.run(feeds), a.pairs))
+    for threads, s in paired(lq, lf, feeds, a):
         print(f"| {name} | {threads} | {s['b_ms']:.3f} | {s['a_ms']:.3f} | {s['ratio']:.2f} | "
               f"{arts[0].manifest['weights_bytes'] / 1e6:.2f} | "
               f"{arts[1].manifest['weights_bytes'] / 1e6:.2f} | {coded} | {err:.4f} |",

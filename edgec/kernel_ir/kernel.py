@@ -788,7 +788,7 @@ class Kernel:
     # outlined: never inlined into a caller, though a compiler may still specialise it on a
     # call site's constants (a register tile whose caller's loop nest, inlined beside it,
     # would crowd the registers: gcc inlining ResNet-18's downsampling tile into its only
-    # driver made that layer 1.5x slower)
+    # driver made that layer 1.4x slower)
     outlined: bool = False
 
     def callees(self) -> list[Kernel]:

@@ -317,33 +317,36 @@ def test_reductions_over_the_innermost_axes_run_a_warp_per_output(op, shape, axe
     assert launch.block[-1].extent.value == 32
 
 
-def gemm_model(m: int, k: int, n: int, trans_b: bool, runtime_b: bool):
+def gemm_model(m: int, k: int, n: int, trans_b: bool, runtime_b: bool, trans_a: bool = False):
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(5)
     bshape = (n, k) if trans_b else (k, n)
-    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, (m, k))]
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, (k, m) if trans_a else (m, k))]
     inits = [numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "c")]
     if runtime_b:
         inputs.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, bshape))
     else:
         inits.append(numpy_helper.from_array(rng.standard_normal(bshape).astype(np.float32),
                                              "b"))
-    nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["g"], transB=int(trans_b), alpha=0.5),
+    nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["g"], transA=int(trans_a),
+                              transB=int(trans_b), alpha=0.5),
              helper.make_node("Relu", ["g"], ["y"])]
     g = helper.make_graph(nodes, "gemm", inputs,
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, (m, n))], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
 
 
-@pytest.mark.parametrize("m,k,n,trans_b,runtime_b", [(5, 37, 20, True, False),
-                                                     (17, 16, 33, False, True),
-                                                     (2, 40, 10, True, True)])
-def test_matrix_products_run_shared_memory_tiles(m, k, n, trans_b, runtime_b, tmp_path):
-    """Gemm + Relu (alpha 0.5, a bias; B a weight or an input, transposed or not): 16 x 16
+@pytest.mark.parametrize("m,k,n,trans_b,runtime_b,trans_a", [
+    (5, 37, 20, True, False, False), (17, 16, 33, False, True, False),
+    (2, 40, 10, True, True, False), (6, 21, 19, False, False, True)])
+def test_matrix_products_run_shared_memory_tiles(m, k, n, trans_b, runtime_b, trans_a,
+                                                 tmp_path):
+    """Gemm + Relu (alpha 0.5, a bias; B a weight or an input, transposed or not; A
+    transposed in the last case, which the tiles read at A[k, i]): 16 x 16
     tiles of A and B in shared memory, K in steps of 16 (the last partial), edge tiles
     guarded; against onnxruntime on the interpreter, race-free; nvcc takes it."""
-    prog, kernels = gpu_checked(gemm_model(m, k, n, trans_b, runtime_b), "mm_")
+    prog, kernels = gpu_checked(gemm_model(m, k, n, trans_b, runtime_b, trans_a), "mm_")
     assert any("GPU GEMM, shared-memory tiles" in str(s) for s in prog.strategies), \
         prog.strategies
     tiled = [launch for k in kernels for launch in launches(k) if len(launch.block) == 2]

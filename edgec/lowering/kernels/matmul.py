@@ -127,28 +127,26 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     def out_coords(bi, i, j):  # the view's (batch, i, j) as coordinates of Y itself
         return [*bi, *([i] if len(a_v.shape) > 1 else []), *([j] if len(b_v.shape) > 1 else [])]
 
-    if tiled:  # (where B is 2-D, A's leading dims as rows of one matrix)
+    if tiled and len(b_shape) == 2:  # A's leading dims as the rows of one matrix
         kb.strategy = "GPU GEMM, shared-memory tiles"
-        rows = math.prod(a_shape[:-1])
         lead = y_v.shape[:-1]
 
-        def a_rows(_bi, i, k):
+        def a_rows(z, i, k):
             return a_at([], i, k) if len(a_shape) == 2 else a[i * k_ + k]
 
-        def b_rows(_bi, k, j):  # (B broadcast over the batch: its batch strides are 0)
+        def b_rows(z, k, j):  # (B broadcast over the batch: its batch strides are 0)
             return b_at([const(0)] * len(batch), k, j)
 
-        def coords(i, j):  # Y's coordinates of row i (A's leading dims) and column j
-            if len(lead) == 1:
-                return [i, j]
-            # (expressions, not locals: an addend may read only some of them)
-            return [i // math.prod(lead[d + 1:]) % n for d, n in enumerate(lead)] + [j]
+        def store(z, i, j, acc):  # at Y's coordinates of row i (expressions, not locals:
+            # an addend may read only some of them)
+            rows = [i] if len(lead) == 1 else \
+                [i // math.prod(lead[d + 1:]) % n for d, n in enumerate(lead)]
+            kb.store(y, i * n_ + j, epi(kb, acc, [*rows, j]))
 
-        if len(b_shape) == 2:
-            _gpu_tiles(kb, lambda z, i, k: a_rows([], i, k), lambda z, k, j: b_rows([], k, j),
-                       lambda z, i, j, acc: kb.store(y, i * n_ + j, epi(kb, acc, coords(i, j))),
-                       y.dtype, rows, n_, k_)
-            return
+        _gpu_tiles(kb, a_rows, b_rows, store, y.dtype, math.prod(lead), n_, k_)
+        return
+    if tiled:  # a grid of tiles per product of the batch
+        kb.strategy = "GPU GEMM, shared-memory tiles"
 
         def bi(z):  # the batch coordinates of grid index z
             return [z // math.prod(batch[d + 1:]) % n for d, n in enumerate(batch)]
