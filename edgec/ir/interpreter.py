@@ -50,12 +50,17 @@ def run_node(node: Node, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
 
 def interpret(graph: Graph, feeds: Mapping[str, np.ndarray],
               hook: Callable[[Node, list[np.ndarray]], None] | None = None,
-              outer: Mapping[int, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """Run `graph` on `feeds` ({input name: array}); returns {output name: array}."""
+              outer: Mapping[int, np.ndarray] | None = None,
+              values: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Run `graph` on `feeds` ({input name: array}); returns {output name: array}. Where
+    `values` is given, every value the run computes (the inputs too) is kept in it by name,
+    as well as the outputs returned."""
     check_feeds(graph, feeds)
     env: dict[int, np.ndarray] = dict(outer or {})
     for v in graph.inputs:
         env[id(v)] = np.asarray(feeds[v.name])
+        if values is not None:
+            values[v.name] = env[id(v)]
     last_use: dict[int, int] = {}
     for i, n in enumerate(graph.nodes):
         for v in n.inputs:
@@ -67,6 +72,8 @@ def interpret(graph: Graph, feeds: Mapping[str, np.ndarray],
         outs = run_node(node, args)
         for v, o in zip(node.outputs, outs):
             env[id(v)] = o
+            if values is not None:
+                values[v.name] = o
         if hook is not None:
             hook(node, outs)
         for v in node.inputs:

@@ -12,6 +12,11 @@ product, rounded half up. The text IR shows the integers; the kernels and the in
 compute the same ones (kernel_ir.mulshift). A node keeps float requantization where its
 multipliers cannot be held this way (one >= 0.25, or channels spanning more than 2^16), and
 the report's strategy says which each node got.
+
+With `scalar` (the HLS target's pipeline: integer arithmetic only) the plain NCHW QLinearConv
+and the scalar integer GEMMs (QLinearMatMul, QGemm of 8-bit A with constant scales) get the
+same multipliers, so they compute exactly what the blocked and packed kernels of a vector
+target compute for the same model.
 """
 
 from __future__ import annotations
@@ -31,17 +36,24 @@ from .manager import register_pass
 from .pack_weights import gemm_matrix
 
 
-def _multipliers(node: Node) -> np.ndarray | None:
+def _multipliers(node: Node, scalar: bool) -> np.ndarray | None:
     """The float32 multipliers (one, or one per output channel or column) of a node this
     pass can give fixed-point requantization."""
-    if node.op == "BlockedQLinearConv":
+    if node.op == "BlockedQLinearConv" or (scalar and node.op == "QLinearConv"):
         sx, sw, sy = (node.inputs[i] for i in (1, 4, 6))
-        if not all(v.is_const for v in (sx, sw, sy)):
+        if not all(v.is_const for v in (sx, sw, sy)) or node.inputs[0].dtype in INT16:
             return None
         return requantize_multiplier(sx.const.reshape(()), sw.const.reshape(-1),
                                      sy.const.reshape(()))
-    if node.op not in ("QLinearMatMul", "QGemm") or (
-            not node.attrs.get("benc") and gemm_matrix(node) is None):
+    if node.op not in ("QLinearMatMul", "QGemm"):
+        return None
+    scales = (1, 4, 7) if node.op == "QGemm" else (1, 4, 6)
+    if scalar and not node.attrs.get("benc"):  # (the scalar integer GEMM's rows)
+        if node.inputs[0].dtype in INT16 or not all(
+                node.input(i) is not None and node.input(i).is_const for i in scales) or \
+                node.inputs[1].const.size != 1:  # (a scale per row of A: one multiplier
+            return None                           # per column is what the kernels take)
+    elif not node.attrs.get("benc") and gemm_matrix(node) is None:
         return None  # (packed, or what the int8 GEMM micro-kernel runs)
     if node.op == "QGemm":
         return qgemm_multiplier(node.attrs["alpha"], *(node.inputs[i].const for i in (1, 4, 7)))
@@ -50,9 +62,10 @@ def _multipliers(node: Node) -> np.ndarray | None:
 
 
 @register_pass("fixed-point")
-def fixed_point(graph: Graph) -> bool:
+def fixed_point(graph: Graph, scalar: bool = False) -> bool:
     """Requantize the blocked integer convolutions and the int8 GEMMs with integer
-    multipliers and shifts."""
+    multipliers and shifts (`scalar`: also the plain NCHW QLinearConv and the integer GEMMs
+    of scalar code, as a target that computes in integers only needs)."""
     changed = False
     for node in graph.nodes:
         if node.attrs.get("rq_shift"):
@@ -60,7 +73,7 @@ def fixed_point(graph: Graph) -> bool:
         if node.op == "QLinearAdd":
             changed |= _fixed_add(node)
             continue
-        mult = _multipliers(node)
+        mult = _multipliers(node, scalar)
         if mult is None:
             continue
         fixed = fixed_point_multipliers(mult)

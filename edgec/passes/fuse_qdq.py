@@ -7,6 +7,7 @@ QDQ model (as `onnxruntime.quantization.quantize_static` writes them) becomes an
     Q(Add(DQ(a), DQ(b)))          ->  QLinearAdd(a, sa, za, b, sb, zb, sy, zy)
     Q(op(DQ(x))), same (s, z)     ->  op(x)   for MaxPool, data movement, nearest Resize and
                                             Concat (every input with Q's parameters)
+    Q(op2(op1(DQ(x)))), same      ->  op2(op1(x)) for a chain of MaxPool and data movement
     Q(Resize(DQ(x))), same (s, z) ->  QLinearResize(x, roi, scales, sizes, s, z) when it
                                             interpolates (linear, cubic)
 
@@ -54,6 +55,9 @@ INT8 = (DType.U8, DType.I8)
 # when input and output share scale and zero point.
 TRANSPARENT = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Resize",
                "Concat")
+# those of one data input, exact on integers with any parameters: a chain of them between a
+# DequantizeLinear and a QuantizeLinear of the same parameters runs on the integers
+CHAIN = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
 
 
 @dataclass
@@ -328,11 +332,34 @@ def _fuse_add(graph: Graph, q_node: Node, match) -> None:
 
 # -- ops that commute with quantization -----------------------------------------------------------
 
+def _chain(node: Node) -> list[Node]:
+    """`node` and the data movement and MaxPool before it that only it reads, first first:
+    DQ -> MaxPool -> Flatten -> Q runs on the integers as a whole (each op is exact on them
+    when the parameters pass unchanged)."""
+    chain = [node]
+    while chain[0].op in CHAIN:
+        src = chain[0].inputs[0]
+        p = src.producer
+        if p is None or p.op not in CHAIN or len(src.uses) != 1 or \
+                (p.op == "MaxPool" and len(p.outputs) > 1 and p.outputs[1].uses):
+            break
+        chain.insert(0, p)
+    return chain
+
+
 def _match_transparent(q_node: Node):
     graph = q_node.graph
     v = q_node.inputs[0]
-    node = producer(v, *TRANSPARENT)
+    last = producer(v, *TRANSPARENT)
     sole_user(v)
+    chain = _chain(last)
+    node = chain[0]
+    if len(chain) > 1:  # a chain of single-input ops: its first reads the DequantizeLinear
+        out = quantized_output(q_node, graph, wide=True)
+        x = dequantized(node.inputs[0], graph, f"the input of {node.name}", wide=True)
+        require(x.same_params(out), f"{q_node.name} does not undo the DequantizeLinear of "
+                                    f"{node.name}'s input (other scale, zero point or type)")
+        return chain, [x]
     # 16-bit tensors pass through the data movement and MaxPool too (not the interpolating
     # Resize: QLinearResize is 8-bit)
     wide = node.op != "Resize" or node.attrs["mode"] == "nearest"
@@ -350,6 +377,14 @@ def _match_transparent(q_node: Node):
 
 def _fuse_transparent(graph: Graph, q_node: Node, match) -> None:
     node, xs = match
+    if isinstance(node, list):  # a chain: each op on the previous one's integers
+        y = xs[0].q
+        for op in node:
+            new = graph.add_node(op.op, [y, *op.inputs[1:]], dict(op.attrs), name=op.name,
+                                 num_outputs=1, before=q_node)
+            y = new.output
+        _replace(graph, q_node, y, node[-1], new)
+        return
     if node.op == "Resize" and node.attrs["mode"] != "nearest":
         # interpolating: on the integers with the QDQ graph's arithmetic (QLinearResize)
         ins = [xs[0].q, *(node.input(i) for i in (1, 2, 3)), xs[0].scale, xs[0].zp]

@@ -63,7 +63,7 @@ _PASSES: dict[str, PassInfo] = {}
 RUNS_AFTER: dict[str, tuple[str, ...]] = {
     "dequantize-weights": ("quantize", "fuse-qdq"),
     "pack-weights": ("layout-nchwc",),
-    "fixed-point": ("layout-nchwc", "pack-weights"),
+    "fixed-point": ("quantize", "fuse-qdq", "layout-nchwc", "pack-weights"),
     "fuse-residual": ("layout-nchwc", "pack-weights", "fixed-point"),
     "plan-memory": ("quantize", "fuse-qdq", "dequantize-weights", "fuse", "sparsify",
                     "reorder", "layout-nchwc", "pack-weights", "fixed-point", "fuse-residual"),

@@ -232,6 +232,46 @@ GOLDEN = {
           %z = BlockedQLinearConv(%y, %one, %zy, %eye, %one, none, %one, %zy, none) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], channels = 2, block = 4} : u8[1,1,2,2,4]
           return %z
         }"""),
+    # with scalar=1 (the HLS target's integer-only pipeline) the plain NCHW QLinearConv gets the
+    # same multipliers as the blocked one above
+    "fixed-point-scalar": ("fixed-point{scalar=1}", """
+        graph @fs(%x: u8[1,2,2,2]) {
+          %sx = const f32[] dense<[0.5]>
+          %zx = const u8[] dense<[10]>
+          %w = const i8[2,2,1,1] dense<[1, -2, 3, 4]>
+          %sw = const f32[2] dense<[0.25, 0.125]>
+          %sy = const f32[] dense<[1.5]>
+          %zy = const u8[] dense<[5]>
+          %y = QLinearConv(%x, %sx, %zx, %w, %sw, none, %sy, %zy) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : u8[1,2,2,2]
+          return %y
+        }""", """
+        graph @fs(%x: u8[1,2,2,2]) {
+          %sx = const f32[] dense<[0.5]>
+          %zx = const u8[] dense<[10]>
+          %w = const i8[2,2,1,1] dense<[1, -2, 3, 4]>
+          %sw = const f32[2] dense<[0.25, 0.125]>
+          %sy = const f32[] dense<[1.5]>
+          %zy = const u8[] dense<[5]>
+          %y = QLinearConv(%x, %sx, %zx, %w, %sw, none, %sy, %zy) {dilations = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1], rq_mult = [1431655808, 715827904], rq_shift = 34} : u8[1,2,2,2]
+          return %y
+        }"""),
+    # a chain of MaxPool and data movement between a DequantizeLinear and a QuantizeLinear of
+    # the same parameters runs on the integers
+    "fuse-qdq-chain": ("fuse-qdq,dce", """
+        graph @qc(%x: u8[1,1,4,4]) {
+          %s = const f32[] dense<[0.5]>
+          %z = const u8[] dense<[3]>
+          %d = DequantizeLinear(%x, %s, %z) : f32[1,1,4,4]
+          %p = MaxPool(%d) {dilations = [1, 1], kernel_shape = [2, 2], pads = [0, 0, 0, 0], strides = [2, 2]} : f32[1,1,2,2]
+          %f = Flatten(%p) : f32[1,4]
+          %q = QuantizeLinear(%f, %s, %z) : u8[1,4]
+          return %q
+        }""", """
+        graph @qc(%x: u8[1,1,4,4]) {
+          %p_0 = MaxPool(%x) {dilations = [1, 1], kernel_shape = [2, 2], pads = [0, 0, 0, 0], strides = [2, 2]} : u8[1,1,2,2]
+          %q = Flatten(%p_0) : u8[1,4]
+          return %q
+        }"""),
     # the add's ratios sr / sc = 0.25 and sy / sc = 0.75 held as q / 2^21 (fixed-point: 0.75 in
     # [2^20, 2^21) / 2^21): the conv is the second operand, so its multiplier comes first
     "fuse-residual": ("fuse-residual", """
@@ -331,7 +371,7 @@ GOLDEN = {
 
 # passes whose integer results may move by a step: fixed-point rounds the exact product where
 # float32 rounded it first
-STEPS = {"fixed-point": 1}
+STEPS = {"fixed-point": 1, "fixed-point-scalar": 1}
 
 # plan-memory changes no node: its text out is the plan (offsets, liveness, the view)
 PLAN_SRC = """

@@ -235,7 +235,7 @@ def blocked_pad(x, v, *, pads):
 
 
 _QLINEAR_CONV = get_op("QLinearConv")
-_QCONV_ATTRS = {k: a for k, a in _QLINEAR_CONV.attrs.items()}
+_QCONV_ATTRS = {k: a for k, a in _QLINEAR_CONV.attrs.items() if not k.startswith("rq_")}
 _QCONV_ATTRS |= {"channels": Attr.int(), "block": Attr.int(), "wenc": Attr.str(""),
                  "wshape": Attr.ints([]), "rq_mult": Attr.ints([]), "rq_shift": Attr.int(0)}
 _QCONV_ATTRS |= {"add_mult": Attr.ints([]), "add_shift": Attr.int(0)}

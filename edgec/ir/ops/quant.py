@@ -639,6 +639,7 @@ def _infer_qlinear_conv(inputs, **attrs):
     out = _qlinear_out_dtype(zy, x)
     if out not in ACTIVATION_TYPES:
         _fail("QLinearConv", f"y_zero_point {zy} must be uint8, int8, uint16 or int16")
+    _check_fixed("QLinearConv", m, attrs.pop("rq_mult", ()), attrs.pop("rq_shift", 0), x)
     return TensorType(_conv_shape("QLinearConv", x, w, **attrs), out,
                       typed_quant(inputs[6], inputs[7]))
 
@@ -652,14 +653,22 @@ def qconv_sums(x, x_zero_point, w, w_zero_point, b=None, **conv_attrs) -> np.nda
     return conv_nd(xc, wc, None if b is None else np.asarray(b).astype(t), **conv_attrs)
 
 
-@op("QLinearConv", inputs=(8, 9), attrs=_CONV_ATTRS, infer=_infer_qlinear_conv)
+# QLinearConv's `rq_mult` and `rq_shift` (set by fixed-point{scalar=1} for the plain NCHW
+# kernels): requantize_fixed with one multiplier or one per output channel, as the blocked
+# convolutions of the vector targets compute it
+@op("QLinearConv", inputs=(8, 9), attrs=_CONV_ATTRS | _FIXED_ATTRS, infer=_infer_qlinear_conv)
 def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
-                 b=None, *, dilations, group, pads, strides):
+                 b=None, *, dilations, group, pads, strides, rq_mult=(), rq_shift=0):
     """y = sat(rint((conv(x - zx, w - zw) + b) * (sx * sw / sy)) + zy), w's scale and zero
-    point per tensor or per output channel."""
+    point per tensor or per output channel (with `rq_shift`: requantize_fixed)."""
     nsp = x.ndim - 2
     acc = qconv_sums(x, x_zero_point, w, w_zero_point, b, dilations=dilations, group=group,
                      pads=pads, strides=strides)
+    if rq_shift:
+        q = np.asarray(rq_mult, np.int64)
+        q = q.reshape((-1,) + (1,) * nsp) if q.size > 1 else q.reshape(())
+        out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else x.dtype)
+        return requantize_fixed(acc, q, rq_shift, _zero_or(y_zero_point).reshape(()), out)
     mult = requantize_multiplier(x_scale.reshape(()), w_scale.reshape(-1), y_scale.reshape(()))
     mult = mult.reshape((-1,) + (1,) * nsp) if mult.size > 1 else mult.reshape(())
     out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else x.dtype)

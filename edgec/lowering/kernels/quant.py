@@ -48,7 +48,6 @@ from ...kernel_ir.kernel import (
     const,
     maximum,
     minimum,
-    mulshift,
     select,
 )
 from ..lower import NodeKernelBuilder, broadcast_index, coalesce, kernel
@@ -57,6 +56,8 @@ from .quant_common import (
     Requant,
     accumulator_type,
     constant_table,
+    fixed_finish,
+    fixed_point,
     narrow,
     scalar,
     zero_point,
@@ -306,31 +307,6 @@ def _matrix_b(node: Node, index: int) -> Value:
     return Value(f"{v.name}_decoded", TensorType(arr.shape, DType.I8), arr)
 
 
-def _fixed_point(node: Node) -> tuple[np.ndarray, int] | None:
-    """(int32 multipliers, () or per column; shift) of a node the fixed-point pass marked."""
-    if not node.attrs.get("rq_shift"):
-        return None
-    q = np.asarray(node.attrs["rq_mult"], np.int32)
-    return (q if q.size > 1 else q.reshape(())), node.attrs["rq_shift"]
-
-
-def _fixed_finish(kb: NodeKernelBuilder, node: Node, fixed: tuple[np.ndarray, int],
-                  zy: Expr | None, source: Value):
-    """(bi, i, j, acc) -> sat(mulshift(acc, q[j], s) + zy): the scalar kernels' fixed-point
-    requantization (ir/ops/quant.py requantize_fixed)."""
-    q, shift = fixed
-    table = constant_table(kb, q, "rq", source) if q.size > 1 else None
-    qmin, qmax = QUANT_RANGES[node.output.dtype]
-    zp = const(0, I32) if zy is None else zy
-
-    def finish(bi, i, j, acc):
-        m = table[j] if table is not None else const(int(q), I32)
-        v = named(kb, "v", mulshift(acc, m, const(shift, I32)) + zp)
-        return cast(maximum(minimum(v, const(qmax, I32)), const(qmin, I32)), node.output.dtype)
-
-    return finish
-
-
 @kernel("MatMulInteger")
 def matmul_integer(kb: NodeKernelBuilder, node: Node) -> None:
     b_v = _matrix_b(node, 1)
@@ -358,7 +334,7 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     of B."""
     a_v, sa_v, za_v, _, sb_v, zb_v, sy_v, zy_v = (node.input(i) for i in range(8))
     b_v = _matrix_b(node, 3)
-    fixed = _fixed_point(node)
+    fixed = fixed_point(node)
     g = _Product.of(a_v, b_v, node.output)
     full = (*g.batch, g.m, g.n)
     a_shape = matmul_param_shape(node.op, "a_scale", sa_v.type, g.a_shape, True)
@@ -371,7 +347,7 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
         if not a_shape and vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq):
             return
     if fixed is not None:
-        _int_matmul(kb, node, a_v, za_v, b_v, zb_v, finish=_fixed_finish(
+        _int_matmul(kb, node, a_v, za_v, b_v, zb_v, finish=fixed_finish(
             kb, node, fixed, zero_point(kb, zy_v, "y_zp"), b_v))
         return
     if table is None:
@@ -396,23 +372,13 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
     per output column."""
     a_v, sa_v, za_v, _, sb_v, zb_v, c_v, sy_v, zy_v = (node.input(i) for i in range(9))
     b_v = _matrix_b(node, 3)
-    fixed = _fixed_point(node)
+    fixed = fixed_point(node)
     ta, tb, alpha = bool(node.attrs["transA"]), bool(node.attrs["transB"]), node.attrs["alpha"]
     g = _Product.of(a_v, b_v, node.output, ta, tb)
     table = None
     if sa_v.is_const and sb_v.is_const and sy_v.is_const:
         table = qgemm_multiplier(alpha, sa_v.const, sb_v.const, sy_v.const)
         table = table.reshape(-1 if table.size > 1 else ())
-    per_col = sb_v.type.numel > 1
-    sb = kb.bind(sb_v, "b_scale") if per_col else None
-    sa = scalar(kb, sa_v, "a_scale", F32) if table is None else None
-    if sa is not None and alpha != 1.0:
-        sa = named(kb, "sa", const(alpha, F32) * sa)
-    sbs = scalar(kb, sb_v, "b_scale", F32) if table is None and not per_col else None
-    sy = scalar(kb, sy_v, "y_scale", F32) if table is None else None
-    mult = _multiplier(
-        kb, table, (g.m, g.n),
-        lambda bi, i, j: (sa * (cast(sb[j], F32) if per_col else sbs)) / sy, sb_v)
     if (table is not None and not ta and b_v.is_const and a_v.type.rank == 2
             and (c_v is None or (c_v.is_const and c_v.type.numel in (1, g.n)))):
         bias = None if c_v is None else np.broadcast_to(
@@ -423,8 +389,18 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
             return
     if fixed is not None:
         _int_matmul(kb, node, a_v, za_v, b_v, zb_v, trans_a=ta, trans_b=tb, bias=c_v,
-                    finish=_fixed_finish(kb, node, fixed, zero_point(kb, zy_v, "y_zp"), b_v))
+                    finish=fixed_finish(kb, node, fixed, zero_point(kb, zy_v, "y_zp"), b_v))
         return
+    per_col = sb_v.type.numel > 1
+    sb = kb.bind(sb_v, "b_scale") if per_col and table is None else None
+    sa = scalar(kb, sa_v, "a_scale", F32) if table is None else None
+    if sa is not None and alpha != 1.0:
+        sa = named(kb, "sa", const(alpha, F32) * sa)
+    sbs = scalar(kb, sb_v, "b_scale", F32) if table is None and not per_col else None
+    sy = scalar(kb, sy_v, "y_scale", F32) if table is None else None
+    mult = _multiplier(
+        kb, table, (g.m, g.n),
+        lambda bi, i, j: (sa * (cast(sb[j], F32) if per_col else sbs)) / sy, sb_v)
     req = Requant.make(kb, node.output.dtype, zero_point(kb, zy_v, "y_zp"))
 
     def finish(bi, i, j, acc):

@@ -10,10 +10,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.dtypes import DType
-from ...ir.graph import Value
+from ...ir.graph import Node, Value
 from ...ir.ops.quant import INT16, QUANT_RANGES
 from ...ir.types import TensorType
-from ...kernel_ir.kernel import Buffer, Expr, call, cast, const, pairs_fit16, select
+from ...kernel_ir.kernel import (
+    Buffer,
+    Expr,
+    call,
+    cast,
+    const,
+    maximum,
+    minimum,
+    mulshift,
+    pairs_fit16,
+    select,
+)
 from ..lower import NodeKernelBuilder
 from .common import named
 
@@ -75,6 +86,33 @@ class Requant:
         v = named(kb, "v", select(v > self.lo, v, self.lo))  # NaN goes to lo
         v = select(v < self.hi, v, self.hi)
         return cast(cast(call("round", v), I32) + self.zp, self.dtype)
+
+
+def fixed_point(node: Node) -> tuple[np.ndarray, int] | None:
+    """(int32 multipliers, () or per output channel or column; shift) of a node the
+    fixed-point pass marked (`rq_mult`, `rq_shift`), else None."""
+    if not node.attrs.get("rq_shift"):
+        return None
+    q = np.asarray(node.attrs["rq_mult"], np.int32)
+    return (q if q.size > 1 else q.reshape(())), node.attrs["rq_shift"]
+
+
+def fixed_finish(kb: NodeKernelBuilder, node: Node, fixed: tuple[np.ndarray, int],
+                 zy: Expr | None, source: Value):
+    """(bi, i, j, acc) -> sat(mulshift(acc, q[j], s) + zy): the scalar kernels' fixed-point
+    requantization (ir/ops/quant.py requantize_fixed) of int32 sums, q[j] the multiplier of
+    output channel or column j (a table derived from `source` where there are several)."""
+    q, shift = fixed
+    table = constant_table(kb, q, "rq", source) if q.size > 1 else None
+    qmin, qmax = QUANT_RANGES[node.output.dtype]
+    zp = const(0, I32) if zy is None else zy
+
+    def finish(bi, i, j, acc):
+        m = table[j] if table is not None else const(int(q), I32)
+        v = named(kb, "v", mulshift(acc, m, const(shift, I32)) + zp)
+        return cast(maximum(minimum(v, const(qmax, I32)), const(qmin, I32)), node.output.dtype)
+
+    return finish
 
 
 def zero_point(kb: NodeKernelBuilder, v: Value | None, name: str) -> Expr | None:

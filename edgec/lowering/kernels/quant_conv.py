@@ -29,6 +29,8 @@ from .quant_common import (
     Requant,
     accumulator_type,
     constant_table,
+    fixed_finish,
+    fixed_point,
     narrow,
     scalar,
     zero_point,
@@ -266,8 +268,16 @@ def conv_integer(kb: NodeKernelBuilder, node: Node) -> None:
 
 @kernel("QLinearConv")
 def qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
-    """y = sat(rint(acc * M[m]) + zy), M[m] = sx * sw[m] / sy."""
+    """y = sat(rint(acc * M[m]) + zy), M[m] = sx * sw[m] / sy; with `rq_shift`
+    sat(mulshift(acc, q[m], s) + zy)."""
     x_v, sx_v, zx_v, w_v, sw_v, zw_v, sy_v, zy_v, b_v = (node.input(i) for i in range(9))
+    fixed = fixed_point(node)
+    if fixed is not None:  # (fixed-point{scalar=1}: int32 sums of 8-bit x)
+        finish = fixed_finish(kb, node, fixed, zero_point(kb, zy_v, "y_zp"), sw_v)
+        _int_conv(kb, node, x_v, zx_v, w_v, zw_v, b_v,
+                  lambda m: lambda acc: finish((), None, m, acc))
+        kb.strategy += ", fixed-point requantization"
+        return
     per_m = sw_v.type.numel > 1
     if sx_v.is_const and sw_v.is_const and sy_v.is_const:
         table = requantize_multiplier(sx_v.const.reshape(()), sw_v.const.reshape(-1),
