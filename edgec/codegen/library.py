@@ -67,6 +67,8 @@ class Sources:
     weights_buffer_bytes: int = 0  # --compress: the static buffer they are decoded into
     # a CUDA library's launches per run, in order: {"kernel", "blocks", "threads"}
     gpu_launches: list[dict] = field(default_factory=list)
+    # an HLS project's record for the manifest (codegen/hls_project.py); None for a library
+    hls: dict | None = None
 
 
 class CBackend:

@@ -61,12 +61,19 @@ def cmd_compile(a) -> None:
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
         tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()),
-        gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph)
+        gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph, fpga_part=a.fpga_part,
+        clock_mhz=a.clock_mhz)
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
-    print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
-          f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
-          f"{art.timing['total']:.2f} s")
+    if m.get("artifact") == "hls-project":
+        h = m["hls"]
+        print(f"wrote an HLS project in {art.out_dir}: {h['design']} (top {h['top']}, "
+              f"{len(h['processes'])} processes, {len(h['streams'])} streams, ROM "
+              f"{h['rom_bytes']} B), {h['tcl']}, {h['testbench']}; {art.timing['total']:.2f} s")
+    else:
+        print(f"wrote {art.library} and {art.header}: {m['kernels']} kernels, "
+              f"workspace {m['workspace_bytes']} B, weights {m['weights_bytes']} B, "
+              f"{art.timing['total']:.2f} s")
     if a.explain:
         print("\n".join(strategy_lines(m, a.explain)))
 
@@ -241,6 +248,11 @@ def parser() -> argparse.ArgumentParser:
                    help="--target cuda: capture a run's launches into a CUDA graph on the "
                         "first call and replay it (captured again when the device pointers "
                         "change): one launch per run instead of one per kernel")
+    c.add_argument("--fpga-part", metavar="PART",
+                   help="--target hls: the FPGA part, as Vitis names it (for example "
+                        "xcu250-figd2104-2L-e)")
+    c.add_argument("--clock-mhz", type=float, default=200.0, metavar="F",
+                   help="--target hls: the design's clock in MHz (default 200)")
     c.add_argument("--emit-kernels", action="store_true",
                    help="also write OUT/NAME.kernels.txt: the program IR and every kernel in "
                         "edgec's kernel IR, as text")

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import __version__
 from ..codegen.cuda_library import generate_cuda
+from ..codegen.hls_project import copy_hls_headers, generate_hls
 from ..codegen.library import generate
 from ..codegen.toolchain import (
     SANITIZE_CFLAGS,
@@ -40,6 +41,7 @@ from ..ir.records import LatencyShares, QuantizationRecord
 from ..lowering.lower import unsupported_kernels
 from ..lowering.strategies import Candidate, explain, unknown_nodes
 from ..runtime import manifest as manifest_file
+from ..runtime.emulated import build_runner
 from ..targets.target import get_target, pair_sums, runs_on_host
 from .options import CompileOptions
 from .tune import run_tuned, timed_layers, timed_lines
@@ -85,9 +87,29 @@ def load_graph(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     return import_onnx(model, input_shapes=input_shapes, name=name)
 
 
+def _check_hls_options(opt: CompileOptions, tgt) -> None:
+    """An EdgecError for an option the HLS target needs and lacks, or cannot take, or for
+    --fpga-part without it."""
+    if tgt.arch != "hls":
+        if opt.fpga_part:
+            raise EdgecError(f"--fpga-part is for --target hls, not {tgt.name}")
+        return
+    if not opt.fpga_part:
+        raise EdgecError("--target hls needs the FPGA part the design is for: --fpga-part "
+                         "PART, as Vitis names it (for example xcu250-figd2104-2L-e)")
+    if not opt.clock_mhz > 0:
+        raise EdgecError(f"--clock-mhz must be positive, got {opt.clock_mhz}")
+    for given, flag in ((opt.backend != "c", f"--backend {opt.backend}"),
+                        (opt.sanitize, "--sanitize"), (opt.compress, "--compress")):
+        if given:
+            raise EdgecError(f"{flag} is for CPU targets; --target hls writes an HLS C++ "
+                             "project (the weights are on-chip ROMs): leave it out")
+
+
 def _check_gpu_options(opt: CompileOptions, tgt) -> None:
     """An EdgecError for an option the target cannot take: CPU-only options with a CUDA
     target, --gpu-arch without one."""
+    _check_hls_options(opt, tgt)
     if tgt.gpu is None:
         if opt.gpu_arch:
             raise EdgecError(f"--gpu-arch is for --target cuda, not {tgt.name}")
@@ -195,7 +217,8 @@ def measure_layer_latency(q: QuantizationRecord, out: Path, calib, graph: Graph,
 
     why = ("no calibration samples" if calib is None else
            f"the host cannot run {target.name} code" if missing_host_flags(target)
-           or target.emulator else "built with --sanitize" if sanitize else "")
+           or target.emulator or target.arch == "hls" else
+           "built with --sanitize" if sanitize else "")
     if not why:
         samples = load_samples(calib) if isinstance(calib, str | Path) else calib
         try:
@@ -460,9 +483,9 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         counts = graph.op_counts()
         raise UnsupportedOpError("no kernel yet for op(s): " +
                                  ", ".join(f"{o} (x{counts[o]})" for o in missing))
-    pipeline = ensure_pipeline_plans_memory(opt.pipeline or default_pipeline(tgt.lanes(DType.F32),
-                                                                       tgt.registers,
-                                                                       tgt.uarch))
+    hls = tgt.arch == "hls"
+    pipeline = ensure_pipeline_plans_memory(opt.pipeline or default_pipeline(
+        tgt.lanes(DType.F32), tgt.registers, tgt.uarch, integer_only=hls))
     steps = parse_pipeline(pipeline)
     if opt.prune:
         pattern = _prune_pattern(opt.prune_pattern, opt.quantize, opt.calib, opt.log)
@@ -494,6 +517,9 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     if cuda:
         src = generate_cuda(graph, plan, tgt, name, source, emit_kernels=opt.emit_kernels,
                             strategies=opt.strategy, graph_mode=opt.cuda_graph)
+    elif hls:
+        src = generate_hls(graph, plan, tgt, name, part=opt.fpga_part,
+                           clock_mhz=opt.clock_mhz, strategies=opt.strategy)
     else:
         src = generate(graph, plan, tgt, name, source, threads=opt.threads,
                        backend=opt.backend, compress=opt.compress, sanitize=opt.sanitize,
@@ -506,6 +532,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         raise EdgecError(f"cannot create output folder {out}: {e.strerror}") from None
     for fname, content in src.files.items():
         path = out / fname
+        path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
             path.write_bytes(content)
         else:
@@ -517,6 +544,9 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     if cuda:
         build_cuda(tgt, name, out, archs)
         links = cuda_link_flags()
+    elif hls:
+        links = []
+        copy_hls_headers(out)
     else:
         objects = compile_objects(tgt, src.c_sources, out,
                                   SANITIZE_CFLAGS if opt.sanitize else ())
@@ -524,8 +554,8 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         for o in objects:
             (out / o).unlink(missing_ok=True)
         links = link_flags(opt.threads, opt.sanitize)
-    for fname, content in package_files(name, opt.threads, source, opt.sanitize,
-                                        links if cuda else None).items():
+    for fname, content in ({} if hls else package_files(name, opt.threads, source, opt.sanitize,
+                                                        links if cuda else None)).items():
         (out / fname).write_text(content)
     t_build = time.perf_counter()
 
@@ -539,7 +569,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         "cflags": [*tgt.cflags, *(SANITIZE_CFLAGS if opt.sanitize else ())],
         "vector_isa": tgt.isa,
         "backend": opt.backend,
-        "threads": opt.threads,
+        "threads": opt.threads and not hls,
         # built with AddressSanitizer and UndefinedBehaviorSanitizer (--sanitize)
         "sanitize": opt.sanitize,
         "link_flags": links,
@@ -561,13 +591,17 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         "kernel_strategies": src.strategies,
         # NAME_dot_product_kernels() exists: int8 micro-kernels chosen at run time
         "dot_product_kernels": src.dot_product_kernels,
-        "library": f"lib{name}.a",
-        "header": f"{name}.h",
+        "library": "" if hls else f"lib{name}.a",
+        "header": f"{name}_hls.h" if hls else f"{name}.h",
         "sources": [f for f in src.files if not f.endswith(".bin")],
         # find_package(NAME) / pkg-config --libs NAME (package_files)
-        "cmake_config": f"{name}Config.cmake",
-        "pkg_config": f"{name}.pc",
+        "cmake_config": "" if hls else f"{name}Config.cmake",
+        "pkg_config": "" if hls else f"{name}.pc",
     }
+    if hls:  # an HLS project, not a library: its part, ports, processes and streams
+        manifest["artifact"] = "hls-project"
+        manifest["cflags"] = list(tgt.cflags)
+        manifest["hls"] = src.hls
     if cuda:  # the GPU architectures the library carries code for, and its launches
         manifest["gpu_archs"] = list(archs)
         manifest["gpu_launches"] = src.gpu_launches
@@ -580,6 +614,11 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     timed = timed_layers(graph)
     if timed:
         manifest["sparse_timed"] = timed
+    if hls:  # g++ builds the C-simulation now, so that the project is known to compile
+        manifest_file.write(out, manifest)
+        build_runner(out)
+        timing["build"] = round(time.perf_counter() - t_codegen, 4)
+        timing["total"] = round(time.perf_counter() - t0, 4)
     q = graph.record.quantization
     if q is not None:
         # the timed copy of the library is loaded through its manifest

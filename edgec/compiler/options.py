@@ -47,6 +47,9 @@ class CompileOptions:
     # a CUDA target's NAME_run_device captures its launches into a CUDA graph once (again
     # when the pointers change) and replays it
     cuda_graph: bool = False
+    # the HLS target's FPGA part (as Vitis names it) and clock
+    fpga_part: str | None = None
+    clock_mhz: float = 200.0
     # {node name: "KIND{k=v,...}" (or a lowering.strategies Forced / Candidate)}: the
     # strategy that builds the node's kernel, instead of the chooser's
     strategy: Mapping[str, Any] = field(default_factory=dict)

@@ -68,13 +68,16 @@ def _spec(name: str, **options) -> str:
     return f"{name}{{{shown}}}" if shown else name
 
 
-def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = "") -> str:
+def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = "",
+                     integer_only: bool = False) -> str:
     """The standard pipeline for a target whose float vectors have `vector_lanes` lanes in
     `registers` registers: with vectors, convolutional regions run in blocked NCHWc layout of
     that many channels, and the weights of blocked integer convolutions and int8 GEMMs are
     packed for tiles sized to the registers (and vectors) and requantized in fixed point.
-    `uarch`: the CPU family whose costs sparsify's model uses (targets/uarch.py). The order
-    of the later passes is the one manager.RUNS_AFTER checks."""
+    `uarch`: the CPU family whose costs sparsify's model uses (targets/uarch.py);
+    `integer_only` (scalar code for a target that computes in integers only, HLS): every
+    integer convolution and GEMM requantized in fixed point (`fixed-point{scalar=1}`). The
+    order of the later passes is the one manager.RUNS_AFTER checks."""
     vectors = vector_lanes >= 2
     lanes = {"lanes": vector_lanes} if vectors else {}
     steps = ["fold-constants", "remove-identity", "dce", "fold-batchnorm", "fold-constants",
@@ -85,6 +88,8 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = ""
         steps += [_spec("layout-nchwc", block=vector_lanes),
                   _spec("pack-weights", registers=registers, lanes=vector_lanes),
                   "fixed-point", "fuse-residual", "dce"]
+    elif integer_only:
+        steps.append("fixed-point{scalar=1}")
     return ",".join([*steps, "plan-memory"])
 
 

@@ -48,6 +48,10 @@ def runner_command(manifest: Mapping, exe: str) -> list[str]:
 
     target = get_target(manifest["target"])
     name = manifest["name"]
+    if manifest.get("artifact") == "hls-project":  # the design's C-simulation (g++)
+        hls = manifest["hls"]
+        return [cc(target), *manifest["cflags"], "-Wall", "-I.", hls["csim_runner"],
+                hls["design"], "-o", exe]
     # the runner is compiled with the flags the library was built with (same ISA and ABI) and
     # links the library's own archive: the very objects an app links, not a rebuild of them
     cflags = manifest.get("cflags", list(target.cflags))
@@ -68,7 +72,8 @@ def build_runner(out_dir) -> Path:
     name = manifest["name"]
     digest = hashlib.sha1(RUNNER_SOURCE.read_bytes())
     digest.update(" ".join(runner_command(manifest, "runner")).encode())
-    for f in (manifest["library"], manifest["header"]):
+    hls = manifest.get("artifact") == "hls-project"
+    for f in manifest["sources"] if hls else (manifest["library"], manifest["header"]):
         try:
             digest.update((out / f).read_bytes())
         except OSError:

@@ -239,6 +239,13 @@ def load(out_dir, emulator: Sequence[str] | None = None) -> CompiledModel | Emul
     (arm64, armv7) always does, by default under the target's own emulator, and so does a
     sanitized one (`edgec compile --sanitize`), natively only."""
     manifest = read_manifest(out_dir)
+    if manifest.get("artifact") == "hls-project":  # run by C-simulation (g++)
+        if emulator:
+            raise EdgecError(f"{out_dir} is an HLS project, run by its C-simulation on this "
+                             "machine; it takes no emulator")
+        from .emulated import EmulatedModel
+
+        return EmulatedModel(out_dir, [])
     if manifest.get("sanitize") and emulator:
         raise EdgecError(f"{out_dir} is built with sanitizers (--sanitize), whose runtimes "
                          f"do not run under {emulator[0]}; run it natively")

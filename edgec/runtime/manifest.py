@@ -94,6 +94,17 @@ SCHEMA = {
             {"kernel": _STR, "blocks": _INT, "threads": _INT})},
         # NAME_run_device replays its launches as a captured CUDA graph (--cuda-graph)
         "cuda_graph": {"type": "boolean"},
+        # what the folder holds: a static library (absent) or an HLS project (--target hls:
+        # library, cmake_config and pkg_config are ""; `hls` says what the design is)
+        "artifact": {"enum": ["library", "hls-project"]},
+        "hls": _object({"part": _STR, "clock_mhz": {"type": "number"}, "top": _STR,
+                        "design": _STR,
+                        "tcl": _STR, "testbench": _STR, "csim_runner": _STR,
+                        "rom_bytes": _INT, "ports": {"type": "object"},
+                        "processes": _STRS, "streams": {"type": "array", "items": _object(
+                            {"name": _STR, "value": _STR, "producer": _STR,
+                             "consumer": _STR, "depth": _INT, "dtype": _STR,
+                             "elements": _INT})}}),
     }),
 }
 

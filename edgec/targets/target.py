@@ -239,6 +239,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("cuda", "cuda", "nvcc", (), frozenset({"cuda"}), 4,
            "NVIDIA GPUs through CUDA 13.0 (sm_90 by default; --gpu-arch)",
            package="pip install 'edgec[cuda]'", gpu=GPU_UNITS["h100"]),
+    # FPGAs through HLS C++ (codegen/hls_project.py): integer models as a dataflow of one
+    # process per layer, C-simulated with g++ (`cc`); the part and clock are compile options
+    Target("hls", "hls", "g++", ("-std=c++14", "-O2", "-pthread"), frozenset({"hls"}), 4,
+           "FPGAs through HLS C++ (Vitis HLS; C-simulation with g++); integer models only",
+           package="g++"),
 )}
 
 

@@ -1,0 +1,543 @@
+"""An HLS project from a planned integer graph: one dataflow process per layer, joined by
+streams, for Vitis HLS C synthesis and for C-simulation with g++.
+
+The design is the graph without its edges: a float input's QuantizeLinear and a float
+output's DequantizeLinear run on the host (the runner NAME_csim.cpp, as the CPU library
+computes them), and the integer values between them are the top function's AXI-stream
+ports. Every other node is a process of the top function NAME_top (`#pragma HLS DATAFLOW`):
+
+    static void L3_conv(edgec::stream<uint8_t> &i0, edgec::stream<uint8_t> &o0, ...)
+        reads each input stream whole into an array, runs the node's kernel (the kernel IR
+        of the lowering, printed by codegen/renderers/hls.py; weights are `static const`
+        arrays in it, ROM), and writes its output array to one stream per consumer (the
+        fork of a value with several consumers)
+
+A view (Reshape, Flatten: the memory plan's aliases) is no process: its consumers read the
+stream of the value it views, whose elements come in the same order. A float model, or a
+node that would compute in float inside the design, is refused with what to do
+(`--quantize`).
+
+Stream depths (`depths`): a process reads its input streams one after another, so a stream
+it reads first drains as it fills and needs 2 places, while one it reads later must hold all
+that arrives meanwhile: its whole tensor (a residual branch joining a convolution's output).
+With those depths no region can deadlock on one frame (a producer blocks only on a stream
+whose consumer is reading it); each depth is a macro NAME_DEPTH_<stream> of the header that
+a build may override (the tests set one smaller and see the C-simulation say deadlock).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import EdgecError
+from ..ir.graph import Graph, Node, Value
+from ..kernel_ir.kernel import Expr, Kernel, Local, walk
+from ..lowering.lower import c_identifier, lower_node
+from ..targets.target import Target
+from .library import Sources
+from .renderers.hls import PRELUDE, HlsRenderer
+
+HLS_DIR = Path(__file__).parent / "hls"  # edgec_stream.h (package data)
+EDGE_OPS = ("QuantizeLinear", "DequantizeLinear")
+FIRST_DEPTH = 2
+
+
+@dataclass
+class StreamSpec:
+    """A stream of the top function: `value` (the producer's output, by name) to `consumer`
+    (a process, or the port it feeds), `depth` places."""
+
+    name: str
+    value: Value
+    producer: str
+    consumer: str
+    depth: int
+
+    def record(self) -> dict:
+        return {"name": self.name, "value": self.value.name, "producer": self.producer,
+                "consumer": self.consumer, "depth": self.depth,
+                "dtype": self.value.dtype.value, "elements": self.value.type.numel}
+
+
+class _Design:
+    def __init__(self, graph: Graph, plan, target: Target, name: str,
+                 strategies=None):
+        self.graph, self.plan, self.target, self.name = graph, plan, target, name
+        self.forced = dict(strategies or {})
+        self.by_name = {v.name: v for v in graph.values()}
+        self.edge_in: list[Node] = []   # host-side QuantizeLinear of float inputs
+        self.edge_out: list[Node] = []  # host-side DequantizeLinear of float outputs
+        self.port_in: list[Value] = []
+        self.port_out: list[Value] = []
+        self.streams: list[StreamSpec] = []
+        self.strategies: list[dict] = []
+        self.rom_bytes = 0
+
+    # -- what is host, port, view and process --------------------------------------------
+    def source(self, v: Value) -> Value:
+        """The value whose stream carries `v` (itself, or what the view `v` aliases)."""
+        root = self.plan.aliases.get(v.name)
+        return self.by_name[root] if root is not None else v
+
+    def split_edges(self) -> None:
+        g = self.graph
+        for v in g.inputs:
+            if not v.dtype.is_float:
+                self.port_in.append(v)
+                continue
+            users = v.users()
+            bad = [n for n in users if n.op != "QuantizeLinear" or not _const_params(n)]
+            if bad:
+                raise EdgecError(
+                    f"--target hls computes in integers only, and input {v.name} "
+                    f"({v.type}) goes to {bad[0].op} node {bad[0].name} in float: quantize the "
+                    "model (`--quantize int8 --calib SAMPLES`, or an ONNX QDQ model) so that "
+                    "its inputs go to QuantizeLinear")
+            for n in users:
+                self.edge_in.append(n)
+                self.port_in.append(n.output)
+        for o in g.outputs:
+            p = o.producer
+            if not o.dtype.is_float:
+                self.port_out.append(o)
+            elif p is not None and p.op == "DequantizeLinear" and _const_params(p) and \
+                    not p.inputs[0].is_const:
+                self.edge_out.append(p)
+                self.port_out.append(p.inputs[0])
+            else:
+                raise EdgecError(
+                    f"--target hls computes in integers only, and output {o.name} ({o.type}) "
+                    f"is computed in float{f' by {p.op} node {p.name}' if p else ''}: quantize "
+                    "the model (`--quantize int8 --calib SAMPLES`) so that its outputs come "
+                    "from DequantizeLinear")
+        edges = {id(n) for n in self.edge_in + self.edge_out}
+        self.nodes = [n for n in g.nodes if id(n) not in edges
+                      and not all(o.name in self.plan.aliases for o in n.outputs)]
+        if any(p.is_const for p in self.port_out):
+            raise EdgecError("--target hls: an output of the model is a constant; nothing "
+                             "computes it")
+
+    # -- streams -------------------------------------------------------------------------
+    def wire(self, lowered: list) -> None:
+        """One stream per (value, consumer), depths by the read order of each consumer."""
+        consumers: dict[int, list[tuple[str, int]]] = {}  # source id -> (consumer, index)
+        self.reads: dict[str, list[StreamSpec]] = {}
+        self.writes: dict[int, list[StreamSpec]] = {}
+        producer = {id(v): f"port {k}" for k, v in enumerate(self.port_in)}
+        for proc, ln in lowered:
+            for v in ln.node.outputs:
+                producer[id(v)] = proc
+        order: list[tuple[str, Value]] = []
+        for proc, ln in lowered:
+            seen: set[int] = set()
+            for v in ln.bindings:
+                if v.is_const or v.producer is ln.node:
+                    continue
+                s = self.source(v)
+                if id(s) in seen:
+                    continue
+                seen.add(id(s))
+                if id(s) not in producer:
+                    raise EdgecError(f"--target hls: node {ln.node.name} reads {v.name}, which "
+                                     "no process of the design produces")
+                order.append((proc, s))
+        order += [(f"output {k}", self.source(v)) for k, v in enumerate(self.port_out)]
+        first: set[str] = set()
+        for n, (consumer, s) in enumerate(order):
+            depth = FIRST_DEPTH if consumer not in first else max(s.type.numel, FIRST_DEPTH)
+            first.add(consumer)
+            spec = StreamSpec(f"s{n}_{c_identifier(s.name)}"[:48], s, producer[id(s)],
+                              consumer, depth)
+            consumers.setdefault(id(s), []).append((consumer, n))
+            self.streams.append(spec)
+            self.reads.setdefault(consumer, []).append(spec)
+            self.writes.setdefault(id(s), []).append(spec)
+
+    def depth_macro(self, s: StreamSpec) -> str:
+        return f"{self.name.upper()}_DEPTH_{s.name}"
+
+
+def copy_hls_headers(out: Path) -> None:
+    """Put the headers every project includes (edgec_stream.h) into `out`."""
+    shutil.copyfile(HLS_DIR / "edgec_stream.h", Path(out) / "edgec_stream.h")
+
+
+def _const_params(n: Node) -> bool:
+    return all(v is None or v.is_const for v in n.inputs[1:])
+
+
+def _float_use(k: Kernel) -> str | None:
+    """Where kernel `k` (or a callee) computes in float: a parameter's, local's or
+    expression's name, or None where it is integer arithmetic throughout."""
+    for kk in [*k.callees(), k]:
+        for p in kk.params:
+            if p.dtype.is_float:
+                return f"parameter {p.name} ({p.dtype})"
+        for s in walk(kk.body):
+            if isinstance(s, Local) and s.dtype.is_float:
+                return f"local {s.name} ({s.dtype})"
+            for e in vars(s).values():
+                bad = _float_expr(e)
+                if bad is not None:
+                    return bad
+    return None
+
+
+def _float_expr(e) -> str | None:
+    if not isinstance(e, Expr):
+        return None
+    if e.dtype.is_float:
+        return f"a {e.dtype} {e.op}"
+    for a in e.args:
+        bad = _float_expr(a)
+        if bad is not None:
+            return bad
+    return None
+
+
+def _array_text(arr: np.ndarray) -> str:
+    flat = np.asarray(arr).reshape(-1)
+    if flat.dtype == np.bool_:
+        flat = flat.astype(np.uint8)
+    if flat.dtype.kind == "f":
+        raise EdgecError("--target hls: a float array among the design's ROMs")
+    items = [str(int(x)) for x in flat]
+    lines = [", ".join(items[i:i + 24]) for i in range(0, len(items), 24)]
+    return ",\n    ".join(lines) or "0"
+
+
+def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
+                 clock_mhz: float, strategies=None, seed: int = 0) -> Sources:
+    """The HLS project of `graph` (planned, integer) named `name`, for FPGA `part` at
+    `clock_mhz`; testbench data from edgec's interpreter on a random input (`seed`)."""
+    d = _Design(graph, plan, target, name, strategies)
+    d.split_edges()
+    r = HlsRenderer()
+    lowered = []
+    for i, node in enumerate(d.nodes):
+        ln = lower_node(node, i, target, d.forced.get(node.name))
+        bad = _float_use(ln.kernel)
+        if bad is not None:
+            raise EdgecError(
+                f"--target hls computes in integers only; node {node.name} ({node.op}) would "
+                f"compute in float ({bad}): quantize the model (`--quantize int8 --calib "
+                "SAMPLES`) so that every layer between the inputs' QuantizeLinear and the "
+                f"outputs' DequantizeLinear has an integer form")
+        proc = f"L{i}_{c_identifier(node.name)}"[:48]
+        lowered.append((proc, ln))
+        s = ln.strategy
+        d.strategies.append({
+            "node": node.name, "op": node.op, "kernel": ln.kernel.name, "strategy": s.name,
+            "kind": s.kind, "lanes": s.lanes, "parallel": False,
+            "micro_kernels": list(s.micro_kernels), "choice": s.choice.record(),
+            "forced": node.name in d.forced, "candidates": [c.record() for c in s.candidates]})
+    d.wire(lowered)
+    t = r.types
+    ctype = lambda v: t[v.dtype]  # noqa: E731
+    kernels_text = r.functions([ln.kernel for _, ln in lowered])
+    processes, calls = [], []
+    for k, v in enumerate(d.port_in):  # the port readers: the fork of an input port
+        outs = d.writes.get(id(v), [])
+        proc = f"P_in{k}"
+        params = [f"edgec::stream<{ctype(v)}> &port"] + \
+            [f"edgec::stream<{ctype(v)}> &o{j}" for j in range(len(outs))]
+        writes = " ".join(f"o{j}.write(x);" for j in range(len(outs)))
+        processes.append("\n".join([
+            f"/* input port {k} ({v.name}, {v.type}) to its {len(outs)} consumer(s) */",
+            f"static void {proc}({', '.join(params)})", "{",
+            f"    for (ptrdiff_t i = 0; i < {v.type.numel}; ++i) {{",
+            "#pragma HLS PIPELINE II=1", f"        {ctype(v)} x = port.read();",
+            f"        {writes}", "    }", "}"]))
+        calls.append(f"    EDGEC_PROCESS({', '.join([proc, f'in{k}', *(s.name for s in outs)])});")
+    for proc, ln in lowered:
+        text, args = _process(d, r, proc, ln)
+        processes.append(text)
+        calls.append(f"    EDGEC_PROCESS({', '.join([proc, *args])});")
+    ports = [f"edgec::stream<{ctype(v)}> &in{k}" for k, v in enumerate(d.port_in)] + \
+        [f"edgec::stream<{ctype(v)}> &out{k}" for k, v in enumerate(d.port_out)]
+    port_of_stream = {s.name: f"out{int(s.consumer.split()[1])}" for s in d.streams
+                      if s.consumer.startswith("output ")}
+    internal = [s for s in d.streams if s.name not in port_of_stream]
+    top = [f"void {name}_top({', '.join(ports)})", "{",
+           *(f"#pragma HLS INTERFACE mode=axis port={p.split('&')[1]}" for p in ports),
+           "#pragma HLS DATAFLOW",
+           # (the streams inside the region: C-simulation checks that they end empty)
+           f"    EDGEC_DATAFLOW_BEGIN(\"{name}_top\")",
+           *(f"    edgec::stream<{ctype(s.value)}> {s.name}(\"{s.name}\", \"{s.name}\", "
+             f"{d.depth_macro(s)});\n#pragma HLS STREAM variable={s.name} depth="
+             f"{d.depth_macro(s)}" for s in internal)]
+    text_calls = "\n".join(calls)
+    for sname, port in port_of_stream.items():  # a process writes an output port directly
+        text_calls = text_calls.replace(f", {sname})", f", {port})").replace(
+            f", {sname},", f", {port},")
+    top += [text_calls, "    EDGEC_DATAFLOW_END", "}"]
+    guard = f"{name.upper()}_HLS_H"
+    header = "\n".join([
+        f"/* {name}_hls.h: the top function of {name}'s HLS design (written by edgec): "
+        "its ports are AXI streams of the model's integer inputs and outputs */",
+        f"#ifndef {guard}", f"#define {guard}", "", "#include <stddef.h>", "#include <stdint.h>",
+        "", '#include "edgec_stream.h"', "",
+        "/* each stream's depth (edgec's depth sizing; a build may set one with -D) */",
+        *(f"#ifndef {d.depth_macro(s)}\n#define {d.depth_macro(s)} {s.depth}\n#endif"
+          for s in internal), "",
+        *(f"#define {name.upper()}_INPUT{k}_ELEMENTS {v.type.numel}  /* {v.name}: {v.type} */"
+          for k, v in enumerate(d.port_in)),
+        *(f"#define {name.upper()}_OUTPUT{k}_ELEMENTS {v.type.numel}  /* {v.name}: {v.type} */"
+          for k, v in enumerate(d.port_out)), "",
+        f"void {name}_top({', '.join(ports)});", "", f"#endif /* {guard} */", ""])
+    source = "\n\n".join([
+        f"/* {name}_hls.cpp: {name}'s HLS design (written by edgec): one dataflow process "
+        f"per layer joined by streams; part {part} at {clock_mhz:g} MHz */",
+        PRELUDE + f'\n#include "{name}_hls.h"', kernels_text, *processes, "\n".join(top)]) + "\n"
+    files: dict[str, str | bytes] = {
+        f"{name}_hls.h": header, f"{name}_hls.cpp": source,
+        f"{name}_ports.h": _ports_header(d, ctype),
+        f"{name}_csim.cpp": _runner(d, r, ctype),
+        f"{name}_tb.cpp": _testbench(d, ctype),
+        "run_hls.tcl": _tcl(name, part, clock_mhz)}
+    files |= _testbench_data(d, seed)
+    io = lambda v: {"value": v.name, "shape": list(v.shape), "dtype": v.dtype.value}  # noqa: E731
+    record = {"part": part, "clock_mhz": clock_mhz, "top": f"{name}_top",
+              "design": f"{name}_hls.cpp",
+              "tcl": "run_hls.tcl", "testbench": f"{name}_tb.cpp",
+              "csim_runner": f"{name}_csim.cpp", "rom_bytes": d.rom_bytes,
+              "ports": {"inputs": [io(v) for v in d.port_in],
+                        "outputs": [io(v) for v in d.port_out]},
+              "processes": [p for p, _ in lowered],
+              "streams": [s.record() for s in d.streams]}
+    return Sources(name, files, weights_bytes=d.rom_bytes,
+                   kernels=[ln.kernel.name for _, ln in lowered], strategies=d.strategies,
+                   hls=record)
+
+
+def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]:
+    """A layer's process function and the streams its call passes."""
+    node, k = ln.node, ln.kernel
+    ctype = lambda v: r.types[v.dtype]  # noqa: E731
+    reads = d.reads.get(proc, [])
+    params, args, body, arrays = [], [], [], {}
+    for j, s in enumerate(reads):
+        params.append(f"edgec::stream<{ctype(s.value)}> &i{j}")
+        args.append(s.name)
+        arrays[id(s.value)] = f"a{j}"
+        body.append(f"    static {ctype(s.value)} a{j}[{s.value.type.numel}];")
+    outs = []
+    for j, v in enumerate(node.outputs):
+        arrays[id(v)] = f"y{j}"
+        body.append(f"    static {ctype(v)} y{j}[{max(v.type.numel, 1)}];")
+        streams = d.writes.get(id(v), [])
+        outs.append((v, f"y{j}", [f"o{j}_{m}" for m in range(len(streams))]))
+        for m, s in enumerate(streams):
+            params.append(f"edgec::stream<{ctype(v)}> &o{j}_{m}")
+            args.append(s.name)
+    call_args = []
+    for b, v in zip(k.params, ln.bindings, strict=True):
+        if v.is_const:
+            wname = f"w_{b.name}"
+            body.append(f"    static const {ctype(v)} {wname}[{max(v.const.size, 1)}] = {{\n"
+                        f"    {_array_text(v.const)}}};")
+            body.append(f"#pragma HLS BIND_STORAGE variable={wname} type=rom_2p impl=bram")
+            d.rom_bytes += v.const.size * v.dtype.itemsize
+            call_args.append(wname)
+        else:
+            call_args.append(arrays[id(d.source(v)) if v.producer is not node else id(v)])
+    for j, s in enumerate(reads):
+        body += [f"    for (ptrdiff_t i = 0; i < {s.value.type.numel}; ++i) {{",
+                 "#pragma HLS PIPELINE II=1", f"        a{j}[i] = i{j}.read();", "    }"]
+    body.append(f"    {k.name}({', '.join(call_args)});")
+    for v, arr, names in outs:
+        if names:
+            body += [f"    for (ptrdiff_t i = 0; i < {v.type.numel}; ++i) {{",
+                     "#pragma HLS PIPELINE II=1",
+                     *(f"        {n}.write({arr}[i]);" for n in names), "    }"]
+    doc = f"/* {node.op} {node.name}: {ln.strategy.name} */"
+    return "\n".join([doc, f"static void {proc}({', '.join(params) or 'void'})", "{", *body,
+                      "}"]), args
+
+
+def _ports_header(d: _Design, ctype) -> str:
+    """NAME_run_ports: the design run once on arrays of its ports (the testbench's streams
+    hold a whole tensor)."""
+    name = d.name
+    params = [f"const {ctype(v)} *in{k}" for k, v in enumerate(d.port_in)] + \
+        [f"{ctype(v)} *out{k}" for k, v in enumerate(d.port_out)]
+    lines = [f"/* {name}_ports.h: {name}_top run once on arrays (C-simulation) */",
+             f'#include "{name}_hls.h"', "",
+             f"static void {name}_run_ports({', '.join(params)})", "{"]
+    for k, v in enumerate(d.port_in):
+        n = v.type.numel
+        lines += [f"    edgec::stream<{ctype(v)}> s_in{k}(\"in{k}\", \"port_in{k}\", {max(n, 1)});",
+                  f"    for (ptrdiff_t i = 0; i < {n}; ++i)", f"        s_in{k}.write(in{k}[i]);"]
+    for k, v in enumerate(d.port_out):
+        lines.append(f"    edgec::stream<{ctype(v)}> s_out{k}(\"out{k}\", \"port_out{k}\", "
+                     f"{max(v.type.numel, 1)});")
+    args = [f"s_in{k}" for k in range(len(d.port_in))] + \
+        [f"s_out{k}" for k in range(len(d.port_out))]
+    lines.append(f"    {name}_top({', '.join(args)});")
+    for k, v in enumerate(d.port_out):
+        n = v.type.numel
+        lines += [f"    if (s_out{k}.size() != {n})",
+                  f"        edgec::fail(\"output port {k} carried \" + "
+                  f"std::to_string(s_out{k}.size()) + \" values, not {n}\");",
+                  f"    for (ptrdiff_t i = 0; i < {n}; ++i)",
+                  f"        out{k}[i] = s_out{k}.read();"]
+    return "\n".join([*lines, "}", ""])
+
+
+def _runner(d: _Design, r: HlsRenderer, ctype) -> str:
+    """NAME_csim.cpp: the model run as edgec's runner protocol says (codegen/c/edgec_runner.c:
+    input files, output files, a status line), the float edges computed on the host by their
+    kernels, the design by C-simulation."""
+    name = d.name
+    edge_kernels, quantize, dequantize, consts = [], [], [], []
+    for i, node in enumerate(d.edge_in + d.edge_out):
+        ln = lower_node(node, 1000 + i, d.target)
+        edge_kernels.append(ln.kernel)
+        args = []
+        for b, v in zip(ln.kernel.params, ln.bindings, strict=True):
+            if v.is_const:
+                cname = f"c{i}_{b.name}"
+                consts.append(f"static const {r.types[v.dtype]} {cname}[{max(v.const.size, 1)}] = "
+                              f"{{{_const_text(v.const)}}};")
+                args.append(cname)
+            elif node in d.edge_in and v is node.inputs[0]:
+                args.append(f"(const {r.types[v.dtype]} *)in[{d.graph.inputs.index(v)}]")
+            elif node in d.edge_in:
+                args.append(f"p_in{d.port_in.index(v)}")
+            elif v is node.output:
+                args.append(f"({r.types[v.dtype]} *)out[{d.graph.outputs.index(v)}]")
+            else:
+                args.append(f"p_out{d.port_out.index(v)}")
+        (quantize if node in d.edge_in else dequantize).append(
+            f"    {ln.kernel.name}({', '.join(args)});")
+    lines = [f"/* {name}_csim.cpp: {name} run by C-simulation of its HLS design (written by "
+             "edgec): usage NAME_csim IN_0 ... OUT_0 ...; each file the raw tensor; prints "
+             "'status 0 ok' */", PRELUDE, f'#include "{name}_ports.h"', "#include <cstdio>",
+             "#include <cstdlib>", "#include <vector>", "", *consts, "",
+             HlsRenderer().functions(edge_kernels) if edge_kernels else "", "",
+             "static std::vector<unsigned char> buffer(size_t n) "
+             "{ return std::vector<unsigned char>(n ? n : 1); }", "",
+             "int main(int argc, char **argv)", "{"]
+    nin, nout = len(d.graph.inputs), len(d.graph.outputs)
+    lines += [f"    if (argc != {1 + nin + nout}) {{",
+              f"        std::fprintf(stderr, \"usage: %s {nin} input file(s), {nout} output "
+              "file(s)\\n\", argv[0]);", "        return 2;", "    }",
+              f"    std::vector<unsigned char> bufs[{nin + nout}];",
+              f"    void *in[{max(nin, 1)}], *out[{max(nout, 1)}];"]
+    for k, v in enumerate(d.graph.inputs):
+        n = v.type.nbytes
+        lines += [f"    bufs[{k}] = buffer({n}); in[{k}] = bufs[{k}].data();",
+                  f"    {{ FILE *f = std::fopen(argv[{1 + k}], \"rb\");",
+                  f"      if (!f || std::fread(in[{k}], 1, {n}, f) != {n} || std::fgetc(f) != EOF)"
+                  f" {{ std::fprintf(stderr, \"input %s must hold exactly {n} bytes\\n\", "
+                  f"argv[{1 + k}]); return 2; }}", "      std::fclose(f); }"]
+    for k, v in enumerate(d.graph.outputs):
+        lines.append(f"    bufs[{nin + k}] = buffer({v.type.nbytes}); "
+                     f"out[{k}] = bufs[{nin + k}].data();")
+    for k, v in enumerate(d.port_in):
+        if v in d.graph.inputs:
+            lines.append(f"    const {ctype(v)} *p_in{k} = (const {ctype(v)} *)"
+                         f"in[{d.graph.inputs.index(v)}];")
+        else:
+            lines.append(f"    static {ctype(v)} p_in{k}[{max(v.type.numel, 1)}];")
+    for k, v in enumerate(d.port_out):
+        if v in d.graph.outputs:
+            lines.append(f"    {ctype(v)} *p_out{k} = ({ctype(v)} *)"
+                         f"out[{d.graph.outputs.index(v)}];")
+        else:
+            lines.append(f"    static {ctype(v)} p_out{k}[{max(v.type.numel, 1)}];")
+    ports = [f"p_in{k}" for k in range(len(d.port_in))] + \
+        [f"p_out{k}" for k in range(len(d.port_out))]
+    lines += [*quantize, f"    {name}_run_ports({', '.join(ports)});", *dequantize]
+    for k, v in enumerate(d.graph.outputs):
+        n = v.type.nbytes
+        lines += [f"    {{ FILE *f = std::fopen(argv[{1 + nin + k}], \"wb\");",
+                  f"      if (!f || std::fwrite(out[{k}], 1, {n}, f) != {n}) "
+                  f"{{ std::fprintf(stderr, \"cannot write %s\\n\", argv[{1 + nin + k}]); "
+                  "return 2; }", "      std::fclose(f); }"]
+    lines += ["    std::printf(\"status 0 ok\\n\");", "    return 0;", "}", ""]
+    return "\n".join(lines)
+
+
+def _const_text(arr: np.ndarray) -> str:
+    flat = np.asarray(arr).reshape(-1)
+    if flat.dtype.kind == "f":
+        return ", ".join(repr(float(np.float32(x))) + "f" if np.isfinite(x) else "0.0f"
+                         for x in flat.astype(np.float32)) or "0"
+    return ", ".join(str(int(x)) for x in flat) or "0"
+
+
+def _testbench(d: _Design, ctype) -> str:
+    """NAME_tb.cpp: Vitis HLS's C-simulation testbench: the ports' values of one input
+    (tb/in*.bin, from edgec's interpreter) through the design, its outputs compared with
+    tb/out*.bin; exit status 1 on a mismatch."""
+    name = d.name
+    lines = [f"/* {name}_tb.cpp: the C-simulation testbench of {name} (written by edgec): "
+             "compares the design's outputs with edgec's interpreter's; exit status 1 on a "
+             "mismatch */", f'#include "{name}_ports.h"', "#include <cstdio>", "",
+             "template <typename T> static bool load(const char *path, T *dst, size_t n)",
+             "{", "    FILE *f = std::fopen(path, \"rb\");",
+             "    bool ok = f && std::fread(dst, sizeof(T), n, f) == n && std::fgetc(f) == EOF;",
+             "    if (f) std::fclose(f);",
+             "    if (!ok) std::fprintf(stderr, \"%s must hold %zu values\\n\", path, n);",
+             "    return ok;", "}", "", "int main()", "{"]
+    for k, v in enumerate(d.port_in):
+        lines += [f"    static {ctype(v)} in{k}[{max(v.type.numel, 1)}];",
+                  f"    if (!load(\"tb/in{k}.bin\", in{k}, {v.type.numel})) return 2;"]
+    for k, v in enumerate(d.port_out):
+        lines += [f"    static {ctype(v)} out{k}[{max(v.type.numel, 1)}], "
+                  f"want{k}[{max(v.type.numel, 1)}];",
+                  f"    if (!load(\"tb/out{k}.bin\", want{k}, {v.type.numel})) return 2;"]
+    ports = [f"in{k}" for k in range(len(d.port_in))] + \
+        [f"out{k}" for k in range(len(d.port_out))]
+    lines += [f"    {name}_run_ports({', '.join(ports)});", "    long bad = 0;"]
+    for k, v in enumerate(d.port_out):
+        lines += [f"    for (ptrdiff_t i = 0; i < {v.type.numel}; ++i)",
+                  f"        if (out{k}[i] != want{k}[i] && bad++ < 10)",
+                  f"            std::printf(\"output {k} [%ld]: %ld, expected %ld\\n\", "
+                  f"(long)i, (long)out{k}[i], (long)want{k}[i]);"]
+    lines += ["    std::printf(bad ? \"FAIL: %ld values differ\\n\" : \"PASS\\n\", bad);",
+              "    return bad ? 1 : 0;", "}", ""]
+    return "\n".join(lines)
+
+
+def _testbench_data(d: _Design, seed: int) -> dict[str, bytes]:
+    """tb/in*.bin and tb/out*.bin: the ports' values on one random input of the model, by
+    edgec's interpreter (the integer graph as the design computes it)."""
+    from ..ir.interpreter import interpret
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for v in d.graph.inputs:
+        if v.dtype.is_float:
+            feeds[v.name] = rng.standard_normal(v.shape).astype(v.dtype.np)
+        else:
+            info = np.iinfo(v.dtype.np)
+            feeds[v.name] = rng.integers(info.min, int(info.max) + 1, v.shape,
+                                         dtype=v.dtype.np)
+    values: dict[str, np.ndarray] = {}
+    interpret(d.graph, feeds, values=values)
+    files: dict[str, bytes] = {}
+    for k, v in enumerate(d.port_in):
+        files[f"tb/in{k}.bin"] = np.ascontiguousarray(values[v.name], v.dtype.np).tobytes()
+    for k, v in enumerate(d.port_out):
+        files[f"tb/out{k}.bin"] = np.ascontiguousarray(values[v.name], v.dtype.np).tobytes()
+    return files
+
+
+def _tcl(name: str, part: str, clock_mhz: float) -> str:
+    period = 1000.0 / clock_mhz
+    return "\n".join([
+        f"# run_hls.tcl: Vitis HLS C-simulation and C synthesis of {name} (written by edgec)",
+        "#   vitis_hls -f run_hls.tcl", f"open_project -reset {name}_prj",
+        f"set_top {name}_top", f"add_files {name}_hls.cpp -cflags \"-std=c++14 -I.\"",
+        f"add_files -tb {name}_tb.cpp -cflags \"-std=c++14 -I.\"", "add_files -tb tb",
+        "open_solution -reset solution1 -flow_target vivado", f"set_part {{{part}}}",
+        f"create_clock -period {period:.3f} -name default",
+        "# the C-simulation runs each dataflow process as a thread (edgec_stream.h)",
+        "csim_design -ldflags \"-pthread\"", "csynth_design", "exit", ""])
+

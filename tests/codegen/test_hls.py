@@ -1,0 +1,192 @@
+"""The HLS target (codegen/hls_project.py): integer models as an HLS C++ dataflow project,
+checked by C-simulation with g++ against edgec's interpreter and the x86 build of the same
+quantized model, bit for bit; every inter-layer stream traced and compared; a stream made
+shallower than the depth sizing chose deadlocks with a clear message; float models refused."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as oh
+from onnx import numpy_helper as nh
+
+import edgec
+from edgec import zoo
+from edgec.compiler.driver import compile_graph, load_graph
+from edgec.errors import EdgecError
+from edgec.ir.interpreter import interpret
+
+PART = "xcu250-figd2104-2L-e"
+
+
+def residual_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv-relu, then a branch (conv-relu-conv 1x1) joined to it by a residual Add and Relu,
+    MaxPool, Flatten, Gemm: a stream fork and join, pooling and a view."""
+    rng = np.random.default_rng(seed)
+
+    def w(name, *shape):
+        std = np.sqrt(2 / np.prod(shape[1:]))
+        return nh.from_array((rng.standard_normal(shape) * std).astype(np.float32), name)
+
+    inits = [w("c1.w", 8, 3, 3, 3), w("c2.w", 8, 8, 3, 3), w("c3.w", 8, 8, 1, 1),
+             w("fc.w", 5, 8 * 4 * 4),
+             nh.from_array((rng.standard_normal(8) * 0.1).astype(np.float32), "c1.b"),
+             nh.from_array((rng.standard_normal(5) * 0.1).astype(np.float32), "fc.b")]
+    nodes = [oh.make_node("Conv", ["x", "c1.w", "c1.b"], ["c1"], pads=[1, 1, 1, 1]),
+             oh.make_node("Relu", ["c1"], ["r1"]),
+             oh.make_node("Conv", ["r1", "c2.w"], ["c2"], pads=[1, 1, 1, 1]),
+             oh.make_node("Relu", ["c2"], ["r2"]),
+             oh.make_node("Conv", ["r2", "c3.w"], ["c3"]),
+             oh.make_node("Add", ["c3", "r1"], ["s"]),
+             oh.make_node("Relu", ["s"], ["r3"]),
+             oh.make_node("MaxPool", ["r3"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             oh.make_node("Flatten", ["p"], ["f"]),
+             oh.make_node("Gemm", ["f", "fc.w", "fc.b"], ["y"], transB=1)]
+    g = oh.make_graph(nodes, "residual", [oh.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
+                      [oh.make_tensor_value_info("y", TP.FLOAT, [1, 5])], inits)
+    return oh.make_model(g, opset_imports=[oh.make_opsetid("", 13)], ir_version=8)
+
+
+def samples(model: onnx.ModelProto, n: int, seed: int) -> dict[str, np.ndarray]:
+    inp = model.graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    return {inp.name: rng.standard_normal((n, *shape[1:])).astype(np.float32)}
+
+
+@pytest.fixture(scope="module")
+def residual(tmp_path_factory):
+    """The residual network quantized by edgec for hls (the integer graph kept) and x86."""
+    folder = tmp_path_factory.mktemp("hls_residual")
+    model = residual_cnn()
+    path = folder / "res.onnx"
+    onnx.save(model, path)
+    calib = samples(model, 8, 1)
+    graph = load_graph(path)
+    hls = compile_graph(graph, folder / "hls", target="hls", fpga_part=PART, quantize="int8",
+                        calib=calib, name="res")
+    x86 = edgec.compile(path, folder / "x86", target="x86", quantize="int8", calib=calib)
+    return graph, hls, x86
+
+
+def test_residual_network_csim_equals_x86_and_every_stream_the_interpreter(residual, tmp_path,
+                                                                          monkeypatch):
+    graph, hls, x86 = residual
+    m = hls.manifest
+    assert m["artifact"] == "hls-project" and m["hls"]["part"] == PART
+    streams = m["hls"]["streams"]
+    # the fork of the first conv's output: one stream to the branch, one to the residual Add,
+    # which reads it second and so must hold it whole
+    fork = [s for s in streams if s["value"] == streams[1]["value"]]
+    assert len(fork) == 2 and sorted(s["depth"] for s in fork) == [2, fork[0]["elements"]]
+    x = samples(residual_cnn(), 1, 2)
+    x = {k: v[0:1] for k, v in x.items()}
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    monkeypatch.setenv("EDGEC_CSIM_TRACE", str(trace))
+    got = edgec.load(hls.out_dir).run(x)
+    want = edgec.load(x86.out_dir).run(x)
+    np.testing.assert_array_equal(got["y"], want["y"])
+    values: dict[str, np.ndarray] = {}
+    interpret(graph, x, values=values)
+    np.testing.assert_array_equal(got["y"], values["y"])
+    for s in streams:  # every stream carried exactly the interpreter's value (an output
+        # port's stream is the testbench's, traced as port_outK)
+        kind, _, k = s["consumer"].partition(" ")
+        name = f"port_out{k}" if kind == "output" else s["name"]
+        want = values[s["value"]]
+        carried = np.fromfile(trace / f"{name}.bin", dtype=want.dtype)
+        np.testing.assert_array_equal(carried, want.reshape(-1), err_msg=s["name"])
+    carried = np.fromfile(trace / "port_in0.bin", dtype=np.uint8)
+    np.testing.assert_array_equal(carried, values[streams[0]["value"]].reshape(-1))
+
+
+def test_a_shallower_stream_deadlocks_with_a_clear_message(residual, tmp_path):
+    _, hls, _ = residual
+    out = hls.out_dir
+    deep = next(s for s in hls.manifest["hls"]["streams"] if s["depth"] > 2)
+    exe = tmp_path / "csim"
+    subprocess.run(["g++", "-std=c++14", "-O1", "-pthread", "-I.", f"-DRES_DEPTH_{deep['name']}=2",
+                    "res_csim.cpp", "res_hls.cpp", "-o", str(exe)], cwd=out, check=True)
+    x = np.zeros((1, 3, 8, 8), np.float32)
+    x.tofile(tmp_path / "x.bin")
+    res = subprocess.run([str(exe), str(tmp_path / "x.bin"), str(tmp_path / "y.bin")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 3, res.stderr
+    assert "deadlock in dataflow region res_top" in res.stderr
+    assert f"waits to write to full stream {deep['name']} (depth 2, holding 2)" in res.stderr
+
+
+def test_the_testbench_passes_and_fails_on_a_wrong_expectation(residual, tmp_path):
+    _, hls, _ = residual
+    out = hls.out_dir
+    exe = tmp_path / "tb"
+    subprocess.run(["g++", "-std=c++14", "-O1", "-pthread", "-I.", "res_tb.cpp", "res_hls.cpp",
+                    "-o", str(exe)], cwd=out, check=True)
+    res = subprocess.run([str(exe)], cwd=out, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "PASS" in res.stdout, res.stdout + res.stderr
+    want = (out / "tb" / "out0.bin").read_bytes()
+    (out / "tb" / "out0.bin").write_bytes(bytes([want[0] ^ 1]) + want[1:])
+    try:
+        res = subprocess.run([str(exe)], cwd=out, capture_output=True, text=True, timeout=60)
+    finally:
+        (out / "tb" / "out0.bin").write_bytes(want)
+    assert res.returncode == 1 and "FAIL: 1 values differ" in res.stdout
+    tcl = (out / "run_hls.tcl").read_text()
+    assert f"set_part {{{PART}}}" in tcl and "set_top res_top" in tcl
+
+
+def test_mlp_and_an_onnxruntime_qdq_model_equal_their_x86_builds(tmp_path):
+    model = zoo.mlp()
+    path = tmp_path / "mlp.onnx"
+    onnx.save(model, path)
+    calib = samples(model, 8, 3)
+    x = {k: v[:1] for k, v in samples(model, 1, 4).items()}
+    for name, src, opts in (
+            ("mlp", path, {"quantize": "int8", "calib": calib}),
+            ("mlp_qdq", zoo.quantize_qdq(model, tmp_path / "qdq"), {})):
+        h = edgec.compile(src, tmp_path / f"{name}_hls", target="hls", fpga_part=PART,
+                          name=name, **opts)
+        c = edgec.compile(src, tmp_path / f"{name}_x86", target="x86", name=name, **opts)
+        assert all(s["op"] in ("QGemm",) for s in h.manifest["kernel_strategies"]), name
+        got, want = edgec.load(h.out_dir).run(x), edgec.load(c.out_dir).run(x)
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k], err_msg=name)
+
+
+def test_float_models_and_missing_options_are_refused_clearly(tmp_path):
+    path = tmp_path / "mlp.onnx"
+    onnx.save(zoo.mlp(), path)
+    with pytest.raises(EdgecError, match=r"integers only.*--quantize int8"):
+        edgec.compile(path, tmp_path / "f", target="hls", fpga_part=PART)
+    with pytest.raises(EdgecError, match="--target hls needs the FPGA part"):
+        edgec.compile(path, tmp_path / "p", target="hls")
+    with pytest.raises(EdgecError, match="--fpga-part is for --target hls"):
+        edgec.compile(path, tmp_path / "x", target="x86", fpga_part=PART)
+    with pytest.raises(EdgecError, match="--backend llvm is for CPU targets"):
+        edgec.compile(path, tmp_path / "l", target="hls", fpga_part=PART, backend="llvm")
+
+
+def test_the_command_line_compiles_and_runs_an_hls_project(tmp_path, capsys):
+    from edgec.compiler.cli import main
+
+    model = zoo.mlp()
+    path = tmp_path / "mlp.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", **samples(model, 8, 5))
+    x = {k: v[:1] for k, v in samples(model, 1, 6).items()}
+    np.savez(tmp_path / "x.npz", **x)
+    assert main(["compile", str(path), "-o", str(tmp_path / "out"), "--target", "hls",
+                 "--fpga-part", PART, "--clock-mhz", "250", "--quantize", "int8", "--calib",
+                 str(tmp_path / "calib.npz")]) == 0
+    assert "wrote an HLS project" in capsys.readouterr().out
+    assert main(["run", str(tmp_path / "out"), "--inputs", str(tmp_path / "x.npz"), "--outputs",
+                 str(tmp_path / "y.npz")]) == 0
+    manifest = edgec.load(tmp_path / "out").manifest
+    assert manifest["hls"]["clock_mhz"] == 250.0
+    assert "create_clock -period 4.000" in (tmp_path / "out" / "run_hls.tcl").read_text()
+    assert np.load(tmp_path / "y.npz")["output"].shape == (1, 10)
