@@ -1,5 +1,6 @@
-"""Fixed-point requantization: the blocked integer convolutions and the integer GEMMs on the
-int8 micro-kernel (QLinearMatMul, QGemm: pack_weights.gemm_matrix) rescale their int32 sums
+"""Fixed-point requantization: the blocked integer convolutions, the integer GEMMs on the
+int8 micro-kernel (QLinearMatMul, QGemm: pack_weights.gemm_matrix) and the integer
+GlobalAveragePool (QLinearGlobalAveragePool) rescale their int32 sums
 with an integer multiplier and a shift instead of a float32 multiply, and QLinearAdd adds its
 rescaled operands in 32-bit integers (ir/ops/quant.py add_fixed_point).
 
@@ -29,6 +30,7 @@ from ..ir.ops.quant import (
     add_fixed_point,
     add_ratios,
     fixed_point_multipliers,
+    gap_multiplier,
     qgemm_multiplier,
     requantize_multiplier,
 )
@@ -45,6 +47,11 @@ def _multipliers(node: Node, scalar: bool) -> np.ndarray | None:
             return None
         return requantize_multiplier(sx.const.reshape(()), sw.const.reshape(-1),
                                      sy.const.reshape(()))
+    if node.op == "QLinearGlobalAveragePool":
+        sx, sy = node.inputs[1], node.inputs[3]
+        if not (sx.is_const and sy.is_const):
+            return None
+        return gap_multiplier(sx.const, sy.const, int(np.prod(node.inputs[0].shape[2:])))
     if node.op not in ("QLinearMatMul", "QGemm"):
         return None
     scales = (1, 4, 7) if node.op == "QGemm" else (1, 4, 6)

@@ -5,6 +5,8 @@ QDQ model (as `onnxruntime.quantization.quantize_static` writes them) becomes an
     Q(MatMul(DQ(a), DQ(b)))       ->  QLinearMatMul(a, sa, za, b, sb, zb, sy, zy)
     Q(Gemm(DQ(a), DQ(b), DQ(c)))  ->  QGemm(a, sa, za, b, sb, zb, c, sy, zy)
     Q(Add(DQ(a), DQ(b)))          ->  QLinearAdd(a, sa, za, b, sb, zb, sy, zy)
+    Q(GlobalAveragePool(DQ(x)))   ->  QLinearGlobalAveragePool(x, sx, zx, sy, zy) (and a
+                                            Flatten or Reshape between them on its integers)
     Q(op(DQ(x))), same (s, z)     ->  op(x)   for MaxPool, data movement, nearest Resize and
                                             Concat (every input with Q's parameters)
     Q(op2(op1(DQ(x)))), same      ->  op2(op1(x)) for a chain of MaxPool and data movement
@@ -398,11 +400,50 @@ def _fuse_transparent(graph: Graph, q_node: Node, match) -> None:
     _replace(graph, q_node, new.output, node, new)
 
 
+# -- GlobalAveragePool -------------------------------------------------------------------------
+
+MOVES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+
+
+def _match_gap(q_node: Node):
+    """Q(moves(GlobalAveragePool(DQ(x)))): the mean on the integers, then the data movement
+    (a Flatten before the classifier) on its integers."""
+    graph = q_node.graph
+    v = q_node.inputs[0]
+    node = producer(v, "GlobalAveragePool", *MOVES)
+    sole_user(v)
+    moves = []
+    while node.op != "GlobalAveragePool":
+        moves.insert(0, node)
+        src = node.inputs[0]
+        node = producer(src, "GlobalAveragePool", *MOVES)
+        sole_user(src)
+    out = quantized_output(q_node, graph)
+    x = dequantized(node.inputs[0], graph, f"the input of {node.name}")
+    _per_tensor(x)
+    require(x.q.type.rank >= 3, f"{node.name} pools a rank-{x.q.type.rank} tensor")
+    return node, moves, x, out
+
+
+def _fuse_gap(graph: Graph, q_node: Node, match) -> None:
+    node, moves, x, out = match
+    new = graph.add_node("QLinearGlobalAveragePool", [x.q, x.scale, x.zp, out.scale, out.zp],
+                         name=node.name, before=q_node)
+    last, y = node, new.output
+    for op in moves:
+        last = op
+        new = graph.add_node(op.op, [y, *op.inputs[1:]], dict(op.attrs), name=op.name,
+                             before=q_node)
+        y = new.output
+    _replace(graph, q_node, y, last, new)
+
+
 FUSE_QDQ_PATTERNS = [
     pattern("QuantizeLinear", match=_match_conv, name="qlinear-conv")(_fuse_conv),
     pattern("QuantizeLinear", match=_match_matmul, name="qlinear-matmul")(_fuse_matmul),
     pattern("QuantizeLinear", match=_match_gemm, name="qgemm")(_fuse_gemm),
     pattern("QuantizeLinear", match=_match_add, name="qlinear-add")(_fuse_add),
+    pattern("QuantizeLinear", match=_match_gap, name="qlinear-global-average-pool")(_fuse_gap),
     pattern("QuantizeLinear", match=_match_transparent, name="integer-passthrough")(
         _fuse_transparent),
 ]

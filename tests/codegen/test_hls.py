@@ -140,22 +140,26 @@ def test_the_testbench_passes_and_fails_on_a_wrong_expectation(residual, tmp_pat
     assert f"set_part {{{PART}}}" in tcl and "set_top res_top" in tcl
 
 
-def test_mlp_and_an_onnxruntime_qdq_model_equal_their_x86_builds(tmp_path):
-    model = zoo.mlp()
-    path = tmp_path / "mlp.onnx"
+@pytest.mark.parametrize("family", ["mlp", "tiny_cnn"])
+@pytest.mark.parametrize("quantized_by", ["edgec", "onnxruntime"])
+def test_zoo_models_equal_their_x86_builds(family, quantized_by, tmp_path):
+    """edgec-quantized and onnxruntime QDQ models (quantize_static): the MLP's QGemms; the
+    CNN's QLinearConv, MaxPool, GlobalAveragePool (integer, fixed point) and QGemm."""
+    model = getattr(zoo, family)()
+    path = tmp_path / f"{family}.onnx"
     onnx.save(model, path)
-    calib = samples(model, 8, 3)
     x = {k: v[:1] for k, v in samples(model, 1, 4).items()}
-    for name, src, opts in (
-            ("mlp", path, {"quantize": "int8", "calib": calib}),
-            ("mlp_qdq", zoo.quantize_qdq(model, tmp_path / "qdq"), {})):
-        h = edgec.compile(src, tmp_path / f"{name}_hls", target="hls", fpga_part=PART,
-                          name=name, **opts)
-        c = edgec.compile(src, tmp_path / f"{name}_x86", target="x86", name=name, **opts)
-        assert all(s["op"] in ("QGemm",) for s in h.manifest["kernel_strategies"]), name
-        got, want = edgec.load(h.out_dir).run(x), edgec.load(c.out_dir).run(x)
-        for k in want:
-            np.testing.assert_array_equal(got[k], want[k], err_msg=name)
+    if quantized_by == "edgec":
+        src, opts = path, {"quantize": "int8", "calib": samples(model, 8, 3)}
+    else:
+        src, opts = zoo.quantize_qdq(model, tmp_path / "qdq"), {}
+    h = edgec.compile(src, tmp_path / "hls", target="hls", fpga_part=PART, name=family, **opts)
+    c = edgec.compile(src, tmp_path / "x86", target="x86", name=family, **opts)
+    ops = {s["op"] for s in h.manifest["kernel_strategies"]}
+    assert ops <= {"QGemm", "QLinearConv", "MaxPool", "QLinearGlobalAveragePool"}, ops
+    got, want = edgec.load(h.out_dir).run(x), edgec.load(c.out_dir).run(x)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
 
 
 def test_float_models_and_missing_options_are_refused_clearly(tmp_path):

@@ -261,6 +261,25 @@ def test_qlinear_add(dtype, b_shape):
                                       run_contrib("QLinearAdd", ins), err_msg=f"seed {seed}")
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("shape", [(1, 3, 4, 5), (2, 8, 7, 7), (1, 5, 1, 1), (2, 4, 9)])
+def test_qlinear_global_average_pool(dtype, shape):
+    for seed in range(6):
+        ins = [ints(shape, dtype), np.array(RNG.uniform(0.005, 0.1), F32), ints((), dtype),
+               np.array(RNG.uniform(0.005, 0.1), F32), ints((), dtype)]
+        attrs = {"channels_last": 0}
+        want = run_contrib("QLinearGlobalAveragePool", ins, attrs)
+        np.testing.assert_array_equal(one_node("QLinearGlobalAveragePool", ins).reshape(
+            want.shape), want, err_msg=f"seed {seed}")
+    # fixed point: the multiplier held as q / 2^s (a mean of 4 x 5 equal values is exact)
+    x = np.full((1, 1, 4, 5), 17, np.uint8)
+    ins = [x, np.array(0.5, F32), np.array(7, np.uint8), np.array(0.25, F32),
+           np.array(3, np.uint8)]
+    q = round(2**34 / 10)  # (0.5 / 0.25) / 20 = 0.1 at s = 34; 200 x 0.1 rounds to 20
+    got = one_node("QLinearGlobalAveragePool", ins, {"rq_mult": [q], "rq_shift": 34})
+    assert got.reshape(-1).tolist() == [(17 - 7) * 2 + 3]
+
+
 # -- errors ------------------------------------------------------------------------------------
 
 def _graph_error(op: str, inputs, attrs=None) -> str:

@@ -272,6 +272,27 @@ GOLDEN = {
           %q = Flatten(%p_0) : u8[1,4]
           return %q
         }"""),
+    # the mean of a DequantizeLinear'd tensor, flattened and quantized again, on the integers;
+    # fixed-point then holds its multiplier (0.5 / 1.0) / 4 = 0.125 as 2^30 / 2^33
+    "fuse-qdq-gap": ("fuse-qdq,dce,fixed-point", """
+        graph @qg(%x: u8[1,2,2,2]) {
+          %s = const f32[] dense<[0.5]>
+          %z = const u8[] dense<[3]>
+          %t = const f32[] dense<[1.0]>
+          %d = DequantizeLinear(%x, %s, %z) : f32[1,2,2,2]
+          %p = GlobalAveragePool(%d) : f32[1,2,1,1]
+          %f = Flatten(%p) : f32[1,2]
+          %q = QuantizeLinear(%f, %t, %z) : u8[1,2]
+          return %q
+        }""", """
+        graph @qg(%x: u8[1,2,2,2]) {
+          %s = const f32[] dense<[0.5]>
+          %z = const u8[] dense<[3]>
+          %t = const f32[] dense<[1.0]>
+          %p_0 = QLinearGlobalAveragePool(%x, %s, %z, %t, %z) {rq_mult = [1073741824], rq_shift = 33} : u8[1,2,1,1] quant<scale=1.0, zp=3>
+          %q = Flatten(%p_0) : u8[1,2]
+          return %q
+        }"""),
     # the add's ratios sr / sc = 0.25 and sy / sc = 0.75 held as q / 2^21 (fixed-point: 0.75 in
     # [2^20, 2^21) / 2^21): the conv is the second operand, so its multiplier comes first
     "fuse-residual": ("fuse-residual", """

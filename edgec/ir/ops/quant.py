@@ -758,6 +758,50 @@ def qlinear_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
 
 
 
+# -- QLinearGlobalAveragePool ------------------------------------------------------------------
+# The mean over the spatial axes of an 8-bit NCHW tensor, on the integers (onnxruntime's
+# com.microsoft op of that name, NCHW): acc = sum (x - zx) over the N = H x W positions in
+# int32, y = sat(rint(acc * M) + zy) with M = (sx / sy) / N in float32, or with `rq_shift`
+# (fixed-point) requantize_fixed(acc, rq_mult, rq_shift). fuse-qdq makes it of a QDQ model's
+# DequantizeLinear -> GlobalAveragePool -> QuantizeLinear.
+
+def _infer_qlinear_gap(inputs, *, rq_mult, rq_shift):
+    x, sx, zx, sy, zy = _types(inputs, *range(5))
+    _check_quantized("QLinearGlobalAveragePool", [("x", x, sx, zx)])
+    _check_scale("QLinearGlobalAveragePool", "y_scale", sy)
+    _check_per_tensor("QLinearGlobalAveragePool", [("x_scale", sx), ("x_zero_point", zx),
+                                                    ("y_scale", sy), ("y_zero_point", zy)])
+    if x.rank < 3 or x.dtype not in (DType.U8, DType.I8):
+        _fail("QLinearGlobalAveragePool", f"x must be 8-bit [N, C, spatial...], got {x}")
+    out = _qlinear_out_dtype(zy, x)
+    _check_fixed("QLinearGlobalAveragePool", 1, rq_mult, rq_shift)
+    return TensorType((*x.shape[:2], *(1,) * (x.rank - 2)), out,
+                      typed_quant(inputs[3], _opt(inputs, 4)))
+
+
+def gap_multiplier(sx, sy, positions: int) -> np.ndarray:
+    """M = (sx / sy) / N in float32, in that order."""
+    return (_f32(sx).reshape(()) / _f32(sy).reshape(())) / F32(positions)
+
+
+@op("QLinearGlobalAveragePool", inputs=(4, 5), infer=_infer_qlinear_gap, attrs=_FIXED_ATTRS)
+def qlinear_global_average_pool(x, x_scale, x_zero_point, y_scale, y_zero_point=None, *,
+                                rq_mult=(), rq_shift=0):
+    """y[n, c] = sat(rint(sum_hw (x[n, c] - zx) * (sx / sy) / HW) + zy), the sums exact in
+    int32 (with `rq_shift`: requantize_fixed)."""
+    axes = tuple(range(2, x.ndim))
+    positions = int(np.prod(x.shape[2:]))
+    acc = (np.asarray(x, np.int64).sum(axis=axes, keepdims=True)
+           - positions * _zero_or(x_zero_point).astype(np.int64).reshape(())).astype(np.int32)
+    out = DType.from_numpy(y_zero_point.dtype if y_zero_point is not None else x.dtype)
+    zy = _zero_or(y_zero_point).reshape(())
+    if rq_shift:
+        return requantize_fixed(acc, np.asarray(rq_mult, np.int64).reshape(()), rq_shift, zy,
+                                out)
+    return round_saturate(acc.astype(F32) * gap_multiplier(x_scale, y_scale, positions), zy,
+                          out)
+
+
 # -- QLinearResize -----------------------------------------------------------------------------
 # QLinearResize(X, roi?, scales?, sizes?, x_scale, x_zero_point){Resize attrs}: the fuse-qdq
 # form of Q(Resize(DQ(X))) with one per-tensor scale and zero point on both sides, for the

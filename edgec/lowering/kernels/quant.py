@@ -33,6 +33,7 @@ from ...ir.graph import Node, Value
 from ...ir.ops.quant import (
     QUANT_RANGES,
     add_ratios,
+    gap_multiplier,
     matmul_param_shape,
     qgemm_multiplier,
     quant_layout,
@@ -408,6 +409,39 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
 
     _int_matmul(kb, node, a_v, za_v, b_v, zb_v, trans_a=ta, trans_b=tb, bias=c_v,
                 finish=finish)
+
+
+# -- QLinearGlobalAveragePool -------------------------------------------------------------------
+
+@kernel("QLinearGlobalAveragePool")
+def qlinear_global_average_pool(kb: NodeKernelBuilder, node: Node) -> None:
+    """y[n, c] = sat(rint((sum_p x[n, c, p] - P zx) * M) + zy), M = (sx / sy) / P in float32
+    (ir/ops/quant.py); with `rq_shift` sat(mulshift(acc, q, s) + zy): integers only."""
+    x_v, sx_v, zx_v, sy_v, zy_v = (node.input(i) for i in range(5))
+    rows, positions = x_v.shape[0] * x_v.shape[1], math.prod(x_v.shape[2:])
+    x = kb.bind(x_v, "x")
+    zx = zero_point(kb, zx_v, "x_zp")
+    fixed = fixed_point(node)
+    if fixed is not None:
+        fixed_fin = fixed_finish(kb, node, fixed, zero_point(kb, zy_v, "y_zp"), sx_v)
+        finish = lambda acc: fixed_fin((), None, const(0), acc)  # noqa: E731
+        kb.strategy = "integer mean, fixed-point requantization"
+    else:
+        if sx_v.is_const and sy_v.is_const:
+            mult = const(float(gap_multiplier(sx_v.const, sy_v.const, positions)), F32)
+        else:
+            sx, sy = scalar(kb, sx_v, "x_scale", F32), scalar(kb, sy_v, "y_scale", F32)
+            mult = named(kb, "mult", (sx / sy) / const(float(positions), F32))
+        req = Requant.make(kb, node.output.dtype, zero_point(kb, zy_v, "y_zp"))
+        finish = lambda acc: req(kb, cast(acc, F32) * mult)  # noqa: E731
+        kb.strategy = "integer mean"
+    y = kb.bind(node.output, "y")
+    with kb.loop(rows, "r") as r:
+        acc = kb.local("acc", const(0, I32))
+        with kb.loop(positions, "p") as p:
+            kb.assign(acc, acc + cast(x[r * positions + p], I32))
+        total = acc - zx * const(positions, I32) if zx is not None else acc
+        kb.store(y, r, finish(named(kb, "sum", total)))
 
 
 # -- QLinearAdd --------------------------------------------------------------------------------
