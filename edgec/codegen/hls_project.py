@@ -42,7 +42,9 @@ from .library import Sources
 from .renderers.hls import PRELUDE, HlsRenderer
 
 HLS_DIR = Path(__file__).parent / "hls"  # edgec_stream.h (package data)
-EDGE_OPS = ("QuantizeLinear", "DequantizeLinear")
+# the integer ops whose requantization is float unless fixed-point held it (rq_shift)
+REQUANTIZING = ("QLinearConv", "QGemm", "QLinearMatMul", "QLinearAdd",
+                "QLinearGlobalAveragePool")
 FIRST_DEPTH = 2
 
 
@@ -219,6 +221,14 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
     r = HlsRenderer()
     lowered = []
     for i, node in enumerate(d.nodes):
+        if node.op in REQUANTIZING and not node.attrs.get("rq_shift") and \
+                node.output.dtype.itemsize == 1:
+            raise EdgecError(
+                f"--target hls computes in integers only, and node {node.name} ({node.op}) "
+                "requantizes by a multiplier (input scales / output scale) that fixed point "
+                "cannot hold: one of 0.25 or more (for QLinearAdd, a ratio of 16 or more), or "
+                "per-channel multipliers more than 2^16 apart; quantize it with a larger "
+                "output scale (a wider calibration range), or keep the model off this target")
         ln = lower_node(node, i, target, d.forced.get(node.name))
         bad = _float_use(ln.kernel)
         if bad is not None:

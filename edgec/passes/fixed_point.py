@@ -30,6 +30,7 @@ from ..ir.ops.quant import (
     add_fixed_point,
     add_ratios,
     fixed_point_multipliers,
+    gap_min_shift,
     gap_multiplier,
     qgemm_multiplier,
     requantize_multiplier,
@@ -83,7 +84,10 @@ def fixed_point(graph: Graph, scalar: bool = False) -> bool:
         mult = _multipliers(node, scalar)
         if mult is None:
             continue
-        fixed = fixed_point_multipliers(mult)
+        # a mean's sums are small: they may be shifted left before a multiplier >= 0.25
+        fixed = fixed_point_multipliers(mult, gap_min_shift(int(np.prod(
+            node.inputs[0].shape[2:])))) if node.op == "QLinearGlobalAveragePool" else \
+            fixed_point_multipliers(mult)
         if fixed is None:
             continue
         q, s = fixed

@@ -18,6 +18,7 @@ import edgec
 from edgec import zoo
 from edgec.compiler.driver import compile_graph, load_graph
 from edgec.errors import EdgecError
+from edgec.ir import DType, Graph, TensorType
 from edgec.ir.interpreter import interpret
 
 PART = "xcu250-figd2104-2L-e"
@@ -173,6 +174,15 @@ def test_float_models_and_missing_options_are_refused_clearly(tmp_path):
         edgec.compile(path, tmp_path / "x", target="x86", fpga_part=PART)
     with pytest.raises(EdgecError, match="--backend llvm is for CPU targets"):
         edgec.compile(path, tmp_path / "l", target="hls", fpga_part=PART, backend="llvm")
+    g = Graph("big")  # a multiplier of 0.5 * 0.01 / 0.001 = 5: no fixed point
+    x = _q(g, None, (1, 4))
+    ins = [x, _scale(g, "sa", 0.5), _c(g, 0, "za", np.uint8),
+           _c(g, np.ones((4, 2)), "b", np.int8), _scale(g, "sb", 0.01), _c(g, 0, "zb", np.int8),
+           _scale(g, "sy", 0.001), _c(g, 0, "zy", np.uint8)]
+    g.outputs = [g.add_node("QLinearMatMul", ins, name="mm").output]
+    with pytest.raises(EdgecError, match=r"node mm \(QLinearMatMul\) requantizes by a "
+                                         "multiplier .* that fixed point cannot hold"):
+        compile_graph(g, tmp_path / "b", target="hls", fpga_part=PART)
 
 
 def test_the_command_line_compiles_and_runs_an_hls_project(tmp_path, capsys):
@@ -194,3 +204,103 @@ def test_the_command_line_compiles_and_runs_an_hls_project(tmp_path, capsys):
     assert manifest["hls"]["clock_mhz"] == 250.0
     assert "create_clock -period 4.000" in (tmp_path / "out" / "run_hls.tcl").read_text()
     assert np.load(tmp_path / "y.npz")["output"].shape == (1, 10)
+
+
+# -- every integer op of the design, on fuzzed shapes -------------------------------------------
+
+def _q(g, rng, shape, dtype=np.uint8, name="x"):
+    return g.add_input(name, TensorType(tuple(shape), DType.from_numpy(np.dtype(dtype))))
+
+
+def _c(g, value, name, dtype):
+    return g.const(np.asarray(value, dtype), name)
+
+
+def _scale(g, name, v):
+    return _c(g, np.float32(v), name, np.float32)
+
+
+def _conv(g, rng):
+    c, m = int(rng.integers(1, 6)), int(rng.integers(1, 7))
+    k, stride, pad = int(rng.choice([1, 3])), int(rng.integers(1, 3)), int(rng.integers(0, 2))
+    depthwise = bool(rng.integers(0, 2)) and c > 1
+    m, group = (c, c) if depthwise else (m, 1)
+    size = int(rng.integers(k, 9))
+    x = _q(g, rng, (1, c, size, size + 1))
+    w = _c(g, rng.integers(-127, 128, (m, c // group, k, k)), "w", np.int8)
+    ins = [x, _scale(g, "sx", 0.05), _c(g, rng.integers(0, 256), "zx", np.uint8), w,
+           _c(g, rng.uniform(0.002, 0.01, m), "sw", np.float32), None,
+           _scale(g, "sy", 0.2), _c(g, rng.integers(0, 256), "zy", np.uint8),
+           _c(g, rng.integers(-500, 500, m), "b", np.int32)]
+    return g.add_node("QLinearConv", ins, {"group": group, "strides": [stride, stride],
+                                           "pads": [pad] * 4, "dilations": [1, 1]}).output
+
+
+def _gemm(g, rng):
+    k, n = int(rng.integers(1, 40)), int(rng.integers(1, 12))
+    tb = int(rng.integers(0, 2))
+    x = _q(g, rng, (1, k))
+    b = _c(g, rng.integers(-127, 128, (n, k) if tb else (k, n)), "b", np.int8)
+    ins = [x, _scale(g, "sa", 0.05), _c(g, rng.integers(0, 256), "za", np.uint8), b,
+           _c(g, rng.uniform(0.002, 0.01, n), "sb", np.float32), _c(g, np.zeros(n), "zb", np.int8),
+           _c(g, rng.integers(-500, 500, n), "c", np.int32), _scale(g, "sy", 0.3),
+           _c(g, rng.integers(0, 256), "zy", np.uint8)]
+    return g.add_node("QGemm", ins, {"transB": tb}).output
+
+
+def _matmul(g, rng):
+    m, k, n = (int(rng.integers(1, 9)) for _ in range(3))
+    a = _q(g, rng, (m, k))
+    ins = [a, _scale(g, "sa", 0.05), _c(g, rng.integers(0, 256), "za", np.uint8),
+           _c(g, rng.integers(-127, 128, (k, n)), "b", np.int8), _scale(g, "sb", 0.004),
+           _c(g, 0, "zb", np.int8), _scale(g, "sy", 0.1),
+           _c(g, rng.integers(0, 256), "zy", np.uint8)]
+    return g.add_node("QLinearMatMul", ins).output
+
+
+def _add(g, rng):
+    shape = tuple(int(v) for v in rng.integers(1, 6, 3))
+    other = tuple(d if rng.integers(0, 2) else 1 for d in shape)
+    a, b = _q(g, rng, (1, *shape), name="a"), _q(g, rng, (1, *other), name="b")
+    ins = [a, _scale(g, "sa", 0.05), _c(g, rng.integers(0, 256), "za", np.uint8),
+           b, _scale(g, "sb", 0.08), _c(g, rng.integers(0, 256), "zb", np.uint8),
+           _scale(g, "sc", 0.1), _c(g, rng.integers(0, 256), "zc", np.uint8)]
+    return g.add_node("QLinearAdd", ins).output
+
+
+def _pools(g, rng):
+    c, size = int(rng.integers(1, 5)), int(rng.integers(2, 9))
+    x = _q(g, rng, (1, c, size, size))
+    k = int(rng.integers(1, min(size, 3) + 1))
+    p = g.add_node("MaxPool", [x], {"kernel_shape": [k, k], "strides": [k, k],
+                                    "pads": [0] * 4, "dilations": [1, 1]}, num_outputs=1).output
+    ins = [p, _scale(g, "sx", 0.05), _c(g, rng.integers(0, 256), "zx", np.uint8),
+           _scale(g, "sy", 0.04), _c(g, rng.integers(0, 256), "zy", np.uint8)]
+    return g.add_node("QLinearGlobalAveragePool", ins).output
+
+
+def _movement(g, rng):
+    a, b = _q(g, rng, (1, 2, 3, 4), name="a"), _q(g, rng, (1, 3, 3, 4), name="b")
+    cat = g.add_node("Concat", [a, b], {"axis": 1}).output
+    t = g.add_node("Transpose", [cat], {"perm": [0, 3, 1, 2]}).output
+    return g.add_node("Reshape", [t, _c(g, [4, 15], "shape", np.int64)]).output
+
+
+FUZZED = {"QLinearConv": _conv, "QGemm": _gemm, "QLinearMatMul": _matmul,
+          "QLinearAdd": _add, "MaxPool+QLinearGlobalAveragePool": _pools,
+          "Concat+Transpose+Reshape": _movement}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("op", list(FUZZED))
+def test_every_integer_op_on_fuzzed_shapes_equals_the_interpreter(op, seed, tmp_path):
+    rng = np.random.default_rng(100 + seed)
+    g = Graph(f"fz{seed}")
+    y = FUZZED[op](g, rng)
+    g.outputs = [y]
+    art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="fz")
+    feeds = {v.name: rng.integers(0, 256, v.shape).astype(v.dtype.np) for v in g.inputs}
+    want = interpret(g, feeds)
+    got = edgec.load(art.out_dir).run(feeds)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=f"{op} seed {seed}")

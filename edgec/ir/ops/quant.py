@@ -166,18 +166,19 @@ FIXED_SHIFTS = (33, 58)  # (the tiles that sum 16 * w add 4 to the shift: at mos
 FIXED_MIN_BITS = 15  # the least significant bits a channel's q keeps (else float is kept)
 
 
-def fixed_point_multipliers(mult: np.ndarray) -> tuple[np.ndarray, int] | None:
+def fixed_point_multipliers(mult: np.ndarray, min_shift: int = FIXED_SHIFTS[0]
+                            ) -> tuple[np.ndarray, int] | None:
     """(q int32, s) with q / 2^s = mult (float32 multipliers, one or per channel) to at
     least FIXED_MIN_BITS significant bits, one shift for all channels; None where that
-    cannot be: a multiplier not finite, negative, >= 0.25 (s would be under 33) or so small
+    cannot be: a multiplier not finite, negative, >= 0.25 (s would be under 33, or under
+    `min_shift` for an op whose sums are small enough to be shifted left first) or so small
     that s would pass 58, or channels whose multipliers span more than 2^16."""
     m = np.asarray(mult, np.float64).reshape(-1)
-    if m.size == 0 or not np.isfinite(m).all() or (m < 0).any() or m.max() >= 0.25 or \
-            m.max() == 0:
+    if m.size == 0 or not np.isfinite(m).all() or (m < 0).any() or m.max() == 0:
         return None
     _, e = np.frexp(m.max())  # max = f * 2^e, 0.5 <= f < 1
     s = 31 - int(e)
-    if not FIXED_SHIFTS[0] <= s <= FIXED_SHIFTS[1]:
+    if not min_shift <= s <= FIXED_SHIFTS[1]:
         return None
     q = np.rint(np.ldexp(m, s))
     if q.max() >= 2**31 or ((q > 0) & (q < 2**FIXED_MIN_BITS)).any() or \
@@ -774,9 +775,23 @@ def _infer_qlinear_gap(inputs, *, rq_mult, rq_shift):
     if x.rank < 3 or x.dtype not in (DType.U8, DType.I8):
         _fail("QLinearGlobalAveragePool", f"x must be 8-bit [N, C, spatial...], got {x}")
     out = _qlinear_out_dtype(zy, x)
-    _check_fixed("QLinearGlobalAveragePool", 1, rq_mult, rq_shift)
+    positions = int(np.prod(x.shape[2:]))
+    if (rq_shift or rq_mult) and (len(rq_mult) != 1 or not 0 <= rq_mult[0] < 2**31 or
+                                  not gap_min_shift(positions) <= rq_shift <= FIXED_SHIFTS[1]):
+        _fail("QLinearGlobalAveragePool", f"fixed-point requantization of a mean of {positions} "
+                                          f"needs rq_shift in [{gap_min_shift(positions)}, "
+                                          f"{FIXED_SHIFTS[1]}] and one rq_mult in [0, 2^31); got "
+                                          f"rq_shift={rq_shift}, rq_mult {list(rq_mult)}")
     return TensorType((*x.shape[:2], *(1,) * (x.rank - 2)), out,
                       typed_quant(inputs[3], _opt(inputs, 4)))
+
+
+def gap_min_shift(positions: int) -> int:
+    """The least fixed-point shift of a mean of `positions` 8-bit values: where s < 33 the
+    kernel shifts the sum left by 33 - s first (mulshift's shift is at least 33), which must
+    keep |sum| <= 255 positions inside int32."""
+    spare = 31 - int(255 * positions).bit_length()
+    return max(1, 33 - spare)
 
 
 def gap_multiplier(sx, sy, positions: int) -> np.ndarray:

@@ -423,8 +423,12 @@ def qlinear_global_average_pool(kb: NodeKernelBuilder, node: Node) -> None:
     zx = zero_point(kb, zx_v, "x_zp")
     fixed = fixed_point(node)
     if fixed is not None:
-        fixed_fin = fixed_finish(kb, node, fixed, zero_point(kb, zy_v, "y_zp"), sx_v)
-        finish = lambda acc: fixed_fin((), None, const(0), acc)  # noqa: E731
+        q, shift = fixed  # (under 33: the sum shifted left first, as gap_min_shift allows)
+        pre = max(0, 33 - shift)
+        fixed_fin = fixed_finish(kb, node, (q, shift + pre), zero_point(kb, zy_v, "y_zp"),
+                                 sx_v)
+        finish = lambda acc: fixed_fin((), None, const(0),  # noqa: E731
+                                       acc * const(2**pre, I32) if pre else acc)
         kb.strategy = "integer mean, fixed-point requantization"
     else:
         if sx_v.is_const and sy_v.is_const:
