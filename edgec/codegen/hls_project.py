@@ -164,8 +164,10 @@ class _Design:
 
 
 def copy_hls_headers(out: Path) -> None:
-    """Put the headers every project includes (edgec_stream.h) into `out`."""
+    """Put the headers every project includes into `out`: edgec_stream.h, and ap_types/
+    (Xilinx's ap_int and ap_fixed, for g++; Vitis HLS has its own)."""
     shutil.copyfile(HLS_DIR / "edgec_stream.h", Path(out) / "edgec_stream.h")
+    shutil.copytree(HLS_DIR / "ap_types", Path(out) / "ap_types", dirs_exist_ok=True)
 
 
 def _const_params(n: Node) -> bool:
@@ -248,6 +250,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
     d.wire(lowered)
     t = r.types
     ctype = lambda v: t[v.dtype]  # noqa: E731
+    layers = [_narrow(r, proc, ln) for proc, ln in lowered]
     kernels_text = r.functions([ln.kernel for _, ln in lowered])
     processes, calls = [], []
     for k, v in enumerate(d.port_in):  # the port readers: the fork of an input port
@@ -317,11 +320,83 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
               "csim_runner": f"{name}_csim.cpp", "rom_bytes": d.rom_bytes,
               "ports": {"inputs": [io(v) for v in d.port_in],
                         "outputs": [io(v) for v in d.port_out]},
-              "processes": [p for p, _ in lowered],
+              "processes": [p for p, _ in lowered], "layers": layers,
               "streams": [s.record() for s in d.streams]}
     return Sources(name, files, weights_bytes=d.rom_bytes,
                    kernels=[ln.kernel.name for _, ln in lowered], strategies=d.strategies,
                    hls=record)
+
+
+def ap_type(arr: np.ndarray) -> tuple[str, int]:
+    """The narrowest arbitrary-precision type that holds every value of the integer array
+    `arr`, as the macro EDGEC_ROM_INT / EDGEC_ROM_UINT (renderers/hls.py PRELUDE: `ap_int<N>`
+    in synthesis, the narrowest C type in C-simulation), and N."""
+    lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
+    if lo >= 0:
+        bits = max(1, hi.bit_length())
+        return f"EDGEC_ROM_UINT({bits}, uint{_native(bits)}_t)", bits
+    bits = max(hi.bit_length(), (-lo - 1).bit_length()) + 1
+    return f"EDGEC_ROM_INT({bits}, int{_native(bits)}_t)", bits
+
+
+def _native(bits: int) -> int:
+    return next(n for n in (8, 16, 32, 64) if bits <= n)
+
+
+def accumulator_bound(node: Node) -> int | None:
+    """The largest magnitude any partial sum of `node`'s integer kernel can take, proved from
+    its constant weights, bias and zero points (the `acc` locals: bias + sum (x - zx)(w - zw),
+    or a mean's sum of x); None where they are not all constants."""
+    from ..ir.ops.quant import QUANT_RANGES, centred_conv_weights
+
+    x = node.inputs[0]
+    if x.dtype not in QUANT_RANGES:
+        return None
+    qmin, qmax = QUANT_RANGES[x.dtype]
+    if node.op == "QLinearGlobalAveragePool":
+        return max(-qmin, qmax) * int(np.prod(x.shape[2:]))
+    spec = {"QLinearConv": (2, 3, 5, 8), "QGemm": (2, 3, 5, 6), "QLinearMatMul": (2, 3, 5, None)}
+    if node.op not in spec:
+        return None
+    zx_i, w_i, zw_i, b_i = spec[node.op]
+    zx, w, zw = node.input(zx_i), node.inputs[w_i], node.input(zw_i)
+    b = node.input(b_i) if b_i is not None else None
+    if node.attrs.get("benc") or any(v is not None and not v.is_const for v in (zx, w, zw, b)):
+        return None
+    z = 0 if zx is None else int(zx.const.reshape(-1)[0])
+    span = max(qmax - z, z - qmin)
+    if node.op == "QLinearConv":
+        wc = centred_conv_weights(w.const, None if zw is None else zw.const)
+        l1 = np.abs(wc.reshape(wc.shape[0], -1).astype(np.int64)).sum(1)
+    else:
+        bm = w.const.astype(np.int64)
+        if node.attrs.get("transB"):
+            bm = bm.T
+        bm = bm - (0 if zw is None else zw.const.astype(np.int64).reshape(-1))
+        l1 = np.abs(bm).sum(0)
+    bias = 0 if b is None else np.abs(np.broadcast_to(b.const.astype(np.int64).reshape(-1),
+                                                      l1.shape))
+    return int((bias + span * l1).max(initial=0))
+
+
+def _narrow(r: HlsRenderer, proc: str, ln) -> dict:
+    """Give a process's kernel ROMs of their values' width and accumulators of their proved
+    width (where narrower than the C types); the layer's record of both."""
+    k, node = ln.kernel, ln.node
+    roms: dict[str, int] = {}
+    for b, v in zip(k.params, ln.bindings, strict=True):
+        if v.is_const and np.dtype(v.dtype.np).kind in "iu":
+            ctype, bits = ap_type(np.asarray(v.const))
+            if bits < 8 * v.dtype.itemsize:
+                r.param_types.setdefault(k.name, {})[b.name] = ctype
+            roms[b.name] = min(bits, 8 * v.dtype.itemsize)
+    bound = accumulator_bound(node)
+    acc_bits = None if bound is None else bound.bit_length() + 1
+    if acc_bits is not None and acc_bits < 32:
+        r.local_types.setdefault(k.name, {})["acc"] = f"ap_int<{acc_bits}>"
+    # (None: the kernel has no sums, or their bound is unknown: its C types)
+    return {"process": proc, "node": node.name, "op": node.op, "accumulator_bits": acc_bits,
+            "rom_bits": roms}
 
 
 def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]:
@@ -348,7 +423,8 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
     for b, v in zip(k.params, ln.bindings, strict=True):
         if v.is_const:
             wname = f"w_{b.name}"
-            body.append(f"    static const {ctype(v)} {wname}[{max(v.const.size, 1)}] = {{\n"
+            rom_type = r.param_types.get(k.name, {}).get(b.name) or ctype(v)
+            body.append(f"    static const {rom_type} {wname}[{max(v.const.size, 1)}] = {{\n"
                         f"    {_array_text(v.const)}}};")
             body.append(f"#pragma HLS BIND_STORAGE variable={wname} type=rom_2p impl=bram")
             d.rom_bytes += v.const.size * v.dtype.itemsize

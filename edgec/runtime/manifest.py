@@ -101,7 +101,10 @@ SCHEMA = {
                         "design": _STR,
                         "tcl": _STR, "testbench": _STR, "csim_runner": _STR,
                         "rom_bytes": _INT, "ports": {"type": "object"},
-                        "processes": _STRS, "streams": {"type": "array", "items": _object(
+                        "processes": _STRS,
+                        # per process: its accumulator's and ROMs' widths in bits
+                        "layers": {"type": "array", "items": {"type": "object"}},
+                        "streams": {"type": "array", "items": _object(
                             {"name": _STR, "value": _STR, "producer": _STR,
                              "consumer": _STR, "depth": _INT, "dtype": _STR,
                              "elements": _INT})}}),

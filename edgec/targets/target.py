@@ -241,7 +241,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            package="pip install 'edgec[cuda]'", gpu=GPU_UNITS["h100"]),
     # FPGAs through HLS C++ (codegen/hls_project.py): integer models as a dataflow of one
     # process per layer, C-simulated with g++ (`cc`); the part and clock are compile options
-    Target("hls", "hls", "g++", ("-std=c++14", "-O2", "-pthread"), frozenset({"hls"}), 4,
+    Target("hls", "hls", "g++", ("-std=c++14", "-O2", "-pthread", "-Iap_types"),
+           frozenset({"hls"}), 4,
            "FPGAs through HLS C++ (Vitis HLS; C-simulation with g++); integer models only",
            package="g++"),
 )}

@@ -7,9 +7,11 @@ pipeline loop `#pragma HLS PIPELINE II=n`, an unrolled one `#pragma HLS UNROLL`)
 CPU runs on its thread pool is a plain loop (hardware parallelism comes from the dataflow
 and from unrolling, not from threads); streams are edgec's own `edgec::stream` (codegen/hls/
 edgec_stream.h) read and written by `.read()` and `.write()`; a kernel that another calls (a
-micro-kernel) is printed before it. The same text compiles with g++ for C-simulation, where
-the pragmas are ignored. GPU constructs (grid and block loops, barriers, warp exchanges) are
-refused.
+micro-kernel) is printed before it. A project may give some parameters and locals narrower
+types (`param_types`, `local_types`: Xilinx's `ap_int<N>`, codegen/hls/ap_types): ROMs of
+their values' width, accumulators of the width proved for them. The same text compiles with
+g++ for C-simulation, where the pragmas are ignored. GPU constructs (grid and block loops,
+barriers, warp exchanges) are refused.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ...kernel_ir.kernel import (
     Buffer,
     Expr,
     Kernel,
+    Local,
     Loop,
     LoopKind,
     Op,
@@ -35,13 +38,24 @@ from ..ctext import c_comment
 from .c import CRenderer
 
 # what the kernels use of the C runtime (edgec_runtime.h), for the HLS sources
-PRELUDE = """#include <stddef.h>
+PRELUDE = """#include <ap_int.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
 
 #ifndef EDGEC_HLS_PRELUDE
 #define EDGEC_HLS_PRELUDE
+/* a ROM's element: its values' width in synthesis; in C-simulation the narrowest C type
+ * that holds the same values (g++ compiles a large initializer of ap_int slowly) */
+#ifdef __SYNTHESIS__
+#define EDGEC_ROM_INT(bits, native) ap_int<bits>
+#define EDGEC_ROM_UINT(bits, native) ap_uint<bits>
+#else
+#define EDGEC_ROM_INT(bits, native) native
+#define EDGEC_ROM_UINT(bits, native) native
+#endif
+
 /* round(a * m / 2^s) from the exact 64-bit product, half up: edgec_runtime.h's */
 static inline int32_t edgec_mulshift(int32_t a, int32_t m, int32_t s)
 {
@@ -68,6 +82,11 @@ class HlsRenderer(CRenderer):
 
     def __init__(self) -> None:
         super().__init__(None)
+        # per kernel: C++ types for some of its parameters (narrow ROMs, `ap_int<N>`) and for
+        # its locals whose names start with a prefix (an accumulator's proved width)
+        self.param_types: dict[str, dict[str, str]] = {}
+        self.local_types: dict[str, dict[str, str]] = {}
+        self._kernel = ""
 
     # -- expressions -------------------------------------------------------------------
     def _bitcast(self, e: Expr, x: Expr) -> tuple[str, int]:
@@ -96,6 +115,12 @@ class HlsRenderer(CRenderer):
         return [f"{indent}for (ptrdiff_t {v} = 0; {v} < {n}; ++{v}) {{", *pragmas,
                 *self.stmts(s.body, inner), f"{indent}}}"]
 
+    def _local(self, s: Local, indent: str) -> list[str]:
+        for prefix, ctype in self.local_types.get(self._kernel, {}).items():
+            if s.name.startswith(prefix) and s.lanes == 1:
+                return [f"{indent}{ctype} {s.name} = {self.expr(s.init)};"]
+        return super()._local(s, indent)
+
     def _alloc(self, s: Alloc, indent: str) -> list[str]:
         b = s.buf
         return [f"{indent}{self.type(b.dtype)} {b.name}[{b.numel}]; /* {b.space} */"]
@@ -113,8 +138,9 @@ class HlsRenderer(CRenderer):
     def _pop(self, s: Pop, indent: str) -> list[str]:
         return [f"{indent}{self.type(s.stream.dtype)} {s.name} = {s.stream.name}.read();"]
 
-    statements = CRenderer.statements | {Loop: _loop, Alloc: _alloc, Barrier: _barrier,
-                                         Prefetch: _prefetch, Push: _push, Pop: _pop}
+    statements = CRenderer.statements | {Loop: _loop, Local: _local, Alloc: _alloc,
+                                         Barrier: _barrier, Prefetch: _prefetch, Push: _push,
+                                         Pop: _pop}
 
     # -- kernels -----------------------------------------------------------------------
     def param(self, b: Buffer | Scalar | Stream, restrict: bool = True) -> str:
@@ -123,7 +149,8 @@ class HlsRenderer(CRenderer):
         if isinstance(b, Stream):
             return f"edgec::stream<{self.type(b.dtype)}> &{b.name}"
         const = "const " if b.role in (Role.IN, Role.CONST) else ""
-        return f"{const}{self.type(b.dtype)} {b.name}[{max(b.numel, 1)}]"
+        ctype = self.param_types.get(self._kernel, {}).get(b.name) or self.type(b.dtype)
+        return f"{const}{ctype} {b.name}[{max(b.numel, 1)}]"
 
     def signature(self, k: Kernel) -> str:
         params = ", ".join(self.param(b) for b in k.params) or "void"
@@ -131,6 +158,7 @@ class HlsRenderer(CRenderer):
 
     def kernel(self, k: Kernel) -> str:
         """The function of `k`: its loops as they are (a parallel loop is a plain loop)."""
+        self._kernel = k.name
         doc = k.doc if len(k.doc) <= DOC_CHARS else k.doc[:DOC_CHARS] + " ..."
         lines = ["/* " + c_comment(doc) + " */"] if doc else []
         lines += [self.signature(k), "{"]
