@@ -1,6 +1,7 @@
 """Small ONNX models for tests, built with onnx.helper and random weights, and onnxruntime as
 their oracle: `OnnxNet` (a few-line builder), `small_resnet` and `rowwise` (row-wise ops for
-the thread pool)."""
+the thread pool), `residual_cnn` (a branch joined by a residual Add, pooling, a view) and
+`samples` (random inputs of a model, for calibration)."""
 
 from __future__ import annotations
 
@@ -135,3 +136,39 @@ def onnxruntime_outputs(model: onnx.ModelProto, feeds) -> dict[str, np.ndarray]:
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in model.graph.output]
     return dict(zip(names, sess.run(names, feeds)))
+
+
+def residual_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv-relu, then a branch (conv-relu-conv 1x1) joined to it by a residual Add and Relu,
+    MaxPool, Flatten, Gemm: a stream fork and join, pooling and a view."""
+    rng = np.random.default_rng(seed)
+
+    def w(name, *shape):
+        std = np.sqrt(2 / np.prod(shape[1:]))
+        return numpy_helper.from_array((rng.standard_normal(shape) * std).astype(np.float32), name)
+
+    inits = [w("c1.w", 8, 3, 3, 3), w("c2.w", 8, 8, 3, 3), w("c3.w", 8, 8, 1, 1),
+             w("fc.w", 5, 8 * 4 * 4),
+             numpy_helper.from_array((rng.standard_normal(8) * 0.1).astype(np.float32), "c1.b"),
+             numpy_helper.from_array((rng.standard_normal(5) * 0.1).astype(np.float32), "fc.b")]
+    nodes = [helper.make_node("Conv", ["x", "c1.w", "c1.b"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "c2.w"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "c3.w"], ["c3"]),
+             helper.make_node("Add", ["c3", "r1"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r3"]),
+             helper.make_node("MaxPool", ["r3"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc.w", "fc.b"], ["y"], transB=1)]
+    f = TensorProto.FLOAT
+    g = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x", f, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", f, [1, 5])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def samples(model: onnx.ModelProto, n: int, seed: int) -> dict[str, np.ndarray]:
+    inp = model.graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    return {inp.name: rng.standard_normal((n, *shape[1:])).astype(np.float32)}

@@ -27,6 +27,8 @@ a build may override (the tests set one smaller and see the C-simulation say dea
 
 from __future__ import annotations
 
+import json
+import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,7 @@ from ..ir.graph import Graph, Node, Value
 from ..kernel_ir.kernel import Expr, Kernel, Local, walk
 from ..lowering.lower import c_identifier, lower_node
 from ..targets.target import Target
+from .hls_estimate import ProcessModel, estimate
 from .library import Sources
 from .renderers.hls import PRELUDE, HlsRenderer
 
@@ -313,6 +316,8 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
         f"{name}_tb.cpp": _testbench(d, ctype),
         "run_hls.tcl": _tcl(name, part, clock_mhz)}
     files |= _testbench_data(d, seed)
+    est = _estimate(d, lowered, layers, part, clock_mhz)
+    files["hls_estimate.json"] = json.dumps(est, indent=1) + "\n"
     io = lambda v: {"value": v.name, "shape": list(v.shape), "dtype": v.dtype.value}  # noqa: E731
     record = {"part": part, "clock_mhz": clock_mhz, "top": f"{name}_top",
               "design": f"{name}_hls.cpp",
@@ -321,7 +326,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
               "ports": {"inputs": [io(v) for v in d.port_in],
                         "outputs": [io(v) for v in d.port_out]},
               "processes": [p for p, _ in lowered], "layers": layers,
-              "streams": [s.record() for s in d.streams]}
+              "streams": [s.record() for s in d.streams], "estimate": est}
     return Sources(name, files, weights_bytes=d.rom_bytes,
                    kernels=[ln.kernel.name for _, ln in lowered], strategies=d.strategies,
                    hls=record)
@@ -555,6 +560,59 @@ def _const_text(arr: np.ndarray) -> str:
         return ", ".join(repr(float(np.float32(x))) + "f" if np.isfinite(x) else "0.0f"
                          for x in flat.astype(np.float32)) or "0"
     return ", ".join(str(int(x)) for x in flat) or "0"
+
+
+def _work(node: Node) -> tuple[int, int]:
+    """(MACs, compute cycles at one MAC or one element a cycle) of a process's node."""
+    out = node.outputs[0].type.numel
+    x = node.inputs[0]
+    if node.op == "QLinearConv":
+        macs = out * math.prod(node.inputs[3].shape[1:])
+    elif node.op == "QGemm":
+        macs = out * x.shape[0 if node.attrs.get("transA") else 1]
+    elif node.op == "QLinearMatMul":
+        macs = out * x.shape[-1]
+    else:
+        taps = math.prod(node.attrs.get("kernel_shape") or [1]) if node.op == "MaxPool" else 1
+        return 0, x.type.numel if node.op == "QLinearGlobalAveragePool" else out * taps
+    return macs, macs
+
+
+def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
+              clock_mhz: float) -> dict:
+    """codegen/hls_estimate.py's estimate of the design: its processes as the cycle model
+    sees them (PE = SIMD = 1), its FIFOs, latency, frames per second, resources."""
+    procs: list[ProcessModel] = []
+    producers: dict[str, str] = {}
+    for k, v in enumerate(d.port_in):
+        outs = [s.name for s in d.writes.get(id(v), [])]
+        procs.append(ProcessModel(f"P_in{k}", [(f"port_in{k}", v.type.numel)], outs,
+                                  v.type.numel, 0))
+    for (proc, ln), layer in zip(lowered, layers, strict=True):
+        node = ln.node
+        macs, compute = _work(node)
+        reads = [(s.name, s.value.type.numel) for s in d.reads.get(proc, [])]
+        writes = [s.name for v in node.outputs for s in d.writes.get(id(v), [])]
+        roms = layer["rom_bits"]
+        weights = max((b for b, v in zip(ln.kernel.params, ln.bindings, strict=True)
+                       if v.is_const and b.name in roms), default=None,
+                      key=lambda b: b.numel)
+        procs.append(ProcessModel(
+            proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
+            weight_bits=roms[weights.name] if weights is not None and macs else 0,
+            weights=weights.numel if weights is not None and macs else 0,
+            act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,
+            requantizes=node.op in REQUANTIZING,
+            buffers=[(n, 8 * d.by_name[s].dtype.itemsize) for s, n in
+                     [(x.value.name, x.value.type.numel) for x in d.reads.get(proc, [])]] +
+                    [(v.type.numel, 8 * v.dtype.itemsize) for v in node.outputs]))
+    for p in procs:
+        for s in p.writes:
+            producers[s] = p.name
+    port_streams = {s.name for s in d.streams if s.consumer.startswith("output ")}
+    fifos = {s.name: (s.depth, 8 * s.value.dtype.itemsize) for s in d.streams
+             if s.name not in port_streams}
+    return estimate(procs, producers, fifos, sorted(port_streams), part, clock_mhz)
 
 
 def _testbench(d: _Design, ctype) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import __version__
 from ..codegen.cuda_library import generate_cuda
+from ..codegen.hls_estimate import report_lines as hls_report_lines
 from ..codegen.hls_project import copy_hls_headers, generate_hls
 from ..codegen.library import generate
 from ..codegen.toolchain import (
@@ -655,6 +656,8 @@ def _report(manifest: dict, pipeline_report, plan, timing: dict) -> str:
               f"{' (forced)' if s['forced'] else ''}: {_strategy_text(s)}"
               for s in manifest["kernel_strategies"]]
     lines += _launch_lines(manifest.get("gpu_launches"), manifest.get("cuda_graph", False))
+    if "hls" in manifest:
+        lines += ["", *hls_report_lines(manifest["hls"]["estimate"])]
     choices = strategy_lines(manifest)
     lines += ["", "strategy candidates (* the chosen; costs from the roofline model, "
               "lowering/strategies.py):", *("  " + x for x in choices)] if choices else []

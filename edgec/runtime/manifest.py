@@ -104,6 +104,8 @@ SCHEMA = {
                         "processes": _STRS,
                         # per process: its accumulator's and ROMs' widths in bits
                         "layers": {"type": "array", "items": {"type": "object"}},
+                        # codegen/hls_estimate.py's estimate (hls_estimate.json)
+                        "estimate": {"type": "object"},
                         "streams": {"type": "array", "items": _object(
                             {"name": _STR, "value": _STR, "producer": _STR,
                              "consumer": _STR, "depth": _INT, "dtype": _STR,

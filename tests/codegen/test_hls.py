@@ -10,9 +10,7 @@ import subprocess
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto as TP
-from onnx import helper as oh
-from onnx import numpy_helper as nh
+from convnets import residual_cnn, samples
 
 import edgec
 from edgec import zoo
@@ -22,41 +20,6 @@ from edgec.ir import DType, Graph, TensorType
 from edgec.ir.interpreter import interpret
 
 PART = "xcu250-figd2104-2L-e"
-
-
-def residual_cnn(seed: int = 0) -> onnx.ModelProto:
-    """conv-relu, then a branch (conv-relu-conv 1x1) joined to it by a residual Add and Relu,
-    MaxPool, Flatten, Gemm: a stream fork and join, pooling and a view."""
-    rng = np.random.default_rng(seed)
-
-    def w(name, *shape):
-        std = np.sqrt(2 / np.prod(shape[1:]))
-        return nh.from_array((rng.standard_normal(shape) * std).astype(np.float32), name)
-
-    inits = [w("c1.w", 8, 3, 3, 3), w("c2.w", 8, 8, 3, 3), w("c3.w", 8, 8, 1, 1),
-             w("fc.w", 5, 8 * 4 * 4),
-             nh.from_array((rng.standard_normal(8) * 0.1).astype(np.float32), "c1.b"),
-             nh.from_array((rng.standard_normal(5) * 0.1).astype(np.float32), "fc.b")]
-    nodes = [oh.make_node("Conv", ["x", "c1.w", "c1.b"], ["c1"], pads=[1, 1, 1, 1]),
-             oh.make_node("Relu", ["c1"], ["r1"]),
-             oh.make_node("Conv", ["r1", "c2.w"], ["c2"], pads=[1, 1, 1, 1]),
-             oh.make_node("Relu", ["c2"], ["r2"]),
-             oh.make_node("Conv", ["r2", "c3.w"], ["c3"]),
-             oh.make_node("Add", ["c3", "r1"], ["s"]),
-             oh.make_node("Relu", ["s"], ["r3"]),
-             oh.make_node("MaxPool", ["r3"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
-             oh.make_node("Flatten", ["p"], ["f"]),
-             oh.make_node("Gemm", ["f", "fc.w", "fc.b"], ["y"], transB=1)]
-    g = oh.make_graph(nodes, "residual", [oh.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
-                      [oh.make_tensor_value_info("y", TP.FLOAT, [1, 5])], inits)
-    return oh.make_model(g, opset_imports=[oh.make_opsetid("", 13)], ir_version=8)
-
-
-def samples(model: onnx.ModelProto, n: int, seed: int) -> dict[str, np.ndarray]:
-    inp = model.graph.input[0]
-    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
-    rng = np.random.default_rng(seed)
-    return {inp.name: rng.standard_normal((n, *shape[1:])).astype(np.float32)}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,308 @@
+"""Estimates of an HLS design before synthesis: each process's cycles and resources, the
+design's latency and frames per second at its clock, whether it fits the part; and a
+discrete-event simulation of its dataflow (SimPy) that checks the cycle model.
+
+The model of a process (codegen/hls_project.py: it reads its input streams whole, one after
+another, computes, then writes its output to all its streams at once), with PE output
+channels and SIMD input channels computed per cycle (1 and 1 until folding chooses them):
+
+    cycles   = sum of its input elements (one a cycle) + compute + output elements
+    compute  = MACs / (PE x SIMD) for a convolution or matrix product (the innermost loop
+               pipelined at II=1), else one output element a cycle (times the taps of a
+               pooling window, or the elements summed for a global mean)
+
+The design runs one frame at a time through each process: its initiation interval is the
+slowest process's cycles, frames per second = clock / that; the latency of one frame follows
+the streams: a process finishes reading an input no sooner than the stream's producer
+finishes writing it (reading as it is written), then computes and writes:
+
+    read_end  = max over its inputs in order of max(read_end + elements, producer's write end)
+    write_end = read_end + compute + output elements
+
+Resources, FINN-R's formulas (Blott et al., "FINN-R", ACM TRETS 2018, as FINN implements
+them for its matrix-vector unit) with W weight bits, A activation bits, P = PE, Q = SIMD:
+
+    LUT   = 300 + 1.1 P (Q (2 ceil((W + A) / 6) - 1)(W + A) [LUT multipliers only]
+                         + (W + A)(2 Q - 1) + accumulator bits)  per convolution or product;
+            300 per other process; plus LUTRAM of the small memories (ceil(depth / 64) x width)
+    DSP   = ceil(P Q / 2) where W and A are 5 to 8 bits: two 8-bit products that share an
+            operand packed into one DSP48E2 (Xilinx WP486); none at 4 bits and below (LUT
+            multipliers); plus 4 per requantizing process (its 32 x 31-bit multiply, 27 x 18
+            DSP slices 2 x 2)
+    BRAM18 per memory of `depth` words of `width` bits over 1024 bits (weights ROM: depth
+            = weights / (P Q), width = W P Q; each frame buffer; a stream deeper than 32):
+            ceil(depth / D) x ceil(width / B), (B, D) the RAMB18 shape that suits the width:
+            (1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)
+    URAM  0: the pragmas bind every memory to BRAM
+
+Known parts' resources are in PARTS; a design over one of them is warned about. The
+simulation (`simulate`) runs the same processes with the streams' real depths, element by
+element (or by chunks of elements for large tensors), for a few frames back to back, and
+gives the latency of the first, the interval between the last ones and each FIFO's largest
+occupancy; `estimate` reports both and by how much they differ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+LUT_BASE, LUT_FACTOR = 300, 1.1  # FINN-R's c0 and c1
+REQUANT_DSPS = 4  # a 32 x 31-bit multiply on 27 x 18 DSP slices
+SRL_DEPTH = 32  # a FIFO this shallow is shift registers (LUTs), deeper ones BRAM
+LUTRAM_BITS = 1024  # a memory this small is LUTRAM
+RAMB18 = ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512))
+
+
+@dataclass(frozen=True)
+class Part:
+    """An FPGA's resources (its data sheet)."""
+
+    name: str
+    lut: int
+    dsp: int
+    bram18: int
+    uram: int
+
+
+# by the prefix of the part's name, as Vitis names parts (AMD data sheets DS962, DS890, DS190)
+PARTS = {p.name: p for p in (
+    Part("xcu250", 1_728_000, 12_288, 5_376, 1_280),  # Alveo U250
+    Part("xcu280", 1_303_680, 9_024, 4_032, 960),  # Alveo U280
+    Part("xcu50", 871_680, 5_952, 2_688, 640),  # Alveo U50
+    Part("xcvu9p", 1_182_240, 6_840, 4_320, 960),  # VCU118
+    Part("xczu9eg", 274_080, 2_520, 1_824, 0),  # ZCU102
+    Part("xczu7ev", 230_400, 1_728, 624, 96),  # ZCU104
+    Part("xczu3eg", 70_560, 360, 432, 0),  # Ultra96
+    Part("xc7z020", 53_200, 220, 280, 0),  # PYNQ-Z1/Z2
+)}
+
+
+def part_of(name: str) -> Part | None:
+    """The resources of part `name` (matched by prefix), or None where edgec has none."""
+    key = name.lower()
+    return next((p for prefix, p in PARTS.items() if key.startswith(prefix)), None)
+
+
+@dataclass
+class ProcessModel:
+    """A process as the model sees it: the streams it reads (name, elements) in order, the
+    streams it writes (all at once) and their elements, its compute cycles at PE x SIMD, and
+    what its resources depend on."""
+
+    name: str
+    reads: list[tuple[str, int]]
+    writes: list[str]
+    out_elements: int
+    compute: int
+    macs: int = 0
+    pe: int = 1
+    simd: int = 1
+    weight_bits: int = 0
+    weights: int = 0
+    act_bits: int = 8
+    acc_bits: int = 0
+    requantizes: bool = False
+    buffers: list[tuple[int, int]] = field(default_factory=list)  # (depth, width) of arrays
+
+    @property
+    def cycles(self) -> int:
+        return sum(n for _, n in self.reads) + self.compute + self.out_elements
+
+
+def _memory(depth: int, width: int) -> tuple[int, int]:
+    """(BRAM18, LUT) of a memory of `depth` words of `width` bits: LUTRAM when small, else
+    RAMB18s in the shape that suits the width."""
+    if depth <= 0 or width <= 0:
+        return 0, 0
+    if depth * width <= LUTRAM_BITS:
+        return 0, math.ceil(depth / 64) * width
+    for bits, words in RAMB18[:4]:  # 1, 2, 4, 9 bits wide
+        if width <= bits:
+            return math.ceil(depth / words), 0
+    if width <= 18 or depth > 512:
+        return math.ceil(depth / 1024) * math.ceil(width / 18), 0
+    return math.ceil(depth / 512) * math.ceil(width / 36), 0
+
+
+def resources(p: ProcessModel) -> dict:
+    """LUT, DSP, BRAM18 and URAM of process `p` (the module's formulas)."""
+    lut, dsp, bram = LUT_BASE, 0, 0
+    if p.macs:
+        w, a = p.weight_bits, p.act_bits
+        lut_mults = w <= 4 and a <= 8
+        mult = p.simd * (2 * math.ceil((w + a) / 6) - 1) * (w + a) if lut_mults else 0
+        tree = (w + a) * (2 * p.simd - 1)
+        lut += math.ceil(LUT_FACTOR * p.pe * (mult + tree + p.acc_bits))
+        dsp += 0 if lut_mults else math.ceil(p.pe * p.simd / 2) if max(w, a) <= 8 else \
+            p.pe * p.simd * math.ceil((w + a) / 48)
+        b, lr = _memory(math.ceil(p.weights / (p.pe * p.simd)), w * p.pe * p.simd)
+        bram, lut = bram + b, lut + lr
+    if p.requantizes:
+        dsp += REQUANT_DSPS
+    for depth, width in p.buffers:
+        b, lr = _memory(depth, width)
+        bram, lut = bram + b, lut + lr
+    return {"lut": lut, "dsp": dsp, "bram18": bram, "uram": 0}
+
+
+def fifo_resources(depth: int, width: int) -> dict:
+    """A stream's FIFO: shift registers up to SRL_DEPTH places, else BRAM."""
+    if depth <= SRL_DEPTH:
+        return {"lut": math.ceil(depth / 32) * width, "dsp": 0, "bram18": 0, "uram": 0}
+    b, lr = _memory(depth, width)
+    return {"lut": lr, "dsp": 0, "bram18": b, "uram": 0}
+
+
+def analytic(procs: list[ProcessModel], producers: dict[str, str]) -> dict:
+    """The cycle model: each process's write end for one frame, the latency (the last write
+    end) and the initiation interval (the slowest process)."""
+    write_end: dict[str, int] = {}
+    for p in procs:  # (in dataflow order: producers first)
+        t = 0
+        for s, n in p.reads:
+            src = producers.get(s)
+            t = max(t + n, write_end.get(src, n) if src is not None else n)
+        write_end[p.name] = t + p.compute + p.out_elements
+    return {"latency_cycles": max(write_end.values(), default=0),
+            "interval_cycles": max((p.cycles for p in procs), default=0),
+            "write_end": write_end}
+
+
+def simulate(procs: list[ProcessModel], depths: dict[str, int], outputs: list[str],
+             frames: int = 3, max_events: int = 400_000) -> dict:
+    """The dataflow run by SimPy: `procs` as processes over stores of the streams' `depths`
+    (the port streams, absent there, unbounded), `frames` frames back to back; elements move
+    one a cycle, in chunks where the tensors are large (at most about `max_events` moves).
+    Returns the first frame's latency, the interval between the last two frames' ends and
+    each stream's largest occupancy (in elements)."""
+    import simpy
+
+    sizes = [n for p in procs for _, n in p.reads] + [p.out_elements for p in procs]
+    chunk = max(1, math.ceil(sum(sizes) * frames / max_events))
+    env = simpy.Environment()
+    stores = {s: simpy.Store(env, capacity=max(1, depths[s] // chunk) if s in depths
+                             else float("inf"))
+              for p in procs for s in [*(r for r, _ in p.reads), *p.writes]}
+    peak = dict.fromkeys(stores, 0)
+    done: list[list[float]] = [[] for _ in outputs]
+
+    def put(s: str):
+        def after(_event):
+            peak[s] = max(peak[s], len(stores[s].items) * chunk)
+        ev = stores[s].put(1)
+        ev.callbacks.append(after)
+        return ev
+
+    def run(p: ProcessModel):
+        for _ in range(frames):
+            for s, n in p.reads:
+                for _ in range(math.ceil(n / chunk)):
+                    t0 = env.now
+                    yield stores[s].get()
+                    if env.now - t0 < chunk:  # (reading as it is written costs no more)
+                        yield env.timeout(chunk - (env.now - t0))
+            yield env.timeout(p.compute)
+            for _ in range(math.ceil(p.out_elements / chunk)):
+                yield env.timeout(chunk)
+                yield env.all_of([put(s) for s in p.writes])
+
+    def source(s: str, n: int):
+        for _ in range(frames):
+            for _ in range(math.ceil(n / chunk)):
+                yield env.timeout(chunk)
+                yield put(s)
+
+    def sink(k: int, s: str, n: int):
+        for _ in range(frames):
+            for _ in range(math.ceil(n / chunk)):
+                yield stores[s].get()
+            done[k].append(env.now)
+
+    written = {s for p in procs for s in p.writes}
+    for p in procs:
+        for s, n in p.reads:
+            if s not in written:
+                env.process(source(s, n))
+        env.process(run(p))
+    out_sizes = {s: p.out_elements for p in procs for s in p.writes}
+    for k, s in enumerate(outputs):
+        env.process(sink(k, s, out_sizes[s]))
+    env.run()
+    ends = [max(d[f] for d in done) for f in range(frames)] if all(done) else []
+    return {"latency_cycles": int(ends[0]) if ends else None,
+            "interval_cycles": int(ends[-1] - ends[-2]) if len(ends) > 1 else None,
+            "fifo_peak": {s: v for s, v in peak.items() if s in depths},
+            "frames": frames, "chunk": chunk}
+
+
+def estimate(procs: list[ProcessModel], producers: dict[str, str], fifos: dict[str, tuple],
+             outputs: list[str], part_name: str, clock_mhz: float) -> dict:
+    """The design's estimate as JSON: per process (cycles, resources), per FIFO, the totals,
+    the part's resources and whether the design fits, latency and frames per second from
+    the cycle model and from the simulation, and how far apart they are."""
+    layers = []
+    total = {"lut": 0, "dsp": 0, "bram18": 0, "uram": 0}
+    for p in procs:
+        r = resources(p)
+        layers.append({"process": p.name, "macs": p.macs, "pe": p.pe, "simd": p.simd,
+                       "compute_cycles": p.compute, "cycles": p.cycles, **r})
+        for k in total:
+            total[k] += r[k]
+    streams = {}
+    for s, (depth, width) in fifos.items():
+        r = fifo_resources(depth, width)
+        streams[s] = {"depth": depth, "width": width, **r}
+        for k in total:
+            total[k] += r[k]
+    model = analytic(procs, producers)
+    sim = simulate(procs, {s: d for s, (d, _) in fifos.items()}, outputs)
+    for s, v in sim["fifo_peak"].items():
+        streams[s]["peak"] = v
+    part = part_of(part_name)
+    period_us = 1.0 / clock_mhz
+    out = {"clock_mhz": clock_mhz, "part": part_name, "layers": layers, "fifos": streams,
+           "total": total,
+           "model": {"latency_cycles": model["latency_cycles"],
+                     "interval_cycles": model["interval_cycles"],
+                     "latency_ms": model["latency_cycles"] * period_us / 1000,
+                     "fps": clock_mhz * 1e6 / max(1, model["interval_cycles"])},
+           "simulation": {k: sim[k] for k in ("latency_cycles", "interval_cycles", "frames",
+                                              "chunk")},
+           "warnings": []}
+    for k in ("latency_cycles", "interval_cycles"):
+        a, b = model[k], sim[k]
+        out["simulation"][f"{k.split('_')[0]}_vs_model"] = \
+            None if b is None or not a else round(b / a - 1, 4)
+    if part is None:
+        out["warnings"].append(f"edgec has no resource figures for part {part_name}: the fit "
+                               f"is not checked (it knows {', '.join(PARTS)})")
+    else:
+        out["part_resources"] = asdict(part)
+        over = [f"{k.upper()} {total[k]} of {getattr(part, k)}" for k in total
+                if total[k] > getattr(part, k)]
+        out["fits"] = not over
+        if over:
+            out["warnings"].append(f"the design does not fit {part_name}: " + ", ".join(over))
+    return out
+
+
+def report_lines(e: dict) -> list[str]:
+    """The estimate in words, for report.txt."""
+    m, s, t = e["model"], e["simulation"], e["total"]
+    lines = [f"HLS estimate ({e['part']} at {e['clock_mhz']:g} MHz; codegen/hls_estimate.py "
+             "says how): latency "
+             f"{m['latency_cycles']} cycles = {m['latency_ms']:.4f} ms, "
+             f"{m['fps']:.1f} frames/s (interval {m['interval_cycles']} cycles); "
+             f"LUT {t['lut']}, DSP {t['dsp']}, BRAM18 {t['bram18']}, URAM {t['uram']}"]
+    if s["latency_cycles"] is not None:
+        lines.append(f"  dataflow simulation ({s['frames']} frames, {s['chunk']} element(s) "
+                     f"a step): latency {s['latency_cycles']} cycles "
+                     f"({s['latency_vs_model']:+.2%} of the model), interval "
+                     f"{s['interval_cycles']} cycles ({s['interval_vs_model']:+.2%})")
+    for x in e["layers"]:
+        lines.append(f"  {x['process']}: {x['cycles']} cycles ({x['compute_cycles']} computing"
+                     f", PE {x['pe']} x SIMD {x['simd']}), LUT {x['lut']}, DSP {x['dsp']}, "
+                     f"BRAM18 {x['bram18']}")
+    lines += [f"  warning: {w}" for w in e["warnings"]]
+    return lines

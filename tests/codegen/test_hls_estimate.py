@@ -1,0 +1,102 @@
+"""The HLS design's estimates (codegen/hls_estimate.py): the formulas against values worked
+out by hand, the dataflow simulation against the cycle model, a design too big for its part
+warned about."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+from convnets import residual_cnn, samples
+
+import edgec
+from edgec.codegen.hls_estimate import (
+    ProcessModel,
+    analytic,
+    estimate,
+    fifo_resources,
+    part_of,
+    resources,
+    simulate,
+)
+
+PART = "xcu250-figd2104-2L-e"
+
+
+def test_a_layers_resources_by_hand():
+    # a 3x3 conv of 8 -> 64 channels on 8-bit values: 4608 weights, a 20-bit sum
+    p = ProcessModel("conv", [("x", 1024)], ["y"], 4096, 4608 * 64, macs=4608 * 64,
+                     weight_bits=8, weights=4608, acc_bits=20, requantizes=True,
+                     buffers=[(1024, 8), (4096, 8)])
+    r = resources(p)
+    # LUT: 300 + 1.1 x (adder tree (8 + 8)(2 x 1 - 1) + 20 accumulator bits) = 300 + 39.6
+    assert r["lut"] == 300 + math.ceil(1.1 * (16 + 20))
+    # DSP: one multiplier (two 8-bit products share a DSP48E2: ceil(1 / 2)) + 4 requantizing
+    assert r["dsp"] == 1 + 4
+    # BRAM18: weights 4608 x 8 bits in 2048 x 9 shapes: 3; the input 1024 x 8: 1; the
+    # output 4096 x 8: 2
+    assert r["bram18"] == 3 + 1 + 2
+    # cycles: 1024 read + 294912 MACs + 4096 written
+    assert p.cycles == 1024 + 4608 * 64 + 4096
+    # 4-bit weights: LUT multipliers, no DSP but the requantizing one; the 64 x 4-bit ROM is
+    # LUTRAM (one 64-deep LUT per bit)
+    q = ProcessModel("conv4", [("x", 1024)], ["y"], 4096, 100, macs=100, weight_bits=4,
+                     weights=64, acc_bits=16, requantizes=True)
+    lut = 300 + math.ceil(1.1 * ((2 * math.ceil(12 / 6) - 1) * 12 + 12 + 16)) + 4
+    assert resources(q) == {"lut": lut, "dsp": 4, "bram18": 0, "uram": 0}
+    # a FIFO of 2 is shift registers, one of 512 x 8 bits a RAMB18 (4096 bits)
+    assert fifo_resources(2, 8) == {"lut": 8, "dsp": 0, "bram18": 0, "uram": 0}
+    assert fifo_resources(512, 8)["bram18"] == 1
+
+
+def test_the_cycle_model_of_a_chain_and_a_join_by_hand():
+    a = ProcessModel("a", [("in", 100)], ["ab", "ac"], 50, 200)
+    b = ProcessModel("b", [("ab", 50)], ["bc"], 10, 1000)
+    c = ProcessModel("c", [("bc", 10), ("ac", 50)], ["out"], 5, 7)
+    m = analytic([a, b, c], {"ab": "a", "ac": "a", "bc": "b"})
+    # a: read 100, compute 200, write 50 -> 350; b reads as a writes: done at 350, +1000 +10
+    # -> 1360; c reads bc by 1360, then ac (written by 350) in 50 more: 1410, +7 +5
+    assert m["write_end"] == {"a": 350, "b": 1360, "c": 1422}
+    assert m["latency_cycles"] == 1422 and m["interval_cycles"] == 50 + 1000 + 10
+    sim = simulate([a, b, c], {"ab": 2, "ac": 50, "bc": 2}, ["out"], frames=1)
+    assert sim["latency_cycles"] == 1422
+    assert sim["fifo_peak"]["ac"] == 50  # the branch c reads second holds all of it
+    # with ac 2 deep, a waits on it while c waits on bc: the simulation deadlocks (no end)
+    assert simulate([a, b, c], {"ab": 2, "ac": 2, "bc": 2}, ["out"], frames=1)[
+        "latency_cycles"] is None
+
+
+def test_the_residual_designs_estimate_and_simulation(tmp_path):
+    model = residual_cnn()
+    path = tmp_path / "res.onnx"
+    onnx.save(model, path)
+    art = edgec.compile(path, tmp_path / "out", target="hls", fpga_part=PART, name="res",
+                        quantize="int8", calib=samples(model, 8, 1))
+    e = art.manifest["hls"]["estimate"]
+    assert e["fits"] and e["part_resources"]["dsp"] == 12_288 and not e["warnings"]
+    assert e["simulation"]["latency_vs_model"] == 0  # one frame: exactly the model
+    # frames back to back wait on the depth-2 FIFOs: never faster than the model
+    assert 0 <= e["simulation"]["interval_vs_model"] < 0.25
+    streams = {s["name"]: s for s in art.manifest["hls"]["streams"]}
+    for name, f in e["fifos"].items():
+        assert f["peak"] <= f["depth"], name
+        if f["depth"] > 2:  # the residual branch: it holds the whole tensor
+            assert f["peak"] == streams[name]["elements"]
+    fps = e["model"]["fps"]
+    assert fps == pytest.approx(200e6 / max(x["cycles"] for x in e["layers"]))
+    text = (tmp_path / "out" / "report.txt").read_text()
+    assert "HLS estimate (xcu250-figd2104-2L-e at 200 MHz" in text
+    assert np.isclose(e["model"]["latency_ms"], e["model"]["latency_cycles"] / 200e3)
+
+
+def test_a_design_over_its_part_is_warned_about():
+    big = ProcessModel("fc", [("x", 4096)], ["y"], 4096, 4096 * 4096, macs=4096 * 4096,
+                       weight_bits=8, weights=4096 * 4096, acc_bits=24, requantizes=True)
+    e = estimate([big], {}, {}, ["y"], "xc7z020clg400-1", 100.0)
+    assert not e["fits"]
+    assert "does not fit xc7z020clg400-1: BRAM18 8192 of 280" in e["warnings"][0]
+    e = estimate([big], {}, {}, ["y"], "xcku5p-ffvb676-2-e", 100.0)
+    assert "fits" not in e and "no resource figures for part xcku5p" in e["warnings"][0]
+    assert part_of("XCU250-figd2104-2L-e").lut == 1_728_000
