@@ -10,24 +10,28 @@ from .builder import Builder
 
 # -- ResNet-18 ---------------------------------------------------------------------------------
 
-def resnet18(opset: int = 13, batch: int = 1, seed: int = 0) -> onnx.ModelProto:
-    """torchvision ResNet-18 at [batch, 3, 224, 224] -> [batch, 1000]."""
+def resnet18(opset: int = 13, batch: int = 1, seed: int = 0, width: int = 64, size: int = 224,
+             classes: int = 1000) -> onnx.ModelProto:
+    """torchvision ResNet-18 at [batch, 3, 224, 224] -> [batch, 1000]; `width`, `size` and
+    `classes` make a reduced one (the stages' channels width x 1, 2, 4, 8, the input's side,
+    the classes) of the same topology."""
     b = Builder(seed, opset)
-    x = b.conv("input", "conv1", "/conv1", 3, 64, 7, stride=2)
-    x = b.bn(x, "bn1", "/bn1", 64)
+    x = b.conv("input", "conv1", "/conv1", 3, width, 7, stride=2)
+    x = b.bn(x, "bn1", "/bn1", width)
     x = b.node("Relu", [x], "/relu")
     x = b.node("MaxPool", [x], "/maxpool", ceil_mode=0, dilations=[1, 1], kernel_shape=[3, 3],
                pads=[1, 1, 1, 1], strides=[2, 2])
-    cin = 64
-    for stage, cout in enumerate((64, 128, 256, 512), start=1):
+    cin = width
+    for stage, cout in enumerate((width, 2 * width, 4 * width, 8 * width), start=1):
         for blk in range(2):
             stride = 2 if stage > 1 and blk == 0 else 1
             x = _basic_block(b, x, f"layer{stage}.{blk}", cin, cout, stride)
             cin = cout
     x = b.node("GlobalAveragePool", [x], "/avgpool")
     x = b.node("Flatten", [x], "", axis=1)
-    x = b.gemm(x, "fc", "/fc", 512, 1000)
-    return b.model("main_graph", {"input": [batch, 3, 224, 224]}, "output", [batch, 1000], x)
+    x = b.gemm(x, "fc", "/fc", 8 * width, classes)
+    return b.model("main_graph", {"input": [batch, 3, size, size]}, "output", [batch, classes],
+                   x)
 
 
 def _basic_block(b: Builder, x: str, prefix: str, cin: int, cout: int, stride: int) -> str:

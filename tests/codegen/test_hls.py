@@ -277,3 +277,46 @@ def test_every_integer_op_on_fuzzed_shapes_equals_the_interpreter(op, seed, tmp_
         want, got = interpret(g, f), model.run(f)
         for k in want:
             np.testing.assert_array_equal(got[k], want[k], err_msg=f"{op} seed {seed}")
+
+
+def test_a_reduced_resnet18_equals_its_x86_build(tmp_path):
+    """ResNet-18's topology (7x7 stem, MaxPool, 8 basic blocks with downsampling branches,
+    global mean, classifier) at a width of 8 and 32 x 32 inputs."""
+    model = zoo.resnet18(width=8, size=32, classes=10)
+    path = tmp_path / "r18.onnx"
+    onnx.save(model, path)
+    opts = {"quantize": "int8", "calib": samples(model, 4, 7), "name": "r18"}
+    h = edgec.compile(path, tmp_path / "hls", target="hls", fpga_part=PART, **opts)
+    c = edgec.compile(path, tmp_path / "x86", target="x86", **opts)
+    ops = {s["op"] for s in h.manifest["kernel_strategies"]}
+    assert ops == {"QLinearConv", "MaxPool", "QLinearAdd", "QLinearGlobalAveragePool", "QGemm"}
+    # the 8 blocks' residual Adds each read their shortcut second, whole
+    deep = [s for s in h.manifest["hls"]["streams"] if s["depth"] > 2]
+    assert len(deep) == 8 and all(s["depth"] == s["elements"] for s in deep)
+    hm, cm = edgec.load(h.out_dir), edgec.load(c.out_dir)
+    for seed in (8, 9):
+        x = {k: v[:1] for k, v in samples(model, 1, seed).items()}
+        np.testing.assert_array_equal(hm.run(x)["output"], cm.run(x)["output"])
+
+
+@pytest.mark.parametrize("bits", ["int8", "int4"])
+def test_the_digits_classifier_answers_as_its_x86_build(bits, tmp_path):
+    """The MLP trained on scikit-learn's digits, quantized on real training digits: the
+    held-out answers of C-simulation are the x86 library's, bit for bit; 4-bit weights are
+    4-bit ROMs."""
+    from edgec.testing import digits
+
+    model, data = digits.train()
+    path = tmp_path / "digits.onnx"
+    onnx.save(model, path)
+    opts = {"quantize": bits, "calib": {"pixels": data.x_train[:64].astype(np.float32)},
+            "name": "digits"}
+    h = edgec.compile(path, tmp_path / "hls", target="hls", fpga_part=PART, **opts)
+    c = edgec.compile(path, tmp_path / "x86", target="x86", **opts)
+    roms = [layer["rom_bits"] for layer in h.manifest["hls"]["layers"]]
+    weight_bits = [max(b for name, b in r.items() if name not in ("rq", "c")) for r in roms]
+    assert weight_bits == [8 if bits == "int8" else 4] * 3, roms
+    hm, cm = edgec.load(h.out_dir), edgec.load(c.out_dir)
+    for x in data.x_test[:12]:
+        feed = {"pixels": x[None].astype(np.float32)}
+        np.testing.assert_array_equal(hm.run(feed)["logits"], cm.run(feed)["logits"])

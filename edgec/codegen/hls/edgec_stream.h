@@ -67,7 +67,6 @@ class stream_base;
 /* What every stream and region of the simulation shares: one lock, and who waits on what. */
 struct simulation {
     std::mutex lock;
-    std::condition_variable moved;
     const char *region = 0; /* the region running, or none (0) */
     bool spawning = false;  /* its processes are still being started */
     int running = 0;        /* its processes not waiting */
@@ -128,7 +127,7 @@ class stream_base {
         sim.waiting.push_back({current_process(), this, reading});
         --sim.running;
         check_deadlock();
-        sim.moved.wait(held, [&] { return ready(reading); });
+        moved_.wait(held, [&] { return ready(reading); });
         ++sim.running;
         for (size_t i = 0; i < sim.waiting.size(); ++i)
             if (sim.waiting[i].on == this && sim.waiting[i].reading == reading &&
@@ -167,6 +166,7 @@ class stream_base {
     const char *name_;
     const char *trace_;
     size_t depth_;
+    std::condition_variable moved_; /* its reader or writer waits here (the lock held) */
 };
 
 template <typename T> class stream : public stream_base {
@@ -192,7 +192,7 @@ template <typename T> class stream : public stream_base {
         wait(held, true);
         T v = fifo_.front();
         fifo_.pop_front();
-        sim.moved.notify_all();
+        moved_.notify_all();
         return v;
     }
 
@@ -204,7 +204,7 @@ template <typename T> class stream : public stream_base {
         fifo_.push_back(v);
         if (trace_)
             carried_.push_back(v);
-        sim.moved.notify_all();
+        moved_.notify_all();
     }
 
     bool empty() const { return size() == 0; }
@@ -266,7 +266,6 @@ class region {
             simulation &s = simulation::get();
             std::lock_guard<std::mutex> held(s.lock);
             --s.running;
-            s.moved.notify_all();
             stream_base::check_deadlock();
         });
     }
