@@ -62,11 +62,14 @@ def test_residual_network_csim_equals_x86_and_every_stream_the_interpreter(resid
         # port's stream is the testbench's, traced as port_outK)
         kind, _, k = s["consumer"].partition(" ")
         name = f"port_out{k}" if kind == "output" else s["name"]
-        want = values[s["value"]]
-        carried = np.fromfile(trace / f"{name}.bin", dtype=want.dtype)
-        np.testing.assert_array_equal(carried, want.reshape(-1), err_msg=s["name"])
+        value = values[s["value"]]
+        carried = np.fromfile(trace / f"{name}.bin", dtype=value.dtype)
+        np.testing.assert_array_equal(carried, value.reshape(-1), err_msg=s["name"])
     carried = np.fromfile(trace / "port_in0.bin", dtype=np.uint8)
     np.testing.assert_array_equal(carried, values[streams[0]["value"]].reshape(-1))
+    # the processes one after another, as Vitis HLS's C-simulation runs them: the same
+    monkeypatch.setenv("EDGEC_CSIM", "sequential")
+    np.testing.assert_array_equal(edgec.load(hls.out_dir).run(x)["y"], want["y"])
 
 
 def test_a_shallower_stream_deadlocks_with_a_clear_message(residual, tmp_path):

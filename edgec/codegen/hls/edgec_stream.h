@@ -17,6 +17,12 @@
  *   - after the region, a stream that still holds values (its consumer read fewer than its
  *     producer wrote) is said, status 3.
  *
+ * With EDGEC_CSIM=sequential the processes of a region run one after another on the calling
+ * thread, in the order the region lists them (its dataflow order), and a stream holds all
+ * its producer writes, as Vitis HLS's own C-simulation runs a dataflow region: much faster
+ * for large designs (no thread waits for another at every value), but blind to depths, so
+ * it cannot see a deadlock; a process that reads more than was written is said (status 3).
+ *
  * With the environment variable EDGEC_CSIM_TRACE set to a folder, every stream that carries
  * a value of the model (its trace name) writes all it carried to FOLDER/NAME.bin when the
  * region ends, for comparing each inter-layer stream with edgec's interpreter.
@@ -68,6 +74,7 @@ class stream_base;
 struct simulation {
     std::mutex lock;
     const char *region = 0; /* the region running, or none (0) */
+    bool sequential = false; /* EDGEC_CSIM=sequential: processes one after another */
     bool spawning = false;  /* its processes are still being started */
     int running = 0;        /* its processes not waiting */
     struct waiter {
@@ -118,8 +125,12 @@ class stream_base {
     void wait(std::unique_lock<std::mutex> &held, bool reading)
     {
         simulation &sim = simulation::get();
-        if (ready(reading))
-            return;
+        if (ready(reading) || (sim.sequential && sim.region != 0 && !reading))
+            return; /* (sequentially, a stream holds what its producer writes) */
+        if (sim.region != 0 && sim.sequential)
+            fail(std::string("sequential C-simulation: ") + current_process() +
+                 " read from empty stream " + name_ + ": its producer runs later in the "
+                 "dataflow region, or wrote fewer values");
         if (sim.region == 0)
             fail(std::string(reading ? "underflow: " : "overflow: ") + current_process() +
                  (reading ? " read from empty stream " : " wrote to full stream ") + name_ +
@@ -246,6 +257,8 @@ class region {
             fail(std::string("dataflow region ") + name + " started inside region " +
                  sim.region + "; edgec's projects do not nest them");
         sim.region = name;
+        const char *mode = std::getenv("EDGEC_CSIM");
+        sim.sequential = mode != 0 && std::string(mode) == "sequential";
         sim.spawning = true;
         sim.running = 0;
         sim.waiting.clear();
@@ -256,6 +269,12 @@ class region {
     template <typename F> void spawn(const char *process, F body)
     {
         simulation &sim = simulation::get();
+        if (sim.sequential) { /* now, on this thread: the region's processes in order */
+            current_process() = process;
+            body();
+            current_process() = "the testbench";
+            return;
+        }
         {
             std::lock_guard<std::mutex> held(sim.lock);
             ++sim.running;

@@ -1,0 +1,109 @@
+"""The HLS target (issue 34): per model, the design's C-simulation time per image on this host,
+its estimate before synthesis (codegen/hls_estimate.py: latency and frames per second at the
+clock, LUT, DSP, BRAM18, whether it fits the part, the dataflow simulation against the cycle
+model) and whether its outputs equal the x86 build's of the same quantized model.
+
+Each model is quantized by edgec (int8, or --bits int4: 4-bit weights; min-max on 4 seeded
+inputs) and compiled for `hls` (and for x86, to compare). The C-simulation runs as
+`edgec.load(OUT).run` does (g++ -O2, one thread per dataflow process): the first run, which
+builds it, is not timed; then --runs runs, their median.
+
+    python benchmarks/bench_hls.py [--models mlp,tiny_cnn,resnet18_w8]
+        [--part xcu250-figd2104-2L-e] [--clock-mhz 200] [--bits int8] [--runs 3]
+        [--csim threads|sequential]
+
+--csim sequential runs the C-simulation as Vitis HLS does (EDGEC_CSIM=sequential: the
+processes one after another, unbounded streams); by default each process is a thread on
+FIFOs of the design's depths, which costs a thread switch per value on depth-2 streams.
+
+Models: the zoo's `mlp`, `tiny_cnn`, `resnet18` (224 x 224, 64 channels: its C-simulation
+takes minutes), `resnet18_w8` (the same topology at a width of 8 on 32 x 32 inputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+import edgec
+from edgec import zoo
+from edgec.targets.target import host_cpu_name
+
+MODELS = {"mlp": zoo.mlp, "tiny_cnn": zoo.tiny_cnn, "resnet18": zoo.resnet18,
+          "resnet18_w8": lambda: zoo.resnet18(width=8, size=32, classes=10)}
+
+
+def _inputs(model: onnx.ModelProto, n: int, seed: int) -> dict[str, np.ndarray]:
+    inp = model.graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    return {inp.name: rng.standard_normal((n, *shape[1:])).astype(np.float32)}
+
+
+def bench(name: str, folder: Path, part: str, clock: float, bits: str, runs: int) -> dict:
+    model = MODELS[name]()
+    path = folder / f"{name}.onnx"
+    onnx.save(model, path)
+    opts = {"quantize": bits, "calib": _inputs(model, 4, 0), "name": name}
+    t0 = time.perf_counter()
+    h = edgec.compile(path, folder / f"{name}_hls", target="hls", fpga_part=part,
+                      clock_mhz=clock, **opts)
+    compile_s = time.perf_counter() - t0
+    c = edgec.compile(path, folder / f"{name}_x86", target="x86", **opts)
+    x = {k: v[:1] for k, v in _inputs(model, 1, 1).items()}
+    hm = edgec.load(h.out_dir)
+    first = hm.run(x)  # (builds the C-simulation)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        hm.run(x)
+        times.append(time.perf_counter() - t)
+    want = edgec.load(c.out_dir).run(x)
+    equal = all(np.array_equal(first[k], want[k]) for k in want)
+    e = h.manifest["hls"]["estimate"]
+    return {"model": name, "compile_s": compile_s, "csim_s": statistics.median(times),
+            "equal": equal, "estimate": e}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default="mlp,tiny_cnn,resnet18_w8")
+    ap.add_argument("--part", default="xcu250-figd2104-2L-e")
+    ap.add_argument("--clock-mhz", type=float, default=200.0)
+    ap.add_argument("--bits", default="int8", choices=["int8", "int4"])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--csim", default="threads", choices=["threads", "sequential"])
+    a = ap.parse_args(argv)
+    if a.csim == "sequential":
+        os.environ["EDGEC_CSIM"] = "sequential"
+    print(f"host: {host_cpu_name()}; part {a.part} at {a.clock_mhz:g} MHz; {a.bits}; "
+          f"C-simulation: {a.csim}")
+    print("| model | = x86 | compile s | C-sim s/image | latency ms (model) | frames/s | "
+          "sim latency, interval vs model | LUT | DSP | BRAM18 | fits |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="edgec-bench-hls-") as tmp:
+        for name in filter(None, a.models.split(",")):
+            r = bench(name, Path(tmp), a.part, a.clock_mhz, a.bits, a.runs)
+            e = r["estimate"]
+            m, s, t = e["model"], e["simulation"], e["total"]
+            ok &= r["equal"]
+            sim = (f"{s['latency_vs_model']:+.1%}, {s['interval_vs_model']:+.1%}"
+                   if s["latency_cycles"] is not None else "deadlock")
+            print(f"| {name} | {'yes' if r['equal'] else 'NO'} | {r['compile_s']:.1f} | "
+                  f"{r['csim_s']:.3f} | {m['latency_ms']:.4g} | {m['fps']:.4g} | {sim} | "
+                  f"{t['lut']} | {t['dsp']} | {t['bram18']} | "
+                  f"{'yes' if e.get('fits') else 'no' if 'fits' in e else '?'} |", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
