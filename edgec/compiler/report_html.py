@@ -77,6 +77,8 @@ def kernel_latency(out: Path, manifest: dict,
     random input (compiler/profile.py); None and why where they cannot be measured."""
     from .profile import kernel_times
 
+    if manifest.get("artifact") == "hls-project":
+        return None, "not measured: an HLS design's cycles are estimated (its section below)"
     if missing_host_flags(target) or target.cross:
         return None, f"not measured: this host cannot run {target.name} code"
     if manifest.get("sanitize"):
@@ -120,6 +122,9 @@ def page(before: Graph, after: Graph, manifest: dict, plan: MemoryPlan,
     sparse = sparse_layers(after, kernels)
     if sparse:
         sections.append(("sparsity", "Weight sparsity per layer", _sparsity(sparse)))
+    if "hls" in manifest:
+        sections.append(("hls", "The HLS design: estimates before synthesis",
+                         _hls(manifest["hls"])))
     nav = " | ".join(f'<a href="#{key}">{escape(title)}</a>' for key, title, _ in sections)
     body = "\n".join(f'<section id="{key}">\n<h2>{escape(title)}</h2>\n{html}\n</section>'
                      for key, title, html in sections)
@@ -326,6 +331,37 @@ def _sparsity(layers: list[SparseLayer]) -> str:
 class Name(str):
     """A table cell that holds a name from the model: shown whole, and wrapped after its
     separators where the column is narrower ('/layer2/layer2.0/bn2/Batch...')."""
+
+
+def _hls(h: dict) -> str:
+    """The design's estimate (codegen/hls_estimate.py): the whole, each process, each FIFO."""
+    e = h["estimate"]
+    m, sim, t = e["model"], e["simulation"], e["total"]
+    part = e.get("part_resources")
+    fit = "unknown part" if part is None else "yes" if e["fits"] else "no"
+    facts = [("part, clock", f"{h['part']}, {h['clock_mhz']:g} MHz"),
+             ("latency (cycle model)", f"{m['latency_cycles']} cycles, "
+                                       f"{m['latency_ms']:.4g} ms"),
+             ("frames per second", f"{m['fps']:.4g} (interval {m['interval_cycles']} cycles)"),
+             ("dataflow simulation", "deadlocked" if sim["latency_cycles"] is None else
+              f"latency {sim['latency_cycles']} cycles ({sim['latency_vs_model']:+.1%}), "
+              f"interval {sim['interval_cycles']} cycles ({sim['interval_vs_model']:+.1%}), "
+              f"{sim['frames']} frames"),
+             ("LUT, DSP, BRAM18, URAM", f"{t['lut']}, {t['dsp']}, {t['bram18']}, {t['uram']}" +
+              (f" of {part['lut']}, {part['dsp']}, {part['bram18']}, {part['uram']}"
+               if part else "")),
+             ("fits the part", fit)]
+    warn = "".join(f"<p class=\"note\">warning: {escape(w)}</p>" for w in e["warnings"])
+    widths = {x["process"]: x for x in h["layers"]}
+    layers = [(Name(x["process"]), x["cycles"], x["compute_cycles"], x["macs"], x["pe"],
+               x["simd"], widths.get(x["process"], {}).get("accumulator_bits") or "",
+               x["lut"], x["dsp"], x["bram18"]) for x in e["layers"]]
+    fifos = [(Name(k), f["depth"], f["width"], f.get("peak", ""), f["lut"], f["bram18"])
+             for k, f in e["fifos"].items()]
+    return (warn + _table("hls-summary", [], facts) +
+            _table("hls-layers", ["process", "cycles", "computing", "MACs", "PE", "SIMD",
+                                  "sum bits", "LUT", "DSP", "BRAM18"], layers) +
+            _table("hls-fifos", ["stream", "depth", "bits", "peak", "LUT", "BRAM18"], fifos))
 
 
 def _table(key: str, head: list[str], rows, total: tuple | None = None) -> str:

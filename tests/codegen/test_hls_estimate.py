@@ -73,7 +73,7 @@ def test_the_residual_designs_estimate_and_simulation(tmp_path):
     path = tmp_path / "res.onnx"
     onnx.save(model, path)
     art = edgec.compile(path, tmp_path / "out", target="hls", fpga_part=PART, name="res",
-                        quantize="int8", calib=samples(model, 8, 1))
+                        quantize="int8", calib=samples(model, 8, 1), report="html")
     e = art.manifest["hls"]["estimate"]
     assert e["fits"] and e["part_resources"]["dsp"] == 12_288 and not e["warnings"]
     assert e["simulation"]["latency_vs_model"] == 0  # one frame: exactly the model
@@ -86,6 +86,11 @@ def test_the_residual_designs_estimate_and_simulation(tmp_path):
             assert f["peak"] == streams[name]["elements"]
     fps = e["model"]["fps"]
     assert fps == pytest.approx(200e6 / max(x["cycles"] for x in e["layers"]))
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="hls-layers"' in page and 'id="hls-fifos"' in page
+    assert all(f'<td class="n">{x["cycles"]}</td>' in page for x in e["layers"])
+    assert "not measured: an HLS design&#x27;s cycles are estimated" in page
+    assert f"{e['model']['latency_cycles']} cycles" in page
     text = (tmp_path / "out" / "report.txt").read_text()
     assert "HLS estimate (xcu250-figd2104-2L-e at 200 MHz" in text
     assert np.isclose(e["model"]["latency_ms"], e["model"]["latency_cycles"] / 200e3)
