@@ -62,6 +62,17 @@ class StreamSpec:
     consumer: str
     depth: int
 
+    @property
+    def port(self) -> str | None:
+        """The top function's argument it is (outK, for an output port), or None."""
+        kind, _, k = self.consumer.partition(" ")
+        return f"out{k}" if kind == "output" else None
+
+    @property
+    def arg(self) -> str:
+        """What a process call passes for it: the port, or the region's stream."""
+        return self.port or self.name
+
     def record(self) -> dict:
         return {"name": self.name, "value": self.value.name, "producer": self.producer,
                 "consumer": self.consumer, "depth": self.depth,
@@ -268,16 +279,14 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
             f"    for (ptrdiff_t i = 0; i < {v.type.numel}; ++i) {{",
             "#pragma HLS PIPELINE II=1", f"        {ctype(v)} x = port.read();",
             f"        {writes}", "    }", "}"]))
-        calls.append(f"    EDGEC_PROCESS({', '.join([proc, f'in{k}', *(s.name for s in outs)])});")
+        calls.append(f"    EDGEC_PROCESS({', '.join([proc, f'in{k}', *(s.arg for s in outs)])});")
     for proc, ln in lowered:
         text, args = _process(d, r, proc, ln)
         processes.append(text)
         calls.append(f"    EDGEC_PROCESS({', '.join([proc, *args])});")
     ports = [f"edgec::stream<{ctype(v)}> &in{k}" for k, v in enumerate(d.port_in)] + \
         [f"edgec::stream<{ctype(v)}> &out{k}" for k, v in enumerate(d.port_out)]
-    port_of_stream = {s.name: f"out{int(s.consumer.split()[1])}" for s in d.streams
-                      if s.consumer.startswith("output ")}
-    internal = [s for s in d.streams if s.name not in port_of_stream]
+    internal = [s for s in d.streams if s.port is None]
     top = [f"void {name}_top({', '.join(ports)})", "{",
            *(f"#pragma HLS INTERFACE mode=axis port={p.split('&')[1]}" for p in ports),
            "#pragma HLS DATAFLOW",
@@ -286,11 +295,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
            *(f"    edgec::stream<{ctype(s.value)}> {s.name}(\"{s.name}\", \"{s.name}\", "
              f"{d.depth_macro(s)});\n#pragma HLS STREAM variable={s.name} depth="
              f"{d.depth_macro(s)}" for s in internal)]
-    text_calls = "\n".join(calls)
-    for sname, port in port_of_stream.items():  # a process writes an output port directly
-        text_calls = text_calls.replace(f", {sname})", f", {port})").replace(
-            f", {sname},", f", {port},")
-    top += [text_calls, "    EDGEC_DATAFLOW_END", "}"]
+    top += [*calls, "    EDGEC_DATAFLOW_END", "}"]
     guard = f"{name.upper()}_HLS_H"
     header = "\n".join([
         f"/* {name}_hls.h: the top function of {name}'s HLS design (written by edgec): "
@@ -412,7 +417,7 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
     params, args, body, arrays = [], [], [], {}
     for j, s in enumerate(reads):
         params.append(f"edgec::stream<{ctype(s.value)}> &i{j}")
-        args.append(s.name)
+        args.append(s.arg)
         arrays[id(s.value)] = f"a{j}"
         body.append(f"    static {ctype(s.value)} a{j}[{s.value.type.numel}];")
     outs = []
@@ -423,7 +428,7 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
         outs.append((v, f"y{j}", [f"o{j}_{m}" for m in range(len(streams))]))
         for m, s in enumerate(streams):
             params.append(f"edgec::stream<{ctype(v)}> &o{j}_{m}")
-            args.append(s.name)
+            args.append(s.arg)
     call_args = []
     for b, v in zip(k.params, ln.bindings, strict=True):
         if v.is_const:
@@ -609,7 +614,7 @@ def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
     for p in procs:
         for s in p.writes:
             producers[s] = p.name
-    port_streams = {s.name for s in d.streams if s.consumer.startswith("output ")}
+    port_streams = {s.name for s in d.streams if s.port is not None}
     fifos = {s.name: (s.depth, 8 * s.value.dtype.itemsize) for s in d.streams
              if s.name not in port_streams}
     return estimate(procs, producers, fifos, sorted(port_streams), part, clock_mhz)
