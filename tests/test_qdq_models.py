@@ -535,3 +535,21 @@ def test_interpolating_resize_runs_on_the_integers(mode, target, backend, tmp_pa
         want = interpret(parse(text), f)["y"]
         np.testing.assert_array_equal(interpret(g, f)["y"], want)
         np.testing.assert_array_equal(lib.run(f)["y"], want)
+
+
+@pytest.mark.parametrize("kind", ["full", "int8", "qoperator", "int4w"])
+def test_the_hls_design_of_a_qdq_or_qoperator_model_equals_the_x86_library(models, kind,
+                                                                           tmp_path):
+    """onnxruntime's QDQ (uint8 and int8 activations, 4-bit weight codes) and QOperator
+    models on the HLS target (codegen/hls_project.py): its C-simulation, two outputs from one
+    flattened value, equals the x86 library bit for bit."""
+    h = edgec.compile(models[kind], tmp_path / "hls", target="hls",
+                      fpga_part="xczu9eg-ffvb1156-2-e", name="cnn")
+    c = edgec.compile(models[kind], tmp_path / "x86", target="x86", name="cnn")
+    assert h.manifest["hls"]["estimate"]["fits"]
+    hm, cm = load(h.out_dir), load(c.out_dir)
+    for seed in range(3):
+        x = {"x": np.random.default_rng(seed).standard_normal(SHAPE).astype(np.float32)}
+        got, want = hm.run(x), cm.run(x)
+        for k in ("logits", "embed"):
+            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{kind} {k} seed {seed}")
