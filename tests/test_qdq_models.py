@@ -189,10 +189,10 @@ def test_fuse_qdq_leaves_integer_ops(models):
     assert not FLOAT_OPS & set(counts), counts
     assert counts["QLinearConv"] == 4 and counts["QLinearAdd"] == 1
     assert counts["QGemm"] == 1 and counts["QLinearMatMul"] == 1
-    # MaxPool and Flatten moved onto the uint8 tensors; GlobalAveragePool stays in float
+    # MaxPool and Flatten moved onto the uint8 tensors, the global mean too
     ops = {n.op: n for n in g.nodes}
     assert ops["MaxPool"].output.dtype == DType.U8 and ops["Flatten"].output.dtype == DType.U8
-    assert ops["GlobalAveragePool"].output.dtype == DType.F32
+    assert ops["QLinearGlobalAveragePool"].output.dtype == DType.U8
     # the model's node names survive
     assert {n.name for n in g.nodes if n.op == "QLinearConv"} == {"r1", "r2", "c3", "c4"}
     text = print_graph(g)
@@ -394,7 +394,7 @@ def test_fused_graph_within_one_step_of_the_qdq_graph(models):
     g1 = g0.copy()
     run_pipeline(g1, "fuse-qdq", verify_each=True)
     fused_names = {n.output.name for n in g1.nodes if n.op.startswith(("QLinear", "QGemm"))}
-    assert len(fused_names) == 7
+    assert len(fused_names) == 8  # (the global mean's among them)
     for x in inputs(12, seed=3):
         before, after = all_values(g0, x), all_values(g1, x)
         for name in fused_names:  # uint8 tensors with the names of the Q outputs

@@ -207,8 +207,8 @@ def test_models_on_the_interpreter(target, tmp_path_factory):
     want = {"BlockedConv", "BlockedPool", "ReorderFromBlocked", "ReorderToBlocked",
             "BlockedQLinearConv", "BlockedPad"} \
         if target != "c-generic" else {"FusedConv", "QLinearConv"}
-    want |= {"FusedMatMul", "QGemm", "QLinearAdd", "ConvStage", "SparseConv",
-             "SparseMatMul"}
+    want |= {"FusedMatMul", "QGemm", "QLinearAdd", "QLinearGlobalAveragePool", "ConvStage",
+             "SparseConv", "SparseMatMul"}
     assert want <= ran, f"not reached on {target}: {sorted(want - ran)}"
 
 
@@ -245,6 +245,12 @@ ONE_NODE = {
                        ("const", np.float32(0.05)), ("const", np.uint8(100))],
                       {"mode": "linear"}),
     "Unique": ([("const", np.array([3, 1, 3, 2, 1], np.float32))], {}),
+    # the mean on the integers, in fixed point: (0.05 / 0.04) / 12 held as q / 2^s
+    "QLinearGlobalAveragePool": (
+        [np.random.default_rng(3).integers(0, 256, (1, 2, 3, 4)).astype(np.uint8),
+         ("const", np.float32(0.05)), ("const", np.uint8(7)), ("const", np.float32(0.04)),
+         ("const", np.uint8(130))],
+        {"rq_mult": [1789569664], "rq_shift": 34}),
 }
 # the ops the tests below and test_models_on_the_interpreter cover, not the node tests
 # (and Loop: tests/kernel_ir/test_program.py, the node tests have no Loop over tensors only)
