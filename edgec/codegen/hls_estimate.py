@@ -6,7 +6,8 @@ The model of a process (codegen/hls_project.py: it reads its input streams whole
 another, computes, then writes its output to all its streams at once), with PE output
 channels and SIMD input channels computed per cycle (1 and 1 until folding chooses them):
 
-    cycles   = sum of its input elements (one a cycle) + compute + output elements
+    cycles   = sum of its input elements (one a cycle) + compute + output elements (a port's
+               reader, which writes each value on as it reads it: its input elements)
     compute  = MACs / (PE x SIMD) for a convolution or matrix product (the innermost loop
                pipelined at II=1), else one output element a cycle (times the taps of a
                pooling window, or the elements summed for a global mean)
@@ -104,10 +105,15 @@ class ProcessModel:
     acc_bits: int = 0
     requantizes: bool = False
     buffers: list[tuple[int, int]] = field(default_factory=list)  # (depth, width) of arrays
+    # it writes each value as it reads it (a port's reader forking it to its consumers)
+    forwards: bool = False
 
     @property
     def cycles(self) -> int:
-        return sum(n for _, n in self.reads) + self.compute + self.out_elements
+        reads = sum(n for _, n in self.reads)
+        if self.forwards:
+            return max(reads, self.out_elements) + self.compute
+        return reads + self.compute + self.out_elements
 
 
 def _memory(depth: int, width: int) -> tuple[int, int]:
@@ -163,7 +169,7 @@ def analytic(procs: list[ProcessModel], producers: dict[str, str]) -> dict:
         for s, n in p.reads:
             src = producers.get(s)
             t = max(t + n, write_end.get(src, n) if src is not None else n)
-        write_end[p.name] = t + p.compute + p.out_elements
+        write_end[p.name] = t + p.compute + (0 if p.forwards else p.out_elements)
     return {"latency_cycles": max(write_end.values(), default=0),
             "interval_cycles": max((p.cycles for p in procs), default=0),
             "write_end": write_end}
@@ -195,6 +201,15 @@ def simulate(procs: list[ProcessModel], depths: dict[str, int], outputs: list[st
         return ev
 
     def run(p: ProcessModel):
+        if p.forwards:  # each value written on as it is read
+            s, n = p.reads[0]
+            for _ in range(frames * math.ceil(n / chunk)):
+                t0 = env.now
+                yield stores[s].get()
+                if env.now - t0 < chunk:
+                    yield env.timeout(chunk - (env.now - t0))
+                yield env.all_of([put(w) for w in p.writes])
+            return
         for _ in range(frames):
             for s, n in p.reads:
                 for _ in range(math.ceil(n / chunk)):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +39,10 @@ from ..errors import EdgecError
 from ..ir.graph import Graph, Node, Value
 from ..kernel_ir.kernel import Expr, Kernel, Local, walk
 from ..lowering.lower import c_identifier, lower_node
+from ..lowering.strategies import Kind
 from ..targets.target import Target
 from .hls_estimate import ProcessModel, estimate
+from .hls_fold import Foldable, fold
 from .library import Sources
 from .renderers.hls import PRELUDE, HlsRenderer
 
@@ -229,11 +231,17 @@ def _array_text(arr: np.ndarray) -> str:
 
 
 def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
-                 clock_mhz: float, strategies=None, seed: int = 0) -> Sources:
+                 clock_mhz: float, strategies=None, target_fps: float = 0.0,
+                 seed: int = 0) -> Sources:
     """The HLS project of `graph` (planned, integer) named `name`, for FPGA `part` at
-    `clock_mhz`; testbench data from edgec's interpreter on a random input (`seed`)."""
+    `clock_mhz`, its matrix-vector units folded to `target_fps` (0: as fast as the rest of
+    the design allows, within the part: codegen/hls_fold.py); testbench data from edgec's
+    interpreter on a random input (`seed`)."""
     d = _Design(graph, plan, target, name, strategies)
     d.split_edges()
+    for node_name, (pe, simd) in _plan_folds(d, part, clock_mhz, target_fps).items():
+        if (pe, simd) != (1, 1):
+            d.forced[node_name] = f"hls-mvau{{pe={pe},simd={simd}}}"
     r = HlsRenderer()
     lowered = []
     for i, node in enumerate(d.nodes):
@@ -429,6 +437,14 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
         for m, s in enumerate(streams):
             params.append(f"edgec::stream<{ctype(v)}> &o{j}_{m}")
             args.append(s.arg)
+    # a folded matrix-vector unit reads PE x SIMD weights and SIMD inputs a cycle: its ROM
+    # and input array partitioned by those factors
+    choice = ln.strategy.choice
+    pe, simd = (int(choice["pe"]), int(choice["simd"])) if choice.kind is Kind.HLS_MVAU \
+        else (1, 1)
+    if simd > 1:
+        body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} cyclic factor={simd}"
+                 for j in range(len(reads))]
     call_args = []
     for b, v in zip(k.params, ln.bindings, strict=True):
         if v.is_const:
@@ -437,6 +453,9 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
             body.append(f"    static const {rom_type} {wname}[{max(v.const.size, 1)}] = {{\n"
                         f"    {_array_text(v.const)}}};")
             body.append(f"#pragma HLS BIND_STORAGE variable={wname} type=rom_2p impl=bram")
+            if pe * simd > 1 and b.name.startswith("mvau"):
+                body.append(f"#pragma HLS ARRAY_PARTITION variable={wname} cyclic "
+                            f"factor={pe * simd}")
             d.rom_bytes += v.const.size * v.dtype.itemsize
             call_args.append(wname)
         else:
@@ -583,6 +602,42 @@ def _work(node: Node) -> tuple[int, int]:
     return macs, macs
 
 
+def _plan_folds(d: _Design, part: str, clock_mhz: float,
+                target_fps: float) -> dict[str, tuple[int, int]]:
+    """Each matrix-vector unit's (PE, SIMD) (codegen/hls_fold.py), from the processes as the
+    cycle model sees them before their kernels are built; a node whose strategy was given
+    keeps it."""
+    from ..lowering.kernels.quant_mvau import mvau_candidate
+
+    fixed, foldable = [], []
+    for v in d.port_in:
+        fixed.append(ProcessModel("port", [("port", v.type.numel)], [], v.type.numel, 0,
+                                  forwards=True))
+    for node in d.nodes:
+        if node.name in d.forced:
+            continue
+        srcs = {id(d.source(v)): d.source(v) for v in node.inputs
+                if v is not None and not v.is_const}
+        reads = [(s.name, s.type.numel) for s in srcs.values()]
+        out = sum(v.type.numel for v in node.outputs)
+        macs, compute = _work(node)
+        model = ProcessModel(node.name, reads, [], out, compute, macs,
+                             buffers=[(n, 8) for _, n in reads] + [(out, 8)])
+        b_index = 3 if node.op in ("QGemm", "QLinearMatMul") else None
+        bias = node.input(6) if node.op == "QGemm" else None
+        if b_index is None or not mvau_candidate(node, node.inputs[0], node.inputs[b_index],
+                                                 bias).applies:
+            fixed.append(model)
+            continue
+        b = node.inputs[b_index].const
+        k, n = (b.shape[::-1] if node.attrs.get("transB") else b.shape)
+        bound = accumulator_bound(node)
+        foldable.append(Foldable(node, replace(
+            model, weight_bits=ap_type(b)[1], weights=b.size, requantizes=True,
+            acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n))
+    return fold(fixed, foldable, part, clock_mhz, target_fps)
+
+
 def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
               clock_mhz: float) -> dict:
     """codegen/hls_estimate.py's estimate of the design: its processes as the cycle model
@@ -592,18 +647,22 @@ def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
     for k, v in enumerate(d.port_in):
         outs = [s.name for s in d.writes.get(id(v), [])]
         procs.append(ProcessModel(f"P_in{k}", [(f"port_in{k}", v.type.numel)], outs,
-                                  v.type.numel, 0))
+                                  v.type.numel, 0, forwards=True))
     for (proc, ln), layer in zip(lowered, layers, strict=True):
         node = ln.node
         macs, compute = _work(node)
         reads = [(s.name, s.value.type.numel) for s in d.reads.get(proc, [])]
         writes = [s.name for v in node.outputs for s in d.writes.get(id(v), [])]
         roms = layer["rom_bits"]
+        choice = ln.strategy.choice
+        pe, simd = (int(choice["pe"]), int(choice["simd"])) \
+            if choice.kind is Kind.HLS_MVAU else (1, 1)
         weights = max((b for b, v in zip(ln.kernel.params, ln.bindings, strict=True)
                        if v.is_const and b.name in roms), default=None,
                       key=lambda b: b.numel)
         procs.append(ProcessModel(
-            proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
+            proc, reads, writes, sum(v.type.numel for v in node.outputs),
+            math.ceil(compute / (pe * simd)), macs, pe=pe, simd=simd,
             weight_bits=roms[weights.name] if weights is not None and macs else 0,
             weights=weights.numel if weights is not None and macs else 0,
             act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,

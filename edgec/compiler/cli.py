@@ -62,7 +62,7 @@ def cmd_compile(a) -> None:
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
         tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()),
         gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph, fpga_part=a.fpga_part,
-        clock_mhz=a.clock_mhz)
+        clock_mhz=a.clock_mhz, target_fps=a.target_fps)
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
     if m.get("artifact") == "hls-project":
@@ -253,6 +253,10 @@ def parser() -> argparse.ArgumentParser:
                         "xcu250-figd2104-2L-e)")
     c.add_argument("--clock-mhz", type=float, default=200.0, metavar="F",
                    help="--target hls: the design's clock in MHz (default 200)")
+    c.add_argument("--target-fps", type=float, default=0.0, metavar="FPS",
+                   help="--target hls: fold the matrix-vector units (PE x SIMD) to this many "
+                        "frames per second (default: as fast as the rest of the design "
+                        "allows, within the part)")
     c.add_argument("--emit-kernels", action="store_true",
                    help="also write OUT/NAME.kernels.txt: the program IR and every kernel in "
                         "edgec's kernel IR, as text")

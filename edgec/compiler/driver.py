@@ -92,14 +92,18 @@ def _check_hls_options(opt: CompileOptions, tgt) -> None:
     """An EdgecError for an option the HLS target needs and lacks, or cannot take, or for
     --fpga-part without it."""
     if tgt.arch != "hls":
-        if opt.fpga_part:
-            raise EdgecError(f"--fpga-part is for --target hls, not {tgt.name}")
+        if opt.fpga_part or opt.target_fps:
+            raise EdgecError(f"--fpga-part and --target-fps are for --target hls, not "
+                             f"{tgt.name}")
         return
     if not opt.fpga_part:
         raise EdgecError("--target hls needs the FPGA part the design is for: --fpga-part "
                          "PART, as Vitis names it (for example xcu250-figd2104-2L-e)")
     if not opt.clock_mhz > 0:
         raise EdgecError(f"--clock-mhz must be positive, got {opt.clock_mhz}")
+    if opt.target_fps < 0:
+        raise EdgecError(f"--target-fps must be positive (or 0: as fast as the part allows), "
+                         f"got {opt.target_fps}")
     for given, flag in ((opt.backend != "c", f"--backend {opt.backend}"),
                         (opt.sanitize, "--sanitize"), (opt.compress, "--compress")):
         if given:
@@ -520,7 +524,8 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
                             strategies=opt.strategy, graph_mode=opt.cuda_graph)
     elif hls:
         src = generate_hls(graph, plan, tgt, name, part=opt.fpga_part,
-                           clock_mhz=opt.clock_mhz, strategies=opt.strategy)
+                           clock_mhz=opt.clock_mhz, strategies=opt.strategy,
+                           target_fps=opt.target_fps)
     else:
         src = generate(graph, plan, tgt, name, source, threads=opt.threads,
                        backend=opt.backend, compress=opt.compress, sanitize=opt.sanitize,

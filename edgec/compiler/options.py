@@ -50,6 +50,9 @@ class CompileOptions:
     # the HLS target's FPGA part (as Vitis names it) and clock
     fpga_part: str | None = None
     clock_mhz: float = 200.0
+    # the HLS target's frames per second to fold its matrix-vector units for (0: as fast as
+    # the rest of the design allows, within the part)
+    target_fps: float = 0.0
     # {node name: "KIND{k=v,...}" (or a lowering.strategies Forced / Candidate)}: the
     # strategy that builds the node's kernel, instead of the chooser's
     strategy: Mapping[str, Any] = field(default_factory=dict)

@@ -60,6 +60,8 @@ class Kind(enum.Enum):
     MATMUL_DOTS = "matmul-dots"
     GPU_TILED_GEMM = "gpu-tiled-gemm"  # a GPU's: T x T tiles of A and B staged in shared memory
     INT_MATMUL_ROWS = "int-matmul-rows"  # kernels/quant.py, where the int8 GEMM does not
+    # an FPGA's matrix-vector unit: PE outputs x SIMD inputs a cycle (kernels/quant_mvau.py)
+    HLS_MVAU = "hls-mvau"
     # an op whose builder has one way
     DIRECT = "direct"
 

@@ -136,7 +136,7 @@ def test_float_models_and_missing_options_are_refused_clearly(tmp_path):
         edgec.compile(path, tmp_path / "f", target="hls", fpga_part=PART)
     with pytest.raises(EdgecError, match="--target hls needs the FPGA part"):
         edgec.compile(path, tmp_path / "p", target="hls")
-    with pytest.raises(EdgecError, match="--fpga-part is for --target hls"):
+    with pytest.raises(EdgecError, match="--fpga-part and --target-fps are for --target hls"):
         edgec.compile(path, tmp_path / "x", target="x86", fpga_part=PART)
     with pytest.raises(EdgecError, match="--backend llvm is for CPU targets"):
         edgec.compile(path, tmp_path / "l", target="hls", fpga_part=PART, backend="llvm")
@@ -264,9 +264,20 @@ def test_every_integer_op_on_fuzzed_shapes_equals_the_interpreter(op, seed, tmp_
     g = Graph(f"fz{seed}")
     y = FUZZED[op](g, rng)
     g.outputs = [y]
-    art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="fz")
-    feeds = [{v.name: rng.integers(0, 256, v.shape).astype(v.dtype.np) for v in g.inputs}]
     node = g.nodes[-1]
+    strategy = {}
+    if node.op in ("QGemm", "QLinearMatMul"):  # a matrix-vector unit of a random fold
+        b = node.inputs[3].const
+        k, n = b.shape[::-1] if node.attrs.get("transB") else b.shape
+        pe = int(rng.choice([d for d in range(1, n + 1) if n % d == 0]))
+        simd = int(rng.choice([d for d in range(1, k + 1) if k % d == 0]))
+        strategy = {node.name: f"hls-mvau{{pe={pe},simd={simd}}}"}
+    art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="fz",
+                        strategy=strategy)
+    if strategy:
+        assert art.manifest["kernel_strategies"][-1]["strategy"] == \
+            f"matrix-vector unit, {pe} PE x {simd} SIMD"
+    feeds = [{v.name: rng.integers(0, 256, v.shape).astype(v.dtype.np) for v in g.inputs}]
     if node.op == "QGemm":  # an input that drives column 0's sum to its extreme: the
         # accumulator, as narrow as its proved bound, must not wrap
         b = node.inputs[3].const.astype(np.int64)
@@ -323,3 +334,34 @@ def test_the_digits_classifier_answers_as_its_x86_build(bits, tmp_path):
     for x in data.x_test[:12]:
         feed = {"pixels": x[None].astype(np.float32)}
         np.testing.assert_array_equal(hm.run(feed)["logits"], cm.run(feed)["logits"])
+
+
+def test_matrix_vector_units_fold_to_the_target_and_stay_exact(tmp_path):
+    """The MLP's three QGemms folded (PE x SIMD a cycle): by default as far as the design's
+    reads and writes make worth it within the part, or just enough for --target-fps; the
+    C-simulation equals the x86 build either way, and the estimate follows the folds."""
+    model = zoo.mlp()
+    path = tmp_path / "mlp.onnx"
+    onnx.save(model, path)
+    opts = {"quantize": "int8", "calib": samples(model, 8, 3), "name": "mlp"}
+    x = {k: v[:1] for k, v in samples(model, 1, 4).items()}
+    want = edgec.load(edgec.compile(path, tmp_path / "x86", target="x86", **opts).out_dir).run(x)
+    fps = {}
+    for label, extra in (("unfolded", {"strategy": {
+            n: "hls-mvau{pe=1,simd=1}" for n in ("/relu1/Relu_output_0_QuantizeLinear",
+                                                 "/relu2/Relu_output_0_QuantizeLinear",
+                                                 "output_QuantizeLinear")}}),
+                         ("default", {}), ("2000 fps", {"target_fps": 2000.0})):
+        h = edgec.compile(path, tmp_path / label.replace(" ", "_"), target="hls",
+                          fpga_part=PART, **opts, **extra)
+        e = h.manifest["hls"]["estimate"]
+        fps[label] = e["model"]["fps"]
+        for layer in e["layers"]:
+            if layer["macs"]:  # the cycle model's compute is the MACs over the fold
+                assert layer["compute_cycles"] == -(-layer["macs"] //
+                                                    (layer["pe"] * layer["simd"]))
+        np.testing.assert_array_equal(edgec.load(h.out_dir).run(x)["output"], want["output"],
+                                      err_msg=label)
+        assert e["fits"]
+    assert fps["unfolded"] < 2000 <= fps["2000 fps"] < fps["default"]
+    assert fps["default"] > 100 * fps["unfolded"]

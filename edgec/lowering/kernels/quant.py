@@ -52,6 +52,7 @@ from ...kernel_ir.kernel import (
     select,
 )
 from ..lower import NodeKernelBuilder, broadcast_index, coalesce, kernel
+from ..strategies import Candidate, Kind
 from .common import broadcast_strides, named, offset, parallel_split, row_major_strides
 from .quant_common import (
     Requant,
@@ -64,6 +65,7 @@ from .quant_common import (
     zero_point,
 )
 from .quant_gemm import Requant8, vector_int8_gemm
+from .quant_mvau import mvau, mvau_candidate
 
 F32, I32 = DType.F32, DType.I32
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------
@@ -308,6 +310,22 @@ def _matrix_b(node: Node, index: int) -> Value:
     return Value(f"{v.name}_decoded", TensorType(arr.shape, DType.I8), arr)
 
 
+def _hls_mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None, b_v: Value,
+              zb_v: Value | None, bias_v: Value | None, zy_v: Value | None,
+              trans_b: bool) -> bool:
+    """On the HLS target: the matrix-vector unit (quant_mvau.py) where it applies and is
+    chosen; False (nothing emitted) for the scalar rows."""
+    if kb.target.arch != "hls":
+        return False
+    chosen = kb.choose([mvau_candidate(node, a_v, b_v, bias_v),
+                        Candidate.of(Kind.INT_MATMUL_ROWS)])
+    if chosen.kind is not Kind.HLS_MVAU:
+        return False
+    mvau(kb, node, a_v, za_v, b_v, zb_v, bias_v, zy_v, trans_b, int(chosen["pe"]),
+         int(chosen["simd"]))
+    return True
+
+
 @kernel("MatMulInteger")
 def matmul_integer(kb: NodeKernelBuilder, node: Node) -> None:
     b_v = _matrix_b(node, 1)
@@ -336,6 +354,8 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
     a_v, sa_v, za_v, _, sb_v, zb_v, sy_v, zy_v = (node.input(i) for i in range(8))
     b_v = _matrix_b(node, 3)
     fixed = fixed_point(node)
+    if _hls_mvau(kb, node, a_v, za_v, b_v, zb_v, None, zy_v, False):
+        return
     g = _Product.of(a_v, b_v, node.output)
     full = (*g.batch, g.m, g.n)
     a_shape = matmul_param_shape(node.op, "a_scale", sa_v.type, g.a_shape, True)
@@ -345,7 +365,8 @@ def qlinear_matmul(kb: NodeKernelBuilder, node: Node) -> None:
         table = requantize_multiplier(sa_v.const.reshape(a_shape), sb_v.const.reshape(b_shape),
                                       sy_v.const.reshape(()))
         rq = Requant8(table, lambda: zero_point(kb, zy_v, "y_zp"), fixed)
-        if not a_shape and vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq):
+        if not a_shape and kb.target.arch != "hls" and \
+                vector_int8_gemm(kb, node, a_v, za_v, b_v, zb_v, rq):
             return
     if fixed is not None:
         _int_matmul(kb, node, a_v, za_v, b_v, zb_v, finish=fixed_finish(
@@ -375,12 +396,15 @@ def qgemm(kb: NodeKernelBuilder, node: Node) -> None:
     b_v = _matrix_b(node, 3)
     fixed = fixed_point(node)
     ta, tb, alpha = bool(node.attrs["transA"]), bool(node.attrs["transB"]), node.attrs["alpha"]
+    if _hls_mvau(kb, node, a_v, za_v, b_v, zb_v, c_v, zy_v, tb):
+        return
     g = _Product.of(a_v, b_v, node.output, ta, tb)
     table = None
     if sa_v.is_const and sb_v.is_const and sy_v.is_const:
         table = qgemm_multiplier(alpha, sa_v.const, sb_v.const, sy_v.const)
         table = table.reshape(-1 if table.size > 1 else ())
     if (table is not None and not ta and b_v.is_const and a_v.type.rank == 2
+            and kb.target.arch != "hls"
             and (c_v is None or (c_v.is_const and c_v.type.numel in (1, g.n)))):
         bias = None if c_v is None else np.broadcast_to(
             c_v.const.astype(np.int64).reshape(-1), (g.n,))

@@ -1,0 +1,92 @@
+"""Folding an HLS design: how many outputs (PE) and terms (SIMD) each matrix-vector unit
+computes a cycle (lowering/kernels/quant_mvau.py), chosen before the kernels are built.
+
+The design's frames per second are set by its slowest process (codegen/hls_estimate.py), so
+folding works on the slowest: while the slowest process is a matrix-vector unit that can
+fold further (SIMD to the next divisor of its K, then PE to the next divisor of its N) and
+that makes it faster, it is folded, unless the design would then no longer fit the part
+(LUT, DSP, BRAM18 by the estimate's formulas), its computing already takes under a quarter
+of the time its reads and writes take (each process reads and writes a value a cycle), or
+the target is met: `target_fps` (its interval at the clock), else the slowest process that
+cannot fold (a convolution, a pool: one element or MAC a cycle today). What a node was given
+by `--strategy` stays as given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ..ir.graph import Node
+from .hls_estimate import ProcessModel, part_of, resources
+
+# a unit is folded no further once its computing takes less than 1/IO_SHARE of the time its
+# reads and writes take (what folding can still gain is then under a fifth)
+IO_SHARE = 4
+
+
+@dataclass
+class Foldable:
+    """A matrix-vector unit's process: its model at the current fold, its K and N."""
+
+    node: Node
+    model: ProcessModel
+    k: int
+    n: int
+
+    def cycles(self, pe: int, simd: int) -> int:
+        m = self.model
+        return sum(x for _, x in m.reads) + m.macs // (pe * simd) + m.out_elements
+
+    def folds(self):
+        """The (PE, SIMD) past the current one, in the order they are tried: SIMD up to K
+        first, then PE up to N."""
+        pe, simd = self.model.pe, self.model.simd
+        yield from ((pe, d) for d in range(simd + 1, self.k + 1) if self.k % d == 0)
+        yield from ((d, self.k if simd == self.k else simd)
+                    for d in range(pe + 1, self.n + 1) if self.n % d == 0)
+
+    def folded(self, pe: int, simd: int) -> ProcessModel:
+        return replace(self.model, pe=pe, simd=simd,
+                       compute=math.ceil(self.model.macs / (pe * simd)))
+
+
+def fold(fixed: list[ProcessModel], foldable: list[Foldable], part: str, clock_mhz: float,
+         target_fps: float = 0.0) -> dict[str, tuple[int, int]]:
+    """{node name: (PE, SIMD)} for the `foldable` units, given the processes that cannot
+    fold (`fixed`), the part and the clock; `target_fps` 0 for as fast as the rest allows."""
+    limits = part_of(part)
+    target = clock_mhz * 1e6 / target_fps if target_fps > 0 else \
+        max((p.cycles for p in fixed), default=0)
+    base = {"lut": 0, "dsp": 0, "bram18": 0}
+    for p in fixed:
+        r = resources(p)
+        for k in base:
+            base[k] += r[k]
+
+    def fits(units: list[Foldable]) -> bool:
+        if limits is None:
+            return True
+        total = dict(base)
+        for u in units:
+            r = resources(u.model)
+            for k in total:
+                total[k] += r[k]
+        return all(total[k] <= getattr(limits, k) for k in total)
+
+    while foldable:
+        slowest = max(foldable, key=lambda u: u.model.cycles)
+        now = slowest.model.cycles
+        io = now - slowest.model.compute
+        if now <= target or slowest.model.compute * IO_SHARE <= io:
+            break  # (its reads and writes already take most of its time)
+        # the first fold that makes it faster (its reads and writes bound what folding gives)
+        step = next((f for f in slowest.folds() if slowest.cycles(*f) < now), None)
+        if step is None:
+            break
+        before = slowest.model
+        slowest.model = slowest.folded(*step)
+        if not fits(foldable):
+            slowest.model = before
+            break
+    return {u.node.name: (u.model.pe, u.model.simd) for u in foldable}
