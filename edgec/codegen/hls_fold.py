@@ -14,7 +14,6 @@ by `--strategy` stays as given.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from ..ir.graph import Node
@@ -34,21 +33,34 @@ class Foldable:
     k: int
     n: int
 
+    def compute(self, pe: int, simd: int) -> int:
+        return fold_compute(self.model.macs, self.k, self.n, pe, simd)
+
     def cycles(self, pe: int, simd: int) -> int:
         m = self.model
-        return sum(x for _, x in m.reads) + m.macs // (pe * simd) + m.out_elements
+        return sum(x for _, x in m.reads) + self.compute(pe, simd) + m.out_elements
 
     def folds(self):
         """The (PE, SIMD) past the current one, in the order they are tried: SIMD up to K
-        first, then PE up to N."""
+        first, then PE up to N, each a divisor or a power of two (padded to whole folds)."""
         pe, simd = self.model.pe, self.model.simd
-        yield from ((pe, d) for d in range(simd + 1, self.k + 1) if self.k % d == 0)
-        yield from ((d, self.k if simd == self.k else simd)
-                    for d in range(pe + 1, self.n + 1) if self.n % d == 0)
+        yield from ((pe, d) for d in _steps(self.k) if d > simd)
+        yield from ((d, simd) for d in _steps(self.n) if d > pe)
 
     def folded(self, pe: int, simd: int) -> ProcessModel:
-        return replace(self.model, pe=pe, simd=simd,
-                       compute=math.ceil(self.model.macs / (pe * simd)))
+        return replace(self.model, pe=pe, simd=simd, compute=self.compute(pe, simd))
+
+
+def _steps(size: int) -> list[int]:
+    """The folds of a dimension of `size`: its divisors and the powers of two below it."""
+    return sorted({d for d in range(1, size + 1) if size % d == 0} |
+                  {1 << b for b in range(size.bit_length()) if 1 << b < size})
+
+
+def fold_compute(macs: int, k: int, n: int, pe: int, simd: int) -> int:
+    """The cycles a matrix-vector unit of K terms and N outputs computes for, at PE x SIMD
+    (padded to whole folds: ceil(N / PE) x ceil(K / SIMD) a vector)."""
+    return macs // (k * n) * -(-n // pe) * -(-k // simd)
 
 
 def fold(fixed: list[ProcessModel], foldable: list[Foldable], part: str, clock_mhz: float,

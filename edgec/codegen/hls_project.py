@@ -42,7 +42,7 @@ from ..lowering.lower import c_identifier, lower_node
 from ..lowering.strategies import Kind
 from ..targets.target import Target
 from .hls_estimate import ProcessModel, estimate
-from .hls_fold import Foldable, fold
+from .hls_fold import Foldable, fold, fold_compute
 from .library import Sources
 from .renderers.hls import PRELUDE, HlsRenderer
 
@@ -239,6 +239,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
     interpreter on a random input (`seed`)."""
     d = _Design(graph, plan, target, name, strategies)
     d.split_edges()
+    given = set(d.forced)  # (the user's; the folds below are the compiler's own)
     for node_name, (pe, simd) in _plan_folds(d, part, clock_mhz, target_fps).items():
         if (pe, simd) != (1, 1):
             d.forced[node_name] = f"hls-mvau{{pe={pe},simd={simd}}}"
@@ -268,7 +269,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
             "node": node.name, "op": node.op, "kernel": ln.kernel.name, "strategy": s.name,
             "kind": s.kind, "lanes": s.lanes, "parallel": False,
             "micro_kernels": list(s.micro_kernels), "choice": s.choice.record(),
-            "forced": node.name in d.forced, "candidates": [c.record() for c in s.candidates]})
+            "forced": node.name in given, "candidates": [c.record() for c in s.candidates]})
     d.wire(lowered)
     t = r.types
     ctype = lambda v: t[v.dtype]  # noqa: E731
@@ -657,12 +658,16 @@ def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
         choice = ln.strategy.choice
         pe, simd = (int(choice["pe"]), int(choice["simd"])) \
             if choice.kind is Kind.HLS_MVAU else (1, 1)
+        if (pe, simd) != (1, 1):  # (padded to whole folds where they do not divide)
+            b = node.inputs[3].const
+            k, n = b.shape[::-1] if node.attrs.get("transB") else b.shape
+            compute = fold_compute(macs, k, n, pe, simd)
         weights = max((b for b, v in zip(ln.kernel.params, ln.bindings, strict=True)
                        if v.is_const and b.name in roms), default=None,
                       key=lambda b: b.numel)
         procs.append(ProcessModel(
-            proc, reads, writes, sum(v.type.numel for v in node.outputs),
-            math.ceil(compute / (pe * simd)), macs, pe=pe, simd=simd,
+            proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
+            pe=pe, simd=simd,
             weight_bits=roms[weights.name] if weights is not None and macs else 0,
             weights=weights.numel if weights is not None and macs else 0,
             act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,

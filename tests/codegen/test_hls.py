@@ -266,17 +266,16 @@ def test_every_integer_op_on_fuzzed_shapes_equals_the_interpreter(op, seed, tmp_
     g.outputs = [y]
     node = g.nodes[-1]
     strategy = {}
-    if node.op in ("QGemm", "QLinearMatMul"):  # a matrix-vector unit of a random fold
-        b = node.inputs[3].const
+    if node.op in ("QGemm", "QLinearMatMul"):  # a matrix-vector unit of a random fold,
+        b = node.inputs[3].const  # padded where it does not divide
         k, n = b.shape[::-1] if node.attrs.get("transB") else b.shape
-        pe = int(rng.choice([d for d in range(1, n + 1) if n % d == 0]))
-        simd = int(rng.choice([d for d in range(1, k + 1) if k % d == 0]))
+        pe, simd = int(rng.integers(1, n + 1)), int(rng.integers(1, k + 1))
         strategy = {node.name: f"hls-mvau{{pe={pe},simd={simd}}}"}
     art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="fz",
                         strategy=strategy)
     if strategy:
-        assert art.manifest["kernel_strategies"][-1]["strategy"] == \
-            f"matrix-vector unit, {pe} PE x {simd} SIMD"
+        assert art.manifest["kernel_strategies"][-1]["strategy"].startswith(
+            f"matrix-vector unit, {pe} PE x {simd} SIMD")
     feeds = [{v.name: rng.integers(0, 256, v.shape).astype(v.dtype.np) for v in g.inputs}]
     if node.op == "QGemm":  # an input that drives column 0's sum to its extreme: the
         # accumulator, as narrow as its proved bound, must not wrap
@@ -365,3 +364,12 @@ def test_matrix_vector_units_fold_to_the_target_and_stay_exact(tmp_path):
         assert e["fits"]
     assert fps["unfolded"] < 2000 <= fps["2000 fps"] < fps["default"]
     assert fps["default"] > 100 * fps["unfolded"]
+    # folds that do not divide: the unit padded (operator padding), its outputs still exact
+    h = edgec.compile(path, tmp_path / "padded", target="hls", fpga_part=PART, **opts,
+                      strategy={"output_QuantizeLinear": "hls-mvau{pe=3,simd=24}"})
+    last = h.manifest["kernel_strategies"][-1]
+    assert last["forced"] and last["strategy"] == \
+        "matrix-vector unit, 3 PE x 24 SIMD (N padded 10 -> 12, K padded 256 -> 264)"
+    layer = h.manifest["hls"]["estimate"]["layers"][-1]
+    assert layer["compute_cycles"] == 4 * 11  # ceil(10 / 3) x ceil(256 / 24)
+    np.testing.assert_array_equal(edgec.load(h.out_dir).run(x)["output"], want["output"])

@@ -11,9 +11,11 @@ with B - zb stored as [N / PE, K / SIMD, PE, SIMD] (so a cycle reads PE x SIMD c
 weights: the HLS project partitions that ROM, and A's array, by those factors). The sums are
 the scalar rows' (quant.py `_int_matmul`), only grouped otherwise: integer, so the outputs are
 the same bit for bit. A candidate of QGemm and QLinearMatMul on the HLS target only, where B
-is a constant 8-bit matrix, A has 2 dims and the node has fixed-point requantization; PE must
-divide N and SIMD divide K (`--strategy NODE=hls-mvau{pe=P,simd=S}`, or the HLS project's
-folding)."""
+is a constant 8-bit matrix, A has 2 dims and the node has fixed-point requantization
+(`--strategy NODE=hls-mvau{pe=P,simd=S}`, or the HLS project's folding). Where PE does not
+divide N or SIMD K the unit is padded to whole folds (operator padding): zero weights past K
+(the input read at its last term), outputs past N computed and not stored; its strategy says
+so."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
-from ...kernel_ir.kernel import LoopKind, cast, const
+from ...kernel_ir.kernel import LoopKind, cast, const, minimum
 from ..lower import NodeKernelBuilder
 from ..strategies import Candidate, Kind
 from .common import named
@@ -52,14 +54,17 @@ def mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None, b_v:
     if trans_b:
         w = w.T
     k, n = w.shape
-    if n % pe or k % simd:
+    if not (1 <= pe <= n and 1 <= simd <= k):
         from ...errors import EdgecError
 
-        raise EdgecError(f"node {node.name}: hls-mvau{{pe={pe},simd={simd}}} needs PE to "
-                         f"divide its {n} outputs and SIMD its {k} terms")
+        raise EdgecError(f"node {node.name}: hls-mvau{{pe={pe},simd={simd}}} needs PE within "
+                         f"its {n} outputs and SIMD within its {k} terms")
     if zb_v is not None:
         w = w - zb_v.const.astype(np.int32).reshape(1, -1)
-    packed = w.T.reshape(n // pe, pe, k // simd, simd).transpose(0, 2, 1, 3)
+    # padded to whole folds (operator padding): zero weights past K, outputs past N not stored
+    kp, np_ = -(-k // simd) * simd, -(-n // pe) * pe
+    w = np.pad(w, ((0, kp - k), (0, np_ - n)))
+    packed = w.T.reshape(np_ // pe, pe, kp // simd, simd).transpose(0, 2, 1, 3)
     wt = constant_table(kb, narrow(np.ascontiguousarray(packed).reshape(-1)),
                         f"mvau{pe}x{simd}", b_v)
     m = a_v.shape[0]
@@ -69,17 +74,28 @@ def mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None, b_v:
     cstride = 1 if bias_v is not None and bias_v.type.numel > 1 else 0
     finish = fixed_finish(kb, node, fixed_point(node), zero_point(kb, zy_v, "y_zp"), b_v)
     y = kb.bind(node.output, "y")
-    kb.strategy = f"matrix-vector unit, {pe} PE x {simd} SIMD"
-    folds = k // simd
-    with kb.loops([m, n // pe], ["i", "nf"]) as (i, nf):
-        accs = [kb.local(f"acc{p}", cast(c[(nf * pe + p) * cstride], I32) if c is not None
+    padded = [f"{what} padded {a} -> {b}" for what, a, b in (("N", n, np_), ("K", k, kp))
+              if b != a]
+    kb.strategy = f"matrix-vector unit, {pe} PE x {simd} SIMD" + \
+        (f" ({', '.join(padded)})" if padded else "")
+    folds = kp // simd
+    with kb.loops([m, np_ // pe], ["i", "nf"]) as (i, nf):
+        # (a padded output's bias and multiplier are its last real column's: never stored)
+        col = [named(kb, "col", minimum(nf * pe + p, const(n - 1)) if np_ != n
+                     else nf * pe + p) for p in range(pe)]
+        accs = [kb.local(f"acc{p}", cast(c[col[p] * cstride], I32) if c is not None
                          else const(0, I32)) for p in range(pe)]
         with kb.loop(folds, "sf", kind=LoopKind.PIPELINE, ii=1) as sf, \
                 kb.loop(simd, "s", kind=LoopKind.UNROLL) as s:
-            xv = cast(a[i * k + sf * simd + s], I32)
+            term = sf * simd + s
+            xv = cast(a[i * k + (minimum(term, const(k - 1)) if kp != k else term)], I32)
             xv = named(kb, "xv", xv - za if za is not None else xv)
             base = named(kb, "wrow", ((nf * folds + sf) * pe) * simd + s)
             for p, acc in enumerate(accs):
                 kb.assign(acc, acc + xv * cast(wt[base + p * simd], I32))
         for p, acc in enumerate(accs):
-            kb.store(y, i * n + nf * pe + p, finish((), i, nf * pe + p, acc))
+            if np_ == n:
+                kb.store(y, i * n + col[p], finish((), i, col[p], acc))
+            else:
+                with kb.if_(nf * pe + p < n):
+                    kb.store(y, i * n + col[p], finish((), i, col[p], acc))
