@@ -198,8 +198,16 @@ def cmd_inspect(a) -> None:
           f"liveness lower bound {mem['lower_bound_bytes']} B); weights {m['weights_bytes']} B")
     print(f"  pipeline {m['pipeline']}")
     print("  ops " + ", ".join(f"{k} x{v}" for k, v in sorted(m["ops"].items())))
-    lib = Path(a.artifact) / m["library"]
-    print(f"  library {lib} ({lib.stat().st_size if lib.exists() else 0} B)")
+    if m.get("artifact") == "hls-project":
+        h, e = m["hls"], m["hls"]["estimate"]
+        fit = {True: "fits", False: "does not fit"}.get(e.get("fits"), "fit unknown")
+        print(f"  HLS project: {h['design']} (top {h['top']}, {len(h['processes'])} processes, "
+              f"{len(h['streams'])} streams), {h['tcl']}, {h['testbench']}; part {h['part']} "
+              f"at {h['clock_mhz']:g} MHz, estimated {e['model']['latency_ms']:.4g} ms, "
+              f"{e['model']['fps']:.4g} frames/s, {fit}")
+    else:
+        lib = Path(a.artifact) / m["library"]
+        print(f"  library {lib} ({lib.stat().st_size if lib.exists() else 0} B)")
 
 
 TOLERANCE_HELP = ("largest relative error (max |error| / max |onnxruntime's output|) accepted; "

@@ -166,6 +166,9 @@ def test_the_command_line_compiles_and_runs_an_hls_project(tmp_path, capsys):
     assert "wrote an HLS project" in capsys.readouterr().out
     assert main(["run", str(tmp_path / "out"), "--inputs", str(tmp_path / "x.npz"), "--outputs",
                  str(tmp_path / "y.npz")]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(tmp_path / "out")]) == 0
+    assert "HLS project: mlp_hls.cpp (top mlp_top, 3 processes" in capsys.readouterr().out
     manifest = edgec.load(tmp_path / "out").manifest
     assert manifest["hls"]["clock_mhz"] == 250.0
     assert "create_clock -period 4.000" in (tmp_path / "out" / "run_hls.tcl").read_text()
