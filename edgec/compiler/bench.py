@@ -77,9 +77,14 @@ def bench(artifact: str, vs: str | None = None, threads: Sequence[int] | None = 
     from ..runtime.loader import load, read_manifest
     from .check import check_outputs, output_errors, tolerances
 
-    if read_manifest(artifact).get("sanitize"):
+    manifest = read_manifest(artifact)
+    if manifest.get("sanitize"):
         raise EdgecError(f"{artifact} is built with --sanitize: its times would be the "
                          "sanitizers'; time a build without it")
+    if manifest.get("artifact") == "hls-project":
+        raise EdgecError(f"{artifact} is an HLS project: its speed is the FPGA's, estimated in "
+                         "report.txt and hls_estimate.json (its C-simulation's time on this "
+                         "CPU says nothing of it); `edgec run` checks its outputs")
     model = load(artifact)
     tols = tolerances(model.manifest, tol)
     feeds = random_inputs(model.manifest)

@@ -166,7 +166,8 @@ def test_the_command_line_compiles_and_runs_an_hls_project(tmp_path, capsys):
     assert "wrote an HLS project" in capsys.readouterr().out
     assert main(["run", str(tmp_path / "out"), "--inputs", str(tmp_path / "x.npz"), "--outputs",
                  str(tmp_path / "y.npz")]) == 0
-    capsys.readouterr()
+    assert main(["bench", str(tmp_path / "out")]) == 1
+    assert "is an HLS project: its speed is the FPGA's" in capsys.readouterr().err
     assert main(["inspect", str(tmp_path / "out")]) == 0
     assert "HLS project: mlp_hls.cpp (top mlp_top, 3 processes" in capsys.readouterr().out
     manifest = edgec.load(tmp_path / "out").manifest
