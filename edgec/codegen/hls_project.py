@@ -39,7 +39,7 @@ from ..errors import EdgecError
 from ..ir.graph import Graph, Node, Value
 from ..kernel_ir.kernel import Expr, Kernel, Local, walk
 from ..lowering.lower import c_identifier, lower_node
-from ..lowering.strategies import Kind
+from ..lowering.strategies import Kind, unknown_nodes
 from ..targets.target import Target
 from .hls_estimate import ProcessModel, estimate
 from .hls_fold import Foldable, fold, fold_compute
@@ -271,6 +271,9 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
             "kind": s.kind, "lanes": s.lanes, "parallel": False,
             "micro_kernels": list(s.micro_kernels), "choice": s.choice.record(),
             "forced": node.name in given, "candidates": [c.record() for c in s.candidates]})
+    unused = sorted(given - {n.name for n in d.nodes})
+    if unused:  # (an edge node runs on the host, a view is no process)
+        raise EdgecError(unknown_nodes("--strategy", unused, [n.name for n in d.nodes]))
     d.wire(lowered)
     t = r.types
     ctype = lambda v: t[v.dtype]  # noqa: E731

@@ -138,6 +138,10 @@ def test_float_models_and_missing_options_are_refused_clearly(tmp_path):
         edgec.compile(path, tmp_path / "p", target="hls")
     with pytest.raises(EdgecError, match="--fpga-part and --target-fps are for --target hls"):
         edgec.compile(path, tmp_path / "x", target="x86", fpga_part=PART)
+    with pytest.raises(EdgecError, match=r"--strategy names node\(s\) /relu9/Gemm, which no "):
+        edgec.compile(path, tmp_path / "s", target="hls", fpga_part=PART, quantize="int8",
+                      calib=samples(zoo.mlp(), 4, 0),
+                      strategy={"/relu9/Gemm": "hls-mvau{pe=2,simd=2}"})
     with pytest.raises(EdgecError, match="--backend llvm is for CPU targets"):
         edgec.compile(path, tmp_path / "l", target="hls", fpga_part=PART, backend="llvm")
     g = Graph("big")  # a multiplier of 0.5 * 0.01 / 0.001 = 5: no fixed point

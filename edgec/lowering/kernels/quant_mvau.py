@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from ...kernel_ir.kernel import LoopKind, cast, const, minimum
@@ -55,8 +56,6 @@ def mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None, b_v:
         w = w.T
     k, n = w.shape
     if not (1 <= pe <= n and 1 <= simd <= k):
-        from ...errors import EdgecError
-
         raise EdgecError(f"node {node.name}: hls-mvau{{pe={pe},simd={simd}}} needs PE within "
                          f"its {n} outputs and SIMD within its {k} terms")
     if zb_v is not None:
