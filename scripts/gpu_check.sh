@@ -6,8 +6,12 @@
 #
 #     python3 -m pip download --no-deps --only-binary=:all: fastjsonschema -d .whl
 #
-# then run `bash scripts/gpu_check.sh` there with carry [".whl"] and a timeout of about 9
-# minutes; gpu_check.json and the log come back from $OUT.
+# and the conformance sample's CUDA libraries, built here where the node tests are,
+#
+#     .venv/bin/python scripts/gpu_check.py .gpu --prepare
+#
+# then run `bash scripts/gpu_check.sh` there with carry [".whl", ".gpu"] and a timeout of
+# about 9 minutes; gpu_check.json and the log come back from $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/edgec-gpu-check-out}
@@ -17,5 +21,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
         --target /tmp/site .whl/*.whl || exit 1
     export PYTHONPATH=/tmp/site
 fi
+# nvcc where the CUDA toolkit keeps it, if it is not on PATH already
+command -v nvcc >/dev/null || export PATH="$PATH:/usr/local/cuda/bin"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-timeout 480 python3 scripts/gpu_check.py "$OUT" "$@" 2>&1 | tee "$OUT/gpu_check.log"
+timeout 500 python3 scripts/gpu_check.py "$OUT" --prepared .gpu "$@" 2>&1 | tee "$OUT/gpu_check.log"

@@ -58,37 +58,46 @@ def _aligned_array(shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray,
     return np.ndarray(shape, dtype, raw, start), at + start
 
 
+def built_shared_object(out_dir: Path, manifest: dict) -> Path:
+    """The shared object the loader links of an artifact's library (or sources), in its
+    `.build` folder, named by the digest of what it is made of: linked here unless it is
+    there already. Thread-safe across artifacts."""
+    from ..codegen.toolchain import cuda_shared_object, shared_object
+    from ..targets.target import get_target
+
+    name = manifest["name"]
+    sources = [f for f in manifest["sources"] if f.endswith((".c", ".S", ".o"))]
+    digest = hashlib.sha1()
+    for f in sorted(manifest["sources"]) + [f"{name}.weights.bin"]:
+        try:
+            digest.update((out_dir / f).read_bytes())
+        except OSError:
+            raise EdgecError(f"artifact {out_dir} is incomplete: {f} is missing") from None
+    build = out_dir / ".build"
+    build.mkdir(exist_ok=True)
+    so = build / f"{name}-{digest.hexdigest()[:12]}.so"
+    if not so.exists():
+        if manifest.get("gpu_archs"):
+            cuda_shared_object(manifest["library"], str(so.resolve()), out_dir,
+                               manifest["link_flags"])
+        else:
+            shared_object(get_target(manifest["target"]), sources, str(so.resolve()), out_dir,
+                          manifest.get("link_flags", ["-lm", "-pthread"]))
+    return so
+
+
 class CompiledModel:
     """A loaded artifact: `.run({name: array}) -> {name: array}`."""
 
     def __init__(self, out_dir):
-        from ..codegen.toolchain import cuda_shared_object, shared_object
-        from ..targets.target import get_target
-
         self.out_dir = Path(out_dir)
         self.manifest = read_manifest(out_dir)
         self.name = self.manifest["name"]
         if self.manifest.get("sanitize"):
             raise EdgecError(f"{out_dir} is built with sanitizers (--sanitize), which cannot "
                              "be loaded into Python: run it with edgec.load (as a program)")
-        sources = [f for f in self.manifest["sources"] if f.endswith((".c", ".S", ".o"))]
-        digest = hashlib.sha1()
-        for f in sorted(self.manifest["sources"]) + [f"{self.name}.weights.bin"]:
-            try:
-                digest.update((self.out_dir / f).read_bytes())
-            except OSError:
-                raise EdgecError(f"artifact {out_dir} is incomplete: {f} is missing") from None
-        build = self.out_dir / ".build"
-        build.mkdir(exist_ok=True)
-        so = build / f"{self.name}-{digest.hexdigest()[:12]}.so"
         cuda = bool(self.manifest.get("gpu_archs"))
-        if not so.exists():
-            if cuda:
-                cuda_shared_object(self.manifest["library"], str(so.resolve()), self.out_dir,
-                                   self.manifest["link_flags"])
-            else:
-                shared_object(get_target(self.manifest["target"]), sources, str(so.resolve()),
-                              self.out_dir, self.manifest.get("link_flags", ["-lm", "-pthread"]))
+        so = built_shared_object(self.out_dir, self.manifest)
         self._lib = ctypes.CDLL(str(so.resolve()))
         self._run = getattr(self._lib, f"{self.name}_run")
         self._run.restype = ctypes.c_int
