@@ -489,8 +489,11 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         raise UnsupportedOpError("no kernel yet for op(s): " +
                                  ", ".join(f"{o} (x{counts[o]})" for o in missing))
     hls = tgt.arch == "hls"
+    # HLS computes in integers only; on a GPU, requantizing in float would round as nvcc
+    # contracts it (into fused multiply-adds), not as the reference does: fixed point on both
     pipeline = ensure_pipeline_plans_memory(opt.pipeline or default_pipeline(
-        tgt.lanes(DType.F32), tgt.registers, tgt.uarch, integer_only=hls))
+        tgt.lanes(DType.F32), tgt.registers, tgt.uarch,
+        integer_only=hls or tgt.gpu is not None))
     steps = parse_pipeline(pipeline)
     if opt.prune:
         pattern = _prune_pattern(opt.prune_pattern, opt.quantize, opt.calib, opt.log)

@@ -20,10 +20,25 @@ EdgecError that names what breaks it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..errors import EdgecError
-from .kernel import Alloc, Expr, If, Kernel, Local, Loop, LoopKind, Op, const, var
+from .kernel import (
+    Alloc,
+    Assign,
+    Expr,
+    If,
+    Kernel,
+    Local,
+    Loop,
+    LoopKind,
+    Op,
+    Store,
+    const,
+    var,
+    walk,
+)
 from .passes import names, thread_nest
 from .program import Branch, Repeat, walk_ops
 from .program import Launch as Run
@@ -49,27 +64,63 @@ class Launch:
 
 def bind_threads(k: Kernel, threads: int = 256) -> Kernel:
     """`k` with each top-level parallel loop a grid of blocks of `threads` threads and each
-    run of other top-level statements a launch of one thread (module doc). A kernel that
-    has grid loops already is returned as it is."""
-    if any(isinstance(s, Loop) and s.kind is LoopKind.GRID for s in k.body):
-        return k
+    run of other top-level statements a launch of one thread (module doc); grid loops the
+    lowering wrote stay as they are. A top-level scalar `Local` that only reads the kernel's
+    inputs (never stored to) and such locals, and is never assigned again (a zero point or
+    scale read at run time), is computed by every launch that reads it, in its blocks'
+    prologue, rather than being a launch of its own whose result the others cannot see."""
+    written = {s.buf.name for s in walk(k.body) if isinstance(s, Store)}
+    assigned = {s.name for s in walk(k.body) if isinstance(s, Assign)}
+    params = {p.name for p in k.params}
+    uniform: dict[str, Local] = {}
     body: list = []
     serial: list = []
     for s in k.body:
-        if isinstance(s, Loop) and s.kind is LoopKind.PARALLEL:
+        if isinstance(s, Local) and s.name not in assigned and \
+                _reads(s.init) <= (params - written) | set(uniform):
+            uniform[s.name] = s
+        elif isinstance(s, Loop) and s.kind in (LoopKind.PARALLEL, LoopKind.GRID):
             if serial:
-                body.append(_one_thread(k, serial, len(body)))
+                body.append(_one_thread(serial, len(body)))
                 serial = []
-            body.append(_grid_of(k, s, threads, len(body)))
+            body.append(s if s.kind is LoopKind.GRID else _grid_of(s, threads, len(body)))
         else:
             serial.append(s)
     if serial:
-        body.append(_one_thread(k, serial, len(body)))
+        body.append(_one_thread(serial, len(body)))
+    body = [_with_prologue(launch, uniform) for launch in body]
+    for launch in body:
+        _closed(k, launch)
     return Kernel(k.name, k.params, body, k.doc, k.opaque, outlined=k.outlined)
 
 
-def _grid_of(k: Kernel, loop: Loop, threads: int, n: int) -> Loop:
-    _closed(k, [loop], f"parallel loop {loop.var}")
+def _reads(e: Expr) -> set[str]:
+    """The buffers and variables expression `e` reads."""
+    return names(Kernel("e", [], [Local("_", e.dtype, e)]))[0]
+
+
+def _with_prologue(launch: Loop, uniform: dict[str, Local]) -> Loop:
+    """`launch` (a grid nest) with the uniform locals it reads, and those they read, first in
+    its innermost grid loop's body, in their order of definition."""
+    used, defined = names(Kernel("l", [], [launch]))
+    need: set[str] = set()
+    todo = [n for n in used - defined if n in uniform]
+    while todo:
+        n = todo.pop()
+        if n not in need:
+            need.add(n)
+            todo += [m for m in _reads(uniform[n].init) if m in uniform]
+    if not need:
+        return launch
+    inner = launch
+    while len(inner.body) == 1 and isinstance(inner.body[0], Loop) and \
+            inner.body[0].kind is LoopKind.GRID:
+        inner = inner.body[0]
+    inner.body[:0] = [dataclasses.replace(loc) for n, loc in uniform.items() if n in need]
+    return launch
+
+
+def _grid_of(loop: Loop, threads: int, n: int) -> Loop:
     b, t = f"_b{n}", f"_t{n}"
     extent = loop.extent
     if extent.op is Op.CONST and extent.field("value") <= threads:
@@ -81,20 +132,20 @@ def _grid_of(k: Kernel, loop: Loop, threads: int, n: int) -> Loop:
     return Loop(b, blocks, [Loop(t, const(threads), inner, LoopKind.BLOCK)], LoopKind.GRID)
 
 
-def _one_thread(k: Kernel, stmts: list, n: int) -> Loop:
-    _closed(k, stmts, "the serial statements before a parallel loop or after it")
+def _one_thread(stmts: list, n: int) -> Loop:
     return Loop(f"_b{n}", const(1), [Loop(f"_t{n}", const(1), list(stmts), LoopKind.BLOCK)],
                 LoopKind.GRID)
 
 
-def _closed(k: Kernel, stmts: list, what: str) -> None:
+def _closed(k: Kernel, launch: Loop) -> None:
     """A launch may read only the kernel's parameters and what it defines itself: its
     threads share nothing else with the launches before it."""
-    used, defined = names(Kernel(k.name, k.params, stmts))
+    used, defined = names(Kernel(k.name, k.params, [launch]))
     free = used - defined - {p.name for p in k.params}
     if free:
-        raise EdgecError(f"kernel {k.name}: {what} reads {', '.join(sorted(free))}, defined "
-                         "in another launch; a GPU launch shares only the kernel's buffers")
+        raise EdgecError(f"kernel {k.name}: launch {launch.var} reads {', '.join(sorted(free))}"
+                         ", defined in another launch; a GPU launch shares only the kernel's "
+                         "buffers")
 
 
 def launches(k: Kernel) -> list[Launch]:

@@ -46,6 +46,7 @@ class Kind(enum.Enum):
     INT_CONV_TILES = "int-conv-tiles"
     INT_CONV_ROWS_UNROLLED = "int-conv-rows-unrolled"
     INT_CONV_ROWS = "int-conv-rows"
+    INT_CONV_THREADS = "int-conv-threads"  # a GPU's: one thread an output element
     # blocked int8 convolutions (kernels/blocked_quant.py; the encoding is pack-weights')
     BLOCKED_INT8_DOT4 = "blocked-int8-dot4"
     BLOCKED_INT8_DEPTHWISE = "blocked-int8-depthwise"

@@ -75,8 +75,9 @@ def default_pipeline(vector_lanes: int = 1, registers: int = 16, uarch: str = ""
     that many channels, and the weights of blocked integer convolutions and int8 GEMMs are
     packed for tiles sized to the registers (and vectors) and requantized in fixed point.
     `uarch`: the CPU family whose costs sparsify's model uses (targets/uarch.py);
-    `integer_only` (scalar code for a target that computes in integers only, HLS): every
-    integer convolution and GEMM requantized in fixed point (`fixed-point{scalar=1}`). The
+    `integer_only` (scalar code whose integer layers must compute in integers only: HLS, and
+    GPUs, where float requantization would round as nvcc contracts it): every integer
+    convolution and GEMM requantized in fixed point (`fixed-point{scalar=1}`). The
     order of the later passes is the one manager.RUNS_AFTER checks."""
     vectors = vector_lanes >= 2
     lanes = {"lanes": vector_lanes} if vectors else {}

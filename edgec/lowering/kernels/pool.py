@@ -52,6 +52,36 @@ def _pool(kb: NodeKernelBuilder, node: Node, kind: str) -> None:
         return window(kb, f"k{names[i]}", o * strides[i], -pads[i], dil[i], isp[i], ksz[i],
                       bases)
 
+    if kb.gpu_rows:  # a GPU thread an output element, over its taps inside the input
+        kb.strategy = "pooling, a GPU thread an output"
+        with independent_loops(kb, [n_, c_, *osp], ["n", "c", *(f"o{a}" for a in names)],
+                               math.prod(ksz)) as (n, c, *oo):
+            rng = [taps(i, o, "read") for i, o in enumerate(oo)]
+            acc = kb.local("acc", _lowest(y.dtype) if kind == "max" else const(0, y.dtype))
+            best = kb.local("best", const(-1, ind.dtype)) if ind is not None else None
+            with kb.loops([t[1] for t in rng], [f"k{a}" for a in names]) as kk:
+                ipos = [named(kb, f"i{a}", o * s + (t[0] + k) * d - p) for a, o, t, k, s, d, p
+                        in zip(names, oo, rng, kk, strides, dil, pads, strict=False)]
+                v = named(kb, "v", x[offset([n, c, *ipos], xs)])
+                if kind == "avg":
+                    kb.assign(acc, acc + v)
+                else:
+                    if best is not None:  # the first maximum wins, as in the reference
+                        st = (row_major_strides(isp) if not node.attrs["storage_order"]
+                              else row_major_strides(isp[::-1])[::-1])
+                        flat = (n * c_ + c) * math.prod(isp) + offset(ipos, st)
+                        kb.assign(best, select(v > acc, cast(flat, best.dtype), best))
+                    kb.assign(acc, select(v > acc, v, acc))
+            at = named(kb, "at", offset([n, c, *oo], ys))
+            if kind == "avg":
+                count = const(1)
+                for i, o in enumerate(oo):
+                    count = count * (taps(i, o, "count")[1] if with_pad else rng[i][1])
+                kb.assign(acc, acc / cast(count, y.dtype))
+            kb.store(y, at, acc)
+            if best is not None:
+                kb.store(ind, at, best)
+        return
     with independent_loops(kb, [n_, c_, *osp[:-1]], ["n", "c", *(f"o{a}" for a in names[:-1])],
                            osp[-1] * math.prod(ksz)) as vs:
         n, c, *oo = vs

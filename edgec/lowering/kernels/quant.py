@@ -53,7 +53,16 @@ from ...kernel_ir.kernel import (
 )
 from ..lower import NodeKernelBuilder, broadcast_index, coalesce, kernel
 from ..strategies import Candidate, Kind
-from .common import broadcast_strides, named, offset, parallel_split, row_major_strides
+from .common import (
+    broadcast_strides,
+    independent_loops,
+    lane_steps,
+    named,
+    offset,
+    parallel_split,
+    row_major_strides,
+    warp_rows,
+)
 from .quant_common import (
     Requant,
     accumulator_type,
@@ -102,6 +111,20 @@ def _per_slice(kb: NodeKernelBuilder, node: Node, setup: Setup) -> None:
     element for blocked layouts)."""
     sl = _Slices.of(node)
     s_v, z_v = node.inputs[1], node.input(2)
+    if kb.gpu_rows:  # a GPU thread an element, which loads its slice's scale and zero point
+        per_tensor = sl.outer == 1 and sl.n == 1
+        sb = None if per_tensor else kb.bind(s_v, "s")
+        zb = None if per_tensor or z_v is None else kb.bind(z_v, "z")
+        with independent_loops(kb, [sl.outer, sl.n, sl.inner], ["o", "a", "i"], 1) as (o, a, i):
+            at = named(kb, "at", (o * sl.n + a) * sl.inner + i)
+            if per_tensor:
+                setup(scalar(kb, s_v, "s", F32), zero_point(kb, z_v, "zp"))(at)
+                return
+            k = a if not sl.block else named(kb, "srow", (o * sl.blocks + a // sl.block)
+                                             * sl.inner + i)
+            setup(named(kb, "sv", cast(sb[k], F32)),
+                  named(kb, "zv", cast(zb[k], I32)) if zb is not None else None)(at)
+        return
     if sl.outer == 1 and sl.n == 1:  # per tensor, in even slices on the thread pool
         tasks, per = parallel_split(sl.inner)
         with kb.loop(tasks, "t", kind="parallel") as t:
@@ -272,30 +295,56 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
     y = kb.bind(y_v, "y")
     sy = row_major_strides((*g.batch, g.m, g.n))
     names = [f"b{d}" for d in range(len(g.batch))]
-    with kb.loops([*g.batch, g.m], [*names, "i"]) as (*bi, i):
+
+    def row_zero(bi, i) -> Expr | None:
         zr = az.at(bi, i, const(0))
-        zr = named(kb, "za", cast(zr, acc_t)) if az.varies else \
+        return named(kb, "za", cast(zr, acc_t)) if az.varies else \
             cast(zr, acc_t) if zr is not None else None
-        with kb.loop(g.n, "j") as j:
-            acc = kb.local("acc", cast(c[offset([i, j], sc)], acc_t) if c is not None
-                           else const(0, acc_t))
-            zc = bz.at(bi, j, const(0)) if trans_b else bz.at(bi, const(0), j)
-            zc = named(kb, "zb", cast(zc, acc_t)) if bz.varies else \
-                cast(zc, acc_t) if zc is not None else None
-            with kb.loop(g.k, "k") as k:
-                ik = (k, i) if trans_a else (i, k)
-                av = cast(a[offset([*bi, *ik], sa)], acc_t)
-                if zr is not None:
-                    av = av - zr
-                if packed:
-                    bv = cast(bt[offset([*bi, j, k], sb)], acc_t)
-                else:
-                    bv = cast(b[offset([*bi, *((j, k) if trans_b else (k, j))], sb)], acc_t)
-                    if zc is not None:
-                        bv = bv - zc
-                kb.assign(acc, acc + av * bv)
-            out = acc if finish is None else finish(bi, i, j, acc)
+
+    def output(bi, i, j, zr, ks=None) -> None:
+        """acc = the bias + the products over k (`ks`: the k this thread takes and the
+        warp's lane, whose lanes' sums are folded before lane 0 stores)."""
+        acc = kb.local("acc", cast(c[offset([i, j], sc)], acc_t) if c is not None and ks is None
+                       else const(0, acc_t))
+        zc = bz.at(bi, j, const(0)) if trans_b else bz.at(bi, const(0), j)
+        zc = named(kb, "zb", cast(zc, acc_t)) if bz.varies else \
+            cast(zc, acc_t) if zc is not None else None
+        with (kb.loop(g.k, "k") if ks is None else ks[0]) as k:
+            ik = (k, i) if trans_a else (i, k)
+            av = cast(a[offset([*bi, *ik], sa)], acc_t)
+            if zr is not None:
+                av = av - zr
+            if packed:
+                bv = cast(bt[offset([*bi, j, k], sb)], acc_t)
+            else:
+                bv = cast(b[offset([*bi, *((j, k) if trans_b else (k, j))], sb)], acc_t)
+                if zc is not None:
+                    bv = bv - zc
+            kb.assign(acc, acc + av * bv)
+        if ks is not None:
+            kb.warp_reduce(acc, "add", ks[2])
+            if c is not None:
+                kb.assign(acc, acc + cast(c[offset([i, j], sc)], acc_t))
+        out = acc if finish is None else finish(bi, i, j, acc)
+        if ks is None:
             kb.store(y, offset([*bi, i, j], sy), out)
+        else:
+            with kb.if_(ks[1].eq(0)):
+                kb.store(y, offset([*bi, i, j], sy), out)
+
+    if kb.gpu_rows:  # a GPU warp an output, its lanes striding along k (B's rows as [N, K])
+        kb.strategy = kb.strategy.replace("matmul rows", "matmul, a GPU warp an output")
+        dims = (*g.batch, g.m, g.n)
+        with warp_rows(kb, math.prod(dims)) as (r, lane, width):
+            *bi, i, j = [named(kb, nm, r // st % ext) for nm, st, ext in
+                         zip([*names, "i", "j"], row_major_strides(dims), dims, strict=True)]
+            output(bi, i, j, row_zero(bi, i), (lane_steps(kb, lane, width, g.k, "k"), lane,
+                                               width))
+        return
+    with kb.loops([*g.batch, g.m], [*names, "i"]) as (*bi, i):
+        zr = row_zero(bi, i)
+        with kb.loop(g.n, "j") as j:
+            output(bi, i, j, zr)
 
 
 def _matrix_b(node: Node, index: int) -> Value:
@@ -464,6 +513,17 @@ def qlinear_global_average_pool(kb: NodeKernelBuilder, node: Node) -> None:
         finish = lambda acc: req(kb, cast(acc, F32) * mult)  # noqa: E731
         kb.strategy = "integer mean"
     y = kb.bind(node.output, "y")
+    if kb.gpu_rows:  # a GPU warp a channel, its lanes striding over the positions
+        kb.strategy += ", a GPU warp a channel"
+        with warp_rows(kb, rows) as (r, lane, width):
+            acc = kb.local("acc", const(0, I32))
+            with lane_steps(kb, lane, width, positions, "p") as p:
+                kb.assign(acc, acc + cast(x[r * positions + p], I32))
+            kb.warp_reduce(acc, "add", width)
+            total = acc - zx * const(positions, I32) if zx is not None else acc
+            with kb.if_(lane.eq(0)):
+                kb.store(y, r, finish(named(kb, "sum", total)))
+        return
     with kb.loop(rows, "r") as r:
         acc = kb.local("acc", const(0, I32))
         with kb.loop(positions, "p") as p:
@@ -482,20 +542,33 @@ def qlinear_add(kb: NodeKernelBuilder, node: Node) -> None:
     a, b = kb.bind(a_v, "a"), kb.bind(b_v, "b")
     y = kb.bind(node.output, "y")
     dims, flags = coalesce(y.shape, [a.shape, b.shape, y.shape])
-    tasks, per = parallel_split(dims[0]) if len(dims) == 1 else (1, 0)
-    # (the scalars are loaded inside the parallel loop: its body is closed)
-    with kb.loop(tasks, "t", kind="parallel") as t:
+
+    def elements():
+        """The combine and zero points (loaded once, where the loops begin), then a function
+        that stores the element at loop variables vs."""
         combine = _add_combine(kb, node)
         za, zb = zero_point(kb, za_v, "a_zp"), zero_point(kb, zb_v, "b_zp")
-        with (kb.loop(per, "i") if tasks > 1 else
-              kb.loops(dims, [f"i{k}" for k in range(len(dims))] if len(dims) > 1 else ["i"])
-              ) as vs:
-            vs = [t * per + vs] if tasks > 1 else vs
+
+        def element(vs: list[Expr]) -> None:
             av, bv = cast(a[broadcast_index(vs, dims, flags[0])], I32), \
                 cast(b[broadcast_index(vs, dims, flags[1])], I32)
             av = av - za if za is not None else av
             bv = bv - zb if zb is not None else bv
             kb.store(y, broadcast_index(vs, dims, flags[2]), combine(av, bv))
+        return element
+
+    if kb.gpu_rows:  # a GPU thread an element
+        with independent_loops(kb, dims, [f"i{k}" for k in range(len(dims))], 1) as vs:
+            elements()(vs)
+        return
+    tasks, per = parallel_split(dims[0]) if len(dims) == 1 else (1, 0)
+    # (the scalars are loaded inside the parallel loop: its body is closed)
+    with kb.loop(tasks, "t", kind="parallel") as t:
+        element = elements()
+        with (kb.loop(per, "i") if tasks > 1 else
+              kb.loops(dims, [f"i{k}" for k in range(len(dims))] if len(dims) > 1 else ["i"])
+              ) as vs:
+            element([t * per + vs] if tasks > 1 else vs)
 
 
 def _add_combine(kb: NodeKernelBuilder, node: Node) -> Callable[[Expr, Expr], Expr]:

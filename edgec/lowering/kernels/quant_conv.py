@@ -23,7 +23,7 @@ from ...ir.ops.quant import centred_conv_weights, requantize_multiplier
 from ...kernel_ir.kernel import Buffer, Expr, cast, const
 from ..lower import NodeKernelBuilder, kernel
 from ..strategies import Candidate, Kind
-from .common import named, offset, row_major_strides
+from .common import independent_loops, named, offset, row_major_strides
 from .conv import ConvGeometry
 from .quant_common import (
     Requant,
@@ -69,10 +69,16 @@ def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights:
              if terms <= t.int_tile_terms else "")
     unroll = f"{terms} terms per output, more than int_unroll_terms ({t.int_unroll_terms})" \
         if terms > t.int_unroll_terms else ""
-    return [Candidate.of(Kind.INT_CONV_TILES, {"tile": tile}, tiles),
-            Candidate.of(Kind.INT_CONV_ROWS_UNROLLED,
-                         {"channels": min(tile, t.int_unroll_channels)}, unroll),
-            Candidate.of(Kind.INT_CONV_ROWS)]
+    cpu = [Candidate.of(Kind.INT_CONV_TILES, {"tile": tile}, tiles),
+           Candidate.of(Kind.INT_CONV_ROWS_UNROLLED,
+                        {"channels": min(tile, t.int_unroll_channels)}, unroll),
+           Candidate.of(Kind.INT_CONV_ROWS)]
+    if kb.target.gpu is None:
+        return cpu
+    # a GPU's threads: the CPU forms would run their loops on one thread of it
+    gpu = "a GPU target: the CPU's loops would run on one thread (int-conv-threads)"
+    return [Candidate.of(Kind.INT_CONV_THREADS),
+            *(Candidate.of(c.kind, dict(c.params), gpu) for c in cpu)]
 
 
 def pack_int_conv_weights(wc: np.ndarray, group: int, tile: int) -> np.ndarray:
@@ -127,6 +133,26 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
         wz_lit = zero_point(kb, wz_v, "w_zp") if not per_m else None
     xs, ws = row_major_strides(x_v.shape), row_major_strides(w_v.shape)
     ys = row_major_strides(node.output.shape)
+    if form.kind is Kind.INT_CONV_THREADS:
+        kb.strategy = "integer conv, a GPU thread an output" + wide
+        dims = (geo.n, geo.m, *geo.osp)
+        with independent_loops(kb, dims, ["n", "m", *(f"o{a}" for a in geo.names)],
+                               terms) as (n, m, *oo):
+            wz = named(kb, "wz", cast(wz_buf[m], acc_t)) if wz_buf is not None else \
+                cast(wz_lit, acc_t) if wz_lit is not None else None
+            finish = channel(m)
+            taps = geo.row_taps(kb, oo)
+            acc = kb.local("acc", cast(b[m], acc_t) if b is not None else const(0, acc_t))
+            g = named(kb, "g", m // geo.mg)
+            with kb.loop(geo.cg, "c") as c, \
+                    kb.loops([t[1] for t in taps], [f"k{a}" for a in geo.names]) as kk:
+                kidx = [t[0] + k for t, k in zip(taps, kk, strict=True)]
+                xv = cast(x[offset([n, g * geo.cg + c, *geo.input_pos(oo, kidx)], xs)], acc_t)
+                wv = cast(w[offset([m, c, *kidx], ws)], acc_t)
+                kb.assign(acc, acc + (xv - xz if xz is not None else xv)
+                          * (wv - wz if wz is not None else wv))
+            kb.store(y, offset([n, m, *oo], ys), finish(acc))
+        return
     unroll = form.kind is Kind.INT_CONV_ROWS_UNROLLED
     tj = int(form["channels"]) if unroll else 1
     kb.strategy = ("integer conv rows, unrolled" if unroll else "integer conv rows") + wide
