@@ -39,6 +39,7 @@ class Kind(enum.Enum):
     CONV_TILES = "conv-tiles"  # register tiles of output channels x pixels
     CONV_ROWS = "conv-rows"  # a row at a time, accumulated in the output
     CONV_THREADS = "conv-threads"  # a GPU's: one thread an output element
+    CONV_GPU_GEMM = "conv-gemm-tiles"  # a GPU's: implicit GEMM in shared-memory tiles
     # blocked (NCHWc) float convolutions (kernels/blocked.py)
     BLOCKED_CONV = "blocked-conv"
     BLOCKED_DEPTHWISE = "blocked-depthwise"
@@ -59,6 +60,7 @@ class Kind(enum.Enum):
     INT8_GEMM = "int8-gemm"
     MATMUL_ROWS = "matmul-rows"
     MATMUL_DOTS = "matmul-dots"
+    MATMUL_WARPS = "matmul-warps"  # a GPU's: a warp an output, its lanes along K
     GPU_TILED_GEMM = "gpu-tiled-gemm"  # a GPU's: T x T tiles of A and B staged in shared memory
     INT_MATMUL_ROWS = "int-matmul-rows"  # kernels/quant.py, where the int8 GEMM does not
     # an FPGA's matrix-vector unit: PE outputs x SIMD inputs a cycle (kernels/quant_mvau.py)

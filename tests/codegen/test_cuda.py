@@ -3,13 +3,17 @@ onto a grid of thread blocks, the interpreter runs the bound kernels (their bloc
 by thread) against the ONNX node tests' expected outputs while `find_races` (kernel_ir/races.py)
 watches every access for data races, and nvcc compiles the CUDA renderer's source of all of
 them, warnings as errors. Elementwise and row-wise ops, pooling, strided copies, Concat,
-Split, Gather, convolutions (conv-threads) and matrix products (matmul-dots) get a thread per
-output, Softmax, LogSoftmax (innermost axis), LayerNormalization and the reductions over a
-contiguous innermost run of axes a warp per row (its reductions of `shfl_xor`, which the
-interpreter runs lane by lane), the rest one thread.
-A program linked against the static CUDA runtime gets the launch's error, not a crash, where
-there is no GPU. Running the kernels on a GPU is
-for the GPU machine (issue 33)."""
+Split, Gather, depthwise and narrow convolutions (conv-threads), integer convolutions
+(int-conv-threads) and one-row products by a run-time B (matmul-dots) get a thread per
+output; convolutions of 16 channels and more an implicit GEMM in shared-memory tiles
+(conv-gemm-tiles) and products of several rows shared-memory tiles, register-blocked where
+the GPU stays full; one-row products (matmul-warps), integer products, Softmax, LogSoftmax
+(innermost axis), LayerNormalization and the reductions over a contiguous innermost run of
+axes a warp per output or row (its reductions of `shfl_xor`, which the interpreter runs lane
+by lane), the rest one thread. Quantized models compute the reference interpreter's integers
+bit for bit. A program linked against the static CUDA runtime gets the launch's error, not a
+crash, where there is no GPU. Running the kernels on a GPU is for the GPU machine
+(scripts/gpu_check.sh, issue 33)"""
 
 from __future__ import annotations
 
@@ -270,14 +274,16 @@ def test_a_shuffle_some_lanes_skip_is_caught():
 
 
 def gpu_checked(model, prefix: str, feeds=None, rtol: float = 1e-5, atol: float = 1e-5,
-                exact: bool = False):
+                exact: bool = False, strategies=None):
     """`model` compiled as the CUDA library's program is (bound to grids), run on the
     interpreter thread by thread with every access watched for races, against onnxruntime
-    on the CPU (`exact`: bit for bit): (the program, its kernels)."""
+    on the CPU (`exact`: bit for bit): (the program, its kernels). `strategies`: as
+    `--strategy` takes them."""
     from edgec.compiler.driver import load_graph
 
     g = pipelined(load_graph(model), "cuda")
-    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix=prefix)
+    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "t", prefix=prefix,
+                         strategies=strategies)
     prog = dataclasses.replace(prog, body=bind_program(prog.body))
     feeds = random_feeds(model) if feeds is None else feeds
     races = []
@@ -383,6 +389,105 @@ def test_matrix_products_run_shared_memory_tiles(m, k, n, trans_b, runtime_b, tr
     tiled = [launch for k in kernels for launch in launches(k) if len(launch.block) == 2]
     assert tiled and [lp.extent.value for lp in tiled[0].block] == [16, 16]
     nvcc_takes(kernels, tmp_path, "mm")
+
+
+@pytest.mark.parametrize("k,n,trans_b,runtime_b", [
+    (100, 20, True, False), (70, 33, False, False), (64, 9, True, True)])
+def test_one_row_products_run_a_warp_per_output(k, n, trans_b, runtime_b, tmp_path):
+    """Gemm + Relu of one row (the MLP's and the classifiers' at batch 1): a warp an output,
+    its lanes striding along K through B as [N, K] (a weight given as [K, N] transposed at
+    compile time; an input given transposed read as it is), folded by shuffles, lane 0
+    storing with the bias and the activation; K not a multiple of the warp. Against
+    onnxruntime on the interpreter, race-free; nvcc takes it. A run-time B given as [K, N]
+    keeps a thread an output (its lanes would not read B coalesced)."""
+    prog, kernels = gpu_checked(gemm_model(1, k, n, trans_b, runtime_b), "mw_")
+    gemm = prog.strategies[0]  # (then the Relu: alpha 0.5 keeps them apart)
+    assert gemm["strategy"] == "matmul, a GPU warp an output", gemm
+    (launch,) = launches(kernels[0])
+    assert [lp.extent.value for lp in launch.block] == [min(8, n), 32]
+    nvcc_takes(kernels, tmp_path, "mw")
+    prog, _ = gpu_checked(gemm_model(1, 70, 5, False, True), "md_")
+    assert prog.strategies[0]["strategy"] == "matmul dot products", prog.strategies
+
+
+@pytest.mark.parametrize("reg", [2, 4])
+@pytest.mark.parametrize("m, n, k", [(70, 45, 37), (16, 96, 20)])
+def test_register_blocked_tiles_compute_the_product_without_races(reg, m, n, k):
+    """_gpu_tiles with reg x reg outputs a thread (staging reg elements of A and of B a
+    thread per step), on shapes that end mid-tile along every side."""
+    from edgec.lowering.kernels.matmul import _gpu_tiles
+    from edgec.lowering.lower import NodeKernelBuilder
+
+    kb = NodeKernelBuilder("tiles", target=get_target("cuda"))
+    a, b = kb.input("a", F32, (m * k,)), kb.input("b", F32, (k * n,))
+    y = kb.output("y", F32, (m * n,))
+    _gpu_tiles(kb, lambda z, i, kk: a[i * k + kk], lambda z, kk, j: b[kk * n + j],
+               lambda z, i, j, acc: kb.store(y, i * n + j, acc), F32, m, n, k, reg=reg)
+    kern = kb.build()
+    (launch,) = launches(kern)
+    side = 16 * reg
+    assert [loop.extent.value for loop in launch.grid] == [1, -(-m // side), -(-n // side)]
+    rng = np.random.default_rng(reg)
+    av = rng.standard_normal((m, k)).astype(np.float32)
+    bv = rng.standard_normal((k, n)).astype(np.float32)
+    out = np.zeros(m * n, np.float32)
+    assert find_races(kern, av.reshape(-1), bv.reshape(-1), out) == []
+    np.testing.assert_allclose(out.reshape(m, n), av @ bv, rtol=1e-4, atol=1e-4)
+
+
+def conv_model(c: int, m: int, size, kernel, bias: bool = True, then: str = "", **attrs):
+    """x [1, c, *size] -> Conv (m channels, `kernel`, attrs) [-> Relu, or + a residual input
+    of the output's shape -> Relu, with `then` "relu" or "residual"]."""
+    rng = np.random.default_rng(len(size) + m)
+    f = TensorProto.FLOAT
+    group = attrs.get("group", 1)
+    inits = [numpy_helper.from_array(
+        (rng.standard_normal((m, c // group, *kernel)) * 0.2).astype(np.float32), "w")]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), "b"))
+    nodes = [helper.make_node("Conv", ["x", "w", *(["b"] if bias else [])], ["c"], "conv",
+                              kernel_shape=list(kernel), **attrs)]
+    ins = [helper.make_tensor_value_info("x", f, [1, c, *size])]
+    out = "c"
+    if then == "residual":
+        nodes.append(helper.make_node("Add", ["c", "z"], ["s"]))
+        ins.append(helper.make_tensor_value_info("z", f, None))
+        out = "s"
+    if then:
+        nodes.append(helper.make_node("Relu", [out], ["y"]))
+        out = "y"
+    g = helper.make_graph(nodes, "conv", ins, [helper.make_tensor_value_info(out, f, None)],
+                          inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    model = onnx.shape_inference.infer_shapes(model)
+    if then == "residual":  # the residual's shape is the convolution's output's
+        shape = model.graph.value_info[0].type.tensor_type.shape
+        model.graph.input[1].type.tensor_type.shape.CopyFrom(shape)
+    return onnx.shape_inference.infer_shapes(model)
+
+
+@pytest.mark.parametrize("reg", [1, 4])
+@pytest.mark.parametrize("case", [
+    dict(c=20, m=24, size=(9, 7), kernel=(3, 3), pads=[1, 1, 1, 1]),
+    dict(c=6, m=17, size=(11, 10), kernel=(3, 2), bias=False, strides=[2, 1],
+         dilations=[1, 2], pads=[0, 1, 1, 0]),
+    dict(c=20, m=32, size=(6, 6), kernel=(3, 3), group=2, pads=[1, 1, 1, 1]),
+    dict(c=5, m=16, size=(30,), kernel=(5,), strides=[2]),
+    dict(c=32, m=16, size=(5, 5), kernel=(1, 1), then="relu"),
+    dict(c=8, m=16, size=(6, 5), kernel=(3, 3), pads=[1, 1, 1, 1], then="residual"),
+], ids=["3x3", "strided-dilated", "groups", "1d", "1x1-relu", "residual"])
+def test_convolutions_run_as_implicit_gemm_tiles(case, reg):
+    """The GPU's convolution (conv-gemm-tiles, the default where a group has 16 output
+    channels and 16 terms an output): an implicit GEMM per image and group whose B tile is
+    gathered from the input as it is staged, zero in the padding; the bias, a residual and
+    an activation as each output is stored. Against onnxruntime, every access watched for
+    races, at 1 and 4 x 4 outputs a thread."""
+    model = conv_model(**case)
+    node = "y" if case.get("then") else "conv"  # (fused with what follows: named so)
+    prog, kernels = gpu_checked(model, f"c{reg}_", strategies={
+        node: f"conv-gemm-tiles{{reg={reg}}}"}, rtol=1e-4, atol=1e-4)
+    (conv,) = [s for s in prog.strategies if s["op"] in ("Conv", "FusedConv")]
+    assert "implicit GEMM" in conv["strategy"], conv
 
 
 def test_a_batch_of_rows_times_a_matrix_runs_shared_memory_tiles():

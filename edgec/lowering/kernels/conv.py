@@ -55,6 +55,7 @@ from .common import (
     row_major_strides,
     window,
 )
+from .matmul import GPU_TILE, _gpu_tiles, gpu_tile_reg
 
 # -- convolution ----------------------------------------------------------------------------
 # (the tile sizes are the Target's facts, `Tiles`: conv_m, conv_p, conv_p_one, pointwise_*)
@@ -185,8 +186,13 @@ def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
     y = kb.bind(node.outputs[0], "y")
     kb.strategy = {Kind.CONV_POINTWISE: "pointwise conv as GEMM tiles",
                    Kind.CONV_TILES: "conv register tiles", Kind.CONV_ROWS: "conv rows",
-                   Kind.CONV_THREADS: "conv, a GPU thread an output"}[c.kind]
-    if c.kind is Kind.CONV_THREADS:
+                   Kind.CONV_THREADS: "conv, a GPU thread an output",
+                   Kind.CONV_GPU_GEMM: "conv as implicit GEMM, shared-memory tiles"
+                   + (f", {c['reg']} x {c['reg']} outputs a thread"
+                      if c.kind is Kind.CONV_GPU_GEMM and int(c["reg"]) > 1 else "")}[c.kind]
+    if c.kind is Kind.CONV_GPU_GEMM:
+        _conv_gemm_tiles(kb, geo, x, w, b, y, epi, int(c["reg"]))
+    elif c.kind is Kind.CONV_THREADS:
         _conv_threads(kb, geo, x, w, b, y, epi)
     elif c.kind is Kind.CONV_POINTWISE:
         _conv_pointwise(kb, geo, x, w, b, y, epi, int(c["rows"]), int(c["depth"]),
@@ -234,7 +240,16 @@ def conv_candidates(target: Target, geo: ConvGeometry, const_weights: bool,
         return cpu
     # a GPU's threads: the CPU forms would run their loops on one thread of it
     gpu = "a GPU target: the CPU's loops would run on one thread (conv-threads)"
-    return [Candidate.of(Kind.CONV_THREADS),
+    terms = geo.cg * math.prod(geo.ksz)
+    gemm = ("not float32" if itemsize != 4 else
+            f"{terms} terms per output, fewer than a tile's step ({GPU_TILE})"
+            if terms < GPU_TILE else
+            f"{geo.mg} output channels per group, fewer than a tile's side ({GPU_TILE})"
+            if geo.mg < GPU_TILE else "")
+    reg = gpu_tile_reg(target, lambda side: geo.n * geo.group * -(-geo.mg // side)
+                       * -(-math.prod(geo.osp) // side))
+    return [Candidate.of(Kind.CONV_GPU_GEMM, {"reg": reg}, gemm, None, ("reg",)),
+            Candidate.of(Kind.CONV_THREADS),
             *(Candidate.of(c.kind, dict(c.params), gpu) for c in cpu)]
 
 
@@ -447,6 +462,58 @@ def _conv_threads(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer
                 kb.assign(acc, acc + w[offset([m, c, *kk], ws)]
                           * x[offset([n, m // mg * cg + c, *ipos], xs)])
         kb.store(y, offset(coords, row_major_strides(dims)), epi(kb, acc, coords))
+
+
+def _conv_gemm_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,
+                     b: Buffer | None, y: Buffer, epi: Epilogue, reg: int) -> None:
+    """A GPU's convolution as an implicit GEMM per image and group (`_gpu_tiles`): Y[m, p] =
+    sum_k W[m, k] X[k, p] over k = (c, tap) and the output positions p, where X[k, p] is
+    the input under tap k of position p, gathered as the tile is staged (zero in the
+    padding) rather than written out (im2col); the epilogue (bias, residual, activation)
+    as each output is stored."""
+    cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
+    taps, positions = math.prod(ksz), math.prod(osp)
+    xs = row_major_strides((geo.n, geo.c, *geo.isp))
+    ys = row_major_strides((geo.n, geo.m, *osp))
+    kst, ost = row_major_strides(ksz), row_major_strides(osp)
+
+    def image_group(z: Expr) -> tuple[Expr, Expr]:
+        return (z // geo.group, z % geo.group) if geo.group > 1 else (z, const(0))
+
+    def coord(e: Expr, a: int, extents, strides) -> Expr:  # e's coordinate along axis a
+        q = e // strides[a] if strides[a] > 1 else e
+        return q % extents[a] if a > 0 else q
+
+    def gathered(z: Expr, k: Expr, p: Expr) -> Expr:
+        n, g = image_group(z)
+        c, tap = (k // taps, k % taps) if taps > 1 else (k, const(0))
+        ipos = [coord(p, a, osp, ost) * s + (coord(tap, a, ksz, kst) * d if ksz[a] > 1
+                                             else const(0)) - p0
+                for a, (s, d, p0) in enumerate(zip(geo.strides, geo.dil, geo.p0, strict=True))]
+        inside = None
+        for i, size in zip(ipos, geo.isp, strict=True):
+            cond = (i >= 0) & (i < size)
+            inside = cond if inside is None else inside & cond
+        v = x[offset([n, g * cg + c, *ipos], xs)]
+        return v if not any(geo.p0) and not _may_overrun(geo) else \
+            select(inside, v, const(0.0, x.dtype))
+
+    def store(z: Expr, i: Expr, p: Expr, acc: Expr) -> None:
+        n, g = image_group(z)
+        m = g * mg + i if geo.group > 1 else i
+        coords = [n, m, *[coord(p, a, osp, ost) for a in range(len(osp))]]
+        total = acc + b[m] if b is not None else acc
+        kb.store(y, offset([n, m], ys[:2]) + p, epi(kb, total, coords))
+
+    _gpu_tiles(kb, lambda z, i, k: w[(image_group(z)[1] * mg + i) * (cg * taps) + k],
+               gathered, store, y.dtype, mg, positions, cg * taps, geo.n * geo.group, reg)
+
+
+def _may_overrun(geo: ConvGeometry) -> bool:
+    """Whether some tap of some output reads past the input's end (where ceil-mode-like
+    shapes or explicit end pads put it)."""
+    return any((o - 1) * s + (k - 1) * d >= n for o, s, k, d, n in
+               zip(geo.osp, geo.strides, geo.ksz, geo.dil, geo.isp, strict=True))
 
 
 def _conv_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,

@@ -35,4 +35,4 @@ def fused_matmul(kb: NodeKernelBuilder, node: Node) -> None:
         return
     addends = [(v, 1.0) for v in (bias_v, z_v) if v is not None]
     build_matmul(kb, a_v, b_v, y_v, addends=addends, activation=activation_of(node),
-                 dots=c.kind is Kind.MATMUL_DOTS, tiled=c.kind is Kind.GPU_TILED_GEMM)
+                 form=c.kind)

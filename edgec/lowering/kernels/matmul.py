@@ -28,9 +28,11 @@ from .common import (
     broadcast_strides,
     derived_constant,
     independent_loops,
+    lane_steps,
     named,
     offset,
     row_major_strides,
+    warp_rows,
 )
 from .gemm import vector_gemm, vector_gemm_candidate
 
@@ -71,10 +73,19 @@ def matmul_candidates(target: Target, a_v: Value, b_v: Value, y_v: Value,
         "A or B is a vector" if len(a_v.shape) < 2 or len(b_v.shape) < 2 else
         "A is transposed and has batch dims" if trans_a and len(a_v.shape) > 2 and
         len(b_v.shape) == 2 else
-        "one row of A: a thread per output (matmul-dots) reads B's rows coalesced, with no "
-        "idle threads" if (batch * m_ if len(b_v.shape) == 2 else m_) == 1 else
+        "one row of A: a warp an output (matmul-warps) or a thread (matmul-dots)"
+        if (batch * m_ if len(b_v.shape) == 2 else m_) == 1 else
         "not float32" if y_v.dtype is not DType.F32 else ""), None, ("tile",))
-    return [tiled, *([dots, rows] if n_ == 1 or rows_reason else [rows, dots])]
+    one_row = (batch * m_ if len(b_v.shape) == 2 else m_) == 1
+    warps = Candidate.of(Kind.MATMUL_WARPS, {}, (
+        "not a GPU target" if target.gpu is None else
+        "more than one row of A (shared-memory tiles)" if not one_row else
+        "B is a vector" if len(b_v.shape) < 2 else
+        "B is computed at run time and not transposed: a warp's lanes along K would not read "
+        "it coalesced" if not trans_b and not b_v.is_const else
+        f"{k_} terms per output, fewer than 2 per lane of a warp" if k_ < 2 * target.gpu.warp
+        else ""))
+    return [warps, tiled, *([dots, rows] if n_ == 1 or rows_reason else [rows, dots])]
 
 
 # the side of a GPU's GEMM tile (GPU_TILED_GEMM): T x T threads a block, each an output,
@@ -85,24 +96,32 @@ GPU_TILE = 16
 def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                  trans_a: bool = False, trans_b: bool = False, scale: float = 1.0,
                  addends: Sequence[tuple[Value, float]] = (),
-                 activation: Activation | None = None, dots: bool = False,
-                 tiled: bool = False) -> None:
+                 activation: Activation | None = None,
+                 form: Kind = Kind.MATMUL_ROWS) -> None:
     """Y = act(scale * A' @ B' + sum(factor * addend)) with numpy matmul semantics: batch
     dims broadcast, a 1-D A is a row and a 1-D B a column (their unit dim is dropped from Y).
 
     B row-major [K, N] (MATMUL_ROWS): per output row, y[i, :] += A[i, k] * B[k, :] for k =
     0..K-1 (a contiguous axpy). A constant transposed B is transposed back at compile time.
-    `dots` (MATMUL_DOTS; B transposed at run time): a dot product per output in a local.
-    `tiled` (GPU_TILED_GEMM on a GPU): `_gpu_tiles`, A's leading dims taken as rows where
-    B is 2-D, else a grid of tiles per batch.
+    MATMUL_DOTS (or B transposed at run time): a dot product per output in a local.
+    GPU_TILED_GEMM (a GPU's): `_gpu_tiles`, A's leading dims taken as rows where B is 2-D,
+    else a grid of tiles per batch. MATMUL_WARPS (a GPU's, for one row of A): a warp per
+    output, its lanes striding along K through B held as [N, K] (a constant B transposed at
+    compile time where it is not), the warp's sums folded by shuffles.
     """
+    dots, tiled, warps = (form is k for k in (Kind.MATMUL_DOTS, Kind.GPU_TILED_GEMM,
+                                              Kind.MATMUL_WARPS))
     a_shape = (1, *a_v.shape) if len(a_v.shape) == 1 else tuple(a_v.shape)
     b_shape = (*b_v.shape, 1) if len(b_v.shape) == 1 else tuple(b_v.shape)
     m_, k_ = a_shape[-2:][::-1] if trans_a else a_shape[-2:]
     n_ = b_shape[-2] if trans_b else b_shape[-1]
     batch = list(y_v.shape[:len(y_v.shape) - (len(a_v.shape) > 1) - (len(b_v.shape) > 1)])
     a = kb.bind(a_v, "a")
-    if trans_b and b_v.is_const and n_ > 1:
+    if warps and not trans_b:  # (matmul_candidates: B constant) as [N, K]
+        b = derived_constant(kb, b_v, "transposed", lambda w: np.ascontiguousarray(
+            np.swapaxes(w, -1, -2)), "b")
+        b_shape, trans_b = (*b_shape[:-2], b_shape[-1], b_shape[-2]), True
+    elif trans_b and b_v.is_const and n_ > 1 and not warps:
         b = derived_constant(kb, b_v, "transposed", lambda w: np.ascontiguousarray(
             np.swapaxes(w, -1, -2)), "b")
         b_shape, trans_b = (*b_shape[:-2], b_shape[-1], b_shape[-2]), False
@@ -143,7 +162,10 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                 [i // math.prod(lead[d + 1:]) % n for d, n in enumerate(lead)]
             kb.store(y, i * n_ + j, epi(kb, acc, [*rows, j]))
 
-        _gpu_tiles(kb, a_rows, b_rows, store, y.dtype, math.prod(lead), n_, k_)
+        rows = math.prod(lead)
+        reg = gpu_tile_reg(kb.target, lambda side: -(-rows // side) * -(-n_ // side))
+        kb.strategy += f", {reg} x {reg} outputs a thread" if reg > 1 else ""
+        _gpu_tiles(kb, a_rows, b_rows, store, y.dtype, rows, n_, k_, reg=reg)
         return
     if tiled:  # a grid of tiles per product of the batch
         kb.strategy = "GPU GEMM, shared-memory tiles"
@@ -151,12 +173,29 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         def bi(z):  # the batch coordinates of grid index z
             return [z // math.prod(batch[d + 1:]) % n for d, n in enumerate(batch)]
 
+        products = math.prod(batch)
+        reg = gpu_tile_reg(kb.target,
+                           lambda side: products * -(-m_ // side) * -(-n_ // side))
+        kb.strategy += f", {reg} x {reg} outputs a thread" if reg > 1 else ""
         _gpu_tiles(kb, lambda z, i, k: a_at(bi(z), i, k), lambda z, k, j: b_at(bi(z), k, j),
                    lambda z, i, j, acc: kb.store(y, offset([*bi(z), i, j], sy),
                                                  epi(kb, acc, out_coords(bi(z), i, j))),
-                   y.dtype, m_, n_, k_, math.prod(batch))
+                   y.dtype, m_, n_, k_, products, reg)
         return
     names = [f"b{d}" for d in range(len(batch))]
+    if warps:
+        kb.strategy = "matmul, a GPU warp an output"
+        dims = (*batch, m_, n_)
+        with warp_rows(kb, math.prod(dims)) as (r, lane, width):
+            *bi, i, j = [named(kb, nm, r // st % ext) for nm, st, ext in
+                         zip([*names, "i", "j"], row_major_strides(dims), dims, strict=True)]
+            acc = kb.local("acc", zero)
+            with lane_steps(kb, lane, width, k_, "k") as k:
+                kb.assign(acc, acc + a_at(bi, i, k) * b_at(bi, k, j))
+            kb.warp_reduce(acc, "add", width)
+            with kb.if_(lane.eq(0)):
+                kb.store(y, offset([*bi, i, j], sy), epi(kb, acc, out_coords(bi, i, j)))
+        return
     dots = dots or trans_b
     kb.strategy = "matmul dot products" if dots else "matmul rows"
     if dots and kb.gpu_rows:  # a GPU thread an output
@@ -187,38 +226,65 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                 kb.store(y, yrow + j, epi(kb, y[yrow + j], out_coords(bi, i, j)))
 
 
+def gpu_tile_reg(target, tiles_of) -> int:
+    """Outputs per thread along each side of a GPU GEMM tile (`_gpu_tiles`' `reg`): the most
+    of 4, 2, 1 whose blocks (`tiles_of(side)`, side = GPU_TILE x reg) still give every
+    multiprocessor one, so that register blocking never leaves the GPU idle."""
+    return next((r for r in (4, 2) if tiles_of(GPU_TILE * r) >= target.gpu.sms), 1)
+
+
 def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n: int,
-               k: int, batches: int = 1) -> None:
+               k: int, batches: int = 1, reg: int = 1) -> None:
     """`batches` products [m, k] x [k, n] on a GPU (`a_at(z, i, k)`, `b_at(z, k, j)` read
     product z's operands, `store(z, i, j, acc)` writes its output): a block of T x T threads
-    per output tile, thread (ty, tx) computing output (by T + ty, bx T + tx); per step of K
-    the block stages a T x T tile of A and of B in shared memory (each thread one element of
-    each, zero past the edges), waits, and each thread takes its row of the one and its
-    column of the other."""
+    per output tile of side T reg, thread (ty, tx) computing the reg x reg outputs
+    (by T reg + ty + T u, bx T reg + tx + T v); per step of K the block stages a T reg x T
+    tile of A and a T x T reg tile of B in shared memory (each thread reg elements of each,
+    zero past the edges), waits, and each thread reads reg values of A's rows and of B's
+    columns per k for reg^2 multiply-adds (reg 1: one output a thread, 2 reads per
+    multiply-add; reg 4: 16 outputs, 2 multiply-adds per read)."""
     t = GPU_TILE
+    side = t * reg
     zero = const(0.0, dtype)
     with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
-            kb.loop(-(-m // t), "by", kind=LoopKind.GRID) as by, \
-            kb.loop(-(-n // t), "bx", kind=LoopKind.GRID) as bx:
-        at = kb.alloc("at", dtype, (t * t,), "shared")
-        bt = kb.alloc("bt", dtype, (t * t,), "shared")
+            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
+            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
+        at = kb.alloc("at", dtype, (side * t,), "shared")
+        bt = kb.alloc("bt", dtype, (t * side,), "shared")
         with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
                 kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
-            i = kb.local("i", by * t + ty)
-            j = kb.local("j", bx * t + tx)
-            acc = kb.local("acc", zero)
+            i0 = kb.local("i", by * side + ty)
+            j0 = kb.local("j", bx * side + tx)
+            accs = [[kb.local("acc", zero) for _ in range(reg)] for _ in range(reg)]
             with kb.loop(-(-k // t), "kt") as kt:
                 ka = kb.local("ka", kt * t + tx)
                 kr = kb.local("kr", kt * t + ty)
                 # (a scalar select reads only the operand it picks: no load past an edge)
-                kb.store(at, ty * t + tx, select((i < m) & (ka < k), a_at(z, i, ka), zero))
-                kb.store(bt, ty * t + tx, select((kr < k) & (j < n), b_at(z, kr, j), zero))
+                for u in range(reg):
+                    i = i0 + t * u if u else i0
+                    kb.store(at, (ty + t * u) * t + tx,
+                             select((i < m) & (ka < k), a_at(z, i, ka), zero))
+                for v in range(reg):
+                    j = j0 + t * v if v else j0
+                    kb.store(bt, ty * side + tx + t * v,
+                             select((kr < k) & (j < n), b_at(z, kr, j), zero))
                 kb.barrier()
                 with kb.loop(t, "kk") as kk:
-                    kb.assign(acc, acc + at[ty * t + kk] * bt[kk * t + tx])
+                    if reg == 1:
+                        kb.assign(accs[0][0], accs[0][0] + at[ty * t + kk] * bt[kk * t + tx])
+                    else:
+                        av = [kb.local("av", at[(ty + t * u) * t + kk]) for u in range(reg)]
+                        bv = [kb.local("bv", bt[kk * side + tx + t * v]) for v in range(reg)]
+                        for u in range(reg):
+                            for v in range(reg):
+                                kb.assign(accs[u][v], accs[u][v] + av[u] * bv[v])
                 kb.barrier()
-            with kb.if_((i < m) & (j < n)):
-                store(z, i, j, acc)
+            for u in range(reg):
+                for v in range(reg):
+                    i = i0 + t * u if u else i0
+                    j = j0 + t * v if v else j0
+                    with kb.if_((i < m) & (j < n)):
+                        store(z, i, j, accs[u][v])
 
 
 @kernel("MatMul")
@@ -229,8 +295,7 @@ def matmul(kb: NodeKernelBuilder, node: Node) -> None:
     if c.kind is Kind.VECTOR_GEMM:
         vector_gemm(kb, c, a_v, b_v, y_v)
     else:
-        build_matmul(kb, a_v, b_v, y_v, dots=c.kind is Kind.MATMUL_DOTS,
-                     tiled=c.kind is Kind.GPU_TILED_GEMM)
+        build_matmul(kb, a_v, b_v, y_v, form=c.kind)
 
 
 @kernel("Gemm")
@@ -244,4 +309,4 @@ def gemm(kb: NodeKernelBuilder, node: Node) -> None:
     build_matmul(kb, node.inputs[0], node.inputs[1], node.output,
                  trans_a=trans_a, trans_b=trans_b, scale=node.attrs["alpha"],
                  addends=[(c, node.attrs["beta"])] if c else [],
-                 dots=s.kind is Kind.MATMUL_DOTS, tiled=s.kind is Kind.GPU_TILED_GEMM)
+                 form=s.kind)
