@@ -202,6 +202,12 @@ def check_model(name: str, out: Path, runs: int, launch_us: float | None) -> dic
             return lib
 
         builds[kind] = build
+    if builds.get("int8") is not None:
+        @step(f"{name} int8: bit for bit against the reference interpreter")
+        def exact():  # fixed-point requantization: the same integers on any device
+            if not row["int8"]["bit_exact_vs_interpreter"]:
+                raise AssertionError("differs by up to "
+                                     f"{row['int8']['max_abs_diff_vs_interpreter']:.3g}")
     xd = x.cuda()
     stream = torch.cuda.current_stream()
     for kind, lib in builds.items():

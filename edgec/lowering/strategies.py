@@ -48,6 +48,7 @@ class Kind(enum.Enum):
     INT_CONV_ROWS_UNROLLED = "int-conv-rows-unrolled"
     INT_CONV_ROWS = "int-conv-rows"
     INT_CONV_THREADS = "int-conv-threads"  # a GPU's: one thread an output element
+    INT_CONV_GPU_GEMM = "int-conv-gemm-tiles"  # a GPU's: implicit GEMM, shared-memory tiles
     # blocked int8 convolutions (kernels/blocked_quant.py; the encoding is pack-weights')
     BLOCKED_INT8_DOT4 = "blocked-int8-dot4"
     BLOCKED_INT8_DEPTHWISE = "blocked-int8-depthwise"

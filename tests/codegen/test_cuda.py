@@ -767,7 +767,8 @@ def test_the_benchmark_models_quantized_build_for_cuda_on_threads(name, tmp_path
     assert launched and not [x for x in launched if x["blocks"] * x["threads"] == 1], launched
     kinds = [r["strategy"] for r in art.manifest["kernel_strategies"]]
     products = [k for k in kinds if k.startswith(("integer conv", "integer matmul"))]
-    assert products and all("GPU" in k for k in products), kinds
+    assert products and all("GPU" in k or "shared-memory tiles" in k for k in products), kinds
+    assert name == "mlp" or any("implicit GEMM" in k for k in products), kinds
     assert all("fixed-point" in k for k in kinds if k.startswith("integer conv")), kinds
 
 
@@ -785,20 +786,36 @@ def small_mlp() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
 
 
+def padded_conv():
+    return conv_model(c=20, m=24, size=(9, 7), kernel=(3, 3), pads=[1, 1, 1, 1], then="relu")
+
+
+def strided_conv():
+    return conv_model(c=6, m=17, size=(11, 10), kernel=(3, 2), strides=[2, 1],
+                      dilations=[1, 2], pads=[0, 1, 1, 0])
+
+
 @pytest.mark.cross
-@pytest.mark.parametrize("make", [small_mlp, zoo.tiny_cnn, residual_cnn])
-def test_int8_models_run_on_threads_bit_for_bit(make, tmp_path):
+@pytest.mark.parametrize("make,strategy", [
+    (small_mlp, None), (zoo.tiny_cnn, None), (residual_cnn, None), (padded_conv, None),
+    (padded_conv, {"y_QuantizeLinear": "int-conv-gemm-tiles{reg=4}"}),
+    (strided_conv, {"c_QuantizeLinear": "int-conv-gemm-tiles{reg=2}"})],
+    ids=["mlp", "tiny_cnn", "residual", "conv", "conv-reg4", "strided-reg2"])
+def test_int8_models_run_on_threads_bit_for_bit(make, strategy, tmp_path):
     """An edgec-quantized model's CUDA program (QuantizeLinear a thread an element, integer
-    convolutions a thread an output, integer GEMMs a warp an output, the integer mean a warp
-    a channel, QLinearAdd a thread an element), bound as the library's is and run on the
+    convolutions an implicit GEMM in shared-memory tiles, or a thread an output where a group
+    has under 16 channels, integer GEMMs a warp an output, the integer mean a warp a
+    channel, QLinearAdd a thread an element), bound as the library's is and run on the
     interpreter thread by thread with every access watched for races, computes the reference
-    interpreter's outputs of the same graph bit for bit."""
+    interpreter's outputs of the same graph bit for bit (the padding's taps, the tiles'
+    edges and register blocks included)."""
     from edgec.compiler.driver import compile_graph, load_graph
 
     model = make()
     g = load_graph(model)
     art = compile_graph(g, tmp_path / "lib", name="q", target="cuda", tune=False,
-                        quantize="int8", calib=samples(model, 4, 1), log=io.StringIO())
+                        quantize="int8", calib=samples(model, 4, 1), log=io.StringIO(),
+                        strategy=strategy or {})
     launched = art.manifest["gpu_launches"]
     assert not [x for x in launched if x["blocks"] * x["threads"] == 1], launched
     prog = build_program(g, g.record.memory_plan, get_target("cuda"), "q", prefix="q_")
@@ -812,6 +829,10 @@ def test_int8_models_run_on_threads_bit_for_bit(make, tmp_path):
     for name, w in want.items():
         np.testing.assert_array_equal(got[name], w)
     ops = {n.op for n in g.nodes}
+    kinds = [r["strategy"] for r in art.manifest["kernel_strategies"]]
+    if make in (padded_conv, strided_conv):
+        assert any(k.startswith("integer conv as implicit GEMM") for k in kinds), kinds
+        return
     assert {"QuantizeLinear", "DequantizeLinear", "QGemm"} <= ops
     if make is residual_cnn:
         assert {"QLinearConv", "QLinearAdd"} <= ops, ops

@@ -466,16 +466,32 @@ def _conv_threads(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer
 
 def _conv_gemm_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,
                      b: Buffer | None, y: Buffer, epi: Epilogue, reg: int) -> None:
+    """The float convolution on a GPU (`conv_as_gemm`), the bias, residual and activation as
+    each output is stored."""
+    ys = row_major_strides((geo.n, geo.m, *geo.osp))
+    xs = row_major_strides((geo.n, geo.c, *geo.isp))
+    kterms = geo.cg * math.prod(geo.ksz)
+
+    def store(n: Expr, m: Expr, coords: list, p: Expr, acc: Expr) -> None:
+        total = acc + b[m] if b is not None else acc
+        kb.store(y, offset([n, m], ys[:2]) + p, epi(kb, total, coords))
+
+    conv_as_gemm(kb, geo, lambda m, k: w[m * kterms + k],
+                 lambda n, c, ipos: x[offset([n, c, *ipos], xs)], store, y.dtype, reg)
+
+
+def conv_as_gemm(kb: NodeKernelBuilder, geo: ConvGeometry, weight, pixel, store,
+                 dtype: DType, reg: int) -> None:
     """A GPU's convolution as an implicit GEMM per image and group (`_gpu_tiles`): Y[m, p] =
     sum_k W[m, k] X[k, p] over k = (c, tap) and the output positions p, where X[k, p] is
     the input under tap k of position p, gathered as the tile is staged (zero in the
-    padding) rather than written out (im2col); the epilogue (bias, residual, activation)
-    as each output is stored."""
+    padding) rather than written out (im2col). `weight(m, k)` and `pixel(n, channel,
+    position)` read the operands (in `dtype`), `store(n, m, coords, p, acc)` writes output
+    (n, m, position p) at coordinates `coords` of the output."""
     cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
     taps, positions = math.prod(ksz), math.prod(osp)
-    xs = row_major_strides((geo.n, geo.c, *geo.isp))
-    ys = row_major_strides((geo.n, geo.m, *osp))
     kst, ost = row_major_strides(ksz), row_major_strides(osp)
+    guarded = any(geo.p0) or _may_overrun(geo)
 
     def image_group(z: Expr) -> tuple[Expr, Expr]:
         return (z // geo.group, z % geo.group) if geo.group > 1 else (z, const(0))
@@ -490,23 +506,22 @@ def _conv_gemm_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buf
         ipos = [coord(p, a, osp, ost) * s + (coord(tap, a, ksz, kst) * d if ksz[a] > 1
                                              else const(0)) - p0
                 for a, (s, d, p0) in enumerate(zip(geo.strides, geo.dil, geo.p0, strict=True))]
+        v = pixel(n, g * cg + c, ipos)
+        if not guarded:
+            return v
         inside = None
         for i, size in zip(ipos, geo.isp, strict=True):
             cond = (i >= 0) & (i < size)
             inside = cond if inside is None else inside & cond
-        v = x[offset([n, g * cg + c, *ipos], xs)]
-        return v if not any(geo.p0) and not _may_overrun(geo) else \
-            select(inside, v, const(0.0, x.dtype))
+        return select(inside, v, const(0, dtype))
 
-    def store(z: Expr, i: Expr, p: Expr, acc: Expr) -> None:
+    def out(z: Expr, i: Expr, p: Expr, acc: Expr) -> None:
         n, g = image_group(z)
         m = g * mg + i if geo.group > 1 else i
-        coords = [n, m, *[coord(p, a, osp, ost) for a in range(len(osp))]]
-        total = acc + b[m] if b is not None else acc
-        kb.store(y, offset([n, m], ys[:2]) + p, epi(kb, total, coords))
+        store(n, m, [n, m, *[coord(p, a, osp, ost) for a in range(len(osp))]], p, acc)
 
-    _gpu_tiles(kb, lambda z, i, k: w[(image_group(z)[1] * mg + i) * (cg * taps) + k],
-               gathered, store, y.dtype, mg, positions, cg * taps, geo.n * geo.group, reg)
+    _gpu_tiles(kb, lambda z, i, k: weight(image_group(z)[1] * mg + i, k), gathered, out,
+               dtype, mg, positions, cg * taps, geo.n * geo.group, reg)
 
 
 def _may_overrun(geo: ConvGeometry) -> bool:

@@ -245,7 +245,7 @@ def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n
     multiply-add; reg 4: 16 outputs, 2 multiply-adds per read)."""
     t = GPU_TILE
     side = t * reg
-    zero = const(0.0, dtype)
+    zero = const(0, dtype)
     with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
             kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
             kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:

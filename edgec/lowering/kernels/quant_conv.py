@@ -24,7 +24,8 @@ from ...kernel_ir.kernel import Buffer, Expr, cast, const
 from ..lower import NodeKernelBuilder, kernel
 from ..strategies import Candidate, Kind
 from .common import independent_loops, named, offset, row_major_strides
-from .conv import ConvGeometry
+from .conv import ConvGeometry, conv_as_gemm
+from .matmul import GPU_TILE, gpu_tile_reg
 from .quant_common import (
     Requant,
     accumulator_type,
@@ -55,8 +56,8 @@ def _conv_tile(mg: int, tile_m: int) -> int:
     return next((t for t in (tile_m, tile_m // 2) if mg % t == 0 and mg >= t), 1)
 
 
-def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights: bool
-                        ) -> list[Candidate]:
+def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights: bool,
+                        wide: bool = False) -> list[Candidate]:
     """The three forms, in order of preference. Not costed: which is faster turns on loop
     overhead the roofline does not see (the thresholds of Target.tiles were measured)."""
     t = kb.target.tiles
@@ -77,7 +78,16 @@ def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights:
         return cpu
     # a GPU's threads: the CPU forms would run their loops on one thread of it
     gpu = "a GPU target: the CPU's loops would run on one thread (int-conv-threads)"
-    return [Candidate.of(Kind.INT_CONV_THREADS),
+    gemm = ("the weights (or their zero point) are computed at run time" if not const_weights
+            else "64-bit sums" if wide else
+            f"{terms} terms per output, fewer than a tile's step ({GPU_TILE})"
+            if terms < GPU_TILE else
+            f"{geo.mg} output channels per group, fewer than a tile's side ({GPU_TILE})"
+            if geo.mg < GPU_TILE else "")
+    reg = gpu_tile_reg(kb.target, lambda side: geo.n * geo.group * -(-geo.mg // side)
+                       * -(-math.prod(geo.osp) // side))
+    return [Candidate.of(Kind.INT_CONV_GPU_GEMM, {"reg": reg}, gemm, None, ("reg",)),
+            Candidate.of(Kind.INT_CONV_THREADS),
             *(Candidate.of(c.kind, dict(c.params), gpu) for c in cpu)]
 
 
@@ -116,7 +126,7 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     b = kb.bind(bias_v, "b") if bias_v is not None else None
     y = kb.bind(node.output, "y")
     wz_buf = wz_lit = None
-    form = kb.choose(int_conv_candidates(kb, geo, known))
+    form = kb.choose(int_conv_candidates(kb, geo, known, acc_t is not I32))
     if known:
         if form.kind is Kind.INT_CONV_TILES:
             tile = int(form["tile"])
@@ -133,6 +143,23 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
         wz_lit = zero_point(kb, wz_v, "w_zp") if not per_m else None
     xs, ws = row_major_strides(x_v.shape), row_major_strides(w_v.shape)
     ys = row_major_strides(node.output.shape)
+    if form.kind is Kind.INT_CONV_GPU_GEMM:
+        reg = int(form["reg"])
+        kb.strategy = "integer conv as implicit GEMM, shared-memory tiles" + \
+            (f", {reg} x {reg} outputs a thread" if reg > 1 else "")
+        kterms = geo.cg * math.prod(geo.ksz)
+
+        def pixel(n, c, ipos):
+            xv = cast(x[offset([n, c, *ipos], xs)], I32)
+            return xv - xz if xz is not None else xv
+
+        def store(n, m, coords, p, acc):
+            total = acc + cast(b[m], I32) if b is not None else acc
+            kb.store(y, offset([n, m], ys[:2]) + p, channel(m)(total))
+
+        conv_as_gemm(kb, geo, lambda m, k: cast(w[m * kterms + k], I32), pixel, store, I32,
+                     reg)
+        return
     if form.kind is Kind.INT_CONV_THREADS:
         kb.strategy = "integer conv, a GPU thread an output" + wide
         dims = (geo.n, geo.m, *geo.osp)
