@@ -16,7 +16,9 @@ from ...ir.graph import Node, Value
 from ...kernel_ir.kernel import (
     LoopKind,
     const,
+    dot4,
     select,
+    vload,
 )
 from ...targets.target import Target
 from ..lower import NodeKernelBuilder, kernel
@@ -278,6 +280,55 @@ def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n
                         for u in range(reg):
                             for v in range(reg):
                                 kb.assign(accs[u][v], accs[u][v] + av[u] * bv[v])
+                kb.barrier()
+            for u in range(reg):
+                for v in range(reg):
+                    i = i0 + t * u if u else i0
+                    j = j0 + t * v if v else j0
+                    with kb.if_((i < m) & (j < n)):
+                        store(z, i, j, accs[u][v])
+
+
+def _gpu_tiles_dot4(kb: NodeKernelBuilder, a_at, b_at, store, a_dtype: DType, m: int,
+                    n: int, k: int, batches: int = 1, reg: int = 1) -> None:
+    """`_gpu_tiles` for 8-bit operands summed four products at a time (`dot4`, a GPU's
+    dp4a): A (`a_at`, int8) and B (`b_at`, `a_dtype` uint8 or int8) staged as bytes, A's tile
+    a row's 16 k's, B's a column's 16 k's, contiguous; each step of 16 k's is 4 dot4s of
+    reg A words by reg B words a thread. Past K the weights are zero (B's bytes there do
+    not count); `store(z, i, j, acc)` gets the int32 sums."""
+    t = GPU_TILE  # (also the k's of a step: thread tx stages k = tx of a row of A)
+    side = t * reg
+    i8 = DType.I8
+    with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
+            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
+            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
+        at = kb.alloc("at", i8, (side * t,), "shared")
+        bt = kb.alloc("bt", a_dtype, (side * t,), "shared")
+        with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
+                kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
+            i0 = kb.local("i", by * side + ty)
+            j0 = kb.local("j", bx * side + tx)
+            accs = [[kb.local("acc", const(0, DType.I32)) for _ in range(reg)]
+                    for _ in range(reg)]
+            with kb.loop(-(-k // t), "kt") as kt:
+                ka = kb.local("ka", kt * t + tx)
+                kr = kb.local("kr", kt * t + ty)
+                for u in range(reg):
+                    i = i0 + t * u if u else i0
+                    kb.store(at, (ty + t * u) * t + tx,
+                             select((i < m) & (ka < k), a_at(z, i, ka), const(0, i8)))
+                for v in range(reg):
+                    j = j0 + t * v if v else j0
+                    kb.store(bt, (tx + t * v) * t + ty,
+                             select((kr < k) & (j < n), b_at(z, kr, j), const(0, a_dtype)))
+                kb.barrier()
+                for w in range(t // 4):  # (words read where they are used: nvcc keeps
+                    # each in a register across the products it takes part in)
+                    av = [vload(at, (ty + t * u) * t + 4 * w, 4) for u in range(reg)]
+                    bv = [vload(bt, (tx + t * v) * t + 4 * w, 4) for v in range(reg)]
+                    for u in range(reg):
+                        for v in range(reg):
+                            kb.assign(accs[u][v], dot4(accs[u][v], bv[v], av[u]))
                 kb.barrier()
             for u in range(reg):
                 for v in range(reg):

@@ -57,7 +57,7 @@ def _conv_tile(mg: int, tile_m: int) -> int:
 
 
 def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights: bool,
-                        wide: bool = False) -> list[Candidate]:
+                        wide: bool = False, bytes_fit: bool = False) -> list[Candidate]:
     """The three forms, in order of preference. Not costed: which is faster turns on loop
     overhead the roofline does not see (the thresholds of Target.tiles were measured)."""
     t = kb.target.tiles
@@ -86,7 +86,8 @@ def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights:
             if geo.mg < GPU_TILE else "")
     reg = gpu_tile_reg(kb.target, lambda side: geo.n * geo.group * -(-geo.mg // side)
                        * -(-math.prod(geo.osp) // side))
-    return [Candidate.of(Kind.INT_CONV_GPU_GEMM, {"reg": reg}, gemm, None, ("reg",)),
+    return [Candidate.of(Kind.INT_CONV_GPU_GEMM, {"reg": reg, "dp4a": int(bytes_fit)}, gemm,
+                         None, ("reg", "dp4a")),
             Candidate.of(Kind.INT_CONV_THREADS),
             *(Candidate.of(c.kind, dict(c.params), gpu) for c in cpu)]
 
@@ -126,7 +127,15 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     b = kb.bind(bias_v, "b") if bias_v is not None else None
     y = kb.bind(node.output, "y")
     wz_buf = wz_lit = None
-    form = kb.choose(int_conv_candidates(kb, geo, known, acc_t is not I32))
+    # dp4a sums the raw 8-bit x against int8 W - zw, the zero point's share subtracted after
+    # (zx sum W - zw, a table), and the padding read as zx: where W - zw fits int8 and zx is
+    # known at compile time
+    zx = None if xz_v is None else int(xz_v.const.reshape(-1)[0]) \
+        if xz_v.is_const and xz_v.type.numel == 1 else False
+    bytes_fit = known and zx is not False and x_v.dtype in (DType.U8, DType.I8) and \
+        wc.size > 0 and int(wc.min()) >= -128 and int(wc.max()) <= 127
+    form = kb.choose(int_conv_candidates(kb, geo, known, acc_t is not I32, bytes_fit))
+    dp4a = form.kind is Kind.INT_CONV_GPU_GEMM and bool(int(form["dp4a"]))
     if known:
         if form.kind is Kind.INT_CONV_TILES:
             tile = int(form["tile"])
@@ -135,7 +144,8 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
             kb.strategy = "integer conv register tiles" + wide
             _int_conv_tiles(kb, geo, x, xz, w, tile, b, y, channel, acc_t)
             return
-        w = constant_table(kb, narrow(wc), "wc", w_v)
+        if not dp4a:  # (which stores its own bytes)
+            w = constant_table(kb, narrow(wc), "wc", w_v)
     else:
         w = kb.bind(w_v, "w")
         per_m = wz_v is not None and wz_v.type.numel > 1
@@ -146,8 +156,21 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     if form.kind is Kind.INT_CONV_GPU_GEMM:
         reg = int(form["reg"])
         kb.strategy = "integer conv as implicit GEMM, shared-memory tiles" + \
-            (f", {reg} x {reg} outputs a thread" if reg > 1 else "")
+            (f", {reg} x {reg} outputs a thread" if reg > 1 else "") + (", dp4a" if dp4a else "")
         kterms = geo.cg * math.prod(geo.ksz)
+        if dp4a:
+            w8 = constant_table(kb, wc.reshape(geo.m, kterms).astype(np.int8), "wc8", w_v)
+            share = constant_table(kb, (zx or 0) * wc.reshape(geo.m, kterms).astype(np.int64)
+                                   .sum(1).astype(np.int32), "zshare", w_v)
+
+            def store8(n, m, coords, p, acc):
+                total = acc - share[m] + (cast(b[m], I32) if b is not None else const(0, I32))
+                kb.store(y, offset([n, m], ys[:2]) + p, channel(m)(total))
+
+            conv_as_gemm(kb, geo, lambda m, k: w8[m * kterms + k],
+                         lambda n, c, ipos: x[offset([n, c, *ipos], xs)], store8, x_v.dtype,
+                         reg, pad=const(zx or 0, x_v.dtype), dot4=True)
+            return
 
         def pixel(n, c, ipos):
             xv = cast(x[offset([n, c, *ipos], xs)], I32)
