@@ -55,7 +55,7 @@ from .common import (
     row_major_strides,
     window,
 )
-from .matmul import GPU_TILE, _gpu_tiles, _gpu_tiles_dot4, gpu_tile_reg
+from .matmul import GPU_TILE, _gpu_tiles, gpu_tile_reg
 
 # -- convolution ----------------------------------------------------------------------------
 # (the tile sizes are the Target's facts, `Tiles`: conv_m, conv_p, conv_p_one, pointwise_*)
@@ -481,15 +481,15 @@ def _conv_gemm_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buf
 
 
 def conv_as_gemm(kb: NodeKernelBuilder, geo: ConvGeometry, weight, pixel, store,
-                 dtype: DType, reg: int, pad: Expr | None = None, dot4: bool = False) -> None:
+                 dtype: DType, reg: int, pad: Expr | None = None, dp4a: bool = False) -> None:
     """A GPU's convolution as an implicit GEMM per image and group (`_gpu_tiles`): Y[m, p] =
     sum_k W[m, k] X[k, p] over k = (c, tap) and the output positions p, where X[k, p] is
     the input under tap k of position p, gathered as the tile is staged (zero in the
     padding) rather than written out (im2col). `weight(m, k)` and `pixel(n, channel,
     position)` read the operands (in `dtype`), `store(n, m, coords, p, acc)` writes output
     (n, m, position p) at coordinates `coords` of the output. `pad`: the value of a tap in
-    the padding (zero); `dot4`: 8-bit operands (int8 weights, `dtype` the input's) summed by
-    `_gpu_tiles_dot4`."""
+    the padding (zero); `dp4a`: 8-bit operands (int8 weights, `dtype` the input's) summed
+    four at a time (`_gpu_tiles` with dp4a)."""
     cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
     taps, positions = math.prod(ksz), math.prod(osp)
     kst, ost = row_major_strides(ksz), row_major_strides(osp)
@@ -522,9 +522,8 @@ def conv_as_gemm(kb: NodeKernelBuilder, geo: ConvGeometry, weight, pixel, store,
         m = g * mg + i if geo.group > 1 else i
         store(n, m, [n, m, *[coord(p, a, osp, ost) for a in range(len(osp))]], p, acc)
 
-    tiles = _gpu_tiles_dot4 if dot4 else _gpu_tiles
-    tiles(kb, lambda z, i, k: weight(image_group(z)[1] * mg + i, k), gathered, out, dtype, mg,
-          positions, cg * taps, geo.n * geo.group, reg)
+    _gpu_tiles(kb, lambda z, i, k: weight(image_group(z)[1] * mg + i, k), gathered, out,
+               dtype, mg, positions, cg * taps, geo.n * geo.group, reg, dp4a)
 
 
 def _may_overrun(geo: ConvGeometry) -> bool:

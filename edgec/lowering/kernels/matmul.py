@@ -236,7 +236,7 @@ def gpu_tile_reg(target, tiles_of) -> int:
 
 
 def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n: int,
-               k: int, batches: int = 1, reg: int = 1) -> None:
+               k: int, batches: int = 1, reg: int = 1, dp4a: bool = False) -> None:
     """`batches` products [m, k] x [k, n] on a GPU (`a_at(z, i, k)`, `b_at(z, k, j)` read
     product z's operands, `store(z, i, j, acc)` writes its output): a block of T x T threads
     per output tile of side T reg, thread (ty, tx) computing the reg x reg outputs
@@ -244,20 +244,26 @@ def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n
     tile of A and a T x T reg tile of B in shared memory (each thread reg elements of each,
     zero past the edges), waits, and each thread reads reg values of A's rows and of B's
     columns per k for reg^2 multiply-adds (reg 1: one output a thread, 2 reads per
-    multiply-add; reg 4: 16 outputs, 2 multiply-adds per read)."""
-    t = GPU_TILE
+    multiply-add; reg 4: 16 outputs, 2 multiply-adds per read).
+
+    `dp4a` (8-bit operands: A int8, B `dtype` uint8 or int8, int32 sums): the products four
+    at a time (`dot4`, a GPU's dp4a), B's tile held a column's 16 k's contiguous as A's is a
+    row's, so that each step of 16 k's is 4 dot4s of reg A words by reg B words a thread. Past K
+    A is zero, so B's bytes there do not count."""
+    t = GPU_TILE  # (with dp4a also the k's of a step: thread tx stages k = tx of A's row)
     side = t * reg
-    zero = const(0, dtype)
+    a_dt, acc_dt = (DType.I8, DType.I32) if dp4a else (dtype, dtype)
     with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
             kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
             kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
-        at = kb.alloc("at", dtype, (side * t,), "shared")
+        at = kb.alloc("at", a_dt, (side * t,), "shared")
         bt = kb.alloc("bt", dtype, (t * side,), "shared")
         with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
                 kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
             i0 = kb.local("i", by * side + ty)
             j0 = kb.local("j", bx * side + tx)
-            accs = [[kb.local("acc", zero) for _ in range(reg)] for _ in range(reg)]
+            accs = [[kb.local("acc", const(0, acc_dt)) for _ in range(reg)]
+                    for _ in range(reg)]
             with kb.loop(-(-k // t), "kt") as kt:
                 ka = kb.local("ka", kt * t + tx)
                 kr = kb.local("kr", kt * t + ty)
@@ -265,70 +271,32 @@ def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n
                 for u in range(reg):
                     i = i0 + t * u if u else i0
                     kb.store(at, (ty + t * u) * t + tx,
-                             select((i < m) & (ka < k), a_at(z, i, ka), zero))
+                             select((i < m) & (ka < k), a_at(z, i, ka), const(0, a_dt)))
                 for v in range(reg):
                     j = j0 + t * v if v else j0
-                    kb.store(bt, ty * side + tx + t * v,
-                             select((kr < k) & (j < n), b_at(z, kr, j), zero))
+                    kb.store(bt, (tx + t * v) * t + ty if dp4a else ty * side + tx + t * v,
+                             select((kr < k) & (j < n), b_at(z, kr, j), const(0, dtype)))
                 kb.barrier()
-                with kb.loop(t, "kk") as kk:
-                    if reg == 1:
-                        kb.assign(accs[0][0], accs[0][0] + at[ty * t + kk] * bt[kk * t + tx])
-                    else:
-                        av = [kb.local("av", at[(ty + t * u) * t + kk]) for u in range(reg)]
-                        bv = [kb.local("bv", bt[kk * side + tx + t * v]) for v in range(reg)]
+                if dp4a:
+                    for w in range(t // 4):  # (words read where they are used: nvcc keeps
+                        # each in a register across the products it takes part in)
                         for u in range(reg):
                             for v in range(reg):
-                                kb.assign(accs[u][v], accs[u][v] + av[u] * bv[v])
-                kb.barrier()
-            for u in range(reg):
-                for v in range(reg):
-                    i = i0 + t * u if u else i0
-                    j = j0 + t * v if v else j0
-                    with kb.if_((i < m) & (j < n)):
-                        store(z, i, j, accs[u][v])
-
-
-def _gpu_tiles_dot4(kb: NodeKernelBuilder, a_at, b_at, store, a_dtype: DType, m: int,
-                    n: int, k: int, batches: int = 1, reg: int = 1) -> None:
-    """`_gpu_tiles` for 8-bit operands summed four products at a time (`dot4`, a GPU's
-    dp4a): A (`a_at`, int8) and B (`b_at`, `a_dtype` uint8 or int8) staged as bytes, A's tile
-    a row's 16 k's, B's a column's 16 k's, contiguous; each step of 16 k's is 4 dot4s of
-    reg A words by reg B words a thread. Past K the weights are zero (B's bytes there do
-    not count); `store(z, i, j, acc)` gets the int32 sums."""
-    t = GPU_TILE  # (also the k's of a step: thread tx stages k = tx of a row of A)
-    side = t * reg
-    i8 = DType.I8
-    with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
-            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
-            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
-        at = kb.alloc("at", i8, (side * t,), "shared")
-        bt = kb.alloc("bt", a_dtype, (side * t,), "shared")
-        with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
-                kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
-            i0 = kb.local("i", by * side + ty)
-            j0 = kb.local("j", bx * side + tx)
-            accs = [[kb.local("acc", const(0, DType.I32)) for _ in range(reg)]
-                    for _ in range(reg)]
-            with kb.loop(-(-k // t), "kt") as kt:
-                ka = kb.local("ka", kt * t + tx)
-                kr = kb.local("kr", kt * t + ty)
-                for u in range(reg):
-                    i = i0 + t * u if u else i0
-                    kb.store(at, (ty + t * u) * t + tx,
-                             select((i < m) & (ka < k), a_at(z, i, ka), const(0, i8)))
-                for v in range(reg):
-                    j = j0 + t * v if v else j0
-                    kb.store(bt, (tx + t * v) * t + ty,
-                             select((kr < k) & (j < n), b_at(z, kr, j), const(0, a_dtype)))
-                kb.barrier()
-                for w in range(t // 4):  # (words read where they are used: nvcc keeps
-                    # each in a register across the products it takes part in)
-                    av = [vload(at, (ty + t * u) * t + 4 * w, 4) for u in range(reg)]
-                    bv = [vload(bt, (tx + t * v) * t + 4 * w, 4) for v in range(reg)]
-                    for u in range(reg):
-                        for v in range(reg):
-                            kb.assign(accs[u][v], dot4(accs[u][v], bv[v], av[u]))
+                                kb.assign(accs[u][v], dot4(
+                                    accs[u][v], vload(bt, (tx + t * v) * t + 4 * w, 4),
+                                    vload(at, (ty + t * u) * t + 4 * w, 4)))
+                else:
+                    with kb.loop(t, "kk") as kk:
+                        if reg == 1:
+                            kb.assign(accs[0][0],
+                                      accs[0][0] + at[ty * t + kk] * bt[kk * t + tx])
+                        else:
+                            av = [kb.local("av", at[(ty + t * u) * t + kk]) for u in range(reg)]
+                            bv = [kb.local("bv", bt[kk * side + tx + t * v])
+                                  for v in range(reg)]
+                            for u in range(reg):
+                                for v in range(reg):
+                                    kb.assign(accs[u][v], accs[u][v] + av[u] * bv[v])
                 kb.barrier()
             for u in range(reg):
                 for v in range(reg):

@@ -169,7 +169,7 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
 
             conv_as_gemm(kb, geo, lambda m, k: w8[m * kterms + k],
                          lambda n, c, ipos: x[offset([n, c, *ipos], xs)], store8, x_v.dtype,
-                         reg, pad=const(zx or 0, x_v.dtype), dot4=True)
+                         reg, pad=const(zx or 0, x_v.dtype), dp4a=True)
             return
 
         def pixel(n, c, ipos):
