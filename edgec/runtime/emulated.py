@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import EdgecError, ToolchainError
 from . import C_DIR
-from .loader import CompiledModel, _np_dtype, read_manifest
+from .loader import CompiledModel, _np_dtype, hash_files, read_manifest
 
 RUNNER_SOURCE = C_DIR / "edgec_runner.c"
 # The runner links -static so that an emulator needs no sysroot for the target's libc.
@@ -73,11 +73,8 @@ def build_runner(out_dir) -> Path:
     digest = hashlib.sha1(RUNNER_SOURCE.read_bytes())
     digest.update(" ".join(runner_command(manifest, "runner")).encode())
     hls = manifest.get("artifact") == "hls-project"
-    for f in manifest["sources"] if hls else (manifest["library"], manifest["header"]):
-        try:
-            digest.update((out / f).read_bytes())
-        except OSError:
-            raise EdgecError(f"artifact {out} is incomplete: {f} is missing") from None
+    hash_files(out, manifest["sources"] if hls else (manifest["library"], manifest["header"]),
+               digest)
     build = out / ".build"
     build.mkdir(exist_ok=True)
     exe = build / f"{name}-runner-{digest.hexdigest()[:12]}"

@@ -58,6 +58,18 @@ def _aligned_array(shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray,
     return np.ndarray(shape, dtype, raw, start), at + start
 
 
+def hash_files(out_dir: Path, files, digest=None):
+    """`digest` (a new sha1 by default) updated with the bytes of the artifact's `files`, in
+    order; an EdgecError naming the first that is missing."""
+    digest = digest if digest is not None else hashlib.sha1()
+    for f in files:
+        try:
+            digest.update((Path(out_dir) / f).read_bytes())
+        except OSError:
+            raise EdgecError(f"artifact {out_dir} is incomplete: {f} is missing") from None
+    return digest
+
+
 def built_shared_object(out_dir: Path, manifest: dict) -> Path:
     """The shared object the loader links of an artifact's library (or sources), in its
     `.build` folder, named by the digest of what it is made of: linked here unless it is
@@ -67,12 +79,7 @@ def built_shared_object(out_dir: Path, manifest: dict) -> Path:
 
     name = manifest["name"]
     sources = [f for f in manifest["sources"] if f.endswith((".c", ".S", ".o"))]
-    digest = hashlib.sha1()
-    for f in sorted(manifest["sources"]) + [f"{name}.weights.bin"]:
-        try:
-            digest.update((out_dir / f).read_bytes())
-        except OSError:
-            raise EdgecError(f"artifact {out_dir} is incomplete: {f} is missing") from None
+    digest = hash_files(out_dir, sorted(manifest["sources"]) + [f"{name}.weights.bin"])
     build = out_dir / ".build"
     build.mkdir(exist_ok=True)
     so = build / f"{name}-{digest.hexdigest()[:12]}.so"
