@@ -27,6 +27,7 @@ from ..errors import EdgecError
 from .kernel import (
     Alloc,
     Assign,
+    Call,
     Expr,
     If,
     Kernel,
@@ -34,6 +35,7 @@ from .kernel import (
     Loop,
     LoopKind,
     Op,
+    Ptr,
     Store,
     const,
     var,
@@ -69,7 +71,9 @@ def bind_threads(k: Kernel, threads: int = 256) -> Kernel:
     inputs (never stored to) and such locals, and is never assigned again (a zero point or
     scale read at run time), is computed by every launch that reads it, in its blocks'
     prologue, rather than being a launch of its own whose result the others cannot see."""
-    written = {s.buf.name for s in walk(k.body) if isinstance(s, Store)}
+    written = {s.buf.name for s in walk(k.body) if isinstance(s, Store)} | \
+        {a.buf.name for s in walk(k.body) if isinstance(s, Call) for a in s.args
+         if isinstance(a, Ptr)}  # (a callee may write any buffer it is given)
     assigned = {s.name for s in walk(k.body) if isinstance(s, Assign)}
     params = {p.name for p in k.params}
     uniform: dict[str, Local] = {}
@@ -112,12 +116,14 @@ def _with_prologue(launch: Loop, uniform: dict[str, Local]) -> Loop:
             todo += [m for m in _reads(uniform[n].init) if m in uniform]
     if not need:
         return launch
-    inner = launch
-    while len(inner.body) == 1 and isinstance(inner.body[0], Loop) and \
-            inner.body[0].kind is LoopKind.GRID:
-        inner = inner.body[0]
-    inner.body[:0] = [dataclasses.replace(loc) for n, loc in uniform.items() if n in need]
-    return launch
+    prologue = [dataclasses.replace(loc) for n, loc in uniform.items() if n in need]
+
+    def with_prologue(loop: Loop) -> Loop:  # a copy: the kernel given stays as it was
+        inner = loop.body[0] if len(loop.body) == 1 else None
+        if isinstance(inner, Loop) and inner.kind is LoopKind.GRID:
+            return dataclasses.replace(loop, body=[with_prologue(inner)])
+        return dataclasses.replace(loop, body=[*prologue, *loop.body])
+    return with_prologue(launch)
 
 
 def _grid_of(loop: Loop, threads: int, n: int) -> Loop:

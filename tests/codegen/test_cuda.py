@@ -106,7 +106,10 @@ def test_a_uniform_local_is_computed_by_each_launch_and_a_serial_one_refused():
     t = kb.local("t", s * 2.0)
     with kb.loop(8, "i", kind="parallel") as i:
         kb.store(y, i, x[i] + t)
-    k = bind_threads(kb.build())
+    given = kb.build()
+    before = print_kernel(given)
+    k = bind_threads(given)
+    assert print_kernel(given) == before  # (the kernel given stays as it was)
     (launch,) = launches(k)
     assert [loc.name for loc in launch.prologue] == ["s", "t"]
     xs = np.arange(8, dtype=np.float32) + 1
@@ -838,6 +841,25 @@ def test_int8_models_run_on_threads_bit_for_bit(make, strategy, tmp_path):
     assert {"QuantizeLinear", "DequantizeLinear", "QGemm"} <= ops
     if make is residual_cnn:
         assert {"QLinearConv", "QLinearAdd"} <= ops, ops
+
+
+def test_dp4a_is_not_a_choice_a_strategy_can_force(tmp_path):
+    """ConvInteger with uint8 weights of 0..255 (W - zw does not fit int8): the integer
+    implicit GEMM runs int32 tiles, and forcing dp4a on it is refused rather than wrapping
+    the weights (a review found it computed wrong sums)."""
+    rng = np.random.default_rng(2)
+    w = numpy_helper.from_array(rng.integers(0, 256, (16, 8, 3, 3), dtype=np.uint8), "w")
+    node = helper.make_node("ConvInteger", ["x", "w"], ["y"], "conv", pads=[1, 1, 1, 1])
+    g = helper.make_graph([node], "ci", [helper.make_tensor_value_info(
+        "x", TensorProto.UINT8, [1, 8, 6, 6])], [helper.make_tensor_value_info(
+            "y", TensorProto.INT32, [1, 16, 6, 6])], [w])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    feeds = {"x": rng.integers(0, 256, (1, 8, 6, 6), dtype=np.uint8)}
+    prog, _ = gpu_checked(model, "ci_", feeds, exact=True)
+    assert prog.strategies[0]["strategy"] == \
+        "integer conv as implicit GEMM, shared-memory tiles", prog.strategies
+    with pytest.raises(EdgecError, match="'dp4a' is 0"):
+        gpu_checked(model, "cf_", feeds, strategies={"conv": "int-conv-gemm-tiles{dp4a=1}"})
 
 
 def test_what_a_cuda_target_refuses(tmp_path):

@@ -86,8 +86,9 @@ def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights:
             if geo.mg < GPU_TILE else "")
     reg = gpu_tile_reg(kb.target, lambda side: geo.n * geo.group * -(-geo.mg // side)
                        * -(-math.prod(geo.osp) // side))
+    # (dp4a is a fact of the weights and zero point, not a choice: a --strategy may set reg)
     return [Candidate.of(Kind.INT_CONV_GPU_GEMM, {"reg": reg, "dp4a": int(bytes_fit)}, gemm,
-                         None, ("reg", "dp4a")),
+                         None, ("reg",)),
             Candidate.of(Kind.INT_CONV_THREADS),
             *(Candidate.of(c.kind, dict(c.params), gpu) for c in cpu)]
 
