@@ -416,15 +416,15 @@ def test_one_row_products_run_a_warp_per_output(k, n, trans_b, runtime_b, tmp_pa
 @pytest.mark.parametrize("reg", [2, 4])
 @pytest.mark.parametrize("m, n, k", [(70, 45, 37), (16, 96, 20)])
 def test_register_blocked_tiles_compute_the_product_without_races(reg, m, n, k):
-    """_gpu_tiles with reg x reg outputs a thread (staging reg elements of A and of B a
+    """gpu_tiles with reg x reg outputs a thread (staging reg elements of A and of B a
     thread per step), on shapes that end mid-tile along every side."""
-    from edgec.lowering.kernels.matmul import _gpu_tiles
+    from edgec.lowering.kernels.gpu_tiles import gpu_tiles
     from edgec.lowering.lower import NodeKernelBuilder
 
     kb = NodeKernelBuilder("tiles", target=get_target("cuda"))
     a, b = kb.input("a", F32, (m * k,)), kb.input("b", F32, (k * n,))
     y = kb.output("y", F32, (m * n,))
-    _gpu_tiles(kb, lambda z, i, kk: a[i * k + kk], lambda z, kk, j: b[kk * n + j],
+    gpu_tiles(kb, lambda z, i, kk: a[i * k + kk], lambda z, kk, j: b[kk * n + j],
                lambda z, i, j, acc: kb.store(y, i * n + j, acc), F32, m, n, k, reg=reg)
     kern = kb.build()
     (launch,) = launches(kern)

@@ -55,7 +55,7 @@ from .common import (
     row_major_strides,
     window,
 )
-from .matmul import GPU_TILE, _gpu_tiles, gpu_tile_reg
+from .gpu_tiles import conv_as_gemm, conv_tiles_fit
 
 # -- convolution ----------------------------------------------------------------------------
 # (the tile sizes are the Target's facts, `Tiles`: conv_m, conv_p, conv_p_one, pointwise_*)
@@ -240,14 +240,8 @@ def conv_candidates(target: Target, geo: ConvGeometry, const_weights: bool,
         return cpu
     # a GPU's threads: the CPU forms would run their loops on one thread of it
     gpu = "a GPU target: the CPU's loops would run on one thread (conv-threads)"
-    terms = geo.cg * math.prod(geo.ksz)
-    gemm = ("not float32" if itemsize != 4 else
-            f"{terms} terms per output, fewer than a tile's step ({GPU_TILE})"
-            if terms < GPU_TILE else
-            f"{geo.mg} output channels per group, fewer than a tile's side ({GPU_TILE})"
-            if geo.mg < GPU_TILE else "")
-    reg = gpu_tile_reg(target, lambda side: geo.n * geo.group * -(-geo.mg // side)
-                       * -(-math.prod(geo.osp) // side))
+    unfit, reg = conv_tiles_fit(target, geo)
+    gemm = "not float32" if itemsize != 4 else unfit
     return [Candidate.of(Kind.CONV_GPU_GEMM, {"reg": reg}, gemm, None, ("reg",)),
             Candidate.of(Kind.CONV_THREADS),
             *(Candidate.of(c.kind, dict(c.params), gpu) for c in cpu)]
@@ -478,59 +472,6 @@ def _conv_gemm_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buf
 
     conv_as_gemm(kb, geo, lambda m, k: w[m * kterms + k],
                  lambda n, c, ipos: x[offset([n, c, *ipos], xs)], store, y.dtype, reg)
-
-
-def conv_as_gemm(kb: NodeKernelBuilder, geo: ConvGeometry, weight, pixel, store,
-                 dtype: DType, reg: int, pad: Expr | None = None, dp4a: bool = False) -> None:
-    """A GPU's convolution as an implicit GEMM per image and group (`_gpu_tiles`): Y[m, p] =
-    sum_k W[m, k] X[k, p] over k = (c, tap) and the output positions p, where X[k, p] is
-    the input under tap k of position p, gathered as the tile is staged (zero in the
-    padding) rather than written out (im2col). `weight(m, k)` and `pixel(n, channel,
-    position)` read the operands (in `dtype`), `store(n, m, coords, p, acc)` writes output
-    (n, m, position p) at coordinates `coords` of the output. `pad`: the value of a tap in
-    the padding (zero); `dp4a`: 8-bit operands (int8 weights, `dtype` the input's) summed
-    four at a time (`_gpu_tiles` with dp4a)."""
-    cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
-    taps, positions = math.prod(ksz), math.prod(osp)
-    kst, ost = row_major_strides(ksz), row_major_strides(osp)
-    guarded = any(geo.p0) or _may_overrun(geo)
-
-    def image_group(z: Expr) -> tuple[Expr, Expr]:
-        return (z // geo.group, z % geo.group) if geo.group > 1 else (z, const(0))
-
-    def coord(e: Expr, a: int, extents, strides) -> Expr:  # e's coordinate along axis a
-        q = e // strides[a] if strides[a] > 1 else e
-        return q % extents[a] if a > 0 else q
-
-    def gathered(z: Expr, k: Expr, p: Expr) -> Expr:
-        n, g = image_group(z)
-        c, tap = (k // taps, k % taps) if taps > 1 else (k, const(0))
-        ipos = [coord(p, a, osp, ost) * s + (coord(tap, a, ksz, kst) * d if ksz[a] > 1
-                                             else const(0)) - p0
-                for a, (s, d, p0) in enumerate(zip(geo.strides, geo.dil, geo.p0, strict=True))]
-        v = pixel(n, g * cg + c, ipos)
-        if not guarded:
-            return v
-        inside = None
-        for i, size in zip(ipos, geo.isp, strict=True):
-            cond = (i >= 0) & (i < size)
-            inside = cond if inside is None else inside & cond
-        return select(inside, v, pad if pad is not None else const(0, dtype))
-
-    def out(z: Expr, i: Expr, p: Expr, acc: Expr) -> None:
-        n, g = image_group(z)
-        m = g * mg + i if geo.group > 1 else i
-        store(n, m, [n, m, *[coord(p, a, osp, ost) for a in range(len(osp))]], p, acc)
-
-    _gpu_tiles(kb, lambda z, i, k: weight(image_group(z)[1] * mg + i, k), gathered, out,
-               dtype, mg, positions, cg * taps, geo.n * geo.group, reg, dp4a)
-
-
-def _may_overrun(geo: ConvGeometry) -> bool:
-    """Whether some tap of some output reads past the input's end (where ceil-mode-like
-    shapes or explicit end pads put it)."""
-    return any((o - 1) * s + (k - 1) * d >= n for o, s, k, d, n in
-               zip(geo.osp, geo.strides, geo.ksz, geo.dil, geo.isp, strict=True))
 
 
 def _conv_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,

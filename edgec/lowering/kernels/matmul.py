@@ -14,11 +14,7 @@ import numpy as np
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from ...kernel_ir.kernel import (
-    LoopKind,
     const,
-    dot4,
-    select,
-    vload,
 )
 from ...targets.target import Target
 from ..lower import NodeKernelBuilder, kernel
@@ -37,6 +33,7 @@ from .common import (
     warp_rows,
 )
 from .gemm import vector_gemm, vector_gemm_candidate
+from .gpu_tiles import GPU_TILE, gpu_tile_reg, gpu_tiles
 
 # -- matrix products ------------------------------------------------------------------------
 
@@ -90,11 +87,6 @@ def matmul_candidates(target: Target, a_v: Value, b_v: Value, y_v: Value,
     return [warps, tiled, *([dots, rows] if n_ == 1 or rows_reason else [rows, dots])]
 
 
-# the side of a GPU's GEMM tile (GPU_TILED_GEMM): T x T threads a block, each an output,
-# staging T x T of A and of B in shared memory per step of K (2 T^2 floats: 2 KB at 16)
-GPU_TILE = 16
-
-
 def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
                  trans_a: bool = False, trans_b: bool = False, scale: float = 1.0,
                  addends: Sequence[tuple[Value, float]] = (),
@@ -106,7 +98,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
     B row-major [K, N] (MATMUL_ROWS): per output row, y[i, :] += A[i, k] * B[k, :] for k =
     0..K-1 (a contiguous axpy). A constant transposed B is transposed back at compile time.
     MATMUL_DOTS (or B transposed at run time): a dot product per output in a local.
-    GPU_TILED_GEMM (a GPU's): `_gpu_tiles`, A's leading dims taken as rows where B is 2-D,
+    GPU_TILED_GEMM (a GPU's): `gpu_tiles`, A's leading dims taken as rows where B is 2-D,
     else a grid of tiles per batch. MATMUL_WARPS (a GPU's, for one row of A): a warp per
     output, its lanes striding along K through B held as [N, K] (a constant B transposed at
     compile time where it is not), the warp's sums folded by shuffles.
@@ -167,7 +159,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         rows = math.prod(lead)
         reg = gpu_tile_reg(kb.target, lambda side: -(-rows // side) * -(-n_ // side))
         kb.strategy += f", {reg} x {reg} outputs a thread" if reg > 1 else ""
-        _gpu_tiles(kb, a_rows, b_rows, store, y.dtype, rows, n_, k_, reg=reg)
+        gpu_tiles(kb, a_rows, b_rows, store, y.dtype, rows, n_, k_, reg=reg)
         return
     if tiled:  # a grid of tiles per product of the batch
         kb.strategy = "GPU GEMM, shared-memory tiles"
@@ -179,7 +171,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         reg = gpu_tile_reg(kb.target,
                            lambda side: products * -(-m_ // side) * -(-n_ // side))
         kb.strategy += f", {reg} x {reg} outputs a thread" if reg > 1 else ""
-        _gpu_tiles(kb, lambda z, i, k: a_at(bi(z), i, k), lambda z, k, j: b_at(bi(z), k, j),
+        gpu_tiles(kb, lambda z, i, k: a_at(bi(z), i, k), lambda z, k, j: b_at(bi(z), k, j),
                    lambda z, i, j, acc: kb.store(y, offset([*bi(z), i, j], sy),
                                                  epi(kb, acc, out_coords(bi(z), i, j))),
                    y.dtype, m_, n_, k_, products, reg)
@@ -226,84 +218,6 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         if not epi.is_identity:
             with kb.loop(n_, "j") as j:
                 kb.store(y, yrow + j, epi(kb, y[yrow + j], out_coords(bi, i, j)))
-
-
-def gpu_tile_reg(target, tiles_of) -> int:
-    """Outputs per thread along each side of a GPU GEMM tile (`_gpu_tiles`' `reg`): the most
-    of 4, 2, 1 whose blocks (`tiles_of(side)`, side = GPU_TILE x reg) still give every
-    multiprocessor one, so that register blocking never leaves the GPU idle."""
-    return next((r for r in (4, 2) if tiles_of(GPU_TILE * r) >= target.gpu.sms), 1)
-
-
-def _gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n: int,
-               k: int, batches: int = 1, reg: int = 1, dp4a: bool = False) -> None:
-    """`batches` products [m, k] x [k, n] on a GPU (`a_at(z, i, k)`, `b_at(z, k, j)` read
-    product z's operands, `store(z, i, j, acc)` writes its output): a block of T x T threads
-    per output tile of side T reg, thread (ty, tx) computing the reg x reg outputs
-    (by T reg + ty + T u, bx T reg + tx + T v); per step of K the block stages a T reg x T
-    tile of A and a T x T reg tile of B in shared memory (each thread reg elements of each,
-    zero past the edges), waits, and each thread reads reg values of A's rows and of B's
-    columns per k for reg^2 multiply-adds (reg 1: one output a thread, 2 reads per
-    multiply-add; reg 4: 16 outputs, 2 multiply-adds per read).
-
-    `dp4a` (8-bit operands: A int8, B `dtype` uint8 or int8, int32 sums): the products four
-    at a time (`dot4`, a GPU's dp4a), B's tile held a column's 16 k's contiguous as A's is a
-    row's, so that each step of 16 k's is 4 dot4s of reg A words by reg B words a thread. Past K
-    A is zero, so B's bytes there do not count."""
-    t = GPU_TILE  # (with dp4a also the k's of a step: thread tx stages k = tx of A's row)
-    side = t * reg
-    a_dt, acc_dt = (DType.I8, DType.I32) if dp4a else (dtype, dtype)
-    with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
-            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
-            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
-        at = kb.alloc("at", a_dt, (side * t,), "shared")
-        bt = kb.alloc("bt", dtype, (t * side,), "shared")
-        with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
-                kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
-            i0 = kb.local("i", by * side + ty)
-            j0 = kb.local("j", bx * side + tx)
-            accs = [[kb.local("acc", const(0, acc_dt)) for _ in range(reg)]
-                    for _ in range(reg)]
-            with kb.loop(-(-k // t), "kt") as kt:
-                ka = kb.local("ka", kt * t + tx)
-                kr = kb.local("kr", kt * t + ty)
-                # (a scalar select reads only the operand it picks: no load past an edge)
-                for u in range(reg):
-                    i = i0 + t * u if u else i0
-                    kb.store(at, (ty + t * u) * t + tx,
-                             select((i < m) & (ka < k), a_at(z, i, ka), const(0, a_dt)))
-                for v in range(reg):
-                    j = j0 + t * v if v else j0
-                    kb.store(bt, (tx + t * v) * t + ty if dp4a else ty * side + tx + t * v,
-                             select((kr < k) & (j < n), b_at(z, kr, j), const(0, dtype)))
-                kb.barrier()
-                if dp4a:
-                    for w in range(t // 4):  # (words read where they are used: nvcc keeps
-                        # each in a register across the products it takes part in)
-                        for u in range(reg):
-                            for v in range(reg):
-                                kb.assign(accs[u][v], dot4(
-                                    accs[u][v], vload(bt, (tx + t * v) * t + 4 * w, 4),
-                                    vload(at, (ty + t * u) * t + 4 * w, 4)))
-                else:
-                    with kb.loop(t, "kk") as kk:
-                        if reg == 1:
-                            kb.assign(accs[0][0],
-                                      accs[0][0] + at[ty * t + kk] * bt[kk * t + tx])
-                        else:
-                            av = [kb.local("av", at[(ty + t * u) * t + kk]) for u in range(reg)]
-                            bv = [kb.local("bv", bt[kk * side + tx + t * v])
-                                  for v in range(reg)]
-                            for u in range(reg):
-                                for v in range(reg):
-                                    kb.assign(accs[u][v], accs[u][v] + av[u] * bv[v])
-                kb.barrier()
-            for u in range(reg):
-                for v in range(reg):
-                    i = i0 + t * u if u else i0
-                    j = j0 + t * v if v else j0
-                    with kb.if_((i < m) & (j < n)):
-                        store(z, i, j, accs[u][v])
 
 
 @kernel("MatMul")

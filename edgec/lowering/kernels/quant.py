@@ -289,7 +289,8 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
         sb = broadcast_strides(g.b_shape, (*g.batch, *g.b_shape[-2:]))
         bz = _side(kb, node, bz_v, "b_zp", g.b_shape, g.batch, trans_b, I32)
     acc_t = accumulator_type(a_v, az_v, l1, bias)
-    kb.strategy = "integer matmul rows" + (", 64-bit sums" if acc_t is not I32 else "")
+    kb.strategy = ("integer matmul, a GPU warp an output" if kb.gpu_rows else
+                   "integer matmul rows") + (", 64-bit sums" if acc_t is not I32 else "")
     c = kb.bind(bias, "c") if bias is not None else None
     sc = broadcast_strides(bias.shape, (g.m, g.n)) if bias is not None else ()
     y = kb.bind(y_v, "y")
@@ -333,7 +334,6 @@ def _int_matmul(kb: NodeKernelBuilder, node: Node, a_v: Value, az_v: Value | Non
                 kb.store(y, offset([*bi, i, j], sy), out)
 
     if kb.gpu_rows:  # a GPU warp an output, its lanes striding along k (B's rows as [N, K])
-        kb.strategy = kb.strategy.replace("matmul rows", "matmul, a GPU warp an output")
         dims = (*g.batch, g.m, g.n)
         with warp_rows(kb, math.prod(dims)) as (r, lane, width):
             *bi, i, j = [named(kb, nm, r // st % ext) for nm, st, ext in

@@ -24,8 +24,8 @@ from ...kernel_ir.kernel import Buffer, Expr, cast, const
 from ..lower import NodeKernelBuilder, kernel
 from ..strategies import Candidate, Kind
 from .common import independent_loops, named, offset, row_major_strides
-from .conv import ConvGeometry, conv_as_gemm
-from .matmul import GPU_TILE, gpu_tile_reg
+from .conv import ConvGeometry
+from .gpu_tiles import conv_as_gemm, conv_tiles_fit
 from .quant_common import (
     Requant,
     accumulator_type,
@@ -78,14 +78,9 @@ def int_conv_candidates(kb: NodeKernelBuilder, geo: ConvGeometry, const_weights:
         return cpu
     # a GPU's threads: the CPU forms would run their loops on one thread of it
     gpu = "a GPU target: the CPU's loops would run on one thread (int-conv-threads)"
+    unfit, reg = conv_tiles_fit(kb.target, geo)
     gemm = ("the weights (or their zero point) are computed at run time" if not const_weights
-            else "64-bit sums" if wide else
-            f"{terms} terms per output, fewer than a tile's step ({GPU_TILE})"
-            if terms < GPU_TILE else
-            f"{geo.mg} output channels per group, fewer than a tile's side ({GPU_TILE})"
-            if geo.mg < GPU_TILE else "")
-    reg = gpu_tile_reg(kb.target, lambda side: geo.n * geo.group * -(-geo.mg // side)
-                       * -(-math.prod(geo.osp) // side))
+            else "64-bit sums" if wide else unfit)
     # (dp4a is a fact of the weights and zero point, not a choice: a --strategy may set reg)
     return [Candidate.of(Kind.INT_CONV_GPU_GEMM, {"reg": reg, "dp4a": int(bytes_fit)}, gemm,
                          None, ("reg",)),
@@ -159,30 +154,27 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
         kb.strategy = "integer conv as implicit GEMM, shared-memory tiles" + \
             (f", {reg} x {reg} outputs a thread" if reg > 1 else "") + (", dp4a" if dp4a else "")
         kterms = geo.cg * math.prod(geo.ksz)
-        if dp4a:
+        share = None
+        if dp4a:  # raw bytes against int8 W - zw; the padding reads zx
             w8 = constant_table(kb, wc.reshape(geo.m, kterms).astype(np.int8), "wc8", w_v)
             share = constant_table(kb, (zx or 0) * wc.reshape(geo.m, kterms).astype(np.int64)
                                    .sum(1).astype(np.int32), "zshare", w_v)
+            weight = lambda m, k: w8[m * kterms + k]  # noqa: E731
+            pixel = lambda n, c, ipos: x[offset([n, c, *ipos], xs)]  # noqa: E731
+        else:  # int32 tiles of W - zw and x - zx
+            weight = lambda m, k: cast(w[m * kterms + k], I32)  # noqa: E731
 
-            def store8(n, m, coords, p, acc):
-                total = acc - share[m] + (cast(b[m], I32) if b is not None else const(0, I32))
-                kb.store(y, offset([n, m], ys[:2]) + p, channel(m)(total))
-
-            conv_as_gemm(kb, geo, lambda m, k: w8[m * kterms + k],
-                         lambda n, c, ipos: x[offset([n, c, *ipos], xs)], store8, x_v.dtype,
-                         reg, pad=const(zx or 0, x_v.dtype), dp4a=True)
-            return
-
-        def pixel(n, c, ipos):
-            xv = cast(x[offset([n, c, *ipos], xs)], I32)
-            return xv - xz if xz is not None else xv
+            def pixel(n, c, ipos):
+                xv = cast(x[offset([n, c, *ipos], xs)], I32)
+                return xv - xz if xz is not None else xv
 
         def store(n, m, coords, p, acc):
-            total = acc + cast(b[m], I32) if b is not None else acc
+            total = acc - share[m] if share is not None else acc
+            total = total + cast(b[m], I32) if b is not None else total
             kb.store(y, offset([n, m], ys[:2]) + p, channel(m)(total))
 
-        conv_as_gemm(kb, geo, lambda m, k: cast(w[m * kterms + k], I32), pixel, store, I32,
-                     reg)
+        conv_as_gemm(kb, geo, weight, pixel, store, x_v.dtype if dp4a else I32, reg,
+                     pad=const(zx or 0, x_v.dtype) if dp4a else None, dp4a=dp4a)
         return
     if form.kind is Kind.INT_CONV_THREADS:
         kb.strategy = "integer conv, a GPU thread an output" + wide

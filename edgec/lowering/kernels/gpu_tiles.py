@@ -1,0 +1,167 @@
+"""GPU tiles: the matrix product of shared-memory tiles every GPU GEMM and implicit-GEMM
+convolution is built of (`gpu_tiles`: T x T threads a block, reg x reg outputs a thread,
+8-bit operands four products at a time by dp4a), how many outputs a thread takes so that the
+grid still fills the GPU (`gpu_tile_reg`), and a convolution as an implicit GEMM whose input
+tile is gathered as it is staged (`conv_as_gemm`)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ...ir.dtypes import DType
+from ...kernel_ir.kernel import Expr, LoopKind, const, dot4, select, vload
+from ...targets.target import Target
+from ..lower import NodeKernelBuilder
+from .common import row_major_strides
+
+if TYPE_CHECKING:
+    from .conv import ConvGeometry
+
+# the side of a GPU's GEMM tile (GPU_TILED_GEMM): T x T threads a block, each an output,
+# staging T x T of A and of B in shared memory per step of K (2 T^2 floats: 2 KB at 16)
+GPU_TILE = 16
+
+
+def gpu_tile_reg(target: Target, tiles_of) -> int:
+    """Outputs per thread along each side of a GPU GEMM tile (`gpu_tiles`' `reg`): the most
+    of 4, 2, 1 whose blocks (`tiles_of(side)`, side = GPU_TILE x reg) still give every
+    multiprocessor one, so that register blocking never leaves the GPU idle."""
+    return next((r for r in (4, 2) if tiles_of(GPU_TILE * r) >= target.gpu.sms), 1)
+
+
+def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n: int,
+              k: int, batches: int = 1, reg: int = 1, dp4a: bool = False) -> None:
+    """`batches` products [m, k] x [k, n] on a GPU (`a_at(z, i, k)`, `b_at(z, k, j)` read
+    product z's operands, `store(z, i, j, acc)` writes its output): a block of T x T threads
+    per output tile of side T reg, thread (ty, tx) computing the reg x reg outputs
+    (by T reg + ty + T u, bx T reg + tx + T v); per step of K the block stages a T reg x T
+    tile of A and a T x T reg tile of B in shared memory (each thread reg elements of each,
+    zero past the edges), waits, and each thread reads reg values of A's rows and of B's
+    columns per k for reg^2 multiply-adds (reg 1: one output a thread, 2 reads per
+    multiply-add; reg 4: 16 outputs, 2 multiply-adds per read).
+
+    `dp4a` (8-bit operands: A int8, B `dtype` uint8 or int8, int32 sums): the products four
+    at a time (`dot4`, a GPU's dp4a), B's tile held a column's 16 k's contiguous as A's is a
+    row's, so that each step of 16 k's is 4 dot4s of reg A words by reg B words a thread. Past K
+    A is zero, so B's bytes there do not count."""
+    t = GPU_TILE  # (with dp4a also the k's of a step: thread tx stages k = tx of A's row)
+    side = t * reg
+    a_dt, acc_dt = (DType.I8, DType.I32) if dp4a else (dtype, dtype)
+    with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
+            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
+            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
+        at = kb.alloc("at", a_dt, (side * t,), "shared")
+        bt = kb.alloc("bt", dtype, (t * side,), "shared")
+        with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
+                kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
+            i0 = kb.local("i", by * side + ty)
+            j0 = kb.local("j", bx * side + tx)
+            accs = [[kb.local("acc", const(0, acc_dt)) for _ in range(reg)]
+                    for _ in range(reg)]
+            with kb.loop(-(-k // t), "kt") as kt:
+                ka = kb.local("ka", kt * t + tx)
+                kr = kb.local("kr", kt * t + ty)
+                # (a scalar select reads only the operand it picks: no load past an edge)
+                for u in range(reg):
+                    i = i0 + t * u if u else i0
+                    kb.store(at, (ty + t * u) * t + tx,
+                             select((i < m) & (ka < k), a_at(z, i, ka), const(0, a_dt)))
+                for v in range(reg):
+                    j = j0 + t * v if v else j0
+                    kb.store(bt, (tx + t * v) * t + ty if dp4a else ty * side + tx + t * v,
+                             select((kr < k) & (j < n), b_at(z, kr, j), const(0, dtype)))
+                kb.barrier()
+                if dp4a:
+                    for w in range(t // 4):  # (words read where they are used: nvcc keeps
+                        # each in a register across the products it takes part in)
+                        for u in range(reg):
+                            for v in range(reg):
+                                kb.assign(accs[u][v], dot4(
+                                    accs[u][v], vload(bt, (tx + t * v) * t + 4 * w, 4),
+                                    vload(at, (ty + t * u) * t + 4 * w, 4)))
+                else:
+                    with kb.loop(t, "kk") as kk:
+                        if reg == 1:
+                            kb.assign(accs[0][0],
+                                      accs[0][0] + at[ty * t + kk] * bt[kk * t + tx])
+                        else:
+                            av = [kb.local("av", at[(ty + t * u) * t + kk]) for u in range(reg)]
+                            bv = [kb.local("bv", bt[kk * side + tx + t * v])
+                                  for v in range(reg)]
+                            for u in range(reg):
+                                for v in range(reg):
+                                    kb.assign(accs[u][v], accs[u][v] + av[u] * bv[v])
+                kb.barrier()
+            for u in range(reg):
+                for v in range(reg):
+                    i = i0 + t * u if u else i0
+                    j = j0 + t * v if v else j0
+                    with kb.if_((i < m) & (j < n)):
+                        store(z, i, j, accs[u][v])
+
+
+def conv_tiles_fit(target: Target, geo: ConvGeometry) -> tuple[str, int]:
+    """(why a convolution's groups do not fill GPU tiles, "" where they do; the `reg` its
+    tiles would take)."""
+    terms = geo.cg * math.prod(geo.ksz)
+    unfit = (f"{terms} terms per output, fewer than a tile's step ({GPU_TILE})"
+             if terms < GPU_TILE else
+             f"{geo.mg} output channels per group, fewer than a tile's side ({GPU_TILE})"
+             if geo.mg < GPU_TILE else "")
+    reg = gpu_tile_reg(target, lambda side: geo.n * geo.group * -(-geo.mg // side)
+                       * -(-math.prod(geo.osp) // side))
+    return unfit, reg
+
+
+def conv_as_gemm(kb: NodeKernelBuilder, geo: ConvGeometry, weight, pixel, store,
+                 dtype: DType, reg: int, pad: Expr | None = None, dp4a: bool = False) -> None:
+    """A GPU's convolution as an implicit GEMM per image and group (`gpu_tiles`): Y[m, p] =
+    sum_k W[m, k] X[k, p] over k = (c, tap) and the output positions p, where X[k, p] is
+    the input under tap k of position p, gathered as the tile is staged (zero in the
+    padding) rather than written out (im2col). `weight(m, k)` and `pixel(n, channel,
+    position)` read the operands (in `dtype`), `store(n, m, coords, p, acc)` writes output
+    (n, m, position p) at coordinates `coords` of the output. `pad`: the value of a tap in
+    the padding (zero); `dp4a`: 8-bit operands (int8 weights, `dtype` the input's) summed
+    four at a time (`gpu_tiles` with dp4a)."""
+    cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
+    taps, positions = math.prod(ksz), math.prod(osp)
+    kst, ost = row_major_strides(ksz), row_major_strides(osp)
+    guarded = any(geo.p0) or _may_overrun(geo)
+
+    def image_group(z: Expr) -> tuple[Expr, Expr]:
+        return (z // geo.group, z % geo.group) if geo.group > 1 else (z, const(0))
+
+    def coord(e: Expr, a: int, extents, strides) -> Expr:  # e's coordinate along axis a
+        q = e // strides[a] if strides[a] > 1 else e
+        return q % extents[a] if a > 0 else q
+
+    def gathered(z: Expr, k: Expr, p: Expr) -> Expr:
+        n, g = image_group(z)
+        c, tap = (k // taps, k % taps) if taps > 1 else (k, const(0))
+        ipos = [coord(p, a, osp, ost) * s + (coord(tap, a, ksz, kst) * d if ksz[a] > 1
+                                             else const(0)) - p0
+                for a, (s, d, p0) in enumerate(zip(geo.strides, geo.dil, geo.p0, strict=True))]
+        v = pixel(n, g * cg + c, ipos)
+        if not guarded:
+            return v
+        inside = None
+        for i, size in zip(ipos, geo.isp, strict=True):
+            cond = (i >= 0) & (i < size)
+            inside = cond if inside is None else inside & cond
+        return select(inside, v, pad if pad is not None else const(0, dtype))
+
+    def out(z: Expr, i: Expr, p: Expr, acc: Expr) -> None:
+        n, g = image_group(z)
+        m = g * mg + i if geo.group > 1 else i
+        store(n, m, [n, m, *[coord(p, a, osp, ost) for a in range(len(osp))]], p, acc)
+
+    gpu_tiles(kb, lambda z, i, k: weight(image_group(z)[1] * mg + i, k), gathered, out,
+               dtype, mg, positions, cg * taps, geo.n * geo.group, reg, dp4a)
+
+
+def _may_overrun(geo: ConvGeometry) -> bool:
+    """Whether some tap of some output reads past the input's end (where ceil-mode-like
+    shapes or explicit end pads put it)."""
+    return any((o - 1) * s + (k - 1) * d >= n for o, s, k, d, n in
+               zip(geo.osp, geo.strides, geo.ksz, geo.dil, geo.isp, strict=True))
