@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import enum
 
+import ml_dtypes
 import numpy as np
 
 
 class DType(enum.Enum):
     F16 = "f16"
+    BF16 = "bf16"  # bfloat16 (ml_dtypes' numpy type): a GPU's tensor-core operand
     F32 = "f32"
     F64 = "f64"
     I8 = "i8"
@@ -59,7 +61,7 @@ class DType(enum.Enum):
 
     @property
     def is_float(self) -> bool:
-        return self in (DType.F16, DType.F32, DType.F64)
+        return self in (DType.F16, DType.BF16, DType.F32, DType.F64)
 
     @property
     def is_int(self) -> bool:
@@ -87,6 +89,7 @@ class DType(enum.Enum):
 
 _TO_NUMPY = {
     DType.F16: "float16",
+    DType.BF16: ml_dtypes.bfloat16,
     DType.F32: "float32",
     DType.F64: "float64",
     DType.I8: "int8",

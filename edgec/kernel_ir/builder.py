@@ -20,6 +20,7 @@ from .kernel import (
     Local,
     Loop,
     LoopKind,
+    Mma,
     Op,
     Pop,
     Prefetch,
@@ -241,6 +242,12 @@ class KernelBuilder:
 
     def barrier(self) -> None:
         self.emit(Barrier())
+
+    def mma(self, acc: Buffer, acc_at, a: Buffer, a_at, a_ld: int, b: Buffer, b_at,
+            b_ld: int) -> None:
+        """A warp's tensor-core multiply-add into `acc[acc_at:+4]` (see `Mma`)."""
+        self.emit(Mma(acc, _lift(acc_at, INDEX), a, _lift(a_at, INDEX), int(a_ld), b,
+                      _lift(b_at, INDEX), int(b_ld)))
 
     def stream(self, name: str, dtype: DType, depth: int, role: Role | str = Role.IN
                ) -> Stream:

@@ -34,6 +34,7 @@ from .kernel import (
     Local,
     Loop,
     LoopKind,
+    Mma,
     Op,
     Ptr,
     Store,
@@ -72,6 +73,7 @@ def bind_threads(k: Kernel, threads: int = 256) -> Kernel:
     scale read at run time), is computed by every launch that reads it, in its blocks'
     prologue, rather than being a launch of its own whose result the others cannot see."""
     written = {s.buf.name for s in walk(k.body) if isinstance(s, Store)} | \
+        {s.acc.name for s in walk(k.body) if isinstance(s, Mma)} | \
         {a.buf.name for s in walk(k.body) if isinstance(s, Call) for a in s.args
          if isinstance(a, Ptr)}  # (a callee may write any buffer it is given)
     assigned = {s.name for s in walk(k.body) if isinstance(s, Assign)}

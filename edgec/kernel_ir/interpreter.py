@@ -20,8 +20,9 @@ renderers print them:
   wait for each other at every `Barrier` (so the interpreter checks
   `kernel_passes.split_barriers`, which the CPU renderers use, instead of sharing its
   assumptions) and for the other threads of their warp (32 consecutive threads, x fastest) at
-  every `shfl_xor`; arrays `Alloc`ed before the block are shared by its threads, those a
-  thread allocates are its own; every other loop binding runs as a plain loop;
+  every `shfl_xor` and tensor-core `Mma` (kernel_ir/mma.py); arrays `Alloc`ed before the
+  block are shared by its threads, those a thread allocates are its own; every other loop
+  binding runs as a plain loop;
 - a `Stream` is a queue of at most `depth` values; pushing into a full one or popping an
   empty one is an error (kernels run one after the other here, as on a CPU).
 
@@ -57,6 +58,7 @@ from .kernel import (
     Local,
     Loop,
     LoopKind,
+    Mma,
     Op,
     Pop,
     Prefetch,
@@ -66,6 +68,7 @@ from .kernel import (
     Stream,
     pairs_fit16,
 )
+from .mma import compile_mma
 from .passes import has_barrier, has_warp_op
 from .threads import threaded_block, wait_at_barrier
 
@@ -609,6 +612,8 @@ def _stmt(s) -> Exec:
         return lambda env: then(env) if cond(env) else orelse(env)
     if isinstance(s, Call):
         return _call_stmt(s)
+    if isinstance(s, Mma):
+        return compile_mma(s, compile_expr, lambda: TRACE)
     raise ValueError(f"kernel interpreter: unknown statement {type(s).__name__}")
 
 

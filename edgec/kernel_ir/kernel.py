@@ -56,6 +56,10 @@ then added pairwise into acc's N int32 lanes, lane m taking bytes 2m, 2m + 1 of 
 (0: bytes 0 .. 2N-1, 1: the rest); `pairfold(lo, hi)` adds the lane pairs of both halves,
 giving dot4's lanes: dot4(0, a, b) = pairfold(pairdot(0, ((a, b),), 0), pairdot(.., 1)).
 
+Tensor cores: `Mma` is a GPU warp's matrix multiply-add (PTX mma.sync) on fragments each
+lane reads from shared memory, summing into four elements of a thread's local array; float16,
+bfloat16 (`DType.BF16`), float32 taken as TF32, and 8-bit integers (kernel_ir/mma.py).
+
 Functions: a kernel may `Call` another kernel (a micro-kernel, the hot inner loops shared by
 many nodes) with pointers into its buffers (`Ptr`) and scalar arguments (`Scalar` params).
 Sparse iteration (CSR and block-CSR weights) is a loop whose bounds are loaded from the row
@@ -722,6 +726,56 @@ class Alloc:
 @dataclass
 class Barrier:
     """Every thread of the enclosing block loops reaches this point before any goes on."""
+
+
+MMA_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32,
+           DType.I8: DType.I32, DType.U8: DType.I32}  # an mma's operand type: its sums'
+
+
+@dataclass
+class Mma:
+    """A GPU warp's tensor-core multiply-add (PTX `mma.sync` m16n8kK, A row-major, B
+    column-major): C[16 x 8] += A[16 x K] B[K x 8], where A[i, k] = a[a_at + i a_ld + k] and
+    B[k, j] = b[b_at + j b_ld + k] (both K-contiguous, in shared or global memory) and C is
+    spread over the warp's 32 lanes, lane l holding C[l / 4 + 8 (r / 2), 2 (l % 4) + r % 2]
+    in acc[acc_at + r], r < 4 (its local array). The operand type fixes K and the sums':
+    float16 and bfloat16, K 16, float32 sums; float32 taken as TF32 (each operand rounded to
+    10 mantissa bits, to nearest with ties away from zero), K 8, float32 sums; int8 or uint8 A
+    by int8 or uint8 B, K 32, int32 sums (wrapping). A statement, not an expression: its
+    result is spread over the registers of a whole warp, every thread of which must reach it
+    with the same a_at, b_at (the interpreter checks both). Each lane reads its fragment as
+    32-bit words: a_at, b_at, a_ld and b_ld are multiples of 4 / the operand's size."""
+
+    acc: Buffer
+    acc_at: Expr
+    a: Buffer
+    a_at: Expr
+    a_ld: int
+    b: Buffer
+    b_at: Expr
+    b_ld: int
+
+    def __post_init__(self):
+        at, bt = self.a.dtype, self.b.dtype
+        if at not in MMA_ACC or (bt != at and {at, bt} != {DType.I8, DType.U8}):
+            raise ValueError(f"kernel IR: mma of {at} by {bt}; it takes float16, bfloat16 "
+                             "or float32 (TF32) pairs, or 8-bit integers")
+        if self.acc.dtype is not MMA_ACC[at] or self.acc.space is not Space.LOCAL:
+            raise ValueError(f"kernel IR: mma of {at} sums into a local {MMA_ACC[at]} array, "
+                             f"not {self.acc.space} {self.acc.dtype} {self.acc.name}")
+        per = self.per_word
+        if self.a_ld % per or self.b_ld % per:
+            raise ValueError(f"kernel IR: mma's leading dimensions ({self.a_ld}, {self.b_ld})"
+                             f" are not multiples of {per} (a 32-bit word of {at})")
+
+    @property
+    def per_word(self) -> int:
+        """Operand elements per 32-bit register of a fragment."""
+        return 4 // self.a.dtype.itemsize
+
+    @property
+    def k(self) -> int:
+        return 8 * self.per_word
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from .kernel import (
     Local,
     Loop,
     LoopKind,
+    Mma,
     Op,
     Pop,
     Prefetch,
@@ -56,8 +57,9 @@ def has_barrier(stmts: list) -> bool:
 
 
 def has_warp_op(stmts: list) -> bool:
-    """Whether `stmts` exchange values between a warp's threads (`shfl_xor`)."""
-    return any(e.op is Op.SHFL_XOR for s in walk(stmts) for e in _exprs_of(s))
+    """Whether `stmts` exchange values between a warp's threads (`shfl_xor`, `Mma`)."""
+    return any(isinstance(s, Mma) or any(e.op is Op.SHFL_XOR for e in _exprs_of(s))
+               for s in walk(stmts))
 
 
 def _exprs_of(s) -> Iterator[Expr]:
@@ -287,6 +289,10 @@ def names(k: Kernel) -> tuple[set[str], set[str]]:
             for e in (s.index, s.value, s.count):
                 if e is not None:
                     visit(e)
+        elif isinstance(s, Mma):
+            used.update((s.acc.name, s.a.name, s.b.name))
+            for e in (s.acc_at, s.a_at, s.b_at):
+                visit(e)
         elif isinstance(s, Local):
             defined.add(s.name)
             visit(s.init)

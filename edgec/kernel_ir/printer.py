@@ -33,6 +33,7 @@ from .kernel import (
     Local,
     Loop,
     LoopKind,
+    Mma,
     Op,
     Pop,
     Prefetch,
@@ -159,6 +160,10 @@ def _stmts(stmts: list, ind: str) -> list[str]:
                        f"[{', '.join(map(str, b.shape))}] {b.space}")
         elif isinstance(s, Barrier):
             out.append(f"{ind}barrier")
+        elif isinstance(s, Mma):
+            out.append(f"{ind}mma {s.acc.name}[{expr(s.acc_at)}:+4] += "
+                       f"{s.a.name}[{expr(s.a_at)}; ld {s.a_ld}] * "
+                       f"{s.b.name}[{expr(s.b_at)}; ld {s.b_ld}]")
         elif isinstance(s, Push):
             out.append(f"{ind}push {s.stream.name}, {expr(s.value)}")
         elif isinstance(s, Pop):

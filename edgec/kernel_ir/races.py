@@ -58,6 +58,9 @@ class _Trace:
         self.buffers = buffers  # the kernel's buffers: (first, end address)
         self.seen: dict[tuple, dict[tuple, dict[int, bool]]] = {}
         self.arrays: dict[int, tuple[str, int, int]] = {}  # base -> (name, itemsize, size)
+        # every array seen, held so that no other takes its addresses while the launch runs
+        # (a thread's own array, freed, would otherwise come back as another thread's)
+        self.held: dict[int, np.ndarray] = {}
 
     def who(self, env) -> Who:
         if "#who" in env:  # a callee: its caller's
@@ -69,7 +72,9 @@ class _Trace:
                  write: bool) -> None:
         block, thread, phase = self.who(env)
         base = arr.__array_interface__["data"][0]
-        self.arrays.setdefault(base, (name, arr.itemsize, arr.size))
+        if base not in self.arrays:
+            self.arrays[base] = (name, arr.itemsize, arr.size)
+            self.held[base] = arr
         # a block's shared array is its own: another block's may reuse its addresses
         own = None if any(a <= base < b for a, b in self.buffers) else block
         for j in range(first, first + n):

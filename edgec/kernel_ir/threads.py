@@ -1,6 +1,7 @@
 """The kernel interpreter's threads of a block: one Python thread per thread of a block whose
 body waits at barriers or exchanges values within a warp, meeting at each barrier, and with
-the other threads of its warp at each `shfl_xor` (kernel_interp.py runs everything else)."""
+the other threads of its warp at each `shfl_xor` and `Mma` (kernel_interp.py runs everything
+else)."""
 
 from __future__ import annotations
 
@@ -79,10 +80,28 @@ class _Lane:
     def __init__(self, warp: _Warp, lane: int):
         self.warp, self.index, self.count = warp, lane, 0
 
-    def exchange(self, value, mask: int):
+    @property
+    def size(self) -> int:
+        """The threads of this lane's warp."""
+        return self.warp.barrier.n
+
+    def _meet(self, value) -> int:
+        """Deposit `value` for this round of the warp's exchanges and wait for the others;
+        returns the round. (Past the meeting every lane has read the round before: its own
+        value of that round is dropped.)"""
         k, self.count = self.count, self.count + 1
         self.warp.slots[(k, self.index)] = value
         self.warp.barrier.wait()
+        self.warp.slots.pop((k - 1, self.index), None)
+        return k
+
+    def gather(self, value) -> list:
+        """Every lane's `value`, in lane order (a tensor core's pooling of fragments)."""
+        k = self._meet(value)
+        return [self.warp.slots[(k, i)] for i in range(self.size)]
+
+    def exchange(self, value, mask: int):
+        k = self._meet(value)
         partner = self.index ^ mask
         if (k, partner) not in self.warp.slots:
             raise KernelError(f"shfl_xor from lane {self.index} reads lane {partner}, which "

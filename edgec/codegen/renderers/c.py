@@ -35,6 +35,7 @@ from ...kernel_ir.kernel import (
     Local,
     Loop,
     LoopKind,
+    Mma,
     Op,
     Pop,
     Prefetch,
@@ -454,6 +455,10 @@ class CRenderer:
             out += [f"{indent}}} else {{", *self.stmts(s.orelse, indent + "    ")]
         return out + [f"{indent}}}"]
 
+    def _mma(self, s: Mma, indent: str) -> list[str]:
+        raise ValueError(f"{type(self).__name__}: an mma is a GPU warp's tensor-core "
+                         "multiply-add: render it for --target cuda")
+
     def _verbatim(self, s: _Verbatim, indent: str) -> list[str]:
         return [indent + line for line in s.lines]
 
@@ -461,7 +466,7 @@ class CRenderer:
     # later targets override entries: shared arrays, barriers, loop bindings, streams)
     statements: dict[type, Callable[..., list[str]]] = {
         Loop: _loop, Local: _local, Assign: _assign, Store: _store, Prefetch: _prefetch,
-        Call: _call_stmt, Alloc: _alloc, Push: _push, Pop: _pop, If: _if,
+        Call: _call_stmt, Alloc: _alloc, Push: _push, Pop: _pop, If: _if, Mma: _mma,
         _Verbatim: _verbatim}
 
     def param(self, b: Buffer | Scalar | Stream, restrict: bool = True) -> str:

@@ -26,6 +26,7 @@ from ...kernel_ir.kernel import (
     Kernel,
     Loop,
     LoopKind,
+    Mma,
     Op,
     Prefetch,
     Space,
@@ -36,10 +37,70 @@ from ...kernel_ir.passes import names, used_params
 from ..ctext import c_comment
 from .c import C_TYPES, CRenderer
 
-CUDA_TYPES = C_TYPES | {DType.F16: "__half"}
+CUDA_TYPES = C_TYPES | {DType.F16: "__half", DType.BF16: "__nv_bfloat16"}
+
+# an Mma's operand types: the helper that renders it (the suffix of edgec_mma_*) and PTX's
+# mma.sync shape and types (D, A, B, C)
+MMA_FORMS = {
+    (DType.F16, DType.F16): ("f16", "m16n8k16", "f32.f16.f16.f32"),
+    (DType.BF16, DType.BF16): ("bf16", "m16n8k16", "f32.bf16.bf16.f32"),
+    (DType.F32, DType.F32): ("tf32", "m16n8k8", "f32.tf32.tf32.f32"),
+    **{(a, b): (f"{a.value[0]}8{b.value[0]}8".replace("i", "s"), "m16n8k32",
+                f"s32.{'s' if a is DType.I8 else 'u'}8.{'s' if b is DType.I8 else 'u'}8.s32")
+       for a in (DType.I8, DType.U8) for b in (DType.I8, DType.U8)},
+}
+
+
+def _mma_helper(a: DType, b: DType) -> str:
+    """The device function of an Mma of `a` by `b`: each lane reads its four words of A and
+    two of B (kernel_ir/mma.py's layout; TF32 operands rounded by cvt.rna) and the warp's
+    mma.sync adds the product into the lane's four accumulators."""
+    suffix, shape, types = MMA_FORMS[(a, b)]
+    ta, tb = CUDA_TYPES[a], CUDA_TYPES[b]
+    per = 4 // a.itemsize
+    acc, con = ("float", "f") if a.is_float else ("int32_t", "r")
+    word = "edgec_tf32(*(const float *)(p))" if a is DType.F32 else "*(const uint32_t *)(p)"
+    return f"""__device__ __forceinline__ void edgec_mma_{suffix}({acc} *c, const {ta} *a, \
+ptrdiff_t lda, const {tb} *b, ptrdiff_t ldb)
+{{
+    const unsigned lane = edgec_laneid(), g = lane >> 2, t = lane & 3;
+    uint32_t x[4], y[2];
+#define EDGEC_WORD(p) {word}
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+        x[r] = EDGEC_WORD(a + (g + 8 * (r & 1)) * lda + (r >> 1) * {4 * per} + {per} * t);
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+        y[r] = EDGEC_WORD(b + g * ldb + r * {4 * per} + {per} * t);
+#undef EDGEC_WORD
+    asm volatile("mma.sync.aligned.{shape}.row.col.{types} {{%0, %1, %2, %3}}, "
+                 "{{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"
+                 : "+{con}"(c[0]), "+{con}"(c[1]), "+{con}"(c[2]), "+{con}"(c[3])
+                 : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]));
+}}""".replace("\\\n", "")
+
+
+MMA_PREAMBLE = "\n\n".join([
+    """/* Mma (kernel_ir/mma.py): a warp's C[16 x 8] += A[16 x K] B[K x 8] on tensor cores,
+   A row-major and B column-major (K-contiguous), each lane's accumulators at c; sm_80 on */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+__device__ __forceinline__ unsigned edgec_laneid(void)
+{
+    unsigned lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+}
+
+__device__ __forceinline__ uint32_t edgec_tf32(float x)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}""", *(_mma_helper(a, b) for a, b in MMA_FORMS), "#endif"])
 
 PREAMBLE = """#include <cuda_runtime.h>
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,6 +161,12 @@ class CudaRenderer(CRenderer):
     def _prefetch(self, s: Prefetch, indent: str) -> list[str]:
         return []  # the GPU's caches are not asked ahead
 
+    def _mma(self, s: Mma, indent: str) -> list[str]:
+        suffix = MMA_FORMS[(s.a.dtype, s.b.dtype)][0]
+        return [f"{indent}edgec_mma_{suffix}({self.pointer(s.acc, s.acc_at)}, "
+                f"{self.pointer(s.a, s.a_at)}, {s.a_ld}, {self.pointer(s.b, s.b_at)}, "
+                f"{s.b_ld});"]
+
     def _shfl_xor(self, e, x, mask: int) -> tuple[str, int]:
         return f"__shfl_xor_sync(0xffffffffu, {self.expr(x)}, {mask})", 16
 
@@ -114,7 +181,7 @@ class CudaRenderer(CRenderer):
 
     expressions = CRenderer.expressions | {Op.SHFL_XOR: _shfl_xor, Op.DOT4: _dot4}
     statements = CRenderer.statements | {Loop: _loop, Alloc: _alloc, Barrier: _barrier,
-                                         Prefetch: _prefetch}
+                                         Prefetch: _prefetch, Mma: _mma}
 
     # -- kernels -----------------------------------------------------------------------
     def signature(self, k: Kernel) -> str:
@@ -187,7 +254,7 @@ class CudaRenderer(CRenderer):
     def source(self, kernels: list[Kernel]) -> str:
         """A .cu file: the preamble, the device math functions, then each kernel's callees
         (once) and the kernel itself."""
-        out = [PREAMBLE, self._mathlib()]
+        out = [PREAMBLE, MMA_PREAMBLE, self._mathlib()]
         seen: set[str] = set()
         for k in kernels:
             for c in k.callees():

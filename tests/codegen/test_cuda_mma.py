@@ -1,0 +1,175 @@
+"""Tensor cores without a GPU: the kernel IR's `Mma` (a warp's mma.sync, kernel_ir/mma.py)
+runs on the interpreter lane by lane, each lane reading only its own fragment words, and
+matches numpy's product of the operands as the tensor core takes them (float16, bfloat16,
+TF32-rounded float32, 8-bit integers exactly); it prints, refuses to render for CPUs, and
+nvcc compiles the CUDA renderer's inline PTX for sm_80 and sm_90. Running it on a GPU is for
+the GPU machine (scripts/gpu_check.sh)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from edgec.codegen.renderers.c import CRenderer
+from edgec.codegen.renderers.cuda import CudaRenderer
+from edgec.codegen.toolchain import find_nvcc, nvcc_compile
+from edgec.errors import KernelError
+from edgec.ir.dtypes import DType
+from edgec.kernel_ir.interpreter import run_kernel
+from edgec.kernel_ir.kernel import Buffer, KernelBuilder, LoopKind, Mma, cast, const, select, walk
+from edgec.kernel_ir.mma import a_words, b_words, c_elements, tf32
+from edgec.kernel_ir.printer import print_kernel
+from edgec.kernel_ir.races import find_races
+
+F32, I32 = DType.F32, DType.I32
+KS = {DType.F16: 16, DType.BF16: 16, DType.F32: 8, DType.I8: 32, DType.U8: 32}
+
+
+def one_warp_product(at: DType, bt: DType, steps: int = 2, warps: int = 1,
+                     same_tile: bool = True):
+    """C[16, 8] = A[16, K steps] B[K steps, 8] (B given as [8, K steps]) by `warps` warps of a
+    block, each staging the operands in shared memory, A's rows padded by 8 elements, and
+    summing `steps` mma's; warp w writes its C to rows 16 w of y. With `same_tile` False,
+    lane 5 names another tile (a GPU's undefined behaviour, which the interpreter refuses)."""
+    k = KS[at] * steps
+    acc_t = F32 if at.is_float else I32
+    src = F32 if at.is_float else at
+    kb = KernelBuilder("mma_t", "a warp's product on tensor cores")
+    a = kb.input("a", src, (16 * k,))
+    b = kb.input("b", F32 if bt.is_float else bt, (8 * k,))
+    y = kb.output("y", acc_t, (warps * 16 * 8,))
+    lda = k + 8
+    with kb.loop(1, "bx", kind=LoopKind.GRID):
+        sa = kb.alloc("sa", at, (16 * lda,), "shared")
+        sb = kb.alloc("sb", bt, (8 * k,), "shared")
+        with kb.loop(warps, "w", kind=LoopKind.BLOCK) as w, \
+                kb.loop(32, "l", kind=LoopKind.BLOCK) as lane:
+            with kb.if_(w.eq(0)):
+                with kb.loop(16 * k // 32, "e") as e:
+                    i = kb.local("i", e * 32 + lane)
+                    kb.store(sa, i // k * lda + i % k, cast(a[i], at))
+                with kb.loop(8 * k // 32, "e") as e:
+                    i = kb.local("i", e * 32 + lane)
+                    kb.store(sb, i, cast(b[i], bt))
+            kb.barrier()
+            acc = kb.alloc("acc", acc_t, (4,))
+            for r in range(4):
+                kb.store(acc, r, 0)
+            with kb.loop(steps, "s") as s:
+                a_at = s * KS[at] if same_tile else select(lane.eq(5), s * KS[at] + 2, s * KS[at])
+                kb.mma(acc, 0, sa, a_at, lda, sb, s * KS[at], k)
+            g, t = lane // 4, lane % 4
+            for r, (row, col) in enumerate(c_elements(0)):
+                kb.store(y, (w * 16 + g + row) * 8 + 2 * t + col, acc[r])
+    return kb.build()
+
+
+def operands(at: DType, bt: DType, k: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    if at.is_float:
+        a = rng.standard_normal((16, k)).astype(np.float32)
+        b = rng.standard_normal((8, k)).astype(np.float32)
+        return a, b
+    lo = {DType.I8: -128, DType.U8: 0}
+    a = rng.integers(lo[at], lo[at] + 256, (16, k)).astype(at.np)
+    b = rng.integers(lo[bt], lo[bt] + 256, (8, k)).astype(bt.np)
+    return a, b
+
+
+def as_tensor_core_takes(x: np.ndarray, dt: DType) -> np.ndarray:
+    """The operand values a tensor core multiplies (float64; integers as int64)."""
+    if dt is DType.F16:
+        return x.astype(np.float16).astype(np.float64)
+    if dt is DType.BF16:
+        return x.astype(ml_dtypes.bfloat16).astype(np.float64)
+    if dt is DType.F32:
+        return tf32(x).astype(np.float64)
+    return x.astype(np.int64)
+
+
+PAIRS = [(DType.F16, DType.F16), (DType.BF16, DType.BF16), (DType.F32, DType.F32),
+         (DType.I8, DType.I8), (DType.U8, DType.I8), (DType.I8, DType.U8),
+         (DType.U8, DType.U8)]
+
+
+@pytest.mark.parametrize("at,bt", PAIRS, ids=[f"{a}x{b}" for a, b in PAIRS])
+def test_an_mma_computes_the_product_of_its_operands_as_the_tensor_core_takes_them(at, bt):
+    steps, warps = 2, 2
+    kern = one_warp_product(at, bt, steps, warps)
+    k = KS[at] * steps
+    a, b = operands(at, bt, k)
+    y = np.zeros(warps * 128, F32.np if at.is_float else I32.np)
+    assert find_races(kern, a.reshape(-1), b.reshape(-1), y) == []
+    want = as_tensor_core_takes(a, at) @ as_tensor_core_takes(b, bt).T
+    for w in range(warps):
+        got = y[w * 128:(w + 1) * 128].reshape(16, 8)
+        if at.is_float:  # one float32 rounding of an exact sum in float64
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(got, want)
+    if at.is_float:  # the rounding of the operands shows: float32 products differ
+        exact = a.astype(np.float64) @ b.astype(np.float64).T
+        assert np.abs(exact - want).max() > 1e-5
+
+
+def test_tf32_rounds_to_nearest_with_ties_away_from_zero():
+    one = np.float32(1.0)
+    ulp = np.float32(2.0 ** -10)  # a TF32 ulp at 1
+    xs = np.array([one + ulp / 2, one + ulp / 2 - ulp / 8, -(one + ulp / 2), one + ulp * 1.5,
+                   np.inf, -np.inf], np.float32)
+    np.testing.assert_array_equal(tf32(xs), [one + ulp, one, -(one + ulp), one + 2 * ulp,
+                                             np.inf, -np.inf])
+    assert np.isnan(tf32(np.array([np.nan], np.float32)))[0]
+
+
+def test_the_fragment_layout_covers_each_element_once():
+    """Over a warp's lanes, the words of A cover A [16, K] once, those of B [K, 8] once, the
+    accumulators C [16, 8] once (PTX's tables, as kernel_ir/mma.py writes them)."""
+    for per in (1, 2, 4):
+        k = 8 * per
+        a = np.zeros((16, k), int)
+        b = np.zeros((k, 8), int)
+        c = np.zeros((16, 8), int)
+        for lane in range(32):
+            for row, k0 in a_words(lane, per, k):
+                a[row, k0:k0 + per] += 1
+            for col, k0 in b_words(lane, per, k):
+                b[k0:k0 + per, col] += 1
+            for row, col in c_elements(lane):
+                c[row, col] += 1
+        assert (a == 1).all() and (b == 1).all() and (c == 1).all()
+    assert a_words(9, 2, 16) == [(2, 2), (10, 2), (2, 10), (10, 10)]  # PTX: g 2, t 1
+
+
+def test_lanes_that_name_different_tiles_are_refused():
+    kern = one_warp_product(DType.F16, DType.F16, same_tile=False)
+    a, b = operands(DType.F16, DType.F16, 32)
+    with pytest.raises(KernelError, match="differ between the lanes of a warp"):
+        run_kernel(kern, a.reshape(-1), b.reshape(-1), np.zeros(128, np.float32))
+
+
+def test_an_mma_prints_and_the_cpu_renderers_refuse_it():
+    kern = one_warp_product(DType.F16, DType.F16)
+    assert "mma acc[0:+4] += sa[s * 16; ld 40] * sb[s * 16; ld 32]" in print_kernel(kern)
+    with pytest.raises(ValueError, match="GPU warp's tensor-core"):
+        CRenderer().stmts([s for s in walk(kern.body) if isinstance(s, Mma)], "")
+    acc = Buffer("acc", F32, (4,), "scratch", space="local")
+    with pytest.raises(ValueError, match="mma of f16 by f32"):
+        Mma(acc, const(0), Buffer("a", DType.F16, (64,)), const(0), 16,
+            Buffer("b", F32, (64,)), const(0), 16)
+    with pytest.raises(ValueError, match="not multiples of 2"):
+        Mma(acc, const(0), Buffer("a", DType.F16, (64,)), const(0), 15,
+            Buffer("b", DType.F16, (64,)), const(0), 16)
+
+
+@pytest.mark.cross
+def test_nvcc_compiles_the_tensor_core_kernels(tmp_path):
+    """Every operand pair's mma.sync, for sm_80 and sm_90 (warnings as errors)."""
+    kernels = [one_warp_product(a, b) for a, b in PAIRS]
+    for n, kern in enumerate(kernels):
+        kern.name = f"mma_{n}"
+    (tmp_path / "mma.cu").write_text(CudaRenderer().source(kernels))
+    if find_nvcc() is None:
+        pytest.skip("no nvcc")
+    assert nvcc_compile("mma.cu", tmp_path, archs=("sm_80", "sm_90")) == "mma.o"
