@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EdgecError
+from .options import PRECISIONS
 
 
 def _shape_arg(text: str) -> tuple[str, list[int]]:
@@ -61,7 +62,8 @@ def cmd_compile(a) -> None:
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
         tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()),
-        gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph, fpga_part=a.fpga_part,
+        gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph, precision=a.precision,
+        fpga_part=a.fpga_part,
         clock_mhz=a.clock_mhz, target_fps=a.target_fps)
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
@@ -256,6 +258,10 @@ def parser() -> argparse.ArgumentParser:
                    help="--target cuda: capture a run's launches into a CUDA graph on the "
                         "first call and replay it (captured again when the device pointers "
                         "change): one launch per run instead of one per kernel")
+    c.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                   help="--target cuda: the operands of float matrix products and "
+                        "convolutions: fp32 on the CUDA cores, or fp16, bf16, tf32 on tensor "
+                        "cores (sm_80 on) with float32 sums; the other ops stay float32")
     c.add_argument("--fpga-part", metavar="PART",
                    help="--target hls: the FPGA part, as Vitis names it (for example "
                         "xcu250-figd2104-2L-e)")

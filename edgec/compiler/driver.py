@@ -44,7 +44,7 @@ from ..lowering.strategies import Candidate, explain, unknown_nodes
 from ..runtime import manifest as manifest_file
 from ..runtime.emulated import build_runner
 from ..targets.target import get_target, pair_sums, runs_on_host
-from .options import CompileOptions
+from .options import PRECISIONS, CompileOptions
 from .tune import run_tuned, timed_layers, timed_lines
 
 
@@ -115,13 +115,23 @@ def _check_gpu_options(opt: CompileOptions, tgt) -> None:
     """An EdgecError for an option the target cannot take: CPU-only options with a CUDA
     target, --gpu-arch without one."""
     _check_hls_options(opt, tgt)
+    if opt.precision not in PRECISIONS:
+        raise EdgecError(f"--precision {opt.precision}: one of {', '.join(PRECISIONS)}")
     if tgt.gpu is None:
         if opt.gpu_arch:
             raise EdgecError(f"--gpu-arch is for --target cuda, not {tgt.name}")
         if opt.cuda_graph:
             raise EdgecError(f"--cuda-graph is for --target cuda, not {tgt.name}")
+        if opt.precision != "fp32":
+            raise EdgecError(f"--precision {opt.precision} is for --target cuda (tensor "
+                             f"cores); {tgt.name} computes float32")
         return
     check_gpu_archs(opt.gpu_arch)
+    old = [a for a in (opt.gpu_arch or tgt.gpu.archs) if int(re.sub(r"\D", "", a)) < 80]
+    if opt.precision != "fp32" and old:
+        raise EdgecError(f"--precision {opt.precision} runs on tensor cores through "
+                         f"mma.sync, which {old[0]} lacks: build for sm_80 or later, or "
+                         "leave --precision at fp32")
     if opt.backend != "c":
         raise EdgecError(f"--backend {opt.backend} builds CPU code; a CUDA target's kernels "
                          "are built by nvcc from the CUDA renderer: leave --backend out")
@@ -482,6 +492,9 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     if opt.sanitize:
         check_sanitizable(tgt, opt.backend)
     _check_gpu_options(opt, tgt)
+    if opt.precision != "fp32":
+        tgt = dataclasses.replace(tgt, gpu=dataclasses.replace(tgt.gpu,
+                                                                precision=opt.precision))
     name = opt.name or default_name(graph.name)
     missing = unsupported_kernels(graph.nodes)
     if missing:
@@ -615,6 +628,7 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
         manifest["gpu_archs"] = list(archs)
         manifest["gpu_launches"] = src.gpu_launches
         manifest["cuda_graph"] = bool(opt.cuda_graph)
+        manifest["precision"] = opt.precision
     timing = {"import": round(t_import - t0, 4), "passes": round(t_passes - t_import, 4),
               "codegen": round(t_codegen - t_passes, 4), "build": round(t_build - t_codegen, 4),
               "total": round(t_build - t0, 4)}

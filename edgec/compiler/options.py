@@ -11,6 +11,8 @@ from typing import IO, Any
 from ..errors import EdgecError
 from ..targets.target import Target
 
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+
 
 @dataclass(frozen=True)
 class CompileOptions:
@@ -47,6 +49,9 @@ class CompileOptions:
     # a CUDA target's NAME_run_device captures its launches into a CUDA graph once (again
     # when the pointers change) and replays it
     cuda_graph: bool = False
+    # a CUDA target's float GEMMs and convolutions: "fp32" (CUDA cores), or "fp16", "bf16",
+    # "tf32" operands on tensor cores with float32 sums (PRECISIONS)
+    precision: str = "fp32"
     # the HLS target's FPGA part (as Vitis names it) and clock
     fpga_part: str | None = None
     clock_mhz: float = 200.0

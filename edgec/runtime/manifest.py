@@ -94,6 +94,8 @@ SCHEMA = {
             {"kernel": _STR, "blocks": _INT, "threads": _INT})},
         # NAME_run_device replays its launches as a captured CUDA graph (--cuda-graph)
         "cuda_graph": {"type": "boolean"},
+        # the operands of its float matrix products (--precision)
+        "precision": {"enum": ["fp32", "tf32", "fp16", "bf16"]},
         # what the folder holds: a static library (absent) or an HLS project (--target hls:
         # library, cmake_config and pkg_config are ""; `hls` says what the design is)
         "artifact": {"enum": ["library", "hls-project"]},

@@ -130,8 +130,9 @@ class Rates:
 class GpuUnit:
     """What a GPU offers its kernels (kernel_ir/gpu.py launches within these): streaming
     multiprocessors, shared memory a block may take, threads per warp and per block, 32-bit
-    registers per multiprocessor, and the architectures the library is built for (nvcc's
-    sm_XY, each with its PTX so that newer GPUs take it too)."""
+    registers per multiprocessor, the architectures the library is built for (nvcc's
+    sm_XY, each with its PTX so that newer GPUs take it too), and the precision of its
+    matrix products."""
 
     name: str
     sms: int
@@ -140,6 +141,9 @@ class GpuUnit:
     max_threads_per_block: int = 1024
     registers_per_sm: int = 65536
     archs: tuple[str, ...] = ("sm_90",)
+    # the operands of float GEMMs and convolutions (--precision): fp32 on the CUDA cores, or
+    # fp16, bf16, tf32 on tensor cores (sm_80 on) with float32 sums
+    precision: str = "fp32"
 
 
 # the GPUs edgec knows; the default is the H100 (SXM) the GPU checks run on

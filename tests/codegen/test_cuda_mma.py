@@ -7,14 +7,19 @@ the GPU machine (scripts/gpu_check.sh)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_dtypes
 import numpy as np
+import onnx
 import pytest
+from onnx import numpy_helper
 
+import edgec
 from edgec.codegen.renderers.c import CRenderer
 from edgec.codegen.renderers.cuda import CudaRenderer
 from edgec.codegen.toolchain import find_nvcc, nvcc_compile
-from edgec.errors import KernelError
+from edgec.errors import EdgecError, KernelError
 from edgec.ir.dtypes import DType
 from edgec.kernel_ir.interpreter import run_kernel
 from edgec.kernel_ir.kernel import Buffer, KernelBuilder, LoopKind, Mma, cast, const, select, walk
@@ -173,3 +178,146 @@ def test_nvcc_compiles_the_tensor_core_kernels(tmp_path):
     if find_nvcc() is None:
         pytest.skip("no nvcc")
     assert nvcc_compile("mma.cu", tmp_path, archs=("sm_80", "sm_90")) == "mma.o"
+
+
+# -- GEMM tiles on tensor cores ---------------------------------------------------------------
+
+def cuda_at(precision: str):
+    from edgec.targets.target import get_target
+
+    tgt = get_target("cuda")
+    return dataclasses.replace(tgt, gpu=dataclasses.replace(tgt.gpu, precision=precision))
+
+
+ROUNDED = {"fp16": DType.F16, "bf16": DType.BF16, "tf32": DType.F32}
+
+
+@pytest.mark.parametrize("precision, warps, m, n, k", [
+    ("fp16", 4, 70, 45, 37), ("bf16", 1, 70, 45, 37), ("fp16", 1, 16, 96, 64),
+    ("tf32", 1, 16, 96, 64)])  # (TF32's 4 mma's a step of 32 k's: the slowest to interpret)
+def test_gemm_tiles_on_tensor_cores_compute_the_product_of_the_rounded_operands(
+        precision, warps, m, n, k):
+    """gpu_mma_tiles with 1 and 4 warps a block, on shapes that end mid-tile along every
+    side: the product of the operands rounded as the precision says, summed in float32,
+    without races; farther from float32's product than float32 rounding explains."""
+    from edgec.lowering.kernels.gpu_tiles import gpu_mma_tiles
+    from edgec.lowering.lower import NodeKernelBuilder
+
+    kb = NodeKernelBuilder("tiles", target=cuda_at(precision))
+    a, b = kb.input("a", F32, (m * k,)), kb.input("b", F32, (k * n,))
+    y = kb.output("y", F32, (m * n,))
+    gpu_mma_tiles(kb, lambda z, i, kk: a[i * k + kk], lambda z, kk, j: b[kk * n + j],
+                  lambda z, i, j, acc: kb.store(y, i * n + j, acc), m, n, k, 1,
+                  ROUNDED[precision], warps)
+    kern = kb.build()
+    rng = np.random.default_rng(warps)
+    av = rng.standard_normal((m, k)).astype(np.float32)
+    bv = rng.standard_normal((k, n)).astype(np.float32)
+    out = np.zeros(m * n, np.float32)
+    assert find_races(kern, av.reshape(-1), bv.reshape(-1), out) == []
+    dt = ROUNDED[precision]
+    want = as_tensor_core_takes(av, dt) @ as_tensor_core_takes(bv, dt)
+    np.testing.assert_allclose(out.reshape(m, n), want, rtol=1e-5, atol=1e-5)
+    assert np.abs(av.astype(np.float64) @ bv - want).max() > 1e-4
+
+
+def rounded(model, feeds: dict, dt: DType, operands: set[str]):
+    """`model` and `feeds` with the tensors named in `operands` (weights or inputs) rounded
+    as tensor cores take them: what onnxruntime, in float32, then computes is the oracle."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    for init in model.graph.initializer:
+        if init.name in operands:
+            w = numpy_helper.to_array(init)
+            init.CopyFrom(numpy_helper.from_array(
+                as_tensor_core_takes(w, dt).astype(np.float32), init.name))
+    return model, {k: as_tensor_core_takes(v, dt).astype(np.float32) if k in operands else v
+                   for k, v in feeds.items()}
+
+
+def on_tensor_cores(model, precision: str, operands: set[str], prefix: str):
+    """`model` built for CUDA at `precision` (bound to grids), run on the interpreter thread
+    by thread with every access watched for races, against onnxruntime on the model with its
+    products' operands rounded as the tensor cores take them; the program's strategies."""
+    from convnets import onnxruntime_outputs, random_feeds
+    from lowering.test_kernels_interpreted import pipelined
+
+    from edgec.compiler.driver import load_graph
+    from edgec.kernel_ir.gpu import bind_program
+    from edgec.kernel_ir.program_interp import run_program
+    from edgec.lowering.program import build_program
+
+    g = pipelined(load_graph(model), "cuda")
+    prog = build_program(g, g.record.memory_plan, cuda_at(precision), "t", prefix=prefix)
+    prog = dataclasses.replace(prog, body=bind_program(prog.body))
+    feeds = random_feeds(model)
+    races = []
+    got = run_program(prog, feeds, launch=lambda k, *a: races.extend(find_races(k, *a)))
+    assert not races, races[0]
+    oracle, oracle_feeds = rounded(model, feeds, ROUNDED[precision], operands)
+    for name, want in onnxruntime_outputs(oracle, oracle_feeds).items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-4, atol=1e-4)
+        plain = onnxruntime_outputs(model, feeds)[name]
+        assert np.abs(got[name] - plain).max() > 1e-5  # the rounding shows
+    return prog.strategies
+
+
+@pytest.mark.parametrize("precision, case", [
+    ("fp16", dict(c=20, m=24, size=(9, 7), kernel=(3, 3), pads=[1, 1, 1, 1])),
+    ("bf16", dict(c=8, m=16, size=(6, 5), kernel=(3, 3), pads=[1, 1, 1, 1],
+                  then="residual")),
+    ("tf32", dict(c=20, m=32, size=(6, 6), kernel=(3, 3), group=2, pads=[1, 1, 1, 1])),
+], ids=["fp16-3x3", "bf16-residual", "tf32-groups"])
+def test_convolutions_run_on_tensor_cores_at_the_precision_asked(precision, case):
+    """--precision fp16 / bf16 / tf32: the implicit-GEMM convolution's weights and gathered
+    input are staged in the precision and summed by mma's in float32, the bias, residual and
+    activation added in float32 as each output is stored."""
+    from codegen.test_cuda import conv_model
+
+    strategies = on_tensor_cores(conv_model(**case), precision, {"w", "x"}, "tc_")
+    (conv,) = [s for s in strategies if s["op"] in ("Conv", "FusedConv")]
+    assert f"implicit GEMM, shared-memory tiles, tensor cores ({precision})" in \
+        conv["strategy"], conv
+
+
+def test_a_matrix_product_runs_on_tensor_cores():
+    from codegen.test_cuda import gemm_model
+
+    strategies = on_tensor_cores(gemm_model(17, 40, 33, True, False), "fp16", {"a", "b"},
+                                 "tm_")
+    assert any("GPU GEMM, shared-memory tiles, tensor cores (fp16)" in str(s)
+               for s in strategies), strategies
+
+
+@pytest.mark.cross
+@pytest.mark.parametrize("name,precision", [("resnet18", "fp16"), ("mobilenet_v2", "tf32")])
+def test_the_benchmark_models_build_with_their_convolutions_on_tensor_cores(name, precision,
+                                                                            tmp_path):
+    """Every kernel through nvcc for sm_90 at --precision fp16 / tf32; every convolution
+    that takes the implicit GEMM (16 output channels and 16 terms and more: all but
+    MobileNetV2's 17 depthwise ones) and every matrix product on tensor cores, none left on
+    the CUDA cores; the manifest says the precision."""
+    from edgec import zoo
+
+    model = zoo.MODELS[name]()
+    art = edgec.compile(model, tmp_path / name, name=name, target="cuda", tune=False,
+                        precision=precision)
+    assert art.manifest["precision"] == precision
+    kinds = [r["strategy"] for r in art.manifest["kernel_strategies"]]
+    gemms = [k for k in kinds if "shared-memory tiles" in k]
+    assert gemms and all(f"tensor cores ({precision})" in k for k in gemms), kinds
+    convs = [k for k in kinds if k.startswith("conv")]
+    assert sum("implicit GEMM" in k for k in convs) == (20 if name == "resnet18" else 35), \
+        convs
+
+
+def test_what_precision_refuses(tmp_path):
+    from edgec import zoo
+
+    model = zoo.mlp()
+    with pytest.raises(EdgecError, match="--precision fp16 is for --target cuda"):
+        edgec.compile(model, tmp_path / "a", target="x86", precision="fp16")
+    with pytest.raises(EdgecError, match="which sm_75 lacks: build for sm_80 or later"):
+        edgec.compile(model, tmp_path / "b", target="cuda", precision="tf32",
+                      gpu_arch=("sm_75", "sm_90"))
+    with pytest.raises(EdgecError, match="--precision fp8: one of fp32, tf32, fp16, bf16"):
+        edgec.compile(model, tmp_path / "c", target="cuda", precision="fp8")

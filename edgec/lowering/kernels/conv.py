@@ -55,7 +55,7 @@ from .common import (
     row_major_strides,
     window,
 )
-from .gpu_tiles import conv_as_gemm, conv_tiles_fit
+from .gpu_tiles import conv_as_gemm, conv_tiles_fit, tiles_text
 
 # -- convolution ----------------------------------------------------------------------------
 # (the tile sizes are the Target's facts, `Tiles`: conv_m, conv_p, conv_p_one, pointwise_*)
@@ -188,8 +188,8 @@ def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
                    Kind.CONV_TILES: "conv register tiles", Kind.CONV_ROWS: "conv rows",
                    Kind.CONV_THREADS: "conv, a GPU thread an output",
                    Kind.CONV_GPU_GEMM: "conv as implicit GEMM, shared-memory tiles"
-                   + (f", {c['reg']} x {c['reg']} outputs a thread"
-                      if c.kind is Kind.CONV_GPU_GEMM and int(c["reg"]) > 1 else "")}[c.kind]
+                   + (tiles_text(kb.target, y.dtype, int(c["reg"]))
+                      if c.kind is Kind.CONV_GPU_GEMM else "")}[c.kind]
     if c.kind is Kind.CONV_GPU_GEMM:
         _conv_gemm_tiles(kb, geo, x, w, b, y, epi, int(c["reg"]))
     elif c.kind is Kind.CONV_THREADS:

@@ -1,8 +1,9 @@
 """GPU tiles: the matrix product of shared-memory tiles every GPU GEMM and implicit-GEMM
 convolution is built of (`gpu_tiles`: T x T threads a block, reg x reg outputs a thread,
-8-bit operands four products at a time by dp4a), how many outputs a thread takes so that the
-grid still fills the GPU (`gpu_tile_reg`), and a convolution as an implicit GEMM whose input
-tile is gathered as it is staged (`conv_as_gemm`)."""
+8-bit operands four products at a time by dp4a; on tensor cores, `gpu_mma_tiles`, where the
+target's precision is fp16, bf16 or tf32), how many outputs a thread takes so that the grid
+still fills the GPU (`gpu_tile_reg`), and a convolution as an implicit GEMM whose input tile
+is gathered as it is staged (`conv_as_gemm`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,88 @@ def gpu_tile_reg(target: Target, tiles_of) -> int:
     return next((r for r in (4, 2) if tiles_of(GPU_TILE * r) >= target.gpu.sms), 1)
 
 
+# a float GEMM's operands on tensor cores, by the target's --precision
+MMA_OPERANDS = {"fp16": DType.F16, "bf16": DType.BF16, "tf32": DType.F32}
+MMA_STAGE = 32  # the k's a block stages per step on tensor cores
+MMA_WARP_TILE = 32  # the side of the outputs a warp computes: 2 x 4 mma tiles of 16 x 8
+
+
+def on_tensor_cores(target: Target, dtype: DType) -> bool:
+    """Whether the target's float GEMMs of `dtype` run on tensor cores (--precision)."""
+    return target.gpu is not None and target.gpu.precision in MMA_OPERANDS and \
+        dtype is DType.F32
+
+
+def tiles_text(target: Target, dtype: DType, reg: int) -> str:
+    """What a GPU GEMM's kernel does per thread, for the report: the tensor cores and their
+    precision, or the outputs a thread computes."""
+    if on_tensor_cores(target, dtype):
+        return f", tensor cores ({target.gpu.precision})"
+    return f", {reg} x {reg} outputs a thread" if reg > 1 else ""
+
+
+def gpu_mma_warps(target: Target, tiles_of) -> int:
+    """Warps a block of tensor-core tiles takes (`gpu_mma_tiles`' `warps`): 4 (2 x 2, a 64 x
+    64 tile) where that still gives every multiprocessor a block, else 1 (32 x 32)."""
+    return 4 if tiles_of(2 * MMA_WARP_TILE) >= target.gpu.sms else 1
+
+
+def gpu_mma_tiles(kb: NodeKernelBuilder, a_at, b_at, store, m: int, n: int, k: int,
+                  batches: int, operand: DType, warps: int) -> None:
+    """`gpu_tiles`' products on tensor cores (kernel IR `Mma`): a block of `warps` warps
+    (1, or 4 as 2 x 2) per output tile of side 32 (warps 1) or 64, each warp computing 32 x 32
+    outputs as 2 x 4 mma tiles of 16 x 8 (32 float32 sums a thread); per step of 32 k's the
+    block stages A's rows and B's columns in shared memory as `operand` (float16 or bfloat16
+    rounded to nearest; float32 for TF32, which the mma rounds), each K-contiguous with rows
+    padded by 4 words so that a warp's fragment reads hit 32 banks, zero past the edges."""
+    per = 4 // operand.itemsize
+    kmma, ks, ld = 8 * per, MMA_STAGE, MMA_STAGE + 4 * per
+    wide = 2 if warps == 4 else 1  # warps along each side
+    side = MMA_WARP_TILE * wide
+    threads = 32 * warps
+    with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
+            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
+            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
+        sa = kb.alloc("sa", operand, (side * ld,), "shared")
+        sb = kb.alloc("sb", operand, (side * ld,), "shared")
+        with kb.loop(warps, "w", kind=LoopKind.BLOCK) as w, \
+                kb.loop(32, "l", kind=LoopKind.BLOCK) as lane:
+            tid = kb.local("tid", w * 32 + lane if warps > 1 else lane)
+            wrow = kb.local("wr", w // wide * MMA_WARP_TILE) if wide > 1 else const(0)
+            wcol = kb.local("wc", w % wide * MMA_WARP_TILE) if wide > 1 else const(0)
+            acc = kb.alloc("acc", DType.F32, (32,))
+            for r in range(32):
+                kb.store(acc, r, const(0.0))
+            with kb.loop(-(-k // ks), "kt") as kt:
+                for e in range(side * ks // threads):  # A's rows, k fastest (coalesced)
+                    idx = kb.local("ia", tid + e * threads if e else tid)
+                    i, kk = kb.local("i", by * side + idx // ks), kb.local("kk", kt * ks + idx % ks)
+                    v = select((i < m) & (kk < k), a_at(z, i, kk), const(0.0))
+                    kb.store(sa, idx // ks * ld + idx % ks, v)
+                for e in range(side * ks // threads):  # B's columns, j fastest (coalesced)
+                    idx = kb.local("ib", tid + e * threads if e else tid)
+                    j, kk = kb.local("j", bx * side + idx % side), \
+                        kb.local("kk", kt * ks + idx // side)
+                    v = select((kk < k) & (j < n), b_at(z, kk, j), const(0.0))
+                    kb.store(sb, idx % side * ld + idx // side, v)
+                kb.barrier()
+                for step in range(ks // kmma):
+                    for mi in range(2):
+                        for ni in range(4):
+                            kb.mma(acc, (mi * 4 + ni) * 4, sa,
+                                   (wrow + 16 * mi) * ld + step * kmma, ld,
+                                   sb, (wcol + 8 * ni) * ld + step * kmma, ld)
+                kb.barrier()
+            g, t = kb.local("g", lane // 4), kb.local("t", lane % 4)
+            for mi in range(2):
+                for ni in range(4):
+                    for r in range(4):
+                        i = by * side + wrow + (16 * mi + 8 * (r >> 1)) + g
+                        j = bx * side + wcol + (8 * ni + (r & 1)) + 2 * t
+                        with kb.if_((i < m) & (j < n)):
+                            store(z, i, j, acc[(mi * 4 + ni) * 4 + r])
+
+
 def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n: int,
               k: int, batches: int = 1, reg: int = 1, dp4a: bool = False) -> None:
     """`batches` products [m, k] x [k, n] on a GPU (`a_at(z, i, k)`, `b_at(z, k, j)` read
@@ -44,7 +127,15 @@ def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n:
     `dp4a` (8-bit operands: A int8, B `dtype` uint8 or int8, int32 sums): the products four
     at a time (`dot4`, a GPU's dp4a), B's tile held a column's 16 k's contiguous as A's is a
     row's, so that each step of 16 k's is 4 dot4s of reg A words by reg B words a thread. Past K
-    A is zero, so B's bytes there do not count."""
+    A is zero, so B's bytes there do not count.
+
+    Float32 products on a target whose --precision is fp16, bf16 or tf32 run on tensor cores
+    instead (`gpu_mma_tiles`; `reg` does not apply)."""
+    if not dp4a and on_tensor_cores(kb.target, dtype):
+        warps = gpu_mma_warps(kb.target, lambda side: batches * -(-m // side) * -(-n // side))
+        gpu_mma_tiles(kb, a_at, b_at, store, m, n, k, batches,
+                      MMA_OPERANDS[kb.target.gpu.precision], warps)
+        return
     t = GPU_TILE  # (with dp4a also the k's of a step: thread tx stages k = tx of A's row)
     side = t * reg
     a_dt, acc_dt = (DType.I8, DType.I32) if dp4a else (dtype, dtype)

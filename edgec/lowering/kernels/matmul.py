@@ -33,7 +33,7 @@ from .common import (
     warp_rows,
 )
 from .gemm import vector_gemm, vector_gemm_candidate
-from .gpu_tiles import GPU_TILE, gpu_tile_reg, gpu_tiles
+from .gpu_tiles import GPU_TILE, gpu_tile_reg, gpu_tiles, tiles_text
 
 # -- matrix products ------------------------------------------------------------------------
 
@@ -158,7 +158,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
 
         rows = math.prod(lead)
         reg = gpu_tile_reg(kb.target, lambda side: -(-rows // side) * -(-n_ // side))
-        kb.strategy += f", {reg} x {reg} outputs a thread" if reg > 1 else ""
+        kb.strategy += tiles_text(kb.target, y.dtype, reg)
         gpu_tiles(kb, a_rows, b_rows, store, y.dtype, rows, n_, k_, reg=reg)
         return
     if tiled:  # a grid of tiles per product of the batch
@@ -170,7 +170,7 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         products = math.prod(batch)
         reg = gpu_tile_reg(kb.target,
                            lambda side: products * -(-m_ // side) * -(-n_ // side))
-        kb.strategy += f", {reg} x {reg} outputs a thread" if reg > 1 else ""
+        kb.strategy += tiles_text(kb.target, y.dtype, reg)
         gpu_tiles(kb, lambda z, i, k: a_at(bi(z), i, k), lambda z, k, j: b_at(bi(z), k, j),
                    lambda z, i, j, acc: kb.store(y, offset([*bi(z), i, j], sy),
                                                  epi(kb, acc, out_coords(bi(z), i, j))),
