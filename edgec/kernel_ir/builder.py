@@ -11,6 +11,7 @@ from .kernel import (
     INDEX,
     Alloc,
     Assign,
+    AtomicAdd,
     Barrier,
     Buffer,
     Call,
@@ -242,6 +243,12 @@ class KernelBuilder:
 
     def barrier(self) -> None:
         self.emit(Barrier())
+
+    def atomic_add(self, buf: Buffer, index, value) -> None:
+        """buf[index] += value, indivisibly (see `AtomicAdd`)."""
+        value = _lift(value, buf.dtype)
+        self.emit(AtomicAdd(buf, _lift(index, INDEX), value if value.dtype == buf.dtype
+                            else cast(value, buf.dtype)))
 
     def mma(self, acc: Buffer, acc_at, a: Buffer, a_at, a_ld: int, b: Buffer, b_at,
             b_ld: int) -> None:

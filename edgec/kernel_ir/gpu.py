@@ -27,6 +27,7 @@ from ..errors import EdgecError
 from .kernel import (
     Alloc,
     Assign,
+    AtomicAdd,
     Call,
     Expr,
     If,
@@ -72,7 +73,7 @@ def bind_threads(k: Kernel, threads: int = 256) -> Kernel:
     inputs (never stored to) and such locals, and is never assigned again (a zero point or
     scale read at run time), is computed by every launch that reads it, in its blocks'
     prologue, rather than being a launch of its own whose result the others cannot see."""
-    written = {s.buf.name for s in walk(k.body) if isinstance(s, Store)} | \
+    written = {s.buf.name for s in walk(k.body) if isinstance(s, Store | AtomicAdd)} | \
         {s.acc.name for s in walk(k.body) if isinstance(s, Mma)} | \
         {a.buf.name for s in walk(k.body) if isinstance(s, Call) for a in s.args
          if isinstance(a, Ptr)}  # (a callee may write any buffer it is given)

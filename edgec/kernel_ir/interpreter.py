@@ -49,6 +49,7 @@ from .kernel import (
     INDEX,
     Alloc,
     Assign,
+    AtomicAdd,
     Barrier,
     Buffer,
     Call,
@@ -541,6 +542,20 @@ def _store(s: Store) -> Exec:
     return store
 
 
+def _atomic_add(s: AtomicAdd) -> Exec:
+    idx, val, name = compile_expr(s.index), compile_expr(s.value), s.buf.name
+
+    def atomic(env):
+        arr, i, v = env["#bufs"][name], idx(env), val(env)
+        if not 0 <= i < arr.size:
+            raise KernelError(f"atomic add to {name}[{i}] outside its {arr.size} elements")
+        if TRACE is not None:
+            TRACE(env, name, arr, i, 1, True, atomic=True)
+        arr[i] = _value(arr[i] + v, s.buf.dtype)  # (int32 wraps: numpy's errors are off)
+
+    return atomic
+
+
 def _stream_op(s: Push | Pop) -> Exec:
     name, depth = s.stream.name, s.stream.depth
     if isinstance(s, Push):
@@ -614,6 +629,8 @@ def _stmt(s) -> Exec:
         return _call_stmt(s)
     if isinstance(s, Mma):
         return compile_mma(s, compile_expr, lambda: TRACE)
+    if isinstance(s, AtomicAdd):
+        return _atomic_add(s)
     raise ValueError(f"kernel interpreter: unknown statement {type(s).__name__}")
 
 

@@ -59,6 +59,7 @@ giving dot4's lanes: dot4(0, a, b) = pairfold(pairdot(0, ((a, b),), 0), pairdot(
 Tensor cores: `Mma` is a GPU warp's matrix multiply-add (PTX mma.sync) on fragments each
 lane reads from shared memory, summing into four elements of a thread's local array; float16,
 bfloat16 (`DType.BF16`), float32 taken as TF32, and 8-bit integers (kernel_ir/mma.py).
+`AtomicAdd` adds into an element indivisibly (the partial sums of a GPU's split-K).
 
 Functions: a kernel may `Call` another kernel (a micro-kernel, the hot inner loops shared by
 many nodes) with pointers into its buffers (`Ptr`) and scalar arguments (`Scalar` params).
@@ -704,6 +705,25 @@ class Store:
     index: Expr
     value: Expr
     count: Expr | None = None  # a vector store of only the first `count` lanes
+
+
+@dataclass
+class AtomicAdd:
+    """buf[index] += value as one indivisible update (a GPU's atomicAdd; float32 or int32):
+    the threads and blocks of a launch may add to one element in any order, and nothing else
+    of that launch may read or write it (the race check says so). Float sums then depend on
+    the order; integer sums wrap and do not."""
+
+    buf: Buffer
+    index: Expr
+    value: Expr
+
+    def __post_init__(self):
+        if self.buf.dtype not in (DType.F32, DType.I32) or self.value.dtype != self.buf.dtype \
+                or self.value.lanes != 1:
+            raise ValueError(f"kernel IR: an atomic add of a {self.value.dtype} into "
+                             f"{self.buf.dtype} {self.buf.name}: it takes a float32 or int32 "
+                             "scalar of the buffer's type")
 
 
 @dataclass

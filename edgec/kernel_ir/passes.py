@@ -28,6 +28,7 @@ from ..errors import EdgecError
 from .kernel import (
     Alloc,
     Assign,
+    AtomicAdd,
     Barrier,
     Buffer,
     Call,
@@ -289,6 +290,10 @@ def names(k: Kernel) -> tuple[set[str], set[str]]:
             for e in (s.index, s.value, s.count):
                 if e is not None:
                     visit(e)
+        elif isinstance(s, AtomicAdd):
+            used.add(s.buf.name)
+            visit(s.index)
+            visit(s.value)
         elif isinstance(s, Mma):
             used.update((s.acc.name, s.a.name, s.b.name))
             for e in (s.acc_at, s.a_at, s.b_at):

@@ -24,6 +24,7 @@ from .kernel import (
     INDEX,
     Alloc,
     Assign,
+    AtomicAdd,
     Barrier,
     Buffer,
     Call,
@@ -160,6 +161,8 @@ def _stmts(stmts: list, ind: str) -> list[str]:
                        f"[{', '.join(map(str, b.shape))}] {b.space}")
         elif isinstance(s, Barrier):
             out.append(f"{ind}barrier")
+        elif isinstance(s, AtomicAdd):
+            out.append(f"{ind}atomic {s.buf.name}[{expr(s.index)}] += {expr(s.value)}")
         elif isinstance(s, Mma):
             out.append(f"{ind}mma {s.acc.name}[{expr(s.acc_at)}:+4] += "
                        f"{s.a.name}[{expr(s.a_at)}; ld {s.a_ld}] * "

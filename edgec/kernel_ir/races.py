@@ -8,10 +8,12 @@ one launch, two accesses to one element race where one of them writes and
 - two threads of one block make them in the same phase (no barrier orders them), or
 - two blocks make them (blocks are not ordered at all).
 
-A thread's own accesses never race, and neither do a callee's (a micro-kernel runs in the
-thread that calls it). Launches run in order, so accesses in two of them never race. Loads and
-stores of the kernel's buffers and of its shared arrays are checked alike; what one run
-touches is all that is checked, so a race the inputs do not reach is not found.
+Atomic adds (`AtomicAdd`) to an element race with no other atomic add, but with any plain
+load or store of it in the launch. A thread's own accesses never race, and neither do a
+callee's (a micro-kernel runs in the thread that calls it). Launches run in order, so
+accesses in two of them never race. Loads and stores of the kernel's buffers and of its
+shared arrays are checked alike; what one run touches is all that is checked, so a race the
+inputs do not reach is not found.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class _Trace:
         # every array seen, held so that no other takes its addresses while the launch runs
         # (a thread's own array, freed, would otherwise come back as another thread's)
         self.held: dict[int, np.ndarray] = {}
+        self.atomics: dict[tuple, tuple] = {}  # element -> its first atomic add's (who)
 
     def who(self, env) -> Who:
         if "#who" in env:  # a callee: its caller's
@@ -69,7 +72,7 @@ class _Trace:
                 env.get("#phase", 0))
 
     def __call__(self, env, name: str, arr: np.ndarray, first: int, n: int,
-                 write: bool) -> None:
+                 write: bool, atomic: bool = False) -> None:
         block, thread, phase = self.who(env)
         base = arr.__array_interface__["data"][0]
         if base not in self.arrays:
@@ -77,6 +80,10 @@ class _Trace:
             self.held[base] = arr
         # a block's shared array is its own: another block's may reuse its addresses
         own = None if any(a <= base < b for a, b in self.buffers) else block
+        if atomic:  # atomic adds race with no other, only with plain accesses
+            for j in range(first, first + n):
+                self.atomics.setdefault((own, base + j * arr.itemsize), (block, thread, phase))
+            return
         for j in range(first, first + n):
             phases = self.seen.setdefault((own, base + j * arr.itemsize), {}).setdefault(
                 (block, thread), {})
@@ -86,7 +93,13 @@ class _Trace:
         """(address, access, access) of each element's first race, each access as (block,
         thread, phase, whether it writes)."""
         out = []
-        for (_, addr), threads in self.seen.items():
+        for (own, addr), threads in self.seen.items():
+            atomic = self.atomics.get((own, addr))
+            if atomic is not None:  # a plain access beside atomic adds
+                (block, thread), phases = next(iter(threads.items()))
+                phase = next(iter(phases))
+                out.append((addr, (*atomic, True), (block, thread, phase, phases[phase])))
+                continue
             if len(threads) < 2:
                 continue
             hit = _first_race(threads)

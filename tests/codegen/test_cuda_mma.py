@@ -1,8 +1,11 @@
-"""Tensor cores without a GPU: the kernel IR's `Mma` (a warp's mma.sync, kernel_ir/mma.py)
+"""Tensor cores and split-K without a GPU: the kernel IR's `Mma` (a warp's mma.sync, kernel_ir/mma.py)
 runs on the interpreter lane by lane, each lane reading only its own fragment words, and
 matches numpy's product of the operands as the tensor core takes them (float16, bfloat16,
 TF32-rounded float32, 8-bit integers exactly); it prints, refuses to render for CPUs, and
-nvcc compiles the CUDA renderer's inline PTX for sm_80 and sm_90. Running it on a GPU is for
+nvcc compiles the CUDA renderer's inline PTX for sm_80 and sm_90. GEMM tiles and implicit-GEMM
+convolutions on tensor cores (--precision fp16, bf16, tf32) match onnxruntime on operands
+rounded as the tensor cores take them; a long K on few tiles splits, its parts' sums added
+atomically (`AtomicAdd`, which races only with plain accesses). Running it on a GPU is for
 the GPU machine (scripts/gpu_check.sh)."""
 
 from __future__ import annotations
@@ -321,3 +324,65 @@ def test_what_precision_refuses(tmp_path):
                       gpu_arch=("sm_75", "sm_90"))
     with pytest.raises(EdgecError, match="--precision fp8: one of fp32, tf32, fp16, bf16"):
         edgec.compile(model, tmp_path / "c", target="cuda", precision="fp8")
+
+
+# -- split-K: atomic adds ---------------------------------------------------------------------
+
+def test_atomic_adds_race_only_with_plain_accesses():
+    """Every thread of two blocks adds into y[0] atomically: no race, the sum exact (integers);
+    a plain load of y[0] in the same launch races with them."""
+    def kernel(read: bool):
+        kb = KernelBuilder("atomics")
+        y = kb.output("y", I32, (2,))
+        with kb.loop(2, "b", kind=LoopKind.GRID) as blk, \
+                kb.loop(64, "t", kind=LoopKind.BLOCK) as t:
+            kb.atomic_add(y, 0, cast(blk * 64 + t, I32))
+            if read:
+                kb.store(y, 1, y[0])
+        return kb.build()
+
+    y = np.zeros(2, np.int32)
+    assert find_races(kernel(False), y) == []
+    assert y[0] == sum(range(128))
+    races = find_races(kernel(True), np.zeros(2, np.int32))
+    assert races and races[0].buffer == "y" and races[0].index == 0
+    assert "atomicAdd(y, (int32_t)(" in CudaRenderer().source([kernel(False)]).replace(
+        "y + 0", "y")
+    with pytest.raises(ValueError, match="an atomic add is a GPU's"):
+        CRenderer().stmts([s for s in walk(kernel(False).body)
+                           if type(s).__name__ == "AtomicAdd"], "")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_a_long_k_on_few_tiles_splits_k_with_atomic_adds(precision):
+    """A 3x3 convolution of 128 channels (256 on tensor cores, whose steps are twice as long)
+    on a 4 x 4 image (one tile; K = 1152 or 2304): K split
+    in parts whose sums each block adds atomically into the output, zeroed by a launch
+    before; a launch after adds the bias and the residual and applies the Relu. Against
+    onnxruntime, race-free (atomic adds race with nothing but plain accesses)."""
+    from codegen.test_cuda import conv_model
+
+    model = conv_model(c=128 if precision == "fp32" else 256, m=16, size=(4, 4),
+                       kernel=(3, 3), pads=[1, 1, 1, 1],
+                       then="residual")
+    if precision == "fp32":
+        from codegen.test_cuda import gpu_checked
+
+        prog, kernels = gpu_checked(model, "sk_", rtol=1e-4, atol=1e-4)
+        strategies = prog.strategies
+    else:
+        strategies = on_tensor_cores(model, precision, {"w", "x"}, "sk_")
+    (conv,) = [s for s in strategies if s["op"] in ("Conv", "FusedConv")]
+    assert "K split" in conv["strategy"] and "ways (atomic adds)" in conv["strategy"], conv
+
+
+def test_late_resnet_layers_split_k_and_early_ones_do_not():
+    from edgec.lowering.kernels.gpu_tiles import gpu_split_k
+    from edgec.targets.target import get_target
+
+    h100 = get_target("cuda")
+    assert gpu_split_k(h100, 128, 288) == 4  # layer 4: 32 x 4 tiles of 16, K 4608
+    assert gpu_split_k(h100, 208, 144) == 2  # layer 3
+    assert gpu_split_k(h100, 784, 36) == 1  # layer 1 fills the GPU
+    assert gpu_split_k(h100, 196, 36) == 1  # layer 1 at 2 x 2 outputs a thread: K too short
+    assert gpu_split_k(h100, 32, 144) == 8  # layer 4 on tensor cores: 16 x 2 tiles of 32

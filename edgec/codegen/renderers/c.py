@@ -27,6 +27,7 @@ from ...ir.dtypes import SUB_BYTE, DType
 from ...kernel_ir.kernel import (
     Alloc,
     Assign,
+    AtomicAdd,
     Buffer,
     Call,
     Expr,
@@ -455,9 +456,10 @@ class CRenderer:
             out += [f"{indent}}} else {{", *self.stmts(s.orelse, indent + "    ")]
         return out + [f"{indent}}}"]
 
-    def _mma(self, s: Mma, indent: str) -> list[str]:
-        raise ValueError(f"{type(self).__name__}: an mma is a GPU warp's tensor-core "
-                         "multiply-add: render it for --target cuda")
+    def _gpu_only(self, s: Mma | AtomicAdd, indent: str) -> list[str]:
+        what = "an mma is a GPU warp's tensor-core multiply-add" if isinstance(s, Mma) else \
+            "an atomic add is a GPU's (a split-K's partial sums)"
+        raise ValueError(f"{type(self).__name__}: {what}: render it for --target cuda")
 
     def _verbatim(self, s: _Verbatim, indent: str) -> list[str]:
         return [indent + line for line in s.lines]
@@ -466,7 +468,8 @@ class CRenderer:
     # later targets override entries: shared arrays, barriers, loop bindings, streams)
     statements: dict[type, Callable[..., list[str]]] = {
         Loop: _loop, Local: _local, Assign: _assign, Store: _store, Prefetch: _prefetch,
-        Call: _call_stmt, Alloc: _alloc, Push: _push, Pop: _pop, If: _if, Mma: _mma,
+        Call: _call_stmt, Alloc: _alloc, Push: _push, Pop: _pop, If: _if, Mma: _gpu_only,
+        AtomicAdd: _gpu_only,
         _Verbatim: _verbatim}
 
     def param(self, b: Buffer | Scalar | Stream, restrict: bool = True) -> str:

@@ -20,6 +20,7 @@ from ...ir.dtypes import DType
 from ...kernel_ir.gpu import Launch, launches
 from ...kernel_ir.kernel import (
     Alloc,
+    AtomicAdd,
     Barrier,
     Buffer,
     Expr,
@@ -161,6 +162,9 @@ class CudaRenderer(CRenderer):
     def _prefetch(self, s: Prefetch, indent: str) -> list[str]:
         return []  # the GPU's caches are not asked ahead
 
+    def _atomic_add(self, s: AtomicAdd, indent: str) -> list[str]:
+        return [f"{indent}atomicAdd({self.pointer(s.buf, s.index)}, {self.expr(s.value)});"]
+
     def _mma(self, s: Mma, indent: str) -> list[str]:
         suffix = MMA_FORMS[(s.a.dtype, s.b.dtype)][0]
         return [f"{indent}edgec_mma_{suffix}({self.pointer(s.acc, s.acc_at)}, "
@@ -181,7 +185,8 @@ class CudaRenderer(CRenderer):
 
     expressions = CRenderer.expressions | {Op.SHFL_XOR: _shfl_xor, Op.DOT4: _dot4}
     statements = CRenderer.statements | {Loop: _loop, Alloc: _alloc, Barrier: _barrier,
-                                         Prefetch: _prefetch, Mma: _mma}
+                                         Prefetch: _prefetch, Mma: _mma,
+                                         AtomicAdd: _atomic_add}
 
     # -- kernels -----------------------------------------------------------------------
     def signature(self, k: Kernel) -> str:

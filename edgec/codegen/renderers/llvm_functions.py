@@ -19,6 +19,7 @@ from ...kernel_ir.kernel import (
     BINARY,
     Alloc,
     Assign,
+    AtomicAdd,
     Buffer,
     Call,
     Expr,
@@ -565,9 +566,9 @@ class _FunctionBuilder:
                 slot = self.slot(s.buf.name, t)
                 slot.ptr.align = 64  # a cache line, as the C renderer's EDGEC_ALIGNED
                 self.env[s.buf.name] = slot.ptr
-            elif isinstance(s, Mma):
-                raise ValueError("LLVM renderer: an mma is a GPU warp's tensor-core "
-                                 "multiply-add: render it for --target cuda")
+            elif isinstance(s, Mma | AtomicAdd):
+                raise ValueError("LLVM renderer: an mma or atomic add is a GPU's: render it "
+                                 "for --target cuda")
             elif isinstance(s, Push | Pop):
                 raise ValueError("LLVM renderer: streams are not rendered for CPUs by LLVM; "
                                  "use the C backend")

@@ -471,7 +471,9 @@ def _conv_gemm_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buf
         kb.store(y, offset([n, m], ys[:2]) + p, epi(kb, total, coords))
 
     conv_as_gemm(kb, geo, lambda m, k: w[m * kterms + k],
-                 lambda n, c, ipos: x[offset([n, c, *ipos], xs)], store, y.dtype, reg)
+                 lambda n, c, ipos: x[offset([n, c, *ipos], xs)], store, y.dtype, reg,
+                 out=(y, lambda n, m, p: offset([n, m], ys[:2]) + p)
+                 if y.dtype is DType.F32 else None)
 
 
 def _conv_rows(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,

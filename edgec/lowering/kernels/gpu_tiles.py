@@ -37,6 +37,70 @@ MMA_STAGE = 32  # the k's a block stages per step on tensor cores
 MMA_WARP_TILE = 32  # the side of the outputs a warp computes: 2 x 4 mma tiles of 16 x 8
 
 
+def gpu_split_k(target: Target, blocks: int, steps: int) -> int:
+    """How many ways a GEMM of `blocks` blocks, each `steps` steps of K long, splits K
+    (`gpu_tiles`' split-K): none (1) where the blocks give every multiprocessor two already
+    or K is under 64 steps (a split costs two launches: zeroing the output, the epilogue);
+    else the most of 16, 8, 4, 2 whose blocks stay within 4 a multiprocessor and leave each
+    split 16 steps or more. (A
+    late convolution's few tiles, each a long K, would otherwise run one block an SM, its
+    steps one after the other: ResNet-18's layer-4 convolutions took 208 us on an H200. The
+    thresholds are a first rule, to be set by the GPU's timings.)"""
+    if blocks >= 2 * target.gpu.sms or steps < 64:
+        return 1
+    return next((s for s in (16, 8, 4, 2)
+                 if blocks * s <= 4 * target.gpu.sms and steps // s >= 16), 1)
+
+
+def _each_output(kb: NodeKernelBuilder, batches: int, m: int, n: int, body) -> None:
+    """A launch of a thread per output: `body(z, i, j)` for every product z and output
+    (i, j)."""
+    total, threads = batches * m * n, 256
+    with kb.loop(-(-total // threads), "ob", kind=LoopKind.GRID) as ob, \
+            kb.loop(threads, "ot", kind=LoopKind.BLOCK) as ot:
+        o = kb.local("o", ob * threads + ot)
+        with kb.if_(o < total):
+            z = kb.local("z", o // (m * n)) if batches > 1 else const(0)
+            body(z, kb.local("i", o // n % m), kb.local("j", o % n))
+
+
+class _SplitK:
+    """A GEMM's K split `split` ways: the grid's product loop runs over products x splits,
+    `part` is a block's split and its steps of K `steps`; the sums are added atomically into
+    the output `y` at `at(z, i, j)`, zeroed by a launch before and passed through the
+    epilogue (`store`) by a launch after."""
+
+    def __init__(self, kb: NodeKernelBuilder, split: int, total_steps: int, batches: int,
+                 m: int, n: int, store, out):
+        self.kb, self.split, self.batches, self.m, self.n = kb, split, batches, m, n
+        self.steps = -(-total_steps // split)
+        self.final = store
+        if split > 1:
+            y, at = out
+            self.store = lambda z, i, j, acc: kb.atomic_add(y, at(z, i, j), acc)
+            kb.strategy += f", K split {split} ways (atomic adds)"
+            _each_output(kb, batches, m, n, lambda z, i, j: kb.store(y, at(z, i, j),
+                                                                      const(0.0)))
+        else:
+            self.store = store
+        self.out = out
+
+    def product(self, bz: Expr) -> tuple[Expr, Expr]:
+        """(the product, the split) of grid index `bz`."""
+        if self.split == 1:
+            return bz, const(0)
+        return self.kb.local("z", bz // self.split), self.kb.local("part", bz % self.split)
+
+    def step(self, part: Expr, kt: Expr) -> Expr:
+        return part * self.steps + kt if self.split > 1 else kt
+
+    def finish(self) -> None:
+        if self.split > 1:
+            y, at = self.out
+            _each_output(self.kb, self.batches, self.m, self.n,
+                         lambda z, i, j: self.final(z, i, j, y[at(z, i, j)]))
+
+
 def on_tensor_cores(target: Target, dtype: DType) -> bool:
     """Whether the target's float GEMMs of `dtype` run on tensor cores (--precision)."""
     return target.gpu is not None and target.gpu.precision in MMA_OPERANDS and \
@@ -58,21 +122,26 @@ def gpu_mma_warps(target: Target, tiles_of) -> int:
 
 
 def gpu_mma_tiles(kb: NodeKernelBuilder, a_at, b_at, store, m: int, n: int, k: int,
-                  batches: int, operand: DType, warps: int) -> None:
+                  batches: int, operand: DType, warps: int, out=None) -> None:
     """`gpu_tiles`' products on tensor cores (kernel IR `Mma`): a block of `warps` warps
     (1, or 4 as 2 x 2) per output tile of side 32 (warps 1) or 64, each warp computing 32 x 32
     outputs as 2 x 4 mma tiles of 16 x 8 (32 float32 sums a thread); per step of 32 k's the
     block stages A's rows and B's columns in shared memory as `operand` (float16 or bfloat16
     rounded to nearest; float32 for TF32, which the mma rounds), each K-contiguous with rows
-    padded by 4 words so that a warp's fragment reads hit 32 banks, zero past the edges."""
+    padded by 4 words so that a warp's fragment reads hit 32 banks, zero past the edges.
+    `out`: as `gpu_tiles` takes it (split-K)."""
     per = 4 // operand.itemsize
     kmma, ks, ld = 8 * per, MMA_STAGE, MMA_STAGE + 4 * per
     wide = 2 if warps == 4 else 1  # warps along each side
     side = MMA_WARP_TILE * wide
     threads = 32 * warps
-    with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
+    blocks = batches * -(-m // side) * -(-n // side)
+    split = gpu_split_k(kb.target, blocks, -(-k // ks)) if out is not None else 1
+    sk = _SplitK(kb, split, -(-k // ks), batches, m, n, store, out)
+    with kb.loop(batches * split, "bz", kind=LoopKind.GRID) as bz, \
             kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
             kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
+        z, part = sk.product(bz)
         sa = kb.alloc("sa", operand, (side * ld,), "shared")
         sb = kb.alloc("sb", operand, (side * ld,), "shared")
         with kb.loop(warps, "w", kind=LoopKind.BLOCK) as w, \
@@ -83,7 +152,8 @@ def gpu_mma_tiles(kb: NodeKernelBuilder, a_at, b_at, store, m: int, n: int, k: i
             acc = kb.alloc("acc", DType.F32, (32,))
             for r in range(32):
                 kb.store(acc, r, const(0.0))
-            with kb.loop(-(-k // ks), "kt") as kt:
+            with kb.loop(sk.steps, "kt") as kt0:
+                kt = sk.step(part, kt0)
                 for e in range(side * ks // threads):  # A's rows, k fastest (coalesced)
                     idx = kb.local("ia", tid + e * threads if e else tid)
                     i, kk = kb.local("i", by * side + idx // ks), kb.local("kk", kt * ks + idx % ks)
@@ -110,11 +180,12 @@ def gpu_mma_tiles(kb: NodeKernelBuilder, a_at, b_at, store, m: int, n: int, k: i
                         i = by * side + wrow + (16 * mi + 8 * (r >> 1)) + g
                         j = bx * side + wcol + (8 * ni + (r & 1)) + 2 * t
                         with kb.if_((i < m) & (j < n)):
-                            store(z, i, j, acc[(mi * 4 + ni) * 4 + r])
+                            sk.store(z, i, j, acc[(mi * 4 + ni) * 4 + r])
+    sk.finish()
 
 
 def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n: int,
-              k: int, batches: int = 1, reg: int = 1, dp4a: bool = False) -> None:
+              k: int, batches: int = 1, reg: int = 1, dp4a: bool = False, out=None) -> None:
     """`batches` products [m, k] x [k, n] on a GPU (`a_at(z, i, k)`, `b_at(z, k, j)` read
     product z's operands, `store(z, i, j, acc)` writes its output): a block of T x T threads
     per output tile of side T reg, thread (ty, tx) computing the reg x reg outputs
@@ -130,18 +201,27 @@ def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n:
     A is zero, so B's bytes there do not count.
 
     Float32 products on a target whose --precision is fp16, bf16 or tf32 run on tensor cores
-    instead (`gpu_mma_tiles`; `reg` does not apply)."""
+    instead (`gpu_mma_tiles`; `reg` does not apply).
+
+    `out` = (y, at): the float32 output `store` writes and its index of output (z, i, j),
+    given where the GEMM may split K (`gpu_split_k`: a grid too small for the GPU, each block
+    a long K): then a launch zeroes y, the GEMM's blocks each take a part of K and add their
+    sums into y atomically, and a last launch passes y through `store` (its epilogue)."""
     if not dp4a and on_tensor_cores(kb.target, dtype):
         warps = gpu_mma_warps(kb.target, lambda side: batches * -(-m // side) * -(-n // side))
         gpu_mma_tiles(kb, a_at, b_at, store, m, n, k, batches,
-                      MMA_OPERANDS[kb.target.gpu.precision], warps)
+                      MMA_OPERANDS[kb.target.gpu.precision], warps, out)
         return
     t = GPU_TILE  # (with dp4a also the k's of a step: thread tx stages k = tx of A's row)
     side = t * reg
     a_dt, acc_dt = (DType.I8, DType.I32) if dp4a else (dtype, dtype)
-    with kb.loop(batches, "bz", kind=LoopKind.GRID) as z, \
+    blocks = batches * -(-m // side) * -(-n // side)
+    split = gpu_split_k(kb.target, blocks, -(-k // t)) if out is not None else 1
+    sk = _SplitK(kb, split, -(-k // t), batches, m, n, store, out)
+    with kb.loop(batches * split, "bz", kind=LoopKind.GRID) as bz, \
             kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
             kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
+        z, part = sk.product(bz)
         at = kb.alloc("at", a_dt, (side * t,), "shared")
         bt = kb.alloc("bt", dtype, (t * side,), "shared")
         with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
@@ -150,7 +230,8 @@ def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n:
             j0 = kb.local("j", bx * side + tx)
             accs = [[kb.local("acc", const(0, acc_dt)) for _ in range(reg)]
                     for _ in range(reg)]
-            with kb.loop(-(-k // t), "kt") as kt:
+            with kb.loop(sk.steps, "kt") as kt0:
+                kt = sk.step(part, kt0)
                 ka = kb.local("ka", kt * t + tx)
                 kr = kb.local("kr", kt * t + ty)
                 # (a scalar select reads only the operand it picks: no load past an edge)
@@ -189,7 +270,8 @@ def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n:
                     i = i0 + t * u if u else i0
                     j = j0 + t * v if v else j0
                     with kb.if_((i < m) & (j < n)):
-                        store(z, i, j, accs[u][v])
+                        sk.store(z, i, j, accs[u][v])
+    sk.finish()
 
 
 def conv_tiles_fit(target: Target, geo: ConvGeometry) -> tuple[str, int]:
@@ -206,7 +288,8 @@ def conv_tiles_fit(target: Target, geo: ConvGeometry) -> tuple[str, int]:
 
 
 def conv_as_gemm(kb: NodeKernelBuilder, geo: ConvGeometry, weight, pixel, store,
-                 dtype: DType, reg: int, pad: Expr | None = None, dp4a: bool = False) -> None:
+                 dtype: DType, reg: int, pad: Expr | None = None, dp4a: bool = False,
+                 out=None) -> None:
     """A GPU's convolution as an implicit GEMM per image and group (`gpu_tiles`): Y[m, p] =
     sum_k W[m, k] X[k, p] over k = (c, tap) and the output positions p, where X[k, p] is
     the input under tap k of position p, gathered as the tile is staged (zero in the
@@ -214,7 +297,8 @@ def conv_as_gemm(kb: NodeKernelBuilder, geo: ConvGeometry, weight, pixel, store,
     position)` read the operands (in `dtype`), `store(n, m, coords, p, acc)` writes output
     (n, m, position p) at coordinates `coords` of the output. `pad`: the value of a tap in
     the padding (zero); `dp4a`: 8-bit operands (int8 weights, `dtype` the input's) summed
-    four at a time (`gpu_tiles` with dp4a)."""
+    four at a time (`gpu_tiles` with dp4a); `out` = (y, at(n, m, p)): the float32 output
+    and its index of output (n, m, position p), where K may split (`gpu_tiles`)."""
     cg, mg, osp, ksz = geo.cg, geo.mg, geo.osp, geo.ksz
     taps, positions = math.prod(ksz), math.prod(osp)
     kst, ost = row_major_strides(ksz), row_major_strides(osp)
@@ -242,13 +326,17 @@ def conv_as_gemm(kb: NodeKernelBuilder, geo: ConvGeometry, weight, pixel, store,
             inside = cond if inside is None else inside & cond
         return select(inside, v, pad if pad is not None else const(0, dtype))
 
-    def out(z: Expr, i: Expr, p: Expr, acc: Expr) -> None:
+    def image_channel(z: Expr, i: Expr) -> tuple[Expr, Expr]:
         n, g = image_group(z)
-        m = g * mg + i if geo.group > 1 else i
+        return n, g * mg + i if geo.group > 1 else i
+
+    def stored(z: Expr, i: Expr, p: Expr, acc: Expr) -> None:
+        n, m = image_channel(z, i)
         store(n, m, [n, m, *[coord(p, a, osp, ost) for a in range(len(osp))]], p, acc)
 
-    gpu_tiles(kb, lambda z, i, k: weight(image_group(z)[1] * mg + i, k), gathered, out,
-               dtype, mg, positions, cg * taps, geo.n * geo.group, reg, dp4a)
+    split = None if out is None else (out[0], lambda z, i, p: out[1](*image_channel(z, i), p))
+    gpu_tiles(kb, lambda z, i, k: weight(image_group(z)[1] * mg + i, k), gathered, stored,
+              dtype, mg, positions, cg * taps, geo.n * geo.group, reg, dp4a, split)
 
 
 def _may_overrun(geo: ConvGeometry) -> bool:

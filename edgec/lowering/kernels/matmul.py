@@ -159,7 +159,8 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         rows = math.prod(lead)
         reg = gpu_tile_reg(kb.target, lambda side: -(-rows // side) * -(-n_ // side))
         kb.strategy += tiles_text(kb.target, y.dtype, reg)
-        gpu_tiles(kb, a_rows, b_rows, store, y.dtype, rows, n_, k_, reg=reg)
+        gpu_tiles(kb, a_rows, b_rows, store, y.dtype, rows, n_, k_, reg=reg,
+                  out=(y, lambda z, i, j: i * n_ + j) if y.dtype is DType.F32 else None)
         return
     if tiled:  # a grid of tiles per product of the batch
         kb.strategy = "GPU GEMM, shared-memory tiles"
@@ -174,7 +175,9 @@ def build_matmul(kb: NodeKernelBuilder, a_v: Value, b_v: Value, y_v: Value, *,
         gpu_tiles(kb, lambda z, i, k: a_at(bi(z), i, k), lambda z, k, j: b_at(bi(z), k, j),
                    lambda z, i, j, acc: kb.store(y, offset([*bi(z), i, j], sy),
                                                  epi(kb, acc, out_coords(bi(z), i, j))),
-                   y.dtype, m_, n_, k_, products, reg)
+                   y.dtype, m_, n_, k_, products, reg,
+                   out=(y, lambda z, i, j: offset([*bi(z), i, j], sy))
+                   if y.dtype is DType.F32 else None)
         return
     names = [f"b{d}" for d in range(len(batch))]
     if warps:
