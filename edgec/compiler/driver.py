@@ -492,9 +492,9 @@ def compile_graph(graph: Graph, out_dir, options: CompileOptions | None = None, 
     if opt.sanitize:
         check_sanitizable(tgt, opt.backend)
     _check_gpu_options(opt, tgt)
-    if opt.precision != "fp32":
-        tgt = dataclasses.replace(tgt, gpu=dataclasses.replace(tgt.gpu,
-                                                                precision=opt.precision))
+    if tgt.gpu is not None:  # what the kernels may use: the architectures and precision
+        tgt = dataclasses.replace(tgt, gpu=dataclasses.replace(
+            tgt.gpu, precision=opt.precision, archs=tuple(opt.gpu_arch) or tgt.gpu.archs))
     name = opt.name or default_name(graph.name)
     missing = unsupported_kernels(graph.nodes)
     if missing:

@@ -799,30 +799,36 @@ def strided_conv():
 
 
 @pytest.mark.cross
-@pytest.mark.parametrize("make,strategy", [
-    (small_mlp, None), (zoo.tiny_cnn, None), (residual_cnn, None), (padded_conv, None),
-    (padded_conv, {"y_QuantizeLinear": "int-conv-gemm-tiles{reg=4}"}),
-    (strided_conv, {"c_QuantizeLinear": "int-conv-gemm-tiles{reg=2}"})],
-    ids=["mlp", "tiny_cnn", "residual", "conv", "conv-reg4", "strided-reg2"])
-def test_int8_models_run_on_threads_bit_for_bit(make, strategy, tmp_path):
+@pytest.mark.parametrize("make,strategy,arch", [
+    (small_mlp, None, "sm_90"), (zoo.tiny_cnn, None, "sm_90"), (residual_cnn, None, "sm_90"),
+    (padded_conv, None, "sm_90"), (strided_conv, None, "sm_80"),
+    (padded_conv, {"y_QuantizeLinear": "int-conv-gemm-tiles{reg=4}"}, "sm_75"),
+    (strided_conv, {"c_QuantizeLinear": "int-conv-gemm-tiles{reg=2}"}, "sm_75")],
+    ids=["mlp", "tiny_cnn", "residual", "conv", "strided", "conv-reg4-dp4a",
+         "strided-reg2-dp4a"])
+def test_int8_models_run_on_threads_bit_for_bit(make, strategy, arch, tmp_path):
     """An edgec-quantized model's CUDA program (QuantizeLinear a thread an element, integer
     convolutions an implicit GEMM in shared-memory tiles, or a thread an output where a group
     has under 16 channels, integer GEMMs a warp an output, the integer mean a warp a
     channel, QLinearAdd a thread an element), bound as the library's is and run on the
     interpreter thread by thread with every access watched for races, computes the reference
     interpreter's outputs of the same graph bit for bit (the padding's taps, the tiles'
-    edges and register blocks included; the convolutions' products four at a time by dp4a
-    of the raw 8-bit input, the zero point's share subtracted after)."""
+    edges and register blocks included; the convolutions' products of the raw 8-bit input
+    by int8 mma.sync on tensor cores for sm_80 on, four at a time by dp4a before, the zero
+    point's share subtracted after)."""
     from edgec.compiler.driver import compile_graph, load_graph
 
     model = make()
     g = load_graph(model)
     art = compile_graph(g, tmp_path / "lib", name="q", target="cuda", tune=False,
                         quantize="int8", calib=samples(model, 4, 1), log=io.StringIO(),
-                        strategy=strategy or {})
+                        strategy=strategy or {}, gpu_arch=(arch,))
     launched = art.manifest["gpu_launches"]
     assert not [x for x in launched if x["blocks"] * x["threads"] == 1], launched
-    prog = build_program(g, g.record.memory_plan, get_target("cuda"), "q", prefix="q_")
+    tgt = get_target("cuda")
+    tgt = dataclasses.replace(tgt, gpu=dataclasses.replace(tgt.gpu, archs=(arch,)))
+    prog = build_program(g, g.record.memory_plan, tgt, "q", prefix="q_",
+                         strategies=strategy or {})
     prog = dataclasses.replace(prog, body=bind_program(prog.body))
     feeds = random_feeds(model)
     races = []
@@ -834,8 +840,9 @@ def test_int8_models_run_on_threads_bit_for_bit(make, strategy, tmp_path):
         np.testing.assert_array_equal(got[name], w)
     ops = {n.op for n in g.nodes}
     kinds = [r["strategy"] for r in art.manifest["kernel_strategies"]]
-    if make in (padded_conv, strided_conv):  # the raw bytes by dp4a, the padding as zx
-        assert any(k.startswith("integer conv as implicit GEMM") and "dp4a" in k
+    if make in (padded_conv, strided_conv):  # the raw bytes, the padding as zx
+        how = "dp4a" if arch == "sm_75" else "tensor cores (int8)"
+        assert any(k.startswith("integer conv as implicit GEMM") and how in k
                    for k in kinds), kinds
         return
     assert {"QuantizeLinear", "DequantizeLinear", "QGemm"} <= ops

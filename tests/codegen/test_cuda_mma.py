@@ -1,12 +1,12 @@
-"""Tensor cores and split-K without a GPU: the kernel IR's `Mma` (a warp's mma.sync, kernel_ir/mma.py)
-runs on the interpreter lane by lane, each lane reading only its own fragment words, and
-matches numpy's product of the operands as the tensor core takes them (float16, bfloat16,
-TF32-rounded float32, 8-bit integers exactly); it prints, refuses to render for CPUs, and
-nvcc compiles the CUDA renderer's inline PTX for sm_80 and sm_90. GEMM tiles and implicit-GEMM
-convolutions on tensor cores (--precision fp16, bf16, tf32) match onnxruntime on operands
-rounded as the tensor cores take them; a long K on few tiles splits, its parts' sums added
-atomically (`AtomicAdd`, which races only with plain accesses). Running it on a GPU is for
-the GPU machine (scripts/gpu_check.sh)."""
+"""Tensor cores and split-K without a GPU: the kernel IR's `Mma` (a warp's mma.sync,
+kernel_ir/mma.py) runs on the interpreter lane by lane, each lane reading only its own
+fragment words, and matches numpy's product of the operands as the tensor core takes them
+(float16, bfloat16, TF32-rounded float32, 8-bit integers exactly); it prints, refuses to
+render for CPUs, and nvcc compiles the CUDA renderer's inline PTX for sm_80 and sm_90. GEMM
+tiles and implicit-GEMM convolutions on tensor cores (--precision fp16, bf16, tf32) match
+onnxruntime on operands rounded as the tensor cores take them; a long K on few tiles splits,
+its parts' sums added atomically (`AtomicAdd`, which races only with plain accesses). Running
+it on a GPU is for the GPU machine (scripts/gpu_check.sh)."""
 
 from __future__ import annotations
 

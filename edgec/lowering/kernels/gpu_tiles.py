@@ -8,10 +8,11 @@ is gathered as it is staged (`conv_as_gemm`)."""
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 from ...ir.dtypes import DType
-from ...kernel_ir.kernel import Expr, LoopKind, const, dot4, select, vload
+from ...kernel_ir.kernel import MMA_ACC, Expr, LoopKind, const, dot4, select, vload
 from ...targets.target import Target
 from ..lower import NodeKernelBuilder
 from .common import row_major_strides
@@ -101,6 +102,17 @@ class _SplitK:
                          lambda z, i, j: self.final(z, i, j, y[at(z, i, j)]))
 
 
+def sm(arch: str) -> int:
+    """nvcc's sm_XY as the number XY."""
+    return int(re.sub(r"\D", "", arch))
+
+
+def int8_on_tensor_cores(target: Target) -> bool:
+    """Whether 8-bit products (dp4a's) run on tensor cores instead: where every
+    architecture the library is built for has int8 mma.sync m16n8k32 (sm_80 on)."""
+    return target.gpu is not None and all(sm(a) >= 80 for a in target.gpu.archs)
+
+
 def on_tensor_cores(target: Target, dtype: DType) -> bool:
     """Whether the target's float GEMMs of `dtype` run on tensor cores (--precision)."""
     return target.gpu is not None and target.gpu.precision in MMA_OPERANDS and \
@@ -122,14 +134,20 @@ def gpu_mma_warps(target: Target, tiles_of) -> int:
 
 
 def gpu_mma_tiles(kb: NodeKernelBuilder, a_at, b_at, store, m: int, n: int, k: int,
-                  batches: int, operand: DType, warps: int, out=None) -> None:
+                  batches: int, operand: DType, warps: int, out=None,
+                  b_operand: DType | None = None) -> None:
     """`gpu_tiles`' products on tensor cores (kernel IR `Mma`): a block of `warps` warps
     (1, or 4 as 2 x 2) per output tile of side 32 (warps 1) or 64, each warp computing 32 x 32
     outputs as 2 x 4 mma tiles of 16 x 8 (32 float32 sums a thread); per step of 32 k's the
     block stages A's rows and B's columns in shared memory as `operand` (float16 or bfloat16
-    rounded to nearest; float32 for TF32, which the mma rounds), each K-contiguous with rows
-    padded by 4 words so that a warp's fragment reads hit 32 banks, zero past the edges.
-    `out`: as `gpu_tiles` takes it (split-K)."""
+    rounded to nearest; float32 for TF32, which the mma rounds; int8 A by `b_operand` (uint8
+    or int8) B, int32 sums, as dp4a's), each K-contiguous with rows padded by 4 words so that
+    a warp's fragment reads hit 32 banks, zero past the edges. `out`: as `gpu_tiles` takes
+    it (split-K)."""
+    b_operand = b_operand or operand
+    acc_t = MMA_ACC[operand]
+    # the operands' types as the callers read them: float32 (rounded as they are staged)
+    a_type, b_type = (operand, b_operand) if acc_t is DType.I32 else (DType.F32, DType.F32)
     per = 4 // operand.itemsize
     kmma, ks, ld = 8 * per, MMA_STAGE, MMA_STAGE + 4 * per
     wide = 2 if warps == 4 else 1  # warps along each side
@@ -143,27 +161,27 @@ def gpu_mma_tiles(kb: NodeKernelBuilder, a_at, b_at, store, m: int, n: int, k: i
             kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
         z, part = sk.product(bz)
         sa = kb.alloc("sa", operand, (side * ld,), "shared")
-        sb = kb.alloc("sb", operand, (side * ld,), "shared")
+        sb = kb.alloc("sb", b_operand, (side * ld,), "shared")
         with kb.loop(warps, "w", kind=LoopKind.BLOCK) as w, \
                 kb.loop(32, "l", kind=LoopKind.BLOCK) as lane:
             tid = kb.local("tid", w * 32 + lane if warps > 1 else lane)
             wrow = kb.local("wr", w // wide * MMA_WARP_TILE) if wide > 1 else const(0)
             wcol = kb.local("wc", w % wide * MMA_WARP_TILE) if wide > 1 else const(0)
-            acc = kb.alloc("acc", DType.F32, (32,))
+            acc = kb.alloc("acc", acc_t, (32,))
             for r in range(32):
-                kb.store(acc, r, const(0.0))
+                kb.store(acc, r, const(0, acc_t))
             with kb.loop(sk.steps, "kt") as kt0:
                 kt = sk.step(part, kt0)
                 for e in range(side * ks // threads):  # A's rows, k fastest (coalesced)
                     idx = kb.local("ia", tid + e * threads if e else tid)
                     i, kk = kb.local("i", by * side + idx // ks), kb.local("kk", kt * ks + idx % ks)
-                    v = select((i < m) & (kk < k), a_at(z, i, kk), const(0.0))
+                    v = select((i < m) & (kk < k), a_at(z, i, kk), const(0, a_type))
                     kb.store(sa, idx // ks * ld + idx % ks, v)
                 for e in range(side * ks // threads):  # B's columns, j fastest (coalesced)
                     idx = kb.local("ib", tid + e * threads if e else tid)
                     j, kk = kb.local("j", bx * side + idx % side), \
                         kb.local("kk", kt * ks + idx // side)
-                    v = select((kk < k) & (j < n), b_at(z, kk, j), const(0.0))
+                    v = select((kk < k) & (j < n), b_at(z, kk, j), const(0, b_type))
                     kb.store(sb, idx % side * ld + idx // side, v)
                 kb.barrier()
                 for step in range(ks // kmma):
@@ -201,16 +219,19 @@ def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n:
     A is zero, so B's bytes there do not count.
 
     Float32 products on a target whose --precision is fp16, bf16 or tf32 run on tensor cores
-    instead (`gpu_mma_tiles`; `reg` does not apply).
+    instead (`gpu_mma_tiles`; `reg` does not apply), and so do dp4a's 8-bit products where
+    every architecture built for has int8 tensor cores (sm_80 on).
 
     `out` = (y, at): the float32 output `store` writes and its index of output (z, i, j),
     given where the GEMM may split K (`gpu_split_k`: a grid too small for the GPU, each block
     a long K): then a launch zeroes y, the GEMM's blocks each take a part of K and add their
     sums into y atomically, and a last launch passes y through `store` (its epilogue)."""
-    if not dp4a and on_tensor_cores(kb.target, dtype):
+    if (dp4a and int8_on_tensor_cores(kb.target)) or \
+            (not dp4a and on_tensor_cores(kb.target, dtype)):
         warps = gpu_mma_warps(kb.target, lambda side: batches * -(-m // side) * -(-n // side))
         gpu_mma_tiles(kb, a_at, b_at, store, m, n, k, batches,
-                      MMA_OPERANDS[kb.target.gpu.precision], warps, out)
+                      DType.I8 if dp4a else MMA_OPERANDS[kb.target.gpu.precision], warps,
+                      out, b_operand=dtype if dp4a else None)
         return
     t = GPU_TILE  # (with dp4a also the k's of a step: thread tx stages k = tx of A's row)
     side = t * reg

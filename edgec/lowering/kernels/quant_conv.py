@@ -25,7 +25,7 @@ from ..lower import NodeKernelBuilder, kernel
 from ..strategies import Candidate, Kind
 from .common import independent_loops, named, offset, row_major_strides
 from .conv import ConvGeometry
-from .gpu_tiles import conv_as_gemm, conv_tiles_fit
+from .gpu_tiles import conv_as_gemm, conv_tiles_fit, int8_on_tensor_cores
 from .quant_common import (
     Requant,
     accumulator_type,
@@ -152,7 +152,9 @@ def _int_conv(kb: NodeKernelBuilder, node: Node, x_v: Value, xz_v: Value | None,
     if form.kind is Kind.INT_CONV_GPU_GEMM:
         reg = int(form["reg"])
         kb.strategy = "integer conv as implicit GEMM, shared-memory tiles" + \
-            (f", {reg} x {reg} outputs a thread" if reg > 1 else "") + (", dp4a" if dp4a else "")
+            (", tensor cores (int8)" if dp4a and int8_on_tensor_cores(kb.target) else
+             (f", {reg} x {reg} outputs a thread" if reg > 1 else "") +
+             (", dp4a" if dp4a else ""))
         kterms = geo.cg * math.prod(geo.ksz)
         share = None
         if dp4a:  # raw bytes against int8 W - zw; the padding reads zx
