@@ -40,6 +40,7 @@ class Kind(enum.Enum):
     CONV_ROWS = "conv-rows"  # a row at a time, accumulated in the output
     CONV_THREADS = "conv-threads"  # a GPU's: one thread an output element
     CONV_GPU_GEMM = "conv-gemm-tiles"  # a GPU's: implicit GEMM in shared-memory tiles
+    CONV_GPU_DEPTHWISE = "conv-depthwise-tiles"  # a GPU's: an input tile in shared memory
     # blocked (NCHWc) float convolutions (kernels/blocked.py)
     BLOCKED_CONV = "blocked-conv"
     BLOCKED_DEPTHWISE = "blocked-depthwise"

@@ -55,7 +55,13 @@ from .common import (
     row_major_strides,
     window,
 )
-from .gpu_tiles import conv_as_gemm, conv_tiles_fit, tiles_text
+from .gpu_tiles import (
+    conv_as_gemm,
+    conv_depthwise_tiles,
+    conv_tiles_fit,
+    depthwise_tiles_fit,
+    tiles_text,
+)
 
 # -- convolution ----------------------------------------------------------------------------
 # (the tile sizes are the Target's facts, `Tiles`: conv_m, conv_p, conv_p_one, pointwise_*)
@@ -187,6 +193,8 @@ def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
     kb.strategy = {Kind.CONV_POINTWISE: "pointwise conv as GEMM tiles",
                    Kind.CONV_TILES: "conv register tiles", Kind.CONV_ROWS: "conv rows",
                    Kind.CONV_THREADS: "conv, a GPU thread an output",
+                   Kind.CONV_GPU_DEPTHWISE: "depthwise conv, an input tile in shared memory "
+                                            "a block, a GPU thread an output",
                    Kind.CONV_GPU_GEMM: "conv as implicit GEMM, shared-memory tiles"
                    + (tiles_text(kb.target, y.dtype, int(c["reg"]))
                       if c.kind is Kind.CONV_GPU_GEMM else "")}[c.kind]
@@ -194,6 +202,8 @@ def build_conv(kb: NodeKernelBuilder, node: Node, residual: Value | None = None,
         _conv_gemm_tiles(kb, geo, x, w, b, y, epi, int(c["reg"]))
     elif c.kind is Kind.CONV_THREADS:
         _conv_threads(kb, geo, x, w, b, y, epi)
+    elif c.kind is Kind.CONV_GPU_DEPTHWISE:
+        conv_depthwise_tiles(kb, geo, x, w, b, y, epi)
     elif c.kind is Kind.CONV_POINTWISE:
         _conv_pointwise(kb, geo, x, w, b, y, epi, int(c["rows"]), int(c["depth"]),
                         int(c["tile"]))
@@ -243,6 +253,7 @@ def conv_candidates(target: Target, geo: ConvGeometry, const_weights: bool,
     unfit, reg = conv_tiles_fit(target, geo)
     gemm = "not float32" if itemsize != 4 else unfit
     return [Candidate.of(Kind.CONV_GPU_GEMM, {"reg": reg}, gemm, None, ("reg",)),
+            Candidate.of(Kind.CONV_GPU_DEPTHWISE, {}, depthwise_tiles_fit(target, geo)),
             Candidate.of(Kind.CONV_THREADS),
             *(Candidate.of(c.kind, dict(c.params), gpu) for c in cpu)]
 

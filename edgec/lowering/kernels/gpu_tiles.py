@@ -3,7 +3,8 @@ convolution is built of (`gpu_tiles`: T x T threads a block, reg x reg outputs a
 8-bit operands four products at a time by dp4a; on tensor cores, `gpu_mma_tiles`, where the
 target's precision is fp16, bf16 or tf32), how many outputs a thread takes so that the grid
 still fills the GPU (`gpu_tile_reg`), and a convolution as an implicit GEMM whose input tile
-is gathered as it is staged (`conv_as_gemm`)."""
+is gathered as it is staged (`conv_as_gemm`); a depthwise convolution's input tile in shared
+memory (`conv_depthwise_tiles`)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import re
 from typing import TYPE_CHECKING
 
 from ...ir.dtypes import DType
-from ...kernel_ir.kernel import MMA_ACC, Expr, LoopKind, const, dot4, select, vload
+from ...kernel_ir.kernel import MMA_ACC, Buffer, Expr, LoopKind, const, dot4, select, vload
 from ...targets.target import Target
 from ..lower import NodeKernelBuilder
-from .common import row_major_strides
+from .common import Epilogue, offset, row_major_strides
 
 if TYPE_CHECKING:
     from .conv import ConvGeometry
@@ -365,3 +366,73 @@ def _may_overrun(geo: ConvGeometry) -> bool:
     shapes or explicit end pads put it)."""
     return any((o - 1) * s + (k - 1) * d >= n for o, s, k, d, n in
                zip(geo.osp, geo.strides, geo.ksz, geo.dil, geo.isp, strict=True))
+
+
+DEPTHWISE_TILE = 16  # the outputs along each side of a GPU depthwise block (16 x 16 threads)
+
+
+def _depthwise_input_tile(geo: ConvGeometry) -> tuple[int, int]:
+    """The rows and columns of input a depthwise block's 16 x 16 outputs read."""
+    t = DEPTHWISE_TILE
+    return tuple((t - 1) * s + (k - 1) * d + 1
+                 for s, k, d in zip(geo.strides, geo.ksz, geo.dil, strict=True))
+
+
+def depthwise_tiles_fit(target: Target, geo: ConvGeometry) -> str:
+    """Why a convolution does not take `conv-depthwise-tiles` ("" where it does)."""
+    if geo.cg != 1:
+        return f"{geo.cg} input channels a group: not depthwise"
+    if len(geo.osp) != 2:
+        return f"{len(geo.osp)} spatial axes, not 2"
+    rows, cols = _depthwise_input_tile(geo)
+    if rows * cols * 4 > target.gpu.shared_per_block:
+        return f"an input tile of {rows} x {cols} floats exceeds a block's shared memory"
+    return ""
+
+
+def conv_depthwise_tiles(kb: NodeKernelBuilder, geo: ConvGeometry, x: Buffer, w: Buffer,
+                          b: Buffer | None, y: Buffer, epi: Epilogue) -> None:
+    """A GPU's depthwise convolution (one input channel a group): a block of 16 x 16 threads
+    per image, output channel and 16 x 16 outputs stages the input those outputs read (with
+    its halo, zero in the padding) in shared memory once, then each thread sums its output's
+    taps from there against the channel's weights, adds the bias and applies the epilogue.
+    Each input element is read from global memory once a block, not once a tap."""
+    t = DEPTHWISE_TILE
+    (oh, ow), (ih, iw), (kh, kw) = geo.osp, geo.isp, geo.ksz
+    (sy, sx), (dy, dx), (py, px) = geo.strides, geo.dil, geo.p0
+    rows, cols = _depthwise_input_tile(geo)
+    threads = t * t
+    xs = row_major_strides((geo.n, geo.c, ih, iw))
+    ys = row_major_strides((geo.n, geo.m, oh, ow))
+    with kb.loop(geo.n * geo.m, "nm", kind=LoopKind.GRID) as nm, \
+            kb.loop(-(-oh // t), "by", kind=LoopKind.GRID) as by, \
+            kb.loop(-(-ow // t), "bx", kind=LoopKind.GRID) as bx:
+        tile = kb.alloc("tile", y.dtype, (rows * cols,), "shared")
+        with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
+                kb.loop(t, "tx", kind=LoopKind.BLOCK) as tx:
+            n, m = (kb.local("n", nm // geo.m), kb.local("m", nm % geo.m)) if geo.n > 1 \
+                else (const(0), nm)
+            plane = kb.local("plane", offset([n, m // geo.mg], xs[:2]))
+            tid = kb.local("tid", ty * t + tx)
+            for e in range(-(-rows * cols // threads)):
+                idx = kb.local("e", tid + e * threads if e else tid)
+                r, col = idx // cols, idx % cols
+                iy = kb.local("iy", by * (t * sy) + r - py)
+                ix = kb.local("ix", bx * (t * sx) + col - px)
+                inside = (iy >= 0) & (iy < ih) & (ix >= 0) & (ix < iw)
+                value = select(inside, x[plane + iy * iw + ix], const(0, y.dtype))
+                if (e + 1) * threads > rows * cols:  # the last round: some threads idle
+                    with kb.if_(idx < rows * cols):
+                        kb.store(tile, idx, value)
+                else:
+                    kb.store(tile, idx, value)
+            kb.barrier()
+            oy, ox = kb.local("oy", by * t + ty), kb.local("ox", bx * t + tx)
+            acc = kb.local("acc", b[m] if b is not None else const(0, y.dtype))
+            for ky in range(kh):
+                for kx in range(kw):
+                    kb.assign(acc, acc + w[m * (kh * kw) + ky * kw + kx]
+                              * tile[(ty * sy + ky * dy) * cols + tx * sx + kx * dx])
+            with kb.if_((oy < oh) & (ox < ow)):
+                kb.store(y, offset([n, m], ys[:2]) + oy * ow + ox,
+                         epi(kb, acc, [n, m, oy, ox]))
