@@ -3,13 +3,14 @@ computes a cycle (lowering/kernels/quant_mvau.py), chosen before the kernels are
 
 The design's frames per second are set by its slowest process (codegen/hls_estimate.py), so
 folding works on the slowest: while the slowest process is a matrix-vector unit that can
-fold further (SIMD to the next divisor of its K, then PE to the next divisor of its N) and
+fold further (SIMD to the next divisor of its K, then PE to the next divisor of its N; a
+convolution's K here is its input channels, SIMD of which its unit reads a cycle) and
 that makes it faster, it is folded, unless the design would then no longer fit the part
 (LUT, DSP, BRAM18 by the estimate's formulas), its computing already takes under a quarter
 of the time its reads and writes take (each process reads and writes a value a cycle), or
 the target is met: `target_fps` (its interval at the clock), else the slowest process that
-cannot fold (a convolution, a pool: one element or MAC a cycle today). What a node was given
-by `--strategy` stays as given.
+cannot fold (a pool, a depthwise convolution: one element or MAC a cycle today). What a
+node was given by `--strategy` stays as given.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ class Foldable:
     model: ProcessModel
     k: int
     n: int
+    extra: int = 0  # compute cycles that do not fold (a convolution's copy of its frame)
+    kind: str = "hls-mvau"  # its strategy's kind
 
     def compute(self, pe: int, simd: int) -> int:
-        return fold_compute(self.model.macs, self.k, self.n, pe, simd)
+        return fold_compute(self.model.macs, self.k, self.n, pe, simd) + self.extra
 
     def cycles(self, pe: int, simd: int) -> int:
         m = self.model
@@ -64,9 +67,10 @@ def fold_compute(macs: int, k: int, n: int, pe: int, simd: int) -> int:
 
 
 def fold(fixed: list[ProcessModel], foldable: list[Foldable], part: str, clock_mhz: float,
-         target_fps: float = 0.0) -> dict[str, tuple[int, int]]:
-    """{node name: (PE, SIMD)} for the `foldable` units, given the processes that cannot
-    fold (`fixed`), the part and the clock; `target_fps` 0 for as fast as the rest allows."""
+         target_fps: float = 0.0) -> dict[str, tuple[Foldable, int, int]]:
+    """{node name: (its unit, PE, SIMD)} for the `foldable` units, given the processes that
+    cannot fold (`fixed`), the part and the clock; `target_fps` 0 for as fast as the rest
+    allows."""
     limits = part_of(part)
     target = clock_mhz * 1e6 / target_fps if target_fps > 0 else \
         max((p.cycles for p in fixed), default=0)
@@ -101,4 +105,4 @@ def fold(fixed: list[ProcessModel], foldable: list[Foldable], part: str, clock_m
         if not fits(foldable):
             slowest.model = before
             break
-    return {u.node.name: (u.model.pe, u.model.simd) for u in foldable}
+    return {u.node.name: (u, u.model.pe, u.model.simd) for u in foldable}

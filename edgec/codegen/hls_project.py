@@ -241,9 +241,9 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
     d = _Design(graph, plan, target, name, strategies)
     d.split_edges()
     given = set(d.forced)  # (the user's; the folds below are the compiler's own)
-    for node_name, (pe, simd) in _plan_folds(d, part, clock_mhz, target_fps).items():
+    for node_name, (kind, pe, simd) in _plan_folds(d, part, clock_mhz, target_fps).items():
         if (pe, simd) != (1, 1):
-            d.forced[node_name] = f"hls-mvau{{pe={pe},simd={simd}}}"
+            d.forced[node_name] = f"{kind}{{pe={pe},simd={simd}}}"
     r = HlsRenderer()
     lowered = []
     for i, node in enumerate(d.nodes):
@@ -445,9 +445,9 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
     # a folded matrix-vector unit reads PE x SIMD weights and SIMD inputs a cycle: its ROM
     # and input array partitioned by those factors
     choice = ln.strategy.choice
-    pe, simd = (int(choice["pe"]), int(choice["simd"])) if choice.kind is Kind.HLS_MVAU \
-        else (1, 1)
-    if simd > 1:
+    pe, simd = (int(choice["pe"]), int(choice["simd"])) if choice.kind in UNITS else (1, 1)
+    if simd > 1 and choice.kind is Kind.HLS_MVAU:  # (a convolution's unit partitions its
+        # own HWC copy of the frame)
         body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} cyclic factor={simd}"
                  for j in range(len(reads))]
     call_args = []
@@ -479,6 +479,36 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
                       "}"]), args
 
 
+UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU)  # the matrix-vector units: PE x SIMD folds
+
+
+def _unit_shape(node: Node) -> tuple[int, int, int]:
+    """A unit's (K, N, cycles besides its folds): a matrix product's terms and outputs; a
+    convolution's input channels (SIMD runs over them) and output channels, and the frame's
+    copy into HWC order (a cycle an element)."""
+    if node.op == "QLinearConv":
+        w, x = node.inputs[3], node.inputs[0]
+        return w.shape[1], w.shape[0], x.type.numel
+    b = node.inputs[3].const
+    k, n = b.shape[::-1] if node.attrs.get("transB") else b.shape
+    return k, n, 0
+
+
+def _unit_candidate(node: Node):
+    """The unit a node could fold as (quant_mvau.py), or None."""
+    from ..lowering.kernels.quant_mvau import conv_mvau_candidate, mvau_candidate
+
+    if node.op in ("QGemm", "QLinearMatMul"):
+        c = mvau_candidate(node, node.inputs[0], node.inputs[3],
+                           node.input(6) if node.op == "QGemm" else None)
+    elif node.op == "QLinearConv":
+        c = conv_mvau_candidate(node, node.inputs[0], node.input(2), node.inputs[3],
+                                node.input(8))
+    else:
+        return None
+    return c if c.applies else None
+
+
 def _work(node: Node) -> tuple[int, int]:
     """(MACs, compute cycles at one MAC or one element a cycle) of a process's node."""
     out = node.outputs[0].type.numel
@@ -496,12 +526,10 @@ def _work(node: Node) -> tuple[int, int]:
 
 
 def _plan_folds(d: _Design, part: str, clock_mhz: float,
-                target_fps: float) -> dict[str, tuple[int, int]]:
-    """Each matrix-vector unit's (PE, SIMD) (codegen/hls_fold.py), from the processes as the
-    cycle model sees them before their kernels are built; a node whose strategy was given
-    keeps it."""
-    from ..lowering.kernels.quant_mvau import mvau_candidate
-
+                target_fps: float) -> dict[str, tuple[str, int, int]]:
+    """Each matrix-vector unit's (kind, PE, SIMD) (codegen/hls_fold.py), from the processes
+    as the cycle model sees them before their kernels are built; a node whose strategy was
+    given keeps it."""
     fixed, foldable = [], []
     for v in d.port_in:
         fixed.append(ProcessModel("port", [("port", v.type.numel)], [], v.type.numel, 0,
@@ -516,19 +544,20 @@ def _plan_folds(d: _Design, part: str, clock_mhz: float,
         macs, compute = _work(node)
         model = ProcessModel(node.name, reads, [], out, compute, macs,
                              buffers=[(n, 8) for _, n in reads] + [(out, 8)])
-        b_index = 3 if node.op in ("QGemm", "QLinearMatMul") else None
-        bias = node.input(6) if node.op == "QGemm" else None
-        if b_index is None or not mvau_candidate(node, node.inputs[0], node.inputs[b_index],
-                                                 bias).applies:
+        unit = _unit_candidate(node)
+        if unit is None:
             fixed.append(model)
             continue
-        b = node.inputs[b_index].const
-        k, n = (b.shape[::-1] if node.attrs.get("transB") else b.shape)
+        b = node.inputs[3].const
+        k, n, copy = _unit_shape(node)
         bound = accumulator_bound(node)
         foldable.append(Foldable(node, replace(
             model, weight_bits=ap_type(b)[1], weights=b.size, requantizes=True,
-            acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n))
-    return fold(fixed, foldable, part, clock_mhz, target_fps)
+            compute=model.compute + copy, buffers=model.buffers + [(copy, 8)] * bool(copy),
+            acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n, copy,
+            unit.kind.value))
+    return {name: (u.kind, pe, simd) for name, (u, pe, simd) in
+            fold(fixed, foldable, part, clock_mhz, target_fps).items()}
 
 
 def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
@@ -548,12 +577,12 @@ def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
         writes = [s.name for v in node.outputs for s in d.writes.get(id(v), [])]
         roms = layer["rom_bits"]
         choice = ln.strategy.choice
-        pe, simd = (int(choice["pe"]), int(choice["simd"])) \
-            if choice.kind is Kind.HLS_MVAU else (1, 1)
-        if (pe, simd) != (1, 1):  # (padded to whole folds where they do not divide)
-            b = node.inputs[3].const
-            k, n = b.shape[::-1] if node.attrs.get("transB") else b.shape
-            compute = fold_compute(macs, k, n, pe, simd)
+        pe, simd = (int(choice["pe"]), int(choice["simd"])) if choice.kind in UNITS \
+            else (1, 1)
+        copy = 0
+        if choice.kind in UNITS:  # (padded to whole folds where they do not divide)
+            k, n, copy = _unit_shape(node)
+            compute = fold_compute(macs, k, n, pe, simd) + copy
         weights = max((b for b, v in zip(ln.kernel.params, ln.bindings, strict=True)
                        if v.is_const and b.name in roms), default=None,
                       key=lambda b: b.numel)
@@ -566,7 +595,9 @@ def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
             requantizes=node.op in REQUANTIZING,
             buffers=[(n, 8 * d.by_name[s].dtype.itemsize) for s, n in
                      [(x.value.name, x.value.type.numel) for x in d.reads.get(proc, [])]] +
-                    [(v.type.numel, 8 * v.dtype.itemsize) for v in node.outputs]))
+                    [(v.type.numel, 8 * v.dtype.itemsize) for v in node.outputs] +
+                    # a convolution's unit: its HWC copy of the frame, in SIMD memories
+                    [(-(-copy // simd), 8)] * (simd if copy else 0)))
     for p in procs:
         for s in p.writes:
             producers[s] = p.name

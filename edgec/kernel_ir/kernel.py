@@ -738,9 +738,13 @@ class Prefetch:
 
 @dataclass
 class Alloc:
-    """Declares `buf` (role "scratch", space "shared" or "local"), a kernel-local array."""
+    """Declares `buf` (role "scratch", space "shared" or "local"), a kernel-local array.
+    `partition` > 1 asks an FPGA to spread it cyclically over that many memories, so that
+    as many consecutive elements are read in one cycle (HLS ARRAY_PARTITION cyclic); other
+    targets ignore it."""
 
     buf: Buffer
+    partition: int = 0
 
 
 @dataclass

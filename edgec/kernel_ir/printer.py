@@ -158,7 +158,8 @@ def _stmts(stmts: list, ind: str) -> list[str]:
         elif isinstance(s, Alloc):
             b = s.buf
             out.append(f"{ind}alloc {b.name}: {type_name(b.dtype)}"
-                       f"[{', '.join(map(str, b.shape))}] {b.space}")
+                       f"[{', '.join(map(str, b.shape))}] {b.space}"
+                       + (f" partition cyclic {s.partition}" if s.partition > 1 else ""))
         elif isinstance(s, Barrier):
             out.append(f"{ind}barrier")
         elif isinstance(s, AtomicAdd):

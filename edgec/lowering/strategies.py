@@ -67,6 +67,8 @@ class Kind(enum.Enum):
     INT_MATMUL_ROWS = "int-matmul-rows"  # kernels/quant.py, where the int8 GEMM does not
     # an FPGA's matrix-vector unit: PE outputs x SIMD inputs a cycle (kernels/quant_mvau.py)
     HLS_MVAU = "hls-mvau"
+    # a convolution as that unit over each output pixel's window (kernels/quant_mvau.py)
+    HLS_CONV_MVAU = "hls-conv-mvau"
     # an op whose builder has one way
     DIRECT = "direct"
 

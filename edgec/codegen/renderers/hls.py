@@ -122,7 +122,13 @@ class HlsRenderer(CRenderer):
         return super()._local(s, indent)
 
     def _alloc(self, s: Alloc, indent: str) -> list[str]:
+        """A local array; a partitioned one `static` (a frame buffer: off a C-simulation
+        thread's stack) with its ARRAY_PARTITION pragma."""
         b = s.buf
+        if s.partition > 1:
+            return [f"{indent}static {self.type(b.dtype)} {b.name}[{b.numel}];",
+                    f"#pragma HLS ARRAY_PARTITION variable={b.name} cyclic "
+                    f"factor={s.partition}"]
         return [f"{indent}{self.type(b.dtype)} {b.name}[{b.numel}]; /* {b.space} */"]
 
     def _barrier(self, s: Barrier, indent: str) -> list[str]:

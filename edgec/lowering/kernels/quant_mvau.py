@@ -15,7 +15,15 @@ is a constant 8-bit matrix, A has 2 dims and the node has fixed-point requantiza
 (`--strategy NODE=hls-mvau{pe=P,simd=S}`, or the HLS project's folding). Where PE does not
 divide N or SIMD K the unit is padded to whole folds (operator padding): zero weights past K
 (the input read at its last term), outputs past N computed and not stored; its strategy says
-so."""
+so.
+
+A convolution (QLinearConv, one group, 2-D, constant 8-bit weights, a constant input zero
+point, fixed point) runs as the same unit over each output pixel's window (`conv_mvau`,
+`hls-conv-mvau{pe,simd}`): the kernel first copies the input frame into a local array in
+HWC order, its channels padded to a multiple of SIMD and the array partitioned cyclic by
+SIMD, so that a cycle reads SIMD consecutive channels of one tap; the window's terms run
+tap by tap, SIMD channels a cycle (K = taps x padded channels), taps in the padding
+contributing zero; weights (W - zw) stored [M / PE, K / SIMD, PE, SIMD] as above."""
 
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ import numpy as np
 from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
-from ...kernel_ir.kernel import LoopKind, cast, const, minimum
+from ...kernel_ir.kernel import LoopKind, cast, const, minimum, select
 from ..lower import NodeKernelBuilder
 from ..strategies import Candidate, Kind
 from .common import named
@@ -98,3 +106,86 @@ def mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None, b_v:
             else:
                 with kb.if_(nf * pe + p < n):
                     kb.store(y, i * n + col[p], finish((), i, col[p], acc))
+
+
+def conv_mvau_candidate(node: Node, x_v: Value, zx_v: Value | None, w_v: Value,
+                        b_v: Value | None) -> Candidate:
+    """A QLinearConv's unit at PE = SIMD = 1 (folding sets them), or why it does not apply."""
+    why = ("the weights are not a constant 8-bit tensor" if not w_v.is_const
+           or w_v.dtype not in (DType.I8, DType.U8) else
+           "not a 2-D convolution" if len(w_v.shape) != 4 else
+           "grouped (depthwise: its channels do not share a window)"
+           if int(node.attrs.get("group", 1)) != 1 else
+           "the input is not 8-bit" if x_v.dtype not in (DType.U8, DType.I8) else
+           "a run-time input zero point" if zx_v is not None and not zx_v.is_const else
+           "its requantization is not fixed point" if fixed_point(node) is None else
+           "a bias that is not constant" if b_v is not None and not b_v.is_const else "")
+    return Candidate.of(Kind.HLS_CONV_MVAU, {"pe": 1, "simd": 1}, why, tunable=("pe", "simd"))
+
+
+def conv_mvau(kb: NodeKernelBuilder, node: Node, geo, x_v: Value, zx_v: Value | None,
+              w_v: Value, zw_v: Value | None, b_v: Value | None, zy_v: Value | None,
+              sw_v: Value, pe: int, simd: int) -> None:
+    """Emit the convolution's unit (module doc); `geo` its ConvGeometry."""
+    m_, c_ = geo.m, geo.c
+    (kh, kw), (h, w_), (oh, ow) = geo.ksz, geo.isp, geo.osp
+    if not (1 <= pe <= m_ and 1 <= simd <= c_):
+        raise EdgecError(f"node {node.name}: hls-conv-mvau{{pe={pe},simd={simd}}} needs PE "
+                         f"within its {m_} output channels and SIMD within its {c_} input "
+                         "channels")
+    wc = w_v.const.astype(np.int32)
+    if zw_v is not None:
+        wc = wc - zw_v.const.astype(np.int32).reshape(-1, 1, 1, 1)
+    cp, mp = -(-c_ // simd) * simd, -(-m_ // pe) * pe
+    taps = kh * kw
+    k = taps * cp
+    # [M, kh, kw, C] (a window's terms tap by tap, channels fastest), padded
+    mat = np.pad(wc.transpose(0, 2, 3, 1), ((0, mp - m_), (0, 0), (0, 0), (0, cp - c_)))
+    packed = mat.reshape(mp // pe, pe, k // simd, simd).transpose(0, 2, 1, 3)
+    wt = constant_table(kb, narrow(np.ascontiguousarray(packed).reshape(-1)),
+                        f"mvau{pe}x{simd}", w_v)
+    x = kb.bind(x_v, "x")
+    zx = zero_point(kb, zx_v, "x_zp")
+    b = kb.bind(b_v, "b") if b_v is not None else None
+    finish = fixed_finish(kb, node, fixed_point(node), zero_point(kb, zy_v, "y_zp"), sw_v)
+    y = kb.bind(node.output, "y")
+    padded = [f"{what} padded {a} -> {b}" for what, a, b in
+              (("output channels", m_, mp), ("input channels", c_, cp)) if b != a]
+    kb.strategy = f"convolution as a matrix-vector unit, {pe} PE x {simd} SIMD" + \
+        (f" ({', '.join(padded)})" if padded else "")
+    folds, per_tap = k // simd, cp // simd
+    plane = h * w_
+    xt = kb.alloc("xt", x_v.dtype, (plane * cp,), "local", partition=simd)
+    (sy, sx), (dy, dx), (py, px) = geo.strides, geo.dil, geo.p0
+    with kb.loop(geo.n, "n") as n:
+        with kb.loop(c_, "c") as c, \
+                kb.loop(plane, "p", kind=LoopKind.PIPELINE, ii=1) as p:  # to HWC
+            kb.store(xt, p * cp + c, x[(n * c_ + c) * plane + p])
+        with kb.loops([oh, ow, mp // pe], ["oy", "ox", "nf"]) as (oy, ox, nf):
+            col = [named(kb, "col", minimum(nf * pe + q, const(m_ - 1)) if mp != m_
+                         else nf * pe + q) for q in range(pe)]
+            accs = [kb.local(f"acc{q}", cast(b[col[q]], I32) if b is not None
+                             else const(0, I32)) for q in range(pe)]
+            with kb.loop(folds, "sf", kind=LoopKind.PIPELINE, ii=1) as sf:
+                tap = named(kb, "tap", sf // per_tap) if per_tap > 1 else sf
+                c0 = named(kb, "c0", sf % per_tap * simd) if per_tap > 1 else const(0)
+                iy = named(kb, "iy", oy * sy + tap // kw * dy - py)
+                ix = named(kb, "ix", ox * sx + tap % kw * dx - px)
+                inside = named(kb, "inside", (iy >= 0) & (iy < h) & (ix >= 0) & (ix < w_))
+                base = named(kb, "xb", (iy * w_ + ix) * cp + c0)
+                with kb.loop(simd, "s", kind=LoopKind.UNROLL) as s:
+                    xv = cast(xt[base + s], I32)
+                    xv = named(kb, "xv", select(inside, xv - zx if zx is not None else xv,
+                                                const(0, I32)))
+                    wrow = named(kb, "wrow", ((nf * folds + sf) * pe) * simd + s)
+                    for q, acc in enumerate(accs):
+                        kb.assign(acc, acc + xv * cast(wt[wrow + q * simd], I32))
+            out = named(kb, "yo", (n * m_) * (oh * ow) + oy * ow + ox)
+            for q, acc in enumerate(accs):
+                store = lambda q=q, acc=acc: kb.store(  # noqa: E731
+                    y, out + col[q] * (oh * ow), finish((), None, col[q], acc))
+                if mp == m_:
+                    store()
+                else:
+                    with kb.if_(nf * pe + q < m_):
+                        store()
