@@ -175,6 +175,25 @@ def analytic(procs: list[ProcessModel], producers: dict[str, str]) -> dict:
             "write_end": write_end}
 
 
+def stream_frames(procs: list[ProcessModel], producers: dict[str, str]) -> dict[str, int]:
+    """The frames each stream between processes holds at once when frames come back to back
+    at the model's interval T: its consumer reads a frame `lag` cycles after the producer
+    has written it (0 where it reads as it is written; a residual branch: the time the other
+    path takes), while the producer goes on writing one frame every T, so the stream holds
+    1 + ceil(lag / T) frames."""
+    model = analytic(procs, producers)
+    write_end, interval = model["write_end"], max(model["interval_cycles"], 1)
+    frames: dict[str, int] = {}
+    for p in procs:
+        t = 0
+        for s, n in p.reads:
+            src = producers.get(s)
+            t = max(t + n, write_end.get(src, n) if src is not None else n)
+            if src is not None:
+                frames[s] = 1 + -(-max(0, t - write_end[src]) // interval)
+    return frames
+
+
 def simulate(procs: list[ProcessModel], depths: dict[str, int], outputs: list[str],
              frames: int = 3, max_events: int = 400_000) -> dict:
     """The dataflow run by SimPy: `procs` as processes over stores of the streams' `depths`

@@ -17,12 +17,19 @@ stream of the value it views, whose elements come in the same order. A float mod
 node that would compute in float inside the design, is refused with what to do
 (`--quantize`).
 
-Stream depths (`depths`): a process reads its input streams one after another, so a stream
-it reads first drains as it fills and needs 2 places, while one it reads later must hold all
-that arrives meanwhile: its whole tensor (a residual branch joining a convolution's output).
-With those depths no region can deadlock on one frame (a producer blocks only on a stream
-whose consumer is reading it); each depth is a macro NAME_DEPTH_<stream> of the header that
-a build may override (the tests set one smaller and see the C-simulation say deadlock).
+Stream depths (`wire`, then `_size_for_throughput`): a process reads its input streams one
+after another, so a stream it reads first drains as it fills and needs 2 places not to
+deadlock, while one it reads later must hold all that arrives meanwhile: its whole tensor (a
+residual branch joining a convolution's output). Those depths are enough for one frame, not
+for frames back to back: with 2 places, neighbouring processes of equal time alternate (a
+producer cannot write its next frame until its consumer has finished the last), and a
+branch holding one frame stalls its producer until the join has read it; the dataflow
+simulation showed frames 1.7 times slower than the slowest process once folding balanced
+the convolutions. So each stream between processes then holds the frames in flight on it by
+the cycle model (hls_estimate.stream_frames: one, plus one per interval the consumer reads
+it after the producer wrote it), as ping-pong buffers would; the output ports' streams keep
+their depths. Each depth is a macro NAME_DEPTH_<stream> of the header that a build may
+override (the tests set one smaller and see the C-simulation say deadlock).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from ..kernel_ir.kernel import Expr, Kernel, Local, walk
 from ..lowering.lower import c_identifier, lower_node
 from ..lowering.strategies import Kind, unknown_nodes
 from ..targets.target import Target
-from .hls_estimate import ProcessModel, estimate
+from .hls_estimate import ProcessModel, estimate, stream_frames
 from .hls_fold import Foldable, fold, fold_compute
 from .hls_host import ports_header, runner, tcl, testbench, testbench_data
 from .library import Sources
@@ -297,6 +304,8 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
         text, args = _process(d, r, proc, ln)
         processes.append(text)
         calls.append(f"    EDGEC_PROCESS({', '.join([proc, *args])});")
+    _size_for_throughput(d, *_models(d, lowered, layers))
+    est = _estimate(d, lowered, layers, part, clock_mhz)
     ports = [f"edgec::stream<{ctype(v)}> &in{k}" for k, v in enumerate(d.port_in)] + \
         [f"edgec::stream<{ctype(v)}> &out{k}" for k, v in enumerate(d.port_out)]
     internal = [s for s in d.streams if s.port is None]
@@ -334,7 +343,6 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
         f"{name}_tb.cpp": testbench(d, ctype),
         "run_hls.tcl": tcl(name, part, clock_mhz)}
     files |= testbench_data(d, seed)
-    est = _estimate(d, lowered, layers, part, clock_mhz)
     files["hls_estimate.json"] = json.dumps(est, indent=1) + "\n"
     io = lambda v: {"value": v.name, "shape": list(v.shape), "dtype": v.dtype.value}  # noqa: E731
     record = {"part": part, "clock_mhz": clock_mhz, "top": f"{name}_top",
@@ -560,10 +568,31 @@ def _plan_folds(d: _Design, part: str, clock_mhz: float,
             fold(fixed, foldable, part, clock_mhz, target_fps).items()}
 
 
+def _size_for_throughput(d: _Design, procs: list[ProcessModel],
+                         producers: dict[str, str]) -> None:
+    """Each stream between two processes deep enough for the frames in flight on it (module
+    doc), never shallower than `wire` made it."""
+    frames = stream_frames(procs, producers)
+    for s in d.streams:
+        if s.port is None and s.name in frames:
+            s.depth = max(s.depth, frames[s.name] * s.value.type.numel)
+
+
 def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
               clock_mhz: float) -> dict:
     """codegen/hls_estimate.py's estimate of the design: its processes as the cycle model
-    sees them (PE = SIMD = 1), its FIFOs, latency, frames per second, resources."""
+    sees them, its FIFOs, latency, frames per second, resources."""
+    procs, producers = _models(d, lowered, layers)
+    port_streams = {s.name for s in d.streams if s.port is not None}
+    fifos = {s.name: (s.depth, 8 * s.value.dtype.itemsize) for s in d.streams
+             if s.name not in port_streams}
+    return estimate(procs, producers, fifos, sorted(port_streams), part, clock_mhz)
+
+
+def _models(d: _Design, lowered: list, layers: list[dict]
+            ) -> tuple[list[ProcessModel], dict[str, str]]:
+    """The design's processes as the cycle model sees them (at their folds), and the process
+    writing each stream."""
     procs: list[ProcessModel] = []
     producers: dict[str, str] = {}
     for k, v in enumerate(d.port_in):
@@ -601,9 +630,6 @@ def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
     for p in procs:
         for s in p.writes:
             producers[s] = p.name
-    port_streams = {s.name for s in d.streams if s.port is not None}
-    fifos = {s.name: (s.depth, 8 * s.value.dtype.itemsize) for s in d.streams
-             if s.name not in port_streams}
-    return estimate(procs, producers, fifos, sorted(port_streams), part, clock_mhz)
+    return procs, producers
 
 

@@ -43,10 +43,14 @@ def test_residual_network_csim_equals_x86_and_every_stream_the_interpreter(resid
     m = hls.manifest
     assert m["artifact"] == "hls-project" and m["hls"]["part"] == PART
     streams = m["hls"]["streams"]
-    # the fork of the first conv's output: one stream to the branch, one to the residual Add,
-    # which reads it second and so must hold it whole
+    # the fork of the first conv's output: one stream to the branch (a frame: read as it is
+    # written), one to the residual Add, which reads it second, after the branch's two
+    # convolutions: it holds the frames written meanwhile, two or more
     fork = [s for s in streams if s["value"] == streams[1]["value"]]
-    assert len(fork) == 2 and sorted(s["depth"] for s in fork) == [2, fork[0]["elements"]]
+    frame = fork[0]["elements"]
+    depths = sorted(s["depth"] for s in fork)
+    assert len(fork) == 2 and depths[0] == frame and depths[1] % frame == 0 and \
+        depths[1] >= 2 * frame, depths
     x = samples(residual_cnn(), 1, 2)
     x = {k: v[0:1] for k, v in x.items()}
     trace = tmp_path / "trace"
@@ -72,10 +76,20 @@ def test_residual_network_csim_equals_x86_and_every_stream_the_interpreter(resid
     np.testing.assert_array_equal(edgec.load(hls.out_dir).run(x)["y"], want["y"])
 
 
+def second_reads(streams: list[dict]) -> list[dict]:
+    """The streams their consumer reads after another (a residual branch at its join)."""
+    seen, out = set(), []
+    for s in streams:
+        if s["consumer"] in seen:
+            out.append(s)
+        seen.add(s["consumer"])
+    return out
+
+
 def test_a_shallower_stream_deadlocks_with_a_clear_message(residual, tmp_path):
     _, hls, _ = residual
     out = hls.out_dir
-    deep = next(s for s in hls.manifest["hls"]["streams"] if s["depth"] > 2)
+    deep = second_reads(hls.manifest["hls"]["streams"])[0]  # the residual branch
     exe = tmp_path / "csim"
     subprocess.run(["g++", *hls.manifest["cflags"], "-I.", f"-DRES_DEPTH_{deep['name']}=2",
                     "res_csim.cpp", "res_hls.cpp", "-o", str(exe)], cwd=out, check=True)
@@ -200,6 +214,7 @@ def _conv(g, rng):
     depthwise = bool(rng.integers(0, 2)) and c > 1
     m, group = (c, c) if depthwise else (m, 1)
     size = int(rng.integers(k, 9))
+    dil = 2 if k == 3 and size >= 5 and rng.integers(0, 2) else 1
     x = _q(g, rng, (1, c, size, size + 1))
     w = _c(g, rng.integers(-127, 128, (m, c // group, k, k)), "w", np.int8)
     ins = [x, _scale(g, "sx", 0.05), _c(g, rng.integers(0, 256), "zx", np.uint8), w,
@@ -207,7 +222,7 @@ def _conv(g, rng):
            _scale(g, "sy", 0.2), _c(g, rng.integers(0, 256), "zy", np.uint8),
            _c(g, rng.integers(-500, 500, m), "b", np.int32)]
     return g.add_node("QLinearConv", ins, {"group": group, "strides": [stride, stride],
-                                           "pads": [pad] * 4, "dilations": [1, 1]}).output
+                                           "pads": [pad] * 4, "dilations": [dil, dil]}).output
 
 
 def _gemm(g, rng):
@@ -265,7 +280,7 @@ FUZZED = {"QLinearConv": _conv, "QGemm": _gemm, "QLinearMatMul": _matmul,
           "Concat+Transpose+Reshape": _movement}
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("op", list(FUZZED))
 def test_every_integer_op_on_fuzzed_shapes_equals_the_interpreter(op, seed, tmp_path):
     rng = np.random.default_rng(100 + seed)
@@ -279,11 +294,19 @@ def test_every_integer_op_on_fuzzed_shapes_equals_the_interpreter(op, seed, tmp_
         k, n = b.shape[::-1] if node.attrs.get("transB") else b.shape
         pe, simd = int(rng.integers(1, n + 1)), int(rng.integers(1, k + 1))
         strategy = {node.name: f"hls-mvau{{pe={pe},simd={simd}}}"}
+        unit = "matrix-vector unit"
+    if node.op == "QLinearConv" and node.attrs["group"] == 1:  # the convolution's unit,
+        m, c = node.inputs[3].shape[:2]  # padded where the fold does not divide
+        pe, simd = int(rng.integers(1, m + 1)), int(rng.integers(1, c + 1))
+        strategy = {node.name: f"hls-conv-mvau{{pe={pe},simd={simd}}}"}
+        unit = "convolution as a matrix-vector unit"
     art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="fz",
                         strategy=strategy)
+    chosen = art.manifest["kernel_strategies"][-1]["strategy"]
     if strategy:
-        assert art.manifest["kernel_strategies"][-1]["strategy"].startswith(
-            f"matrix-vector unit, {pe} PE x {simd} SIMD")
+        assert chosen.startswith(f"{unit}, {pe} PE x {simd} SIMD"), chosen
+    elif node.op == "QLinearConv":  # depthwise: its channels share no window
+        assert "matrix-vector unit" not in chosen, chosen
     feeds = [{v.name: rng.integers(0, 256, v.shape).astype(v.dtype.np) for v in g.inputs}]
     if node.op == "QGemm":  # an input that drives column 0's sum to its extreme: the
         # accumulator, as narrow as its proved bound, must not wrap
@@ -300,6 +323,44 @@ def test_every_integer_op_on_fuzzed_shapes_equals_the_interpreter(op, seed, tmp_
             np.testing.assert_array_equal(got[k], want[k], err_msg=f"{op} seed {seed}")
 
 
+@pytest.mark.parametrize("c,m,k,stride,dil,pad,pe,simd", [
+    (5, 7, 3, 2, 2, 1, 3, 2), (8, 4, 3, 1, 1, 1, 4, 8), (3, 6, 3, 1, 1, 0, 2, 3)],
+    ids=["padded-strided-dilated", "whole-folds", "stem-like"])
+def test_convolutions_as_matrix_vector_units_equal_the_interpreter(c, m, k, stride, dil, pad,
+                                                                   pe, simd, tmp_path):
+    """hls-conv-mvau: the frame copied to HWC (channels padded to SIMD), each window's terms
+    SIMD channels a cycle, PE output channels at once (padded where the fold does not
+    divide), taps in the padding zero; bit for bit with the interpreter, on inputs of every
+    byte value and on one that drives channel 0's sum to its extreme (the accumulator, as
+    narrow as its proved bound, must not wrap)."""
+    rng = np.random.default_rng(c * 100 + m)
+    g = Graph("cu")
+    x = _q(g, rng, (1, c, 9, 10))
+    w = _c(g, rng.integers(-127, 128, (m, c, k, k)), "w", np.int8)
+    ins = [x, _scale(g, "sx", 0.05), _c(g, 7, "zx", np.uint8), w,
+           _c(g, rng.uniform(0.002, 0.01, m), "sw", np.float32), None,
+           _scale(g, "sy", 0.2), _c(g, rng.integers(0, 256), "zy", np.uint8),
+           _c(g, rng.integers(-500, 500, m), "b", np.int32)]
+    node = g.add_node("QLinearConv", ins, {"group": 1, "strides": [stride, stride],
+                                           "pads": [pad] * 4, "dilations": [dil, dil]})
+    g.outputs = [node.output]
+    art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="cu",
+                        strategy={node.name: f"hls-conv-mvau{{pe={pe},simd={simd}}}"})
+    strategy = art.manifest["kernel_strategies"][-1]["strategy"]
+    assert strategy.startswith(f"convolution as a matrix-vector unit, {pe} PE x {simd} SIMD")
+    assert ("padded" in strategy) == (m % pe != 0 or c % simd != 0), strategy
+    src = (art.out_dir / "cu_hls.cpp").read_text()
+    assert f"#pragma HLS ARRAY_PARTITION variable=xt cyclic factor={simd}" in src or simd == 1
+    wt = w.const.astype(np.int64)
+    feeds = [{"x": rng.integers(0, 256, (1, c, 9, 10)).astype(np.uint8)},
+             {"x": np.broadcast_to(np.where(wt[0].sum((1, 2)) > 0, 255, 0).astype(np.uint8)
+                                   [None, :, None, None], (1, c, 9, 10)).copy()}]
+    model = edgec.load(art.out_dir)
+    for f in feeds:
+        np.testing.assert_array_equal(model.run(f)[node.output.name],
+                                      interpret(g, f)[node.output.name])
+
+
 def test_a_reduced_resnet18_equals_its_x86_build(tmp_path):
     """ResNet-18's topology (7x7 stem, MaxPool, 8 basic blocks with downsampling branches,
     global mean, classifier) at a width of 8 and 32 x 32 inputs."""
@@ -311,9 +372,14 @@ def test_a_reduced_resnet18_equals_its_x86_build(tmp_path):
     c = edgec.compile(path, tmp_path / "x86", target="x86", **opts)
     ops = {s["op"] for s in h.manifest["kernel_strategies"]}
     assert ops == {"QLinearConv", "MaxPool", "QLinearAdd", "QLinearGlobalAveragePool", "QGemm"}
-    # the 8 blocks' residual Adds each read their shortcut second, whole
-    deep = [s for s in h.manifest["hls"]["streams"] if s["depth"] > 2]
-    assert len(deep) == 8 and all(s["depth"] == s["elements"] for s in deep)
+    # the 8 blocks' residual Adds each read their shortcut second: it holds two frames or
+    # more (the block's convolutions take that long); every other stream between processes
+    # one frame, read as it is written
+    streams = h.manifest["hls"]["streams"]
+    deep = second_reads(streams)
+    assert len(deep) == 8 and all(s["depth"] >= 2 * s["elements"] for s in deep)
+    assert all(s["depth"] == s["elements"] for s in streams
+               if s not in deep and not s["consumer"].startswith("output "))
     hm, cm = edgec.load(h.out_dir), edgec.load(c.out_dir)
     for seed in (8, 9):
         x = {k: v[:1] for k, v in samples(model, 1, seed).items()}

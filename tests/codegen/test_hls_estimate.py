@@ -77,13 +77,14 @@ def test_the_residual_designs_estimate_and_simulation(tmp_path):
     e = art.manifest["hls"]["estimate"]
     assert e["fits"] and e["part_resources"]["dsp"] == 12_288 and not e["warnings"]
     assert e["simulation"]["latency_vs_model"] == 0  # one frame: exactly the model
-    # frames back to back wait on the depth-2 FIFOs: never faster than the model
-    assert 0 <= e["simulation"]["interval_vs_model"] < 0.25
+    # frames back to back: the streams hold the frames in flight on them (with one frame the
+    # residual branch held its producer back, and frames came 1.7 times the model's interval)
+    assert e["simulation"]["interval_vs_model"] == 0
     streams = {s["name"]: s for s in art.manifest["hls"]["streams"]}
     for name, f in e["fifos"].items():
         assert f["peak"] <= f["depth"], name
-        if f["depth"] > 2:  # the residual branch: it holds the whole tensor
-            assert f["peak"] == streams[name]["elements"]
+        if f["depth"] > streams[name]["elements"]:  # the residual branch: over a frame
+            assert f["peak"] > streams[name]["elements"]
     fps = e["model"]["fps"]
     assert fps == pytest.approx(200e6 / max(x["cycles"] for x in e["layers"]))
     page = (tmp_path / "out" / "report.html").read_text()
