@@ -4,13 +4,14 @@ computes a cycle (lowering/kernels/quant_mvau.py), chosen before the kernels are
 The design's frames per second are set by its slowest process (codegen/hls_estimate.py), so
 folding works on the slowest: while the slowest process is a matrix-vector unit that can
 fold further (SIMD to the next divisor of its K, then PE to the next divisor of its N; a
-convolution's K here is its input channels, SIMD of which its unit reads a cycle) and
-that makes it faster, it is folded, unless the design would then no longer fit the part
-(LUT, DSP, BRAM18 by the estimate's formulas), its computing already takes under a quarter
-of the time its reads and writes take (each process reads and writes a value a cycle), or
-the target is met: `target_fps` (its interval at the clock), else the slowest process that
-cannot fold (a pool, a depthwise convolution: one element or MAC a cycle today). What a
-node was given by `--strategy` stays as given.
+convolution's K here is its input channels, SIMD of which its unit reads a cycle) and that
+makes it faster, it is folded, unless the design would then no longer fit the part (LUT,
+DSP, BRAM18 by the estimate's formulas; a resource the unfolded design exceeds already is
+left out of that test: folding cannot mend it, and the estimate says it), its computing
+already takes under a quarter of the time its reads and writes take (each process reads and
+writes a value a cycle), or the target is met: `target_fps` (its interval at the clock),
+else the slowest process that cannot fold (a pool, a depthwise convolution: one element or
+MAC a cycle today). What a node was given by `--strategy` stays as given.
 """
 
 from __future__ import annotations
@@ -80,15 +81,23 @@ def fold(fixed: list[ProcessModel], foldable: list[Foldable], part: str, clock_m
         for k in base:
             base[k] += r[k]
 
-    def fits(units: list[Foldable]) -> bool:
-        if limits is None:
-            return True
+    def totals(units: list[Foldable]) -> dict[str, int]:
         total = dict(base)
         for u in units:
             r = resources(u.model)
             for k in total:
                 total[k] += r[k]
-        return all(total[k] <= getattr(limits, k) for k in total)
+        return total
+
+    # a resource the unfolded design already exceeds (BRAM, where the weights alone do not
+    # fit) is reported as over the part; folding, which cannot mend it, still spends the rest
+    over = set() if limits is None else \
+        {k for k, v in totals(foldable).items() if v > getattr(limits, k)}
+
+    def fits(units: list[Foldable]) -> bool:
+        if limits is None:
+            return True
+        return all(v <= getattr(limits, k) for k, v in totals(units).items() if k not in over)
 
     while foldable:
         slowest = max(foldable, key=lambda u: u.model.cycles)
