@@ -16,6 +16,7 @@ MAC a cycle today). What a node was given by `--strategy` stays as given.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..ir.graph import Node
@@ -36,8 +37,12 @@ class Foldable:
     n: int
     extra: int = 0  # compute cycles that do not fold (a convolution's copy of its frame)
     kind: str = "hls-mvau"  # its strategy's kind
+    # its compute cycles at (PE, SIMD) where the MACs do not say (a sparse unit: PE only)
+    cost: Callable[[int, int], int] | None = None
 
     def compute(self, pe: int, simd: int) -> int:
+        if self.cost is not None:
+            return self.cost(pe, simd)
         return fold_compute(self.model.macs, self.k, self.n, pe, simd) + self.extra
 
     def cycles(self, pe: int, simd: int) -> int:
@@ -48,7 +53,8 @@ class Foldable:
         """The (PE, SIMD) past the current one, in the order they are tried: SIMD up to K
         first, then PE up to N, each a divisor or a power of two (padded to whole folds)."""
         pe, simd = self.model.pe, self.model.simd
-        yield from ((pe, d) for d in _steps(self.k) if d > simd)
+        if self.cost is None:
+            yield from ((pe, d) for d in _steps(self.k) if d > simd)
         yield from ((d, simd) for d in _steps(self.n) if d > pe)
 
     def folded(self, pe: int, simd: int) -> ProcessModel:

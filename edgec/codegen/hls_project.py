@@ -250,7 +250,8 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
     given = set(d.forced)  # (the user's; the folds below are the compiler's own)
     for node_name, (kind, pe, simd) in _plan_folds(d, part, clock_mhz, target_fps).items():
         if (pe, simd) != (1, 1):
-            d.forced[node_name] = f"{kind}{{pe={pe},simd={simd}}}"
+            d.forced[node_name] = f"{kind}{{pe={pe}}}" if kind == "hls-sparse-mvau" else \
+                f"{kind}{{pe={pe},simd={simd}}}"
     r = HlsRenderer()
     lowered = []
     for i, node in enumerate(d.nodes):
@@ -453,11 +454,17 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
     # a folded matrix-vector unit reads PE x SIMD weights and SIMD inputs a cycle: its ROM
     # and input array partitioned by those factors
     choice = ln.strategy.choice
-    pe, simd = (int(choice["pe"]), int(choice["simd"])) if choice.kind in UNITS else (1, 1)
+    pe, simd = _fold_of(choice)
     if simd > 1 and choice.kind is Kind.HLS_MVAU:  # (a convolution's unit partitions its
         # own HWC copy of the frame)
         body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} cyclic factor={simd}"
                  for j in range(len(reads))]
+    if pe > 1 and choice.kind is Kind.HLS_SPARSE_MVAU:  # PE terms a cycle, anywhere in A:
+        # registers where A is small (a bank per PE, each read at random, otherwise)
+        body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} complete"
+                 if s.value.type.numel <= SPARSE_COMPLETE else
+                 f"#pragma HLS ARRAY_PARTITION variable=a{j} cyclic factor={pe}"
+                 for j, s in enumerate(reads)]
     call_args = []
     for b, v in zip(k.params, ln.bindings, strict=True):
         if v.is_const:
@@ -469,6 +476,9 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
             if pe * simd > 1 and b.name.startswith("mvau"):
                 body.append(f"#pragma HLS ARRAY_PARTITION variable={wname} cyclic "
                             f"factor={pe * simd}")
+            elif pe > 1 and b.name.startswith(("sval", "sterm", "sout")):  # a PE's entries
+                body.append(f"#pragma HLS ARRAY_PARTITION variable={wname} block "
+                            f"factor={pe}")
             d.rom_bytes += v.const.size * v.dtype.itemsize
             call_args.append(wname)
         else:
@@ -487,7 +497,28 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
                       "}"]), args
 
 
-UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU)  # the matrix-vector units: PE x SIMD folds
+# the matrix-vector units: PE x SIMD folds (a sparse unit's PE only)
+UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_MVAU)
+SPARSE_COMPLETE = 4096  # a sparse unit's input of at most this many values is registers
+
+
+def _fold_of(choice) -> tuple[int, int]:
+    """A strategy's (PE, SIMD): (1, 1) but for the units."""
+    if choice.kind not in UNITS:
+        return 1, 1
+    params = dict(choice.params)
+    return int(params["pe"]), int(params.get("simd", 1))
+
+
+def _sparse_length(node: Node, pe: int) -> int:
+    """A sparse unit's cycles a row of A at `pe` PEs: its busiest PE's entries under the
+    interleaved order (quant_mvau.py)."""
+    from ..ir.sparse import interleaved_pe_order, pe_loads
+    from ..lowering.kernels.quant_mvau import sparse_rows, sparse_work
+
+    rows = sparse_rows(node, node.inputs[3], node.input(5), bool(node.attrs.get("transB")))
+    work = sparse_work(rows)
+    return int(pe_loads(work, interleaved_pe_order(work, pe), pe).max())
 
 
 def _unit_shape(node: Node) -> tuple[int, int, int]:
@@ -504,11 +535,17 @@ def _unit_shape(node: Node) -> tuple[int, int, int]:
 
 def _unit_candidate(node: Node):
     """The unit a node could fold as (quant_mvau.py), or None."""
-    from ..lowering.kernels.quant_mvau import conv_mvau_candidate, mvau_candidate
+    from ..lowering.kernels.quant_mvau import (
+        conv_mvau_candidate,
+        mvau_candidate,
+        sparse_mvau_candidate,
+    )
 
     if node.op in ("QGemm", "QLinearMatMul"):
-        c = mvau_candidate(node, node.inputs[0], node.inputs[3],
-                           node.input(6) if node.op == "QGemm" else None)
+        bias = node.input(6) if node.op == "QGemm" else None
+        c = sparse_mvau_candidate(node, node.inputs[0], node.inputs[3], bias)
+        if not c.applies:
+            c = mvau_candidate(node, node.inputs[0], node.inputs[3], bias)
     elif node.op == "QLinearConv":
         c = conv_mvau_candidate(node, node.inputs[0], node.input(2), node.inputs[3],
                                 node.input(8))
@@ -559,11 +596,17 @@ def _plan_folds(d: _Design, part: str, clock_mhz: float,
         b = node.inputs[3].const
         k, n, copy = _unit_shape(node)
         bound = accumulator_bound(node)
+        cost = None
+        if unit.kind is Kind.HLS_SPARSE_MVAU:  # rows of A x the busiest PE's entries
+            rows_a = node.inputs[0].shape[0]
+            cost = lambda pe, simd, node=node, rows_a=rows_a: (  # noqa: E731
+                rows_a * _sparse_length(node, pe))
         foldable.append(Foldable(node, replace(
             model, weight_bits=ap_type(b)[1], weights=b.size, requantizes=True,
-            compute=model.compute + copy, buffers=model.buffers + [(copy, 8)] * bool(copy),
+            compute=cost(1, 1) if cost else model.compute + copy,
+            buffers=model.buffers + [(copy, 8)] * bool(copy),
             acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n, copy,
-            unit.kind.value))
+            unit.kind.value, cost))
     return {name: (u.kind, pe, simd) for name, (u, pe, simd) in
             fold(fixed, foldable, part, clock_mhz, target_fps).items()}
 
@@ -606,19 +649,22 @@ def _models(d: _Design, lowered: list, layers: list[dict]
         writes = [s.name for v in node.outputs for s in d.writes.get(id(v), [])]
         roms = layer["rom_bits"]
         choice = ln.strategy.choice
-        pe, simd = (int(choice["pe"]), int(choice["simd"])) if choice.kind in UNITS \
-            else (1, 1)
+        pe, simd = _fold_of(choice)
         copy = 0
-        if choice.kind in UNITS:  # (padded to whole folds where they do not divide)
-            k, n, copy = _unit_shape(node)
-            compute = fold_compute(macs, k, n, pe, simd) + copy
         weights = max((b for b, v in zip(ln.kernel.params, ln.bindings, strict=True)
                        if v.is_const and b.name in roms), default=None,
                       key=lambda b: b.numel)
+        weight_bits = roms[weights.name] if weights is not None and macs else 0
+        if choice.kind is Kind.HLS_SPARSE_MVAU:  # a PE's entry: weight, term, channel
+            compute = node.inputs[0].shape[0] * _sparse_length(node, pe)
+            weight_bits = sum(bits for name, bits in roms.items()
+                              if name.startswith(("sval", "sterm", "sout")))
+        elif choice.kind in UNITS:  # (padded to whole folds where they do not divide)
+            k, n, copy = _unit_shape(node)
+            compute = fold_compute(macs, k, n, pe, simd) + copy
         procs.append(ProcessModel(
             proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
-            pe=pe, simd=simd,
-            weight_bits=roms[weights.name] if weights is not None and macs else 0,
+            pe=pe, simd=simd, weight_bits=weight_bits,
             weights=weights.numel if weights is not None and macs else 0,
             act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,
             requantizes=node.op in REQUANTIZING,

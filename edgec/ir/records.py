@@ -205,12 +205,15 @@ class SparsePlan:
 @dataclass(frozen=True)
 class ReorderRecord:
     """The reorder pass's figures for a sparse layer: the imbalance (max / mean work per
-    thread at `threads` contiguous parts) before and after, and for a SparseMatMul the
-    padding (stored / non-zero values) before and after."""
+    thread at `threads` contiguous parts, or per PE) before and after, and for a
+    SparseMatMul the padding (stored / non-zero values) before and after."""
 
     threads: int
     imbalance: tuple[float, float]
     padding: tuple[float, float] | None = None
+    # reorder{pes=P}: the channel each stored row of an FPGA's sparse unit computes, PE p
+    # taking rows p, p + P, ... (-1: none); `threads` is then P
+    pe_order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

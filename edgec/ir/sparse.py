@@ -430,6 +430,29 @@ def balanced_order(work: np.ndarray, runs: int = 0) -> np.ndarray:
     return split(np.arange(work.size))
 
 
+def interleaved_pe_order(work: np.ndarray, pes: int) -> np.ndarray:
+    """The channel each stored row of a unit of `pes` processing elements computes, where PE
+    p takes stored rows p, p + pes, p + 2 pes, ... (-1: a row past the channels, which
+    computes nothing): the channels of `work` dealt so that the PEs' sums are about equal,
+    heaviest first, each to the least loaded PE with a row left (LPT with equal counts)."""
+    work = np.asarray(work, np.float64)
+    rows = -(-work.size // pes)
+    load, count = np.zeros(pes), np.zeros(pes, np.int64)
+    order = np.full(rows * pes, -1, np.int64)
+    for ch in np.argsort(-work, kind="stable"):
+        p = min((q for q in range(pes) if count[q] < rows), key=lambda q: (load[q], q))
+        order[count[p] * pes + p] = ch
+        count[p] += 1
+        load[p] += work[ch]
+    return order
+
+
+def pe_loads(work: np.ndarray, order: np.ndarray, pes: int) -> np.ndarray:
+    """Each PE's sum of `work` under `order` (interleaved_pe_order's form)."""
+    w = np.where(order >= 0, np.asarray(work, np.float64)[np.maximum(order, 0)], 0.0)
+    return w.reshape(-1, pes).sum(0)
+
+
 def imbalance(work: np.ndarray, parts: int) -> float:
     """max / mean of the work per part when `work` (per item, in order) is split into `parts`
     contiguous parts as the thread pool splits a loop: part k takes [n*k/parts, n*(k+1)/parts)."""

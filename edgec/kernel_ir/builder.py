@@ -231,15 +231,16 @@ class KernelBuilder:
         self.emit(Store(buf, _lift(index, INDEX), value, cnt))
 
     def alloc(self, name: str, dtype: DType, shape: Sequence[int],
-              space: Space | str = Space.LOCAL, partition: int = 0) -> Buffer:
-        """A kernel-local array in `space` (shared or local), declared here (`partition`: see
-        `Alloc`)."""
+              space: Space | str = Space.LOCAL, partition: int = 0, counts: str = ""
+              ) -> Buffer:
+        """A kernel-local array in `space` (shared or local), declared here (`partition`,
+        `counts`: see `Alloc`)."""
         if space not in (Space.SHARED, Space.LOCAL):
             raise ValueError(f"kernel IR: a local array lives in shared or local memory, "
                              f"not {space}")
         buf = Buffer(self._fresh(name), dtype, tuple(int(d) for d in shape), Role.SCRATCH,
                      space=space)
-        self.emit(Alloc(buf, partition))
+        self.emit(Alloc(buf, partition, counts))
         return buf
 
     def barrier(self) -> None:

@@ -741,10 +741,13 @@ class Alloc:
     """Declares `buf` (role "scratch", space "shared" or "local"), a kernel-local array.
     `partition` > 1 asks an FPGA to spread it cyclically over that many memories, so that
     as many consecutive elements are read in one cycle (HLS ARRAY_PARTITION cyclic); other
-    targets ignore it."""
+    targets ignore it. `counts` names counters: an FPGA's C-simulation adds the array's
+    values at the kernel's end to its counts of that name (a sparse unit's work per PE;
+    codegen/hls/edgec_stream.h), which nothing else reads."""
 
     buf: Buffer
     partition: int = 0
+    counts: str = ""
 
 
 @dataclass

@@ -159,7 +159,8 @@ def _stmts(stmts: list, ind: str) -> list[str]:
             b = s.buf
             out.append(f"{ind}alloc {b.name}: {type_name(b.dtype)}"
                        f"[{', '.join(map(str, b.shape))}] {b.space}"
-                       + (f" partition cyclic {s.partition}" if s.partition > 1 else ""))
+                       + (f" partition cyclic {s.partition}" if s.partition > 1 else "")
+                       + (f" counts {s.counts}" if s.counts else ""))
         elif isinstance(s, Barrier):
             out.append(f"{ind}barrier")
         elif isinstance(s, AtomicAdd):

@@ -69,6 +69,8 @@ class Kind(enum.Enum):
     HLS_MVAU = "hls-mvau"
     # a convolution as that unit over each output pixel's window (kernels/quant_mvau.py)
     HLS_CONV_MVAU = "hls-conv-mvau"
+    # a matrix product on sparse PEs that skip the weights' zeros (kernels/quant_mvau.py)
+    HLS_SPARSE_MVAU = "hls-sparse-mvau"
     # an op whose builder has one way
     DIRECT = "direct"
 

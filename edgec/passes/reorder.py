@@ -22,6 +22,12 @@ count at run time. The permutation never runs:
   trained text recognizer, pruned to 90%: its query, key and value thirds kept 7%, 10% and
   13% of their weights, halves 1.22 to 1).
 
+With `pes=P` (an FPGA's sparse units, lowering/kernels/quant_mvau.py), the pass instead deals
+the output channels of each integer matrix product with mostly zero weights over P PEs that
+each take every P-th stored row (PE p: rows p, p + P, ...), heaviest first to the least
+loaded PE (`pe_order` in the node's record; the HLS project does the same for the PE count it
+folds a unit to); the kernel writes each row at its channel.
+
 `node.record.reorder` (a ReorderRecord) keeps the imbalance (max / mean work per thread at `threads`
 contiguous parts) before and after, and for SparseMatMul the padding (stored / non-zero
 values) before and after; the report prints them with the kernel.
@@ -43,6 +49,8 @@ from ..ir.sparse import (
     decode_sliced,
     encode_sliced,
     imbalance,
+    interleaved_pe_order,
+    pe_loads,
 )
 from .manager import register_pass
 
@@ -55,12 +63,39 @@ _MIN_CONV_GAIN = 0.02
 _RUNS = 64  # a convolution's block rows move in about this many runs (ir/sparse.py)
 
 
+def pe_order(node: Node, work: np.ndarray, pes: int) -> np.ndarray:
+    """The interleaved order of `node`'s output channels over `pes` PEs (`reorder{pes=P}`):
+    the one the pass recorded (node.record.reorder) for that many PEs, else computed and
+    recorded
+    (ir/sparse.py interleaved_pe_order: PE p takes stored rows p, p + P, ...), with the
+    imbalance (max / mean work per PE) before (channels in their order, dealt the same way)
+    and after."""
+    rec = node.record.reorder
+    if rec is not None and rec.threads == pes and len(rec.pe_order) == -(-work.size // pes) \
+            * pes:
+        return np.asarray(rec.pe_order, np.int64)
+    order = interleaved_pe_order(work, pes)
+    plain = np.arange(len(order))
+    plain = np.where(plain < work.size, plain, -1)
+
+    def spread(o: np.ndarray) -> float:
+        loads = pe_loads(work, o, pes)
+        return float(loads.max() / max(loads.mean(), 1e-12))
+
+    node.record.reorder = ReorderRecord(pes, (round(spread(plain), 3), round(spread(order), 3)),
+                                        pe_order=tuple(int(v) for v in order))
+    return order
+
+
 @register_pass("reorder")
-def reorder(graph: Graph, *, threads: int = 2, lanes: int = 0, registers: int = 16) -> bool:
+def reorder(graph: Graph, *, threads: int = 2, lanes: int = 0, registers: int = 16,
+            pes: int = 0) -> bool:
     """Balance the non-zeros of sparse layers across `threads` contiguous parts (and any
     power-of-two split of them) by permuting output channels; see the module doc. With the
     target's float `lanes` (and `registers`), a convolution is judged by the thread pool's
     shares of its kernel's tasks (ir/sparse.py `ConvTasks`: row bands first)."""
+    if pes:
+        return _interleave(graph, pes)
     changed = False
     for node in list(graph.nodes):
         if node.op == "SparseConv" and node.attrs["wenc"].startswith("nm "):
@@ -69,6 +104,23 @@ def reorder(graph: Graph, *, threads: int = 2, lanes: int = 0, registers: int = 
             changed |= _reorder_conv(graph, node, threads, lanes, registers)
         elif node.op == "SparseMatMul":
             changed |= _reorder_matmul(graph, node, threads)
+    return changed
+
+
+def _interleave(graph: Graph, pes: int) -> bool:
+    """`pes` mode: each integer matrix product with constant 8-bit weights at least half zeros
+    (an FPGA's sparse unit, lowering/kernels/quant_mvau.py) gets the interleaved order of its
+    output channels over `pes` PEs (`pe_order`), through which its kernel writes."""
+    from ..lowering.kernels.quant_mvau import sparse_rows, sparse_why, sparse_work
+
+    changed = False
+    for node in graph.nodes:
+        if node.op not in ("QGemm", "QLinearMatMul") or sparse_why(node.inputs[3]):
+            continue
+        rows = sparse_rows(node, node.inputs[3], node.input(5),
+                           bool(node.attrs.get("transB")))
+        pe_order(node, sparse_work(rows), min(pes, rows.shape[0]))
+        changed = True
     return changed
 
 

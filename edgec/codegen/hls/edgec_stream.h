@@ -25,7 +25,9 @@
  *
  * With the environment variable EDGEC_CSIM_TRACE set to a folder, every stream that carries
  * a value of the model (its trace name) writes all it carried to FOLDER/NAME.bin when the
- * region ends, for comparing each inter-layer stream with edgec's interpreter.
+ * region ends, for comparing each inter-layer stream with edgec's interpreter; and a kernel's
+ * counters (EDGEC_CSIM_COUNTS: a sparse unit's work per PE) are added up, run after run, in
+ * FOLDER/NAME.counts, one number a line.
  *
  * Written for edgec; it is not Xilinx's hls_stream.h, whose licence is not open. */
 #ifndef EDGEC_STREAM_H
@@ -34,6 +36,7 @@
 #ifdef __SYNTHESIS__
 
 #include <hls_stream.h>
+#define EDGEC_CSIM_COUNTS(name, counts, n) /* C-simulation only */
 
 namespace edgec {
 template <typename T> class stream : public hls::stream<T> {
@@ -319,6 +322,30 @@ class region {
 };
 
 } // namespace edgec
+
+namespace edgec {
+/* a kernel's counters: added to FOLDER/NAME.counts where EDGEC_CSIM_TRACE names a folder */
+template <typename T> void csim_counts(const char *name, const T *counts, int n)
+{
+    const char *folder = std::getenv("EDGEC_CSIM_TRACE");
+    if (folder == 0)
+        return;
+    std::string path = std::string(folder) + "/" + name + ".counts";
+    std::vector<unsigned long long> sum(n, 0);
+    if (FILE *f = std::fopen(path.c_str(), "r")) {
+        for (int i = 0; i < n; ++i)
+            if (std::fscanf(f, "%llu", &sum[i]) != 1)
+                sum[i] = 0;
+        std::fclose(f);
+    }
+    if (FILE *f = std::fopen(path.c_str(), "w")) {
+        for (int i = 0; i < n; ++i)
+            std::fprintf(f, "%llu\n", sum[i] + (unsigned long long)counts[i]);
+        std::fclose(f);
+    }
+}
+} // namespace edgec
+#define EDGEC_CSIM_COUNTS(name, counts, n) edgec::csim_counts(name, counts, n)
 
 #define EDGEC_DATAFLOW_BEGIN(name) { edgec::region edgec_region_(name);
 #define EDGEC_PROCESS(fn, ...) edgec_region_.spawn(#fn, [&]() { fn(__VA_ARGS__); })

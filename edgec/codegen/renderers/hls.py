@@ -32,6 +32,7 @@ from ...kernel_ir.kernel import (
     Role,
     Scalar,
     Stream,
+    walk,
 )
 from ...kernel_ir.passes import used_params
 from ..ctext import c_comment
@@ -171,6 +172,8 @@ class HlsRenderer(CRenderer):
         used = used_params(k)
         lines += [f"    (void){b.name};" for b in k.params if b.name not in used]
         lines += self.stmts(k.body, "    ")
+        lines += [f'    EDGEC_CSIM_COUNTS("{s.counts}", {s.buf.name}, {s.buf.numel});'
+                  for s in walk(k.body) if isinstance(s, Alloc) and s.counts]
         return "\n".join([*lines, "}"])
 
     def functions(self, kernels: list[Kernel]) -> str:

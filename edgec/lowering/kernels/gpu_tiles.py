@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ...ir.dtypes import DType
@@ -114,6 +115,23 @@ def int8_on_tensor_cores(target: Target) -> bool:
     return target.gpu is not None and all(sm(a) >= 80 for a in target.gpu.archs)
 
 
+@contextmanager
+def _tile_grid(kb: NodeKernelBuilder, m: int, n: int, steps: int, batches: int, side: int,
+               store, out):
+    """The grid of a GEMM's output tiles of `side` over `steps` steps of K: products x
+    splits of K (`gpu_split_k`, where `out` allows it), tile rows, tile columns; yields
+    (the split-K, the product, the split, the tile row, the tile column), and puts the
+    split's launches before and after the grid."""
+    blocks = batches * -(-m // side) * -(-n // side)
+    split = gpu_split_k(kb.target, blocks, steps) if out is not None else 1
+    sk = _SplitK(kb, split, steps, batches, m, n, store, out)
+    with kb.loop(batches * split, "bz", kind=LoopKind.GRID) as bz, \
+            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
+            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
+        yield (sk, *sk.product(bz), by, bx)
+    sk.finish()
+
+
 def on_tensor_cores(target: Target, dtype: DType) -> bool:
     """Whether the target's float GEMMs of `dtype` run on tensor cores (--precision)."""
     return target.gpu is not None and target.gpu.precision in MMA_OPERANDS and \
@@ -154,13 +172,8 @@ def gpu_mma_tiles(kb: NodeKernelBuilder, a_at, b_at, store, m: int, n: int, k: i
     wide = 2 if warps == 4 else 1  # warps along each side
     side = MMA_WARP_TILE * wide
     threads = 32 * warps
-    blocks = batches * -(-m // side) * -(-n // side)
-    split = gpu_split_k(kb.target, blocks, -(-k // ks)) if out is not None else 1
-    sk = _SplitK(kb, split, -(-k // ks), batches, m, n, store, out)
-    with kb.loop(batches * split, "bz", kind=LoopKind.GRID) as bz, \
-            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
-            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
-        z, part = sk.product(bz)
+    with _tile_grid(kb, m, n, -(-k // ks), batches, side, store, out) as \
+            (sk, z, part, by, bx):
         sa = kb.alloc("sa", operand, (side * ld,), "shared")
         sb = kb.alloc("sb", b_operand, (side * ld,), "shared")
         with kb.loop(warps, "w", kind=LoopKind.BLOCK) as w, \
@@ -200,7 +213,6 @@ def gpu_mma_tiles(kb: NodeKernelBuilder, a_at, b_at, store, m: int, n: int, k: i
                         j = bx * side + wcol + (8 * ni + (r & 1)) + 2 * t
                         with kb.if_((i < m) & (j < n)):
                             sk.store(z, i, j, acc[(mi * 4 + ni) * 4 + r])
-    sk.finish()
 
 
 def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n: int,
@@ -237,13 +249,8 @@ def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n:
     t = GPU_TILE  # (with dp4a also the k's of a step: thread tx stages k = tx of A's row)
     side = t * reg
     a_dt, acc_dt = (DType.I8, DType.I32) if dp4a else (dtype, dtype)
-    blocks = batches * -(-m // side) * -(-n // side)
-    split = gpu_split_k(kb.target, blocks, -(-k // t)) if out is not None else 1
-    sk = _SplitK(kb, split, -(-k // t), batches, m, n, store, out)
-    with kb.loop(batches * split, "bz", kind=LoopKind.GRID) as bz, \
-            kb.loop(-(-m // side), "by", kind=LoopKind.GRID) as by, \
-            kb.loop(-(-n // side), "bx", kind=LoopKind.GRID) as bx:
-        z, part = sk.product(bz)
+    with _tile_grid(kb, m, n, -(-k // t), batches, side, store, out) as \
+            (sk, z, part, by, bx):
         at = kb.alloc("at", a_dt, (side * t,), "shared")
         bt = kb.alloc("bt", dtype, (t * side,), "shared")
         with kb.loop(t, "ty", kind=LoopKind.BLOCK) as ty, \
@@ -293,7 +300,6 @@ def gpu_tiles(kb: NodeKernelBuilder, a_at, b_at, store, dtype: DType, m: int, n:
                     j = j0 + t * v if v else j0
                     with kb.if_((i < m) & (j < n)):
                         sk.store(z, i, j, accs[u][v])
-    sk.finish()
 
 
 def conv_tiles_fit(target: Target, geo: ConvGeometry) -> tuple[str, int]:

@@ -74,7 +74,7 @@ from .quant_common import (
     zero_point,
 )
 from .quant_gemm import Requant8, vector_int8_gemm
-from .quant_mvau import mvau, mvau_candidate
+from .quant_mvau import mvau, mvau_candidate, sparse_mvau, sparse_mvau_candidate
 
 F32, I32 = DType.F32, DType.I32
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------
@@ -366,8 +366,12 @@ def _hls_mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None,
     chosen; False (nothing emitted) for the scalar rows."""
     if kb.target.arch != "hls":
         return False
-    chosen = kb.choose([mvau_candidate(node, a_v, b_v, bias_v),
+    chosen = kb.choose([sparse_mvau_candidate(node, a_v, b_v, bias_v),
+                        mvau_candidate(node, a_v, b_v, bias_v),
                         Candidate.of(Kind.INT_MATMUL_ROWS)])
+    if chosen.kind is Kind.HLS_SPARSE_MVAU:
+        sparse_mvau(kb, node, a_v, za_v, b_v, zb_v, bias_v, zy_v, trans_b, int(chosen["pe"]))
+        return True
     if chosen.kind is not Kind.HLS_MVAU:
         return False
     mvau(kb, node, a_v, za_v, b_v, zb_v, bias_v, zy_v, trans_b, int(chosen["pe"]),

@@ -1,0 +1,150 @@
+"""Sparse PEs on the HLS target (issue 34, point 5): a matrix product whose weights are mostly
+zeros runs on PEs that each walk a table of their non-zeros, one a cycle, all in step; the
+output channels are dealt to the PEs by the reorder pass's interleaved mode (PE p: stored
+rows p, p + P, ...) so that their work is even; the C-simulation counts each PE's work
+(EDGEC_CSIM_TRACE's .counts), and the busiest PE's count is the cycle model's."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from convnets import samples
+
+import edgec
+from edgec import zoo
+from edgec.compiler.driver import compile_graph
+from edgec.errors import EdgecError
+from edgec.ir import interpret
+from edgec.ir.sparse import interleaved_pe_order, pe_loads
+from edgec.passes import parse_pipeline, run_pipeline
+
+PART = "xcu250-figd2104-2L-e"
+
+
+def test_the_interleaved_order_deals_heaviest_first_to_the_least_loaded_pe():
+    # worked by hand: 5 -> PE0, 4 -> PE1, 3 -> PE1 (4 < 5), 3 -> PE0 (5 < 7), 1 -> PE1
+    # (7 < 8), 0 -> PE0 (8 = 8: the first; PE1 has its 3 rows); PE p's rows are p, p + 2, ...
+    work = np.array([5, 4, 3, 3, 1, 0])
+    order = interleaved_pe_order(work, 2)
+    assert order.tolist() == [0, 1, 3, 2, 5, 4]
+    assert pe_loads(work, order, 2).tolist() == [8, 8]
+    # past the channels: -1 rows, no work
+    assert interleaved_pe_order(np.array([2, 1, 1]), 2).tolist() == [0, 1, -1, 2]
+
+
+@pytest.fixture(scope="module")
+def pruned_mlp(tmp_path_factory):
+    """The zoo's MLP pruned to 90% and quantized to int8: its HLS design and x86 library."""
+    folder = tmp_path_factory.mktemp("sparse")
+    model = zoo.mlp()
+    path = folder / "mlp.onnx"
+    onnx.save(model, path)
+    opts = {"quantize": "int8", "calib": samples(model, 8, 3), "prune": 0.9, "name": "mlp"}
+    h = edgec.compile(path, folder / "hls", target="hls", fpga_part=PART, **opts)
+    c = edgec.compile(path, folder / "x86", target="x86", **opts)
+    return model, h, c
+
+
+def test_a_pruned_mlp_runs_on_balanced_sparse_pes_bit_for_bit(pruned_mlp, tmp_path,
+                                                                monkeypatch):
+    model, h, c = pruned_mlp
+    kinds = [s["strategy"] for s in h.manifest["kernel_strategies"]]
+    assert len(kinds) == 3 and all(k.startswith("sparse matrix-vector unit") for k in kinds)
+    monkeypatch.setenv("EDGEC_CSIM_TRACE", str(tmp_path))
+    x = {k: v[:1] for k, v in samples(model, 1, 4).items()}
+    np.testing.assert_array_equal(edgec.load(h.out_dir).run(x)["output"],
+                                  edgec.load(c.out_dir).run(x)["output"])
+    layers = {x["process"]: x for x in h.manifest["hls"]["estimate"]["layers"]}
+    kernels = [s["kernel"] for s in h.manifest["kernel_strategies"]]
+    for proc, k in zip(h.manifest["hls"]["processes"], kernels, strict=True):
+        counts = np.loadtxt(tmp_path / f"{k}_pe_work.counts", dtype=np.int64, ndmin=1)
+        layer = layers[proc]
+        assert counts.size == layer["pe"]
+        # the busiest PE's work is the cycle model's (one row of A: batch 1)
+        assert counts.max() == layer["compute_cycles"], proc
+        assert counts.max() / counts.mean() <= 1.05, (proc, counts)
+
+
+def test_the_reorder_pass_deals_the_channels_over_pes(tmp_path):
+    """reorder{pes=4} on a QGemm of mostly zero weights whose non-zeros are in channels 0, 1,
+    4 and 8 (three of them PE 0's, were the channels dealt in their order): its record has
+    the interleaved order (a permutation of the channels) and the imbalance before and
+    after; the HLS design at 4 PEs runs the recorded order and computes the interpreter's
+    outputs."""
+    g, node = sparse_qgemm(skewed=True)
+    run_pipeline(g, parse_pipeline("reorder{pes=4}"))
+    rec = node.record.reorder
+    assert rec.threads == 4 and sorted(rec.pe_order) == [-1, -1, *range(10)]
+    before, after = rec.imbalance
+    assert before > 2.5 and after <= 1.05, rec.imbalance  # (one dense channel a PE)
+    art = compile_graph(g, tmp_path / "r", target="hls", fpga_part=PART, name="r",
+                        strategy={node.name: "hls-sparse-mvau{pe=4}"})
+    assert f"max / mean {after:.3f}" in art.manifest["kernel_strategies"][-1]["strategy"]
+    f = {"x": np.random.default_rng(1).integers(0, 256, (1, 24)).astype(np.uint8)}
+    np.testing.assert_array_equal(edgec.load(art.out_dir).run(f)[node.output.name],
+                                  interpret(g, f)[node.output.name])
+
+
+def sparse_qgemm(skewed: bool = False):
+    """x [1, 24] uint8 -> QGemm by 24 x 10 int8 weights, about 70% zeros but the last
+    channel's (with `skewed`: the non-zeros only in the first 5 channels), a bias,
+    per-channel scales."""
+    from edgec.ir import Graph, TensorType
+    from edgec.ir.dtypes import DType
+
+    rng = np.random.default_rng(4)
+    b = rng.integers(-127, 128, (24, 10)).astype(np.int8)
+    b[rng.random(b.shape) < 0.7] = 0
+    if skewed:  # (channels 0, 4 and 8: all PE 0's, dealt in their order)
+        b[:] = 0
+        b[:, [0, 1, 4, 8]] = rng.integers(1, 100, (24, 4))
+    else:
+        b[:, 9] = rng.integers(1, 100, 24)
+    g = Graph("sp")
+    x = g.add_input("x", TensorType((1, 24), DType.U8))
+    c = lambda v, n, t: g.const(np.asarray(v, t), n)  # noqa: E731
+    ins = [x, c(0.05, "sa", np.float32), c(3, "za", np.uint8), c(b, "b", np.int8),
+           c(rng.uniform(0.002, 0.01, 10), "sb", np.float32), c(np.zeros(10), "zb", np.int8),
+           c(rng.integers(-500, 500, 10), "c", np.int32), c(0.3, "sy", np.float32),
+           c(7, "zy", np.uint8)]
+    node = g.add_node("QGemm", ins)
+    g.outputs = [node.output]
+    return g, node
+
+
+def test_a_given_fold_takes_the_interleaved_order_and_refuses_dense_weights(tmp_path):
+    """`--strategy NODE=hls-sparse-mvau{pe=3}` on a QGemm of 24 x 10 weights, about 70% zero
+    in each column but the last (none zero): 3 PEs, two stored rows past the 10 channels;
+    bit for bit with the interpreter. A QGemm with dense weights refuses the sparse unit with
+    its reason."""
+    g, node = sparse_qgemm()
+    art = compile_graph(g, tmp_path / "sp", target="hls", fpga_part=PART, name="sp",
+                        strategy={node.name: "hls-sparse-mvau{pe=3}"})
+    chosen = art.manifest["kernel_strategies"][-1]["strategy"]
+    assert chosen.startswith("sparse matrix-vector unit, 3 PE"), chosen
+    model = edgec.load(art.out_dir)
+    for seed in range(3):
+        f = {"x": np.random.default_rng(seed).integers(0, 256, (1, 24)).astype(np.uint8)}
+        np.testing.assert_array_equal(model.run(f)[node.output.name],
+                                      interpret(g, f)[node.output.name])
+    dense = graph_with_dense_weights()
+    with pytest.raises(EdgecError, match="weights under 50% zeros"):
+        compile_graph(dense, tmp_path / "d", target="hls", fpga_part=PART, name="d",
+                      strategy={dense.nodes[-1].name: "hls-sparse-mvau{pe=2}"})
+
+
+def graph_with_dense_weights():
+    from edgec.ir import Graph, TensorType
+    from edgec.ir.dtypes import DType
+
+    rng = np.random.default_rng(5)
+    g = Graph("dn")
+    x = g.add_input("x", TensorType((1, 8), DType.U8))
+    c = lambda v, n, t: g.const(np.asarray(v, t), n)  # noqa: E731
+    ins = [x, c(0.05, "sa", np.float32), c(3, "za", np.uint8),
+           c(rng.integers(1, 100, (8, 4)), "b", np.int8), c(0.004, "sb", np.float32),
+           c(0, "zb", np.int8), None, c(0.3, "sy", np.float32), c(7, "zy", np.uint8)]
+    node = g.add_node("QGemm", ins)
+    g.outputs = [node.output]
+    return g
