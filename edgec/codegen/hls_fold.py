@@ -37,8 +37,9 @@ class Foldable:
     n: int
     extra: int = 0  # compute cycles that do not fold (a convolution's copy of its frame)
     kind: str = "hls-mvau"  # its strategy's kind
-    # its compute cycles at (PE, SIMD) where the MACs do not say (a sparse unit: PE only)
+    # its compute cycles at (PE, SIMD) where the MACs do not say (a sparse unit)
     cost: Callable[[int, int], int] | None = None
+    folds_simd: bool = True  # whether SIMD folds (not a sparse matrix product's)
 
     def compute(self, pe: int, simd: int) -> int:
         if self.cost is not None:
@@ -53,7 +54,7 @@ class Foldable:
         """The (PE, SIMD) past the current one, in the order they are tried: SIMD up to K
         first, then PE up to N, each a divisor or a power of two (padded to whole folds)."""
         pe, simd = self.model.pe, self.model.simd
-        if self.cost is None:
+        if self.folds_simd:
             yield from ((pe, d) for d in _steps(self.k) if d > simd)
         yield from ((d, simd) for d in _steps(self.n) if d > pe)
 

@@ -102,6 +102,7 @@ class _Design:
         self.streams: list[StreamSpec] = []
         self.strategies: list[dict] = []
         self.rom_bytes = 0
+        self.sparse_lengths: dict[tuple[str, int], int] = {}  # (node, PE): busiest PE's work
 
     # -- what is host, port, view and process --------------------------------------------
     def source(self, v: Value) -> Value:
@@ -498,7 +499,8 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
 
 
 # the matrix-vector units: PE x SIMD folds (a sparse unit's PE only)
-UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_MVAU)
+UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
+SPARSE_UNITS = (Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
 SPARSE_COMPLETE = 4096  # a sparse unit's input of at most this many values is registers
 
 
@@ -510,15 +512,29 @@ def _fold_of(choice) -> tuple[int, int]:
     return int(params["pe"]), int(params.get("simd", 1))
 
 
-def _sparse_length(node: Node, pe: int) -> int:
-    """A sparse unit's cycles a row of A at `pe` PEs: its busiest PE's entries under the
-    interleaved order (quant_mvau.py)."""
+def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
+    """A sparse unit's compute cycles at `pe` PEs (quant_sparse_pe.py): its busiest PE's
+    entries under the interleaved order, a row of A; a convolution's, plus its window's
+    load (taps x channels / SIMD), a pixel, and the frame's copy into HWC order."""
     from ..ir.sparse import interleaved_pe_order, pe_loads
-    from ..lowering.kernels.quant_mvau import sparse_rows, sparse_work
+    from ..lowering.kernels.quant_sparse_pe import sparse_conv_rows, sparse_rows, sparse_work
 
-    rows = sparse_rows(node, node.inputs[3], node.input(5), bool(node.attrs.get("transB")))
-    work = sparse_work(rows)
-    return int(pe_loads(work, interleaved_pe_order(work, pe), pe).max())
+    key = (node.name, pe)  # (folding asks again and again)
+    if key not in d.sparse_lengths:
+        if node.op == "QLinearConv":  # (the work per channel does not depend on the padding)
+            w = node.inputs[3]
+            rows = sparse_conv_rows(w, node.input(5), w.shape[1])
+        else:
+            rows = sparse_rows(node, node.inputs[3], node.input(5),
+                               bool(node.attrs.get("transB")))
+        work = sparse_work(rows)
+        d.sparse_lengths[key] = int(pe_loads(work, interleaved_pe_order(work, pe), pe).max())
+    length = d.sparse_lengths[key]
+    if node.op != "QLinearConv":
+        return node.inputs[0].shape[0] * length
+    y, (m, c, kh, kw) = node.output, node.inputs[3].shape
+    pixels = y.type.numel // m
+    return pixels * (length + kh * kw * -(-c // simd)) + node.inputs[0].type.numel
 
 
 def _unit_shape(node: Node) -> tuple[int, int, int]:
@@ -535,11 +551,8 @@ def _unit_shape(node: Node) -> tuple[int, int, int]:
 
 def _unit_candidate(node: Node):
     """The unit a node could fold as (quant_mvau.py), or None."""
-    from ..lowering.kernels.quant_mvau import (
-        conv_mvau_candidate,
-        mvau_candidate,
-        sparse_mvau_candidate,
-    )
+    from ..lowering.kernels.quant_mvau import conv_mvau_candidate, mvau_candidate
+    from ..lowering.kernels.quant_sparse_pe import sparse_conv_candidate, sparse_mvau_candidate
 
     if node.op in ("QGemm", "QLinearMatMul"):
         bias = node.input(6) if node.op == "QGemm" else None
@@ -547,8 +560,10 @@ def _unit_candidate(node: Node):
         if not c.applies:
             c = mvau_candidate(node, node.inputs[0], node.inputs[3], bias)
     elif node.op == "QLinearConv":
-        c = conv_mvau_candidate(node, node.inputs[0], node.input(2), node.inputs[3],
-                                node.input(8))
+        args = (node, node.inputs[0], node.input(2), node.inputs[3], node.input(8))
+        c = sparse_conv_candidate(*args)
+        if not c.applies:
+            c = conv_mvau_candidate(*args)
     else:
         return None
     return c if c.applies else None
@@ -597,16 +612,14 @@ def _plan_folds(d: _Design, part: str, clock_mhz: float,
         k, n, copy = _unit_shape(node)
         bound = accumulator_bound(node)
         cost = None
-        if unit.kind is Kind.HLS_SPARSE_MVAU:  # rows of A x the busiest PE's entries
-            rows_a = node.inputs[0].shape[0]
-            cost = lambda pe, simd, node=node, rows_a=rows_a: (  # noqa: E731
-                rows_a * _sparse_length(node, pe))
+        if unit.kind in SPARSE_UNITS:  # the busiest PE's entries (and a window's load)
+            cost = lambda pe, simd, node=node: _sparse_cycles(d, node, pe, simd)  # noqa: E731
         foldable.append(Foldable(node, replace(
             model, weight_bits=ap_type(b)[1], weights=b.size, requantizes=True,
             compute=cost(1, 1) if cost else model.compute + copy,
             buffers=model.buffers + [(copy, 8)] * bool(copy),
             acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n, copy,
-            unit.kind.value, cost))
+            unit.kind.value, cost, unit.kind is not Kind.HLS_SPARSE_MVAU))
     return {name: (u.kind, pe, simd) for name, (u, pe, simd) in
             fold(fixed, foldable, part, clock_mhz, target_fps).items()}
 
@@ -655,8 +668,8 @@ def _models(d: _Design, lowered: list, layers: list[dict]
                        if v.is_const and b.name in roms), default=None,
                       key=lambda b: b.numel)
         weight_bits = roms[weights.name] if weights is not None and macs else 0
-        if choice.kind is Kind.HLS_SPARSE_MVAU:  # a PE's entry: weight, term, channel
-            compute = node.inputs[0].shape[0] * _sparse_length(node, pe)
+        if choice.kind in SPARSE_UNITS:  # a PE's entry: weight, term, channel
+            compute = _sparse_cycles(d, node, pe, simd)
             weight_bits = sum(bits for name, bits in roms.items()
                               if name.startswith(("sval", "sterm", "sout")))
         elif choice.kind in UNITS:  # (padded to whole folds where they do not divide)

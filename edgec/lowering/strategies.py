@@ -69,8 +69,9 @@ class Kind(enum.Enum):
     HLS_MVAU = "hls-mvau"
     # a convolution as that unit over each output pixel's window (kernels/quant_mvau.py)
     HLS_CONV_MVAU = "hls-conv-mvau"
-    # a matrix product on sparse PEs that skip the weights' zeros (kernels/quant_mvau.py)
+    # a matrix product on sparse PEs that skip the weights' zeros (kernels/quant_sparse_pe.py)
     HLS_SPARSE_MVAU = "hls-sparse-mvau"
+    HLS_SPARSE_CONV = "hls-sparse-conv"  # a convolution on sparse PEs (quant_sparse_pe.py)
     # an op whose builder has one way
     DIRECT = "direct"
 

@@ -155,7 +155,12 @@ def weight_params(w: np.ndarray, bits: int, axis: int | None, method: str,
     w = np.asarray(w, np.float32)
     axes = tuple(a for a in range(w.ndim) if a != axis) if axis is not None else None
     top = np.abs(w).max(axis=axes, keepdims=True) if w.size else np.zeros(())
-    scale = np.where(top > 0, top / qmax, 1.0).astype(np.float64)
+    # an all-zero slice (a pruned channel) codes zeros at any scale: it takes the others'
+    # median, so that its bias (in units of its scale) and its requantization multiplier
+    # stay in the others' range (at 1.0, fixed point could not hold the multiplier)
+    live = top[top > 0]
+    fill = float(np.median(live)) / qmax if live.size else 1.0
+    scale = np.where(top > 0, top / qmax, fill).astype(np.float64)
     wd = w.astype(np.float64)
     if method == "admm":
         # start from the best of a few clipping ratios (alternation alone stays near its

@@ -108,17 +108,28 @@ def reorder(graph: Graph, *, threads: int = 2, lanes: int = 0, registers: int = 
 
 
 def _interleave(graph: Graph, pes: int) -> bool:
-    """`pes` mode: each integer matrix product with constant 8-bit weights at least half zeros
-    (an FPGA's sparse unit, lowering/kernels/quant_mvau.py) gets the interleaved order of its
-    output channels over `pes` PEs (`pe_order`), through which its kernel writes."""
-    from ..lowering.kernels.quant_mvau import sparse_rows, sparse_why, sparse_work
+    """`pes` mode: each integer matrix product or convolution (one group) with constant 8-bit
+    weights at least half zeros (an FPGA's sparse unit, lowering/kernels/quant_sparse_pe.py)
+    gets the interleaved order of its output channels over `pes` PEs (`pe_order`), through
+    which its kernel writes. (A convolution's work per channel does not depend on how its
+    input channels are padded: the order holds at any SIMD.)"""
+    from ..lowering.kernels.quant_sparse_pe import (
+        sparse_conv_rows,
+        sparse_rows,
+        sparse_why,
+        sparse_work,
+    )
 
     changed = False
     for node in graph.nodes:
-        if node.op not in ("QGemm", "QLinearMatMul") or sparse_why(node.inputs[3]):
+        if node.op in ("QGemm", "QLinearMatMul") and not sparse_why(node.inputs[3]):
+            rows = sparse_rows(node, node.inputs[3], node.input(5),
+                               bool(node.attrs.get("transB")))
+        elif node.op == "QLinearConv" and int(node.attrs.get("group", 1)) == 1 and \
+                node.inputs[3].is_const and np.mean(node.inputs[3].const == 0) >= 0.5:
+            rows = sparse_conv_rows(node.inputs[3], node.input(5), node.inputs[3].shape[1])
+        else:
             continue
-        rows = sparse_rows(node, node.inputs[3], node.input(5),
-                           bool(node.attrs.get("transB")))
         pe_order(node, sparse_work(rows), min(pes, rows.shape[0]))
         changed = True
     return changed

@@ -13,7 +13,7 @@ from convnets import samples
 
 import edgec
 from edgec import zoo
-from edgec.compiler.driver import compile_graph
+from edgec.compiler.driver import compile_graph, load_graph
 from edgec.errors import EdgecError
 from edgec.ir import interpret
 from edgec.ir.sparse import interleaved_pe_order, pe_loads
@@ -148,3 +148,76 @@ def graph_with_dense_weights():
     node = g.add_node("QGemm", ins)
     g.outputs = [node.output]
     return g
+
+
+@pytest.mark.parametrize("c,m,k,stride,dil,pad,pe,simd", [
+    (5, 7, 3, 2, 2, 1, 3, 2), (8, 6, 3, 1, 1, 1, 4, 8), (3, 4, 1, 1, 1, 0, 4, 1)],
+    ids=["padded-strided-dilated", "whole", "pointwise"])
+def test_sparse_convolutions_equal_the_interpreter(c, m, k, stride, dil, pad, pe, simd,
+                                                   tmp_path):
+    """hls-sparse-conv: the window loaded SIMD channels a cycle from the HWC frame (zero in
+    the padding), the PEs' entries index it; 60% of the weights zero and one channel all
+    zero (its outputs the bias, requantized); bit for bit with the interpreter."""
+    from edgec.ir import Graph, TensorType
+    from edgec.ir.dtypes import DType
+
+    rng = np.random.default_rng(c * 10 + m)
+    w = rng.integers(-127, 128, (m, c, k, k)).astype(np.int8)
+    w[rng.random(w.shape) < 0.6] = 0
+    w[1] = 0
+    g = Graph("sc")
+    x = g.add_input("x", TensorType((1, c, 9, 10), DType.U8))
+    cst = lambda v, n, t: g.const(np.asarray(v, t), n)  # noqa: E731
+    ins = [x, cst(0.05, "sx", np.float32), cst(7, "zx", np.uint8), cst(w, "w", np.int8),
+           cst(rng.uniform(0.002, 0.01, m), "sw", np.float32), None,
+           cst(0.2, "sy", np.float32), cst(rng.integers(0, 256), "zy", np.uint8),
+           cst(rng.integers(-500, 500, m), "b", np.int32)]
+    node = g.add_node("QLinearConv", ins, {"group": 1, "strides": [stride, stride],
+                                           "pads": [pad] * 4, "dilations": [dil, dil]})
+    g.outputs = [node.output]
+    art = compile_graph(g, tmp_path / "sc", target="hls", fpga_part=PART, name="sc",
+                        strategy={node.name: f"hls-sparse-conv{{pe={pe},simd={simd}}}"})
+    chosen = art.manifest["kernel_strategies"][-1]["strategy"]
+    assert chosen.startswith(f"sparse convolution unit, {pe} PE x {simd} SIMD"), chosen
+    model = edgec.load(art.out_dir)
+    for seed in range(2):
+        f = {"x": np.random.default_rng(seed).integers(0, 256, (1, c, 9, 10)).astype(np.uint8)}
+        np.testing.assert_array_equal(model.run(f)[node.output.name],
+                                      interpret(g, f)[node.output.name])
+
+
+def test_a_pruned_resnet_runs_on_sparse_pes_bit_for_bit_and_counts_its_work(tmp_path,
+                                                                           monkeypatch):
+    """ResNet-18's topology at width 8 on 32 x 32, pruned to 80% (unstructured) and
+    quantized: every convolution and the classifier on sparse PEs; bit for bit with the x86
+    build; in the C-simulation each unit's PEs ran, for each output pixel, exactly the
+    entries its weights give (a non-zero each, one for a channel of none), and the busiest
+    PE's count is the strategy's cycles a pixel (a row) times the pixels."""
+    import re
+
+    model = zoo.resnet18(width=8, size=32, classes=10)
+    path = tmp_path / "r.onnx"
+    onnx.save(model, path)
+    opts = {"quantize": "int8", "calib": samples(model, 4, 3), "prune": 0.8,
+            "prune_pattern": "unstructured", "name": "r"}
+    graph = load_graph(str(path))
+    h = compile_graph(graph, tmp_path / "hls", target="hls", fpga_part=PART, **opts)
+    c = edgec.compile(path, tmp_path / "x86", target="x86", **opts)
+    monkeypatch.setenv("EDGEC_CSIM_TRACE", str(tmp_path))
+    x = {k: v[:1] for k, v in samples(model, 1, 4).items()}
+    np.testing.assert_array_equal(edgec.load(h.out_dir).run(x)["output"],
+                                  edgec.load(c.out_dir).run(x)["output"])
+    units = [s for s in h.manifest["kernel_strategies"] if s["op"] in ("QLinearConv", "QGemm")]
+    assert len(units) == 21 and all(s["strategy"].startswith("sparse") for s in units)
+    nodes = {n.name: n for n in graph.nodes}
+    for s in units:
+        node = nodes[s["node"]]
+        w = node.inputs[3].const
+        rows = w.reshape(w.shape[0], -1) if node.op == "QLinearConv" else \
+            (w if node.attrs.get("transB") else w.T)
+        entries = np.maximum(np.count_nonzero(rows, axis=1), 1).sum()  # per pixel (row)
+        pixels = node.output.type.numel // rows.shape[0]
+        counts = np.loadtxt(tmp_path / f"{s['kernel']}_pe_work.counts", ndmin=1)
+        assert counts.sum() == pixels * entries, s["node"]
+        per = int(re.search(r"(\d+) cycles a (pixel|row)", s["strategy"]).group(1))
+        assert counts.max() == pixels * per, s["node"]

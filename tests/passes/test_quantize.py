@@ -81,6 +81,19 @@ def test_weight_params_minmax_by_hand():
     assert scales4 == np.float32(1 / 7) and codes4.min() >= -7 and codes4.max() <= 7
 
 
+def test_an_all_zero_channel_takes_the_others_median_scale():
+    """A pruned channel (all zeros) codes zeros at any scale; it takes the median of the
+    others' (1/127, 0.4/127, 0.6/127 -> 0.6/127), so that its bias and requantization
+    multiplier stay in their range (at 1.0, fixed point refused a pruned ResNet-18)."""
+    w = np.array([[1.0, -0.5], [0.0, 0.0], [0.1, -0.4], [0.6, 0.2]], np.float32)
+    codes, scales = weight_params(w, 8, 0, "minmax")
+    np.testing.assert_allclose(scales, np.float32([1 / 127, 0.6 / 127, 0.4 / 127, 0.6 / 127]),
+                               rtol=1e-7)
+    assert not codes[1].any()
+    _, alone = weight_params(np.zeros((2, 3), np.float32), 8, 0, "minmax")
+    np.testing.assert_array_equal(alone, [1.0, 1.0])  # (no channel to take it from)
+
+
 @pytest.mark.parametrize("bits", [4, 3, 2])
 def test_admm_fits_low_bit_weights_better_than_minmax(bits):
     # 16 output channels of a 3x3 convolution over 64 channels

@@ -74,7 +74,8 @@ from .quant_common import (
     zero_point,
 )
 from .quant_gemm import Requant8, vector_int8_gemm
-from .quant_mvau import mvau, mvau_candidate, sparse_mvau, sparse_mvau_candidate
+from .quant_mvau import mvau, mvau_candidate
+from .quant_sparse_pe import sparse_mvau, sparse_mvau_candidate
 
 F32, I32 = DType.F32, DType.I32
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------

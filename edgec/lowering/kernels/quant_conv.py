@@ -37,6 +37,7 @@ from .quant_common import (
     zero_point,
 )
 from .quant_mvau import conv_mvau, conv_mvau_candidate
+from .quant_sparse_pe import sparse_conv, sparse_conv_candidate
 
 F32, I32 = DType.F32, DType.I32
 # The tile sizes are the Target's facts (Tiles.int_*): a convolution with at most
@@ -344,13 +345,16 @@ def qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     sat(mulshift(acc, q[m], s) + zy)."""
     x_v, sx_v, zx_v, w_v, sw_v, zw_v, sy_v, zy_v, b_v = (node.input(i) for i in range(9))
     fixed = fixed_point(node)
-    if kb.target.arch == "hls" and (kb.forced is None or kb.forced.kind is Kind.HLS_CONV_MVAU):
-        chosen = kb.choose([conv_mvau_candidate(node, x_v, zx_v, w_v, b_v),
+    if kb.target.arch == "hls" and (kb.forced is None or kb.forced.kind in
+                                    (Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_CONV)):
+        chosen = kb.choose([sparse_conv_candidate(node, x_v, zx_v, w_v, b_v),
+                            conv_mvau_candidate(node, x_v, zx_v, w_v, b_v),
                             Candidate.of(Kind.INT_CONV_ROWS)])
-        if chosen.kind is Kind.HLS_CONV_MVAU:
-            conv_mvau(kb, node, ConvGeometry.of(node, x_v, w_v, flatten_pointwise=False),
-                      x_v, zx_v, w_v, zw_v, b_v, zy_v, sw_v, int(chosen["pe"]),
-                      int(chosen["simd"]))
+        unit = sparse_conv if chosen.kind is Kind.HLS_SPARSE_CONV else \
+            conv_mvau if chosen.kind is Kind.HLS_CONV_MVAU else None
+        if unit is not None:
+            unit(kb, node, ConvGeometry.of(node, x_v, w_v, flatten_pointwise=False), x_v,
+                 zx_v, w_v, zw_v, b_v, zy_v, sw_v, int(chosen["pe"]), int(chosen["simd"]))
             return
     if fixed is not None:  # (fixed-point{scalar=1}: int32 sums of 8-bit x)
         finish = fixed_finish(kb, node, fixed, zero_point(kb, zy_v, "y_zp"), sw_v)

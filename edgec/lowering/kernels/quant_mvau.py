@@ -32,7 +32,7 @@ import numpy as np
 from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
-from ...kernel_ir.kernel import LoopKind, cast, const, minimum, select
+from ...kernel_ir.kernel import Buffer, Expr, LoopKind, cast, const, minimum, select
 from ..lower import NodeKernelBuilder
 from ..strategies import Candidate, Kind
 from .common import named
@@ -154,13 +154,10 @@ def conv_mvau(kb: NodeKernelBuilder, node: Node, geo, x_v: Value, zx_v: Value | 
     kb.strategy = f"convolution as a matrix-vector unit, {pe} PE x {simd} SIMD" + \
         (f" ({', '.join(padded)})" if padded else "")
     folds, per_tap = k // simd, cp // simd
-    plane = h * w_
-    xt = kb.alloc("xt", x_v.dtype, (plane * cp,), "local", partition=simd)
+    xt, copy = hwc_frame(kb, x, x_v.dtype, h * w_, c_, cp, simd)
     (sy, sx), (dy, dx), (py, px) = geo.strides, geo.dil, geo.p0
     with kb.loop(geo.n, "n") as n:
-        with kb.loop(c_, "c") as c, \
-                kb.loop(plane, "p", kind=LoopKind.PIPELINE, ii=1) as p:  # to HWC
-            kb.store(xt, p * cp + c, x[(n * c_ + c) * plane + p])
+        copy(n)
         with kb.loops([oh, ow, mp // pe], ["oy", "ox", "nf"]) as (oy, ox, nf):
             col = [named(kb, "col", minimum(nf * pe + q, const(m_ - 1)) if mp != m_
                          else nf * pe + q) for q in range(pe)]
@@ -191,123 +188,16 @@ def conv_mvau(kb: NodeKernelBuilder, node: Node, geo, x_v: Value, zx_v: Value | 
                         store()
 
 
-# a matrix product whose weights are at least this share zeros runs on sparse PEs
-SPARSE_MIN_ZEROS = 0.5
+def hwc_frame(kb: NodeKernelBuilder, x: Buffer, dtype: DType, plane: int, c_: int, cp: int,
+              simd: int):
+    """A local copy of an image of x [N, C, plane] in HWC order, its channels padded to
+    `cp`, partitioned cyclic by `simd` (a cycle reads SIMD consecutive channels of one
+    pixel); and the function that emits image n's copy into it, one element a cycle."""
+    xt = kb.alloc("xt", dtype, (plane * cp,), "local", partition=simd)
 
+    def copy(n: Expr) -> None:
+        with kb.loop(c_, "c") as c, \
+                kb.loop(plane, "p", kind=LoopKind.PIPELINE, ii=1) as p:
+            kb.store(xt, p * cp + c, x[(n * c_ + c) * plane + p])
 
-def sparse_mvau_candidate(node: Node, a_v: Value, b_v: Value, bias_v: Value | None
-                          ) -> Candidate:
-    """The sparse unit at PE = 1 (folding sets it), or why it does not apply: the dense
-    unit's conditions, and weights at least SPARSE_MIN_ZEROS zeros."""
-    dense = mvau_candidate(node, a_v, b_v, bias_v)
-    return Candidate.of(Kind.HLS_SPARSE_MVAU, {"pe": 1}, dense.reason or sparse_why(b_v),
-                        tunable=("pe",))
-
-
-def sparse_why(b_v: Value) -> str:
-    """Why constant 8-bit weights `b_v` are not sparse enough for sparse PEs ("" if they
-    are)."""
-    if not b_v.is_const or b_v.dtype not in (DType.I8, DType.U8) or len(b_v.shape) != 2:
-        return "B is not a constant 8-bit matrix"
-    zeros = float(np.mean(b_v.const == 0)) if b_v.const.size else 0.0
-    return "" if zeros >= SPARSE_MIN_ZEROS else \
-        f"weights under {SPARSE_MIN_ZEROS:.0%} zeros (the dense unit)"
-
-
-def sparse_rows(node: Node, b_v: Value, zb_v: Value | None, trans_b: bool) -> np.ndarray:
-    """The weights B - zb as [N output channels, K terms] (int32)."""
-    w = b_v.const.astype(np.int32)
-    if trans_b:
-        w = w.T
-    if zb_v is not None:
-        w = w - zb_v.const.astype(np.int32).reshape(1, -1)
-    return np.ascontiguousarray(w.T)
-
-
-def sparse_work(rows: np.ndarray) -> np.ndarray:
-    """Each output channel's entries on a sparse PE: its non-zeros, and at least one (the
-    entry that writes it)."""
-    return np.maximum(np.count_nonzero(rows, axis=1), 1)
-
-
-def sparse_entries(rows: np.ndarray, order: np.ndarray, pe: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The PEs' entry tables, [pe, L] each: weight, term and the channel the entry ends
-    (-1: the row goes on; -2: padding past the PE's work), and each PE's count of real
-    entries. PE p runs the rows order[p], order[p + pe], ... (reorder.interleaved_pe_order)."""
-    lists = []
-    for p in range(pe):
-        ent = []
-        for ch in order[p::pe]:
-            if ch < 0:
-                continue
-            nz = np.flatnonzero(rows[ch])
-            if nz.size == 0:
-                ent.append((0, 0, int(ch)))
-            else:
-                ent += [(int(rows[ch, t]), int(t), -1) for t in nz[:-1]]
-                ent.append((int(rows[ch, nz[-1]]), int(nz[-1]), int(ch)))
-        lists.append(ent)
-    length = max(1, max(len(e) for e in lists))
-    tables = np.zeros((3, pe, length), np.int64)
-    tables[2] = -2
-    for p, ent in enumerate(lists):
-        if ent:
-            tables[:, p, :len(ent)] = np.array(ent).T
-    return tables[0], tables[1], tables[2], np.array([len(e) for e in lists])
-
-
-def sparse_mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | None,
-                b_v: Value, zb_v: Value | None, bias_v: Value | None, zy_v: Value | None,
-                trans_b: bool, pe: int) -> None:
-    """y = A @ B on `pe` sparse PEs that skip B's zeros: PE p walks its table of entries
-    (weight, term, the channel it ends), one a cycle, all PEs in step: acc += (a[term] - za)
-    weight; an entry that ends a row writes requantize(acc + bias) to its channel and starts
-    the next row from 0. The rows are dealt to the PEs by the reorder pass's interleaved
-    order (`pe_order` where it set one for this PE count, else the same computed here), so
-    that every PE has about as many entries; a step of the unit takes max over PEs of their
-    entries cycles a row of A. Each PE counts the entries it runs (`pe_work`, a C-simulation
-    counter). Integer sums, grouped otherwise: the same outputs bit for bit."""
-    from ...passes.reorder import pe_order
-
-    rows = sparse_rows(node, b_v, zb_v, trans_b)
-    n, k = rows.shape
-    if not 1 <= pe <= n:
-        raise EdgecError(f"node {node.name}: hls-sparse-mvau{{pe={pe}}} needs PE within its "
-                         f"{n} outputs")
-    order = pe_order(node, sparse_work(rows), pe)
-    wv, tv, ov, counts = sparse_entries(rows, order, pe)
-    length = wv.shape[1]
-    wt = constant_table(kb, narrow(wv.reshape(-1)), f"sval{pe}", b_v)
-    tt = constant_table(kb, narrow(tv.reshape(-1)), f"sterm{pe}", b_v)
-    ot = constant_table(kb, narrow(ov.reshape(-1)), f"sout{pe}", b_v)
-    m = a_v.shape[0]
-    a = kb.bind(a_v, "a")
-    za = zero_point(kb, za_v, "a_zp")
-    c = kb.bind(bias_v, "c") if bias_v is not None else None
-    cstride = 1 if bias_v is not None and bias_v.type.numel > 1 else 0
-    finish = fixed_finish(kb, node, fixed_point(node), zero_point(kb, zy_v, "y_zp"), b_v)
-    y = kb.bind(node.output, "y")
-    nnz = int(np.count_nonzero(rows))
-    kb.strategy = (f"sparse matrix-vector unit, {pe} PE ({nnz} non-zeros of {rows.size}, "
-                   f"{length} cycles a row, PE work max / mean "
-                   f"{counts.max() / max(counts.mean(), 1e-9):.3f})")
-    work = kb.alloc("pe_work", I32, (pe,), "local", counts=f"{kb.name}_pe_work")
-    for p in range(pe):
-        kb.store(work, p, const(0, I32))
-    with kb.loop(m, "i") as i:
-        accs = [kb.local(f"acc{p}", const(0, I32)) for p in range(pe)]
-        with kb.loop(length, "t", kind=LoopKind.PIPELINE, ii=1) as t:
-            for p, acc in enumerate(accs):
-                e = named(kb, f"e{p}", t + p * length)
-                out = named(kb, f"ch{p}", cast(ot[e], I32))
-                xv = cast(a[i * k + cast(tt[e], DType.INDEX)], I32)
-                xv = xv - za if za is not None else xv
-                kb.assign(acc, acc + xv * cast(wt[e], I32))
-                with kb.if_(out >= -1):  # a real entry: counted
-                    kb.store(work, p, work[p] + 1)
-                with kb.if_(out >= 0):  # it ends a row: the output, then the next row
-                    ch = cast(out, DType.INDEX)
-                    total = acc + cast(c[ch * cstride], I32) if c is not None else acc
-                    kb.store(y, i * n + ch, finish((), i, ch, total))
-                    kb.assign(acc, const(0, I32))
+    return xt, copy
