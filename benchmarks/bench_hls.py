@@ -10,7 +10,10 @@ builds it, is not timed; then --runs runs, their median.
 
     python benchmarks/bench_hls.py [--models mlp,tiny_cnn,resnet18_w8]
         [--part xcu250-figd2104-2L-e] [--clock-mhz 200] [--bits int8] [--runs 3]
-        [--csim threads|sequential]
+        [--csim threads|sequential] [--prune 0.9]
+
+--prune S prunes the weights to sparsity S first (unstructured: what sparse PEs skip); the
+last column counts the units on sparse PEs and their worst max / mean work per PE.
 
 --csim sequential runs the C-simulation as Vitis HLS does (EDGEC_CSIM=sequential: the
 processes one after another, unbounded streams); by default each process is a thread on
@@ -48,11 +51,14 @@ def _inputs(model: onnx.ModelProto, n: int, seed: int) -> dict[str, np.ndarray]:
     return {inp.name: rng.standard_normal((n, *shape[1:])).astype(np.float32)}
 
 
-def bench(name: str, folder: Path, part: str, clock: float, bits: str, runs: int) -> dict:
+def bench(name: str, folder: Path, part: str, clock: float, bits: str, runs: int,
+          prune: float = 0.0) -> dict:
     model = MODELS[name]()
     path = folder / f"{name}.onnx"
     onnx.save(model, path)
     opts = {"quantize": bits, "calib": _inputs(model, 4, 0), "name": name}
+    if prune:  # unstructured: the sparse PEs skip single zeros
+        opts |= {"prune": prune, "prune_pattern": "unstructured"}
     t0 = time.perf_counter()
     h = edgec.compile(path, folder / f"{name}_hls", target="hls", fpga_part=part,
                       clock_mhz=clock, **opts)
@@ -69,8 +75,12 @@ def bench(name: str, folder: Path, part: str, clock: float, bits: str, runs: int
     want = edgec.load(c.out_dir).run(x)
     equal = all(np.array_equal(first[k], want[k]) for k in want)
     e = h.manifest["hls"]["estimate"]
+    sparse = [s["strategy"] for s in h.manifest["kernel_strategies"]
+              if s["strategy"].startswith("sparse")]
+    spread = [float(t.rsplit("max / mean ", 1)[1].rstrip(")")) for t in sparse]
     return {"model": name, "compile_s": compile_s, "csim_s": statistics.median(times),
-            "equal": equal, "estimate": e}
+            "equal": equal, "estimate": e, "sparse_units": len(sparse),
+            "worst_pe_spread": max(spread, default=None)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,18 +91,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bits", default="int8", choices=["int8", "int4"])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--csim", default="threads", choices=["threads", "sequential"])
+    ap.add_argument("--prune", type=float, default=0.0,
+                    help="prune the weights to this sparsity first (unstructured)")
     a = ap.parse_args(argv)
     if a.csim == "sequential":
         os.environ["EDGEC_CSIM"] = "sequential"
     print(f"host: {host_cpu_name()}; part {a.part} at {a.clock_mhz:g} MHz; {a.bits}; "
-          f"C-simulation: {a.csim}")
+          f"C-simulation: {a.csim}" + (f"; pruned to {a.prune:.0%}" if a.prune else ""))
     print("| model | = x86 | compile s | C-sim s/image | latency ms (model) | frames/s | "
-          "sim latency, interval vs model | LUT | DSP | BRAM18 | fits |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "sim latency, interval vs model | LUT | DSP | BRAM18 | fits | sparse units "
+          "(worst PE max/mean) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ok = True
     with tempfile.TemporaryDirectory(prefix="edgec-bench-hls-") as tmp:
         for name in filter(None, a.models.split(",")):
-            r = bench(name, Path(tmp), a.part, a.clock_mhz, a.bits, a.runs)
+            r = bench(name, Path(tmp), a.part, a.clock_mhz, a.bits, a.runs, a.prune)
             e = r["estimate"]
             m, s, t = e["model"], e["simulation"], e["total"]
             ok &= r["equal"]
@@ -101,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {name} | {'yes' if r['equal'] else 'NO'} | {r['compile_s']:.1f} | "
                   f"{r['csim_s']:.3f} | {m['latency_ms']:.4g} | {m['fps']:.4g} | {sim} | "
                   f"{t['lut']} | {t['dsp']} | {t['bram18']} | "
-                  f"{'yes' if e.get('fits') else 'no' if 'fits' in e else '?'} |", flush=True)
+                  f"{'yes' if e.get('fits') else 'no' if 'fits' in e else '?'} | "
+                  f"{r['sparse_units']}"
+                  + (f" ({r['worst_pe_spread']:.3f})" if r["sparse_units"] else "") + " |",
+                  flush=True)
     return 0 if ok else 1
 
 
