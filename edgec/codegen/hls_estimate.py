@@ -36,6 +36,13 @@ them for its matrix-vector unit) with W weight bits, A activation bits, P = PE, 
             (1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)
     URAM  0: the pragmas bind every memory to BRAM
 
+A sparse unit (lowering/kernels/quant_sparse_pe.py) is costed as a unit of Q = 1 (one
+multiplier a PE, whatever SIMD its window loads at), its ROM's depth its PEs' entries (the
+busiest's), its width per PE the weight's bits plus the entry's term and channel bits; its
+compute is the busiest PE's entries a row (a pixel), plus a convolution's window loads and
+frame copy. The multiplexer that picks each PE's term from the window or the input is not
+costed (P x K / 4 LUT6 or so: small beside the rest at the folds chosen, not checked).
+
 Known parts' resources are in PARTS; a design over one of them is warned about. The
 simulation (`simulate`) runs the same processes with the streams' real depths, element by
 element (or by chunks of elements for large tensors), for a few frames back to back, and
@@ -105,6 +112,10 @@ class ProcessModel:
     acc_bits: int = 0
     requantizes: bool = False
     buffers: list[tuple[int, int]] = field(default_factory=list)  # (depth, width) of arrays
+    # multipliers a PE has (0: SIMD); a sparse unit's one, whatever its SIMD (which loads its
+    # window), and the bits of each weight's term and channel stored beside it
+    lanes: int = 0
+    index_bits: int = 0
     # it writes each value as it reads it (a port's reader forking it to its consumers)
     forwards: bool = False
 
@@ -135,14 +146,14 @@ def resources(p: ProcessModel) -> dict:
     """LUT, DSP, BRAM18 and URAM of process `p` (the module's formulas)."""
     lut, dsp, bram = LUT_BASE, 0, 0
     if p.macs:
-        w, a = p.weight_bits, p.act_bits
+        w, a, q = p.weight_bits, p.act_bits, p.lanes or p.simd
         lut_mults = w <= 4 and a <= 8
-        mult = p.simd * (2 * math.ceil((w + a) / 6) - 1) * (w + a) if lut_mults else 0
-        tree = (w + a) * (2 * p.simd - 1)
+        mult = q * (2 * math.ceil((w + a) / 6) - 1) * (w + a) if lut_mults else 0
+        tree = (w + a) * (2 * q - 1)
         lut += math.ceil(LUT_FACTOR * p.pe * (mult + tree + p.acc_bits))
-        dsp += 0 if lut_mults else math.ceil(p.pe * p.simd / 2) if max(w, a) <= 8 else \
-            p.pe * p.simd * math.ceil((w + a) / 48)
-        b, lr = _memory(math.ceil(p.weights / (p.pe * p.simd)), w * p.pe * p.simd)
+        dsp += 0 if lut_mults else math.ceil(p.pe * q / 2) if max(w, a) <= 8 else \
+            p.pe * q * math.ceil((w + a) / 48)
+        b, lr = _memory(math.ceil(p.weights / (p.pe * q)), (w + p.index_bits) * p.pe * q)
         bram, lut = bram + b, lut + lr
     if p.requantizes:
         dsp += REQUANT_DSPS

@@ -516,8 +516,13 @@ def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
     """A sparse unit's compute cycles at `pe` PEs (quant_sparse_pe.py): its busiest PE's
     entries under the interleaved order, a row of A; a convolution's, plus its window's
     load (taps x channels / SIMD), a pixel, and the frame's copy into HWC order."""
-    from ..ir.sparse import interleaved_pe_order, pe_loads
-    from ..lowering.kernels.quant_sparse_pe import sparse_conv_rows, sparse_rows, sparse_work
+    from ..ir.sparse import (
+        interleaved_pe_order,
+        pe_loads,
+        sparse_conv_rows,
+        sparse_rows,
+        sparse_work,
+    )
 
     key = (node.name, pe)  # (folding asks again and again)
     if key not in d.sparse_lengths:
@@ -525,7 +530,7 @@ def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
             w = node.inputs[3]
             rows = sparse_conv_rows(w, node.input(5), w.shape[1])
         else:
-            rows = sparse_rows(node, node.inputs[3], node.input(5),
+            rows = sparse_rows(node.inputs[3], node.input(5),
                                bool(node.attrs.get("transB")))
         work = sparse_work(rows)
         d.sparse_lengths[key] = int(pe_loads(work, interleaved_pe_order(work, pe), pe).max())
@@ -603,6 +608,7 @@ def _plan_folds(d: _Design, part: str, clock_mhz: float,
         out = sum(v.type.numel for v in node.outputs)
         macs, compute = _work(node)
         model = ProcessModel(node.name, reads, [], out, compute, macs,
+                             requantizes=node.op in REQUANTIZING,
                              buffers=[(n, 8) for _, n in reads] + [(out, 8)])
         unit = _unit_candidate(node)
         if unit is None:
@@ -611,11 +617,18 @@ def _plan_folds(d: _Design, part: str, clock_mhz: float,
         b = node.inputs[3].const
         k, n, copy = _unit_shape(node)
         bound = accumulator_bound(node)
-        cost = None
+        cost, sparse = None, {}
         if unit.kind in SPARSE_UNITS:  # the busiest PE's entries (and a window's load)
             cost = lambda pe, simd, node=node: _sparse_cycles(d, node, pe, simd)  # noqa: E731
+            entries = int(np.maximum(np.count_nonzero(b.reshape(n, -1) if node.op ==
+                                                      "QLinearConv" else b, axis=-1
+                                                      if node.op == "QLinearConv" else 0),
+                                     1).sum())
+            sparse = {"lanes": 1, "index_bits": (b.size // n).bit_length() +
+                      (n + 1).bit_length(), "weights": entries}
         foldable.append(Foldable(node, replace(
-            model, weight_bits=ap_type(b)[1], weights=b.size, requantizes=True,
+            model, weight_bits=ap_type(b)[1], weights=sparse.pop("weights", b.size),
+            requantizes=True, **sparse,
             compute=cost(1, 1) if cost else model.compute + copy,
             buffers=model.buffers + [(copy, 8)] * bool(copy),
             acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n, copy,
@@ -668,16 +681,18 @@ def _models(d: _Design, lowered: list, layers: list[dict]
                        if v.is_const and b.name in roms), default=None,
                       key=lambda b: b.numel)
         weight_bits = roms[weights.name] if weights is not None and macs else 0
+        sparse = {}
         if choice.kind in SPARSE_UNITS:  # a PE's entry: weight, term, channel
             compute = _sparse_cycles(d, node, pe, simd)
-            weight_bits = sum(bits for name, bits in roms.items()
-                              if name.startswith(("sval", "sterm", "sout")))
+            weight_bits = next(bits for name, bits in roms.items() if name.startswith("sval"))
+            sparse = {"lanes": 1, "index_bits": sum(
+                bits for name, bits in roms.items() if name.startswith(("sterm", "sout")))}
         elif choice.kind in UNITS:  # (padded to whole folds where they do not divide)
             k, n, copy = _unit_shape(node)
             compute = fold_compute(macs, k, n, pe, simd) + copy
         procs.append(ProcessModel(
             proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
-            pe=pe, simd=simd, weight_bits=weight_bits,
+            pe=pe, simd=simd, weight_bits=weight_bits, **sparse,
             weights=weights.numel if weights is not None and macs else 0,
             act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,
             requantizes=node.op in REQUANTIZING,

@@ -57,10 +57,15 @@ for a gathering kernel (SparseMatMul): a vector of C outputs reads C gathered in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import EdgecError
+from .dtypes import DType
+
+if TYPE_CHECKING:
+    from .graph import Value
 
 BLOCK_ROWS = (1, 2, 4, 8, 16)
 BLOCK_COLS = (1, 4)
@@ -558,3 +563,45 @@ def channel_order_work(work: np.ndarray, order) -> np.ndarray:
     out = np.empty_like(work)
     out[np.asarray(order, np.int64) if len(order) else np.arange(len(work))] = work
     return out
+
+
+# -- an FPGA's sparse PEs (lowering/kernels/quant_sparse_pe.py): their weights' rows
+
+# a matrix product whose weights are at least this share zeros runs on sparse PEs
+SPARSE_MIN_ZEROS = 0.5
+
+
+def sparse_why(b_v: Value) -> str:
+    """Why constant 8-bit weights `b_v` are not sparse enough for sparse PEs ("" if they
+    are)."""
+    if not b_v.is_const or b_v.dtype not in (DType.I8, DType.U8) or len(b_v.shape) != 2:
+        return "B is not a constant 8-bit matrix"
+    zeros = float(np.mean(b_v.const == 0)) if b_v.const.size else 0.0
+    return "" if zeros >= SPARSE_MIN_ZEROS else \
+        f"weights under {SPARSE_MIN_ZEROS:.0%} zeros (the dense unit)"
+
+
+def sparse_rows(b_v: Value, zb_v: Value | None, trans_b: bool) -> np.ndarray:
+    """The weights B - zb as [N output channels, K terms] (int32)."""
+    w = b_v.const.astype(np.int32)
+    if trans_b:
+        w = w.T
+    if zb_v is not None:
+        w = w - zb_v.const.astype(np.int32).reshape(1, -1)
+    return np.ascontiguousarray(w.T)
+
+
+def sparse_work(rows: np.ndarray) -> np.ndarray:
+    """Each output channel's entries on a sparse PE: its non-zeros, and at least one (the
+    entry that writes it)."""
+    return np.maximum(np.count_nonzero(rows, axis=1), 1)
+
+
+def sparse_conv_rows(w_v: Value, zw_v: Value | None, cp: int) -> np.ndarray:
+    """W - zw as [M, taps x cp] (a window's terms tap by tap, channels padded to cp)."""
+    wc = w_v.const.astype(np.int32)
+    if zw_v is not None:
+        wc = wc - zw_v.const.astype(np.int32).reshape(-1, 1, 1, 1)
+    m, c = wc.shape[:2]
+    wc = np.pad(wc.transpose(0, 2, 3, 1), ((0, 0), (0, 0), (0, 0), (0, cp - c)))
+    return np.ascontiguousarray(wc.reshape(m, -1))

@@ -113,17 +113,12 @@ def _interleave(graph: Graph, pes: int) -> bool:
     gets the interleaved order of its output channels over `pes` PEs (`pe_order`), through
     which its kernel writes. (A convolution's work per channel does not depend on how its
     input channels are padded: the order holds at any SIMD.)"""
-    from ..lowering.kernels.quant_sparse_pe import (
-        sparse_conv_rows,
-        sparse_rows,
-        sparse_why,
-        sparse_work,
-    )
+    from ..ir.sparse import sparse_conv_rows, sparse_rows, sparse_why, sparse_work
 
     changed = False
     for node in graph.nodes:
         if node.op in ("QGemm", "QLinearMatMul") and not sparse_why(node.inputs[3]):
-            rows = sparse_rows(node, node.inputs[3], node.input(5),
+            rows = sparse_rows(node.inputs[3], node.input(5),
                                bool(node.attrs.get("transB")))
         elif node.op == "QLinearConv" and int(node.attrs.get("group", 1)) == 1 and \
                 node.inputs[3].is_const and np.mean(node.inputs[3].const == 0) >= 0.5:

@@ -26,6 +26,13 @@ import numpy as np
 from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
+from ...ir.sparse import (  # (the weights' rows, shared with the reorder pass)
+    SPARSE_MIN_ZEROS,
+    sparse_conv_rows,
+    sparse_rows,
+    sparse_why,
+    sparse_work,
+)
 from ...kernel_ir.kernel import Buffer, LoopKind, cast, const, select
 from ..lower import NodeKernelBuilder
 from ..strategies import Candidate, Kind
@@ -36,10 +43,6 @@ from .quant_mvau import conv_mvau_candidate, hwc_frame, mvau_candidate
 I32, I16 = DType.I32, DType.I16
 
 
-# a matrix product whose weights are at least this share zeros runs on sparse PEs
-SPARSE_MIN_ZEROS = 0.5
-
-
 def sparse_mvau_candidate(node: Node, a_v: Value, b_v: Value, bias_v: Value | None
                           ) -> Candidate:
     """The sparse unit at PE = 1 (folding sets it), or why it does not apply: the dense
@@ -47,32 +50,6 @@ def sparse_mvau_candidate(node: Node, a_v: Value, b_v: Value, bias_v: Value | No
     dense = mvau_candidate(node, a_v, b_v, bias_v)
     return Candidate.of(Kind.HLS_SPARSE_MVAU, {"pe": 1}, dense.reason or sparse_why(b_v),
                         tunable=("pe",))
-
-
-def sparse_why(b_v: Value) -> str:
-    """Why constant 8-bit weights `b_v` are not sparse enough for sparse PEs ("" if they
-    are)."""
-    if not b_v.is_const or b_v.dtype not in (DType.I8, DType.U8) or len(b_v.shape) != 2:
-        return "B is not a constant 8-bit matrix"
-    zeros = float(np.mean(b_v.const == 0)) if b_v.const.size else 0.0
-    return "" if zeros >= SPARSE_MIN_ZEROS else \
-        f"weights under {SPARSE_MIN_ZEROS:.0%} zeros (the dense unit)"
-
-
-def sparse_rows(node: Node, b_v: Value, zb_v: Value | None, trans_b: bool) -> np.ndarray:
-    """The weights B - zb as [N output channels, K terms] (int32)."""
-    w = b_v.const.astype(np.int32)
-    if trans_b:
-        w = w.T
-    if zb_v is not None:
-        w = w - zb_v.const.astype(np.int32).reshape(1, -1)
-    return np.ascontiguousarray(w.T)
-
-
-def sparse_work(rows: np.ndarray) -> np.ndarray:
-    """Each output channel's entries on a sparse PE: its non-zeros, and at least one (the
-    entry that writes it)."""
-    return np.maximum(np.count_nonzero(rows, axis=1), 1)
 
 
 def sparse_entries(rows: np.ndarray, order: np.ndarray, pe: int
@@ -108,7 +85,7 @@ def sparse_mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | Non
     """y = A @ B on `pe` sparse PEs (module doc): an entry's term is a column of A."""
     from ...passes.reorder import pe_order
 
-    rows = sparse_rows(node, b_v, zb_v, trans_b)
+    rows = sparse_rows(b_v, zb_v, trans_b)
     n, k = rows.shape
     if not 1 <= pe <= n:
         raise EdgecError(f"node {node.name}: hls-sparse-mvau{{pe={pe}}} needs PE within its "
@@ -152,16 +129,6 @@ def sparse_conv_candidate(node: Node, x_v: Value, zx_v: Value | None, w_v: Value
                            f"weights under {SPARSE_MIN_ZEROS:.0%} zeros (the dense unit)")
     return Candidate.of(Kind.HLS_SPARSE_CONV, {"pe": 1, "simd": 1}, why,
                         tunable=("pe", "simd"))
-
-
-def sparse_conv_rows(w_v: Value, zw_v: Value | None, cp: int) -> np.ndarray:
-    """W - zw as [M, taps x cp] (a window's terms tap by tap, channels padded to cp)."""
-    wc = w_v.const.astype(np.int32)
-    if zw_v is not None:
-        wc = wc - zw_v.const.astype(np.int32).reshape(-1, 1, 1, 1)
-    m, c = wc.shape[:2]
-    wc = np.pad(wc.transpose(0, 2, 3, 1), ((0, 0), (0, 0), (0, 0), (0, cp - c)))
-    return np.ascontiguousarray(wc.reshape(m, -1))
 
 
 def sparse_conv(kb: NodeKernelBuilder, node: Node, geo, x_v: Value, zx_v: Value | None,
