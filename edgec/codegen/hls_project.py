@@ -516,7 +516,7 @@ def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
     """A sparse unit's compute cycles at `pe` PEs (quant_sparse_pe.py): its busiest PE's
     entries under the interleaved order, a row of A; a convolution's, plus its window's
     load (taps x channels / SIMD), a pixel, and the frame's copy into HWC order."""
-    from ..ir.sparse import (
+    from ..ir.sparse_pe import (
         interleaved_pe_order,
         pe_loads,
         sparse_conv_rows,

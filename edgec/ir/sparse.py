@@ -57,15 +57,10 @@ for a gathering kernel (SparseMatMul): a vector of C outputs reads C gathered in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import EdgecError
-from .dtypes import DType
-
-if TYPE_CHECKING:
-    from .graph import Value
 
 BLOCK_ROWS = (1, 2, 4, 8, 16)
 BLOCK_COLS = (1, 4)
@@ -435,29 +430,6 @@ def balanced_order(work: np.ndarray, runs: int = 0) -> np.ndarray:
     return split(np.arange(work.size))
 
 
-def interleaved_pe_order(work: np.ndarray, pes: int) -> np.ndarray:
-    """The channel each stored row of a unit of `pes` processing elements computes, where PE
-    p takes stored rows p, p + pes, p + 2 pes, ... (-1: a row past the channels, which
-    computes nothing): the channels of `work` dealt so that the PEs' sums are about equal,
-    heaviest first, each to the least loaded PE with a row left (LPT with equal counts)."""
-    work = np.asarray(work, np.float64)
-    rows = -(-work.size // pes)
-    load, count = np.zeros(pes), np.zeros(pes, np.int64)
-    order = np.full(rows * pes, -1, np.int64)
-    for ch in np.argsort(-work, kind="stable"):
-        p = min((q for q in range(pes) if count[q] < rows), key=lambda q: (load[q], q))
-        order[count[p] * pes + p] = ch
-        count[p] += 1
-        load[p] += work[ch]
-    return order
-
-
-def pe_loads(work: np.ndarray, order: np.ndarray, pes: int) -> np.ndarray:
-    """Each PE's sum of `work` under `order` (interleaved_pe_order's form)."""
-    w = np.where(order >= 0, np.asarray(work, np.float64)[np.maximum(order, 0)], 0.0)
-    return w.reshape(-1, pes).sum(0)
-
-
 def imbalance(work: np.ndarray, parts: int) -> float:
     """max / mean of the work per part when `work` (per item, in order) is split into `parts`
     contiguous parts as the thread pool splits a loop: part k takes [n*k/parts, n*(k+1)/parts)."""
@@ -563,45 +535,3 @@ def channel_order_work(work: np.ndarray, order) -> np.ndarray:
     out = np.empty_like(work)
     out[np.asarray(order, np.int64) if len(order) else np.arange(len(work))] = work
     return out
-
-
-# -- an FPGA's sparse PEs (lowering/kernels/quant_sparse_pe.py): their weights' rows
-
-# a matrix product whose weights are at least this share zeros runs on sparse PEs
-SPARSE_MIN_ZEROS = 0.5
-
-
-def sparse_why(b_v: Value) -> str:
-    """Why constant 8-bit weights `b_v` are not sparse enough for sparse PEs ("" if they
-    are)."""
-    if not b_v.is_const or b_v.dtype not in (DType.I8, DType.U8) or len(b_v.shape) != 2:
-        return "B is not a constant 8-bit matrix"
-    zeros = float(np.mean(b_v.const == 0)) if b_v.const.size else 0.0
-    return "" if zeros >= SPARSE_MIN_ZEROS else \
-        f"weights under {SPARSE_MIN_ZEROS:.0%} zeros (the dense unit)"
-
-
-def sparse_rows(b_v: Value, zb_v: Value | None, trans_b: bool) -> np.ndarray:
-    """The weights B - zb as [N output channels, K terms] (int32)."""
-    w = b_v.const.astype(np.int32)
-    if trans_b:
-        w = w.T
-    if zb_v is not None:
-        w = w - zb_v.const.astype(np.int32).reshape(1, -1)
-    return np.ascontiguousarray(w.T)
-
-
-def sparse_work(rows: np.ndarray) -> np.ndarray:
-    """Each output channel's entries on a sparse PE: its non-zeros, and at least one (the
-    entry that writes it)."""
-    return np.maximum(np.count_nonzero(rows, axis=1), 1)
-
-
-def sparse_conv_rows(w_v: Value, zw_v: Value | None, cp: int) -> np.ndarray:
-    """W - zw as [M, taps x cp] (a window's terms tap by tap, channels padded to cp)."""
-    wc = w_v.const.astype(np.int32)
-    if zw_v is not None:
-        wc = wc - zw_v.const.astype(np.int32).reshape(-1, 1, 1, 1)
-    m, c = wc.shape[:2]
-    wc = np.pad(wc.transpose(0, 2, 3, 1), ((0, 0), (0, 0), (0, 0), (0, cp - c)))
-    return np.ascontiguousarray(wc.reshape(m, -1))

@@ -49,9 +49,8 @@ from ..ir.sparse import (
     decode_sliced,
     encode_sliced,
     imbalance,
-    interleaved_pe_order,
-    pe_loads,
 )
+from ..ir.sparse_pe import interleaved_pe_order, pe_loads
 from .manager import register_pass
 
 # a permutation must lower the imbalance by this much to be applied (both are figures of
@@ -113,7 +112,7 @@ def _interleave(graph: Graph, pes: int) -> bool:
     gets the interleaved order of its output channels over `pes` PEs (`pe_order`), through
     which its kernel writes. (A convolution's work per channel does not depend on how its
     input channels are padded: the order holds at any SIMD.)"""
-    from ..ir.sparse import sparse_conv_rows, sparse_rows, sparse_why, sparse_work
+    from ..ir.sparse_pe import sparse_conv_rows, sparse_rows, sparse_why, sparse_work
 
     changed = False
     for node in graph.nodes:

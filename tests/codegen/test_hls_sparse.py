@@ -16,7 +16,7 @@ from edgec import zoo
 from edgec.compiler.driver import compile_graph, load_graph
 from edgec.errors import EdgecError
 from edgec.ir import interpret
-from edgec.ir.sparse import interleaved_pe_order, pe_loads
+from edgec.ir.sparse_pe import interleaved_pe_order, pe_loads
 from edgec.passes import parse_pipeline, run_pipeline
 
 PART = "xcu250-figd2104-2L-e"

@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import EdgecError
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
-from ...ir.sparse import (  # (the weights' rows, shared with the reorder pass)
+from ...ir.sparse_pe import (
     SPARSE_MIN_ZEROS,
     sparse_conv_rows,
     sparse_rows,
