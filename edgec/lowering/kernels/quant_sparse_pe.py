@@ -83,19 +83,13 @@ def sparse_mvau(kb: NodeKernelBuilder, node: Node, a_v: Value, za_v: Value | Non
                 b_v: Value, zb_v: Value | None, bias_v: Value | None, zy_v: Value | None,
                 trans_b: bool, pe: int) -> None:
     """y = A @ B on `pe` sparse PEs (module doc): an entry's term is a column of A."""
-    from ...passes.reorder import pe_order
-
     rows = sparse_rows(b_v, zb_v, trans_b)
     n, k = rows.shape
     if not 1 <= pe <= n:
         raise EdgecError(f"node {node.name}: hls-sparse-mvau{{pe={pe}}} needs PE within its "
                          f"{n} outputs")
-    order = pe_order(node, sparse_work(rows), pe)
-    wv, tv, ov, counts = sparse_entries(rows, order, pe)
-    length = wv.shape[1]
-    wt = constant_table(kb, narrow(wv.reshape(-1)), f"sval{pe}", b_v)
-    tt = constant_table(kb, narrow(tv.reshape(-1)), f"sterm{pe}", b_v)
-    ot = constant_table(kb, narrow(ov.reshape(-1)), f"sout{pe}", b_v)
+    wt, tt, ot, counts = _tables(kb, node, rows, pe, b_v)
+    length = wt.numel // pe
     m = a_v.shape[0]
     a = kb.bind(a_v, "a")
     za = zero_point(kb, za_v, "a_zp")
@@ -135,8 +129,6 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node, geo, x_v: Value, zx_v: Value 
                 w_v: Value, zw_v: Value | None, b_v: Value | None, zy_v: Value | None,
                 sw_v: Value, pe: int, simd: int) -> None:
     """Emit the sparse convolution unit (module doc); `geo` its ConvGeometry."""
-    from ...passes.reorder import pe_order
-
     m_, c_ = geo.m, geo.c
     (kh, kw), (h, w_), (oh, ow) = geo.ksz, geo.isp, geo.osp
     if not (1 <= pe <= m_ and 1 <= simd <= c_):
@@ -145,12 +137,8 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node, geo, x_v: Value, zx_v: Value 
                          "channels")
     cp, taps = -(-c_ // simd) * simd, kh * kw
     rows = sparse_conv_rows(w_v, zw_v, cp)
-    order = pe_order(node, sparse_work(rows), pe)
-    wv, tv, ov, counts = sparse_entries(rows, order, pe)
-    length = wv.shape[1]
-    wt = constant_table(kb, narrow(wv.reshape(-1)), f"sval{pe}", w_v)
-    tt = constant_table(kb, narrow(tv.reshape(-1)), f"sterm{pe}", w_v)
-    ot = constant_table(kb, narrow(ov.reshape(-1)), f"sout{pe}", w_v)
+    wt, tt, ot, counts = _tables(kb, node, rows, pe, w_v)
+    length = wt.numel // pe
     x = kb.bind(x_v, "x")
     zx = zero_point(kb, zx_v, "x_zp")
     b = kb.bind(b_v, "b") if b_v is not None else None
@@ -188,6 +176,18 @@ def sparse_conv(kb: NodeKernelBuilder, node: Node, geo, x_v: Value, zx_v: Value 
                   lambda t: cast(win[t], I32), lambda ch, acc: kb.store(
                       y, out + ch * (oh * ow), finish((), None, ch, (
                           acc + cast(b[ch], I32) if b is not None else acc))))
+
+
+def _tables(kb: NodeKernelBuilder, node: Node, rows: np.ndarray, pe: int, weights: Value
+            ) -> tuple[Buffer, Buffer, Buffer, np.ndarray]:
+    """The PEs' entry tables of `rows` (weights [channels, terms]) as the kernel's constants
+    (weight, term, the channel an entry ends), in the interleaved order the reorder pass
+    keeps for `pe` PEs, and each PE's count of real entries."""
+    from ...passes.reorder import pe_order
+
+    wv, tv, ov, counts = sparse_entries(rows, pe_order(node, sparse_work(rows), pe), pe)
+    return (*(constant_table(kb, narrow(t.reshape(-1)), f"{name}{pe}", weights)
+              for t, name in ((wv, "sval"), (tv, "sterm"), (ov, "sout"))), counts)
 
 
 def _walk(kb: NodeKernelBuilder, pe: int, length: int, wt: Buffer, tt: Buffer, ot: Buffer,
