@@ -31,6 +31,10 @@ def test_the_interleaved_order_deals_heaviest_first_to_the_least_loaded_pe():
     assert pe_loads(work, order, 2).tolist() == [8, 8]
     # past the channels: -1 rows, no work
     assert interleaved_pe_order(np.array([2, 1, 1]), 2).tolist() == [0, 1, -1, 2]
+    # the greedy deal of 5, 5, 4, 3, 3 on 2 PEs of 3 rows: {5, 4, -} 9 and {5, 3, 3} 11;
+    # swapping the 5 and the 4 gives 10 and 10
+    work = np.array([5, 5, 4, 3, 3])
+    assert pe_loads(work, interleaved_pe_order(work, 2), 2).tolist() == [10, 10]
 
 
 @pytest.fixture(scope="module")
