@@ -12,6 +12,14 @@ already takes under a quarter of the time its reads and writes take (each proces
 writes a value a cycle), or the target is met: `target_fps` (its interval at the clock),
 else the slowest process that cannot fold (a pool, a depthwise convolution: one element or
 MAC a cycle today). What a node was given by `--strategy` stays as given.
+
+A sparse unit (lowering/kernels/quant_sparse_pe.py) folds only to PE counts whose busiest
+PE, under the reorder pass's interleaved order, works within SPARSE_BALANCE of the mean PE
+(the counts that divide its channels first, then the others). Where it is the slowest and
+no such count makes it faster, its dense unit (quant_mvau.py) takes its place, at the first
+fold faster than it, if that fits: a sparse unit is never left slower than the dense one
+could be (a layer with few channels, one of them far heavier than the rest, cannot spread
+its zeros' savings over many PEs).
 """
 
 from __future__ import annotations
@@ -25,11 +33,12 @@ from .hls_estimate import ProcessModel, part_of, resources
 # a unit is folded no further once its computing takes less than 1/IO_SHARE of the time its
 # reads and writes take (what folding can still gain is then under a fifth)
 IO_SHARE = 4
-# a sparse unit's PEs keep at least this many output channels each: with one, the order
-# cannot even out their work (tiny_cnn and the reduced ResNet-18 pruned to 90%: busiest PE
-# 3.7x and 1.7x the mean), with 8 it evens out to 1.01 but caps the PEs (ResNet-18's stem
-# at 8: 250 ms a frame against 167); with 2, 2.0x and 1.09x, and the speed of one
-SPARSE_ROWS_PER_PE = 2
+# a sparse unit folds to P PEs only where the interleaved order gets its busiest PE's work
+# within this of the mean PE's (ir/sparse_pe.py): PEs idle more than that on average are
+# area without speed. (Channels alone are too coarse a rule: with 2 a PE, tiny_cnn's stem,
+# 22 non-zeros in 8 channels, one of them 10, ran its busiest PE at 2.0x the mean; with 8 a
+# PE, ResNet-18's stem stopped at 8 PEs, 250 ms a frame against 167.)
+SPARSE_BALANCE = 1.05
 
 
 @dataclass
@@ -45,6 +54,10 @@ class Foldable:
     # its compute cycles at (PE, SIMD) where the MACs do not say (a sparse unit)
     cost: Callable[[int, int], int] | None = None
     folds_simd: bool = True  # whether SIMD folds (not a sparse matrix product's)
+    # a sparse unit's busiest PE's work over the mean PE's, at P PEs
+    balance: Callable[[int], float] | None = None
+    # a sparse unit's dense form, which folding takes where the sparse one cannot keep up
+    dense: Foldable | None = None
 
     def compute(self, pe: int, simd: int) -> int:
         if self.cost is not None:
@@ -55,16 +68,31 @@ class Foldable:
         m = self.model
         return sum(x for _, x in m.reads) + self.compute(pe, simd) + m.out_elements
 
-    def folds(self):
-        """The (PE, SIMD) past the current one, in the order they are tried: SIMD up to K
+    def folds(self, pe: int, simd: int):
+        """The (PE, SIMD) past (`pe`, `simd`), in the order they are tried: SIMD up to K
         first, then PE up to N, each a divisor or a power of two (padded to whole folds)."""
-        pe, simd = self.model.pe, self.model.simd
         if self.folds_simd:
             yield from ((pe, d) for d in _steps(self.k) if d > simd)
-        # (sparse PEs: each keeps SPARSE_ROWS_PER_PE output channels or more, so that the
-        # interleaved order can even out their work: one channel a PE cannot be balanced)
-        most = self.n // SPARSE_ROWS_PER_PE if self.cost is not None else self.n
-        yield from ((d, simd) for d in _steps(self.n) if pe < d <= max(most, 1))
+        steps = _steps(self.n)
+        if self.balance is None:
+            yield from ((d, simd) for d in steps if d > pe)
+            return
+        # sparse PEs: only as many as the interleaved order keeps evenly busy; the counts
+        # that do not divide the channels (rows past them compute nothing) after the rest
+        odd = [d for d in range(1, self.n + 1) if d not in steps]
+        yield from ((d, simd) for d in steps + odd
+                    if d > pe and self.balance(d) <= SPARSE_BALANCE)
+
+    def faster(self, pe: int, simd: int, cycles: int) -> tuple[int, int] | None:
+        """The first fold past (`pe`, `simd`) under `cycles`, taking its faster folds one
+        after another as `fold` does, or None."""
+        while self.cycles(pe, simd) >= cycles:
+            step = next((f for f in self.folds(pe, simd)
+                         if self.cycles(*f) < self.cycles(pe, simd)), None)
+            if step is None:
+                return None
+            pe, simd = step
+        return pe, simd
 
     def folded(self, pe: int, simd: int) -> ProcessModel:
         return replace(self.model, pe=pe, simd=simd, compute=self.compute(pe, simd))
@@ -121,7 +149,20 @@ def fold(fixed: list[ProcessModel], foldable: list[Foldable], part: str, clock_m
         if now <= target or slowest.model.compute * IO_SHARE <= io:
             break  # (its reads and writes already take most of its time)
         # the first fold that makes it faster (its reads and writes bound what folding gives)
-        step = next((f for f in slowest.folds() if slowest.cycles(*f) < now), None)
+        m = slowest.model
+        step = next((f for f in slowest.folds(m.pe, m.simd) if slowest.cycles(*f) < now), None)
+        if step is None and slowest.dense is not None:
+            # a sparse unit that cannot get faster with its PEs evenly busy: the dense unit,
+            # at its first fold faster than that, where one fits
+            unit, dense = foldable.index(slowest), slowest.dense
+            fast = dense.faster(1, 1, now)
+            if fast is not None:
+                dense.model = dense.folded(*fast)
+                foldable[unit] = dense
+                if fits(foldable):
+                    continue
+                foldable[unit] = slowest
+            break
         if step is None:
             break
         before = slowest.model

@@ -102,7 +102,8 @@ class _Design:
         self.streams: list[StreamSpec] = []
         self.strategies: list[dict] = []
         self.rom_bytes = 0
-        self.sparse_lengths: dict[tuple[str, int], int] = {}  # (node, PE): busiest PE's work
+        # (node, PE): the busiest PE's work and the mean PE's
+        self.sparse_loads: dict[tuple[str, int], tuple[int, float]] = {}
 
     # -- what is host, port, view and process --------------------------------------------
     def source(self, v: Value) -> Value:
@@ -250,7 +251,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
     d.split_edges()
     given = set(d.forced)  # (the user's; the folds below are the compiler's own)
     for node_name, (kind, pe, simd) in _plan_folds(d, part, clock_mhz, target_fps).items():
-        if (pe, simd) != (1, 1):
+        if (pe, simd) != (1, 1) or kind in DENSE_KINDS:
             d.forced[node_name] = f"{kind}{{pe={pe}}}" if kind == "hls-sparse-mvau" else \
                 f"{kind}{{pe={pe},simd={simd}}}"
     r = HlsRenderer()
@@ -501,6 +502,8 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
 # the matrix-vector units: PE x SIMD folds (a sparse unit's PE only)
 UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
 SPARSE_UNITS = (Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
+# (a dense unit folding chose where a sparse one would be the default: given as a strategy)
+DENSE_KINDS = (Kind.HLS_MVAU.value, Kind.HLS_CONV_MVAU.value)
 SPARSE_COMPLETE = 4096  # a sparse unit's input of at most this many values is registers
 
 
@@ -512,10 +515,9 @@ def _fold_of(choice) -> tuple[int, int]:
     return int(params["pe"]), int(params.get("simd", 1))
 
 
-def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
-    """A sparse unit's compute cycles at `pe` PEs (quant_sparse_pe.py): its busiest PE's
-    entries under the interleaved order, a row of A; a convolution's, plus its window's
-    load (taps x channels / SIMD), a pixel, and the frame's copy into HWC order."""
+def _sparse_loads(d: _Design, node: Node, pe: int) -> tuple[int, float]:
+    """A sparse unit's (busiest PE's entries, mean PE's) at `pe` PEs under the interleaved
+    order (ir/sparse_pe.py), a row of A or a pixel."""
     from ..ir.sparse_pe import (
         interleaved_pe_order,
         pe_loads,
@@ -525,7 +527,7 @@ def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
     )
 
     key = (node.name, pe)  # (folding asks again and again)
-    if key not in d.sparse_lengths:
+    if key not in d.sparse_loads:
         if node.op == "QLinearConv":  # (the work per channel does not depend on the padding)
             w = node.inputs[3]
             rows = sparse_conv_rows(w, node.input(5), w.shape[1])
@@ -533,8 +535,20 @@ def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
             rows = sparse_rows(node.inputs[3], node.input(5),
                                bool(node.attrs.get("transB")))
         work = sparse_work(rows)
-        d.sparse_lengths[key] = int(pe_loads(work, interleaved_pe_order(work, pe), pe).max())
-    length = d.sparse_lengths[key]
+        d.sparse_loads[key] = (int(pe_loads(work, interleaved_pe_order(work, pe), pe).max()),
+                               float(work.sum()) / pe)
+    return d.sparse_loads[key]
+
+
+def _spread(busiest: int, mean: float) -> float:
+    return busiest / mean if mean else 1.0
+
+
+def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
+    """A sparse unit's compute cycles at `pe` PEs (quant_sparse_pe.py): its busiest PE's
+    entries under the interleaved order, a row of A; a convolution's, plus its window's
+    load (taps x channels / SIMD), a pixel, and the frame's copy into HWC order."""
+    length = _sparse_loads(d, node, pe)[0]
     if node.op != "QLinearConv":
         return node.inputs[0].shape[0] * length
     y, (m, c, kh, kw) = node.output, node.inputs[3].shape
@@ -554,24 +568,22 @@ def _unit_shape(node: Node) -> tuple[int, int, int]:
     return k, n, 0
 
 
-def _unit_candidate(node: Node):
-    """The unit a node could fold as (quant_mvau.py), or None."""
+def _unit_candidates(node: Node) -> list:
+    """The units a node could fold as, the sparse one (quant_sparse_pe.py) before the dense
+    one (quant_mvau.py), those that apply."""
     from ..lowering.kernels.quant_mvau import conv_mvau_candidate, mvau_candidate
     from ..lowering.kernels.quant_sparse_pe import sparse_conv_candidate, sparse_mvau_candidate
 
     if node.op in ("QGemm", "QLinearMatMul"):
         bias = node.input(6) if node.op == "QGemm" else None
-        c = sparse_mvau_candidate(node, node.inputs[0], node.inputs[3], bias)
-        if not c.applies:
-            c = mvau_candidate(node, node.inputs[0], node.inputs[3], bias)
+        args = (node, node.inputs[0], node.inputs[3], bias)
+        makers = (sparse_mvau_candidate, mvau_candidate)
     elif node.op == "QLinearConv":
         args = (node, node.inputs[0], node.input(2), node.inputs[3], node.input(8))
-        c = sparse_conv_candidate(*args)
-        if not c.applies:
-            c = conv_mvau_candidate(*args)
+        makers = (sparse_conv_candidate, conv_mvau_candidate)
     else:
-        return None
-    return c if c.applies else None
+        return []
+    return [c for c in (make(*args) for make in makers) if c.applies]
 
 
 def _work(node: Node) -> tuple[int, int]:
@@ -588,6 +600,27 @@ def _work(node: Node) -> tuple[int, int]:
         taps = math.prod(node.attrs.get("kernel_shape") or [1]) if node.op == "MaxPool" else 1
         return 0, x.type.numel if node.op == "QLinearGlobalAveragePool" else out * taps
     return macs, macs
+
+
+def _foldable(d: _Design, node: Node, model: ProcessModel, unit) -> Foldable:
+    """`node`'s process (`model` before folding) as the unit of candidate `unit`."""
+    b = node.inputs[3].const
+    k, n, copy = _unit_shape(node)
+    bound = accumulator_bound(node)
+    cost, balance, sparse = None, None, {}
+    if unit.kind in SPARSE_UNITS:  # the busiest PE's entries (and a window's load)
+        cost = lambda pe, simd: _sparse_cycles(d, node, pe, simd)  # noqa: E731
+        balance = lambda pe: _spread(*_sparse_loads(d, node, pe))  # noqa: E731
+        rows = b.reshape(n, -1) if node.op == "QLinearConv" else \
+            b if node.attrs.get("transB") else b.T
+        sparse = {"lanes": 1, "index_bits": (b.size // n).bit_length() + (n + 1).bit_length(),
+                  "weights": int(np.maximum(np.count_nonzero(rows, axis=1), 1).sum())}
+    return Foldable(node, replace(
+        model, weight_bits=ap_type(b)[1], weights=sparse.pop("weights", b.size),
+        requantizes=True, **sparse, compute=cost(1, 1) if cost else model.compute + copy,
+        buffers=model.buffers + [(copy, 8)] * bool(copy),
+        acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n, copy,
+        unit.kind.value, cost, unit.kind is not Kind.HLS_SPARSE_MVAU, balance)
 
 
 def _plan_folds(d: _Design, part: str, clock_mhz: float,
@@ -610,29 +643,13 @@ def _plan_folds(d: _Design, part: str, clock_mhz: float,
         model = ProcessModel(node.name, reads, [], out, compute, macs,
                              requantizes=node.op in REQUANTIZING,
                              buffers=[(n, 8) for _, n in reads] + [(out, 8)])
-        unit = _unit_candidate(node)
-        if unit is None:
+        units = [_foldable(d, node, model, c) for c in _unit_candidates(node)]
+        if not units:
             fixed.append(model)
             continue
-        b = node.inputs[3].const
-        k, n, copy = _unit_shape(node)
-        bound = accumulator_bound(node)
-        cost, sparse = None, {}
-        if unit.kind in SPARSE_UNITS:  # the busiest PE's entries (and a window's load)
-            cost = lambda pe, simd, node=node: _sparse_cycles(d, node, pe, simd)  # noqa: E731
-            entries = int(np.maximum(np.count_nonzero(b.reshape(n, -1) if node.op ==
-                                                      "QLinearConv" else b, axis=-1
-                                                      if node.op == "QLinearConv" else 0),
-                                     1).sum())
-            sparse = {"lanes": 1, "index_bits": (b.size // n).bit_length() +
-                      (n + 1).bit_length(), "weights": entries}
-        foldable.append(Foldable(node, replace(
-            model, weight_bits=ap_type(b)[1], weights=sparse.pop("weights", b.size),
-            requantizes=True, **sparse,
-            compute=cost(1, 1) if cost else model.compute + copy,
-            buffers=model.buffers + [(copy, 8)] * bool(copy),
-            acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n, copy,
-            unit.kind.value, cost, unit.kind is not Kind.HLS_SPARSE_MVAU))
+        if len(units) == 2:  # (where the sparse unit cannot keep up: hls_fold.py)
+            units[0].dense = units[1]
+        foldable.append(units[0])
     return {name: (u.kind, pe, simd) for name, (u, pe, simd) in
             fold(fixed, foldable, part, clock_mhz, target_fps).items()}
 

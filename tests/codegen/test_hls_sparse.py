@@ -154,21 +154,12 @@ def graph_with_dense_weights():
     return g
 
 
-@pytest.mark.parametrize("c,m,k,stride,dil,pad,pe,simd", [
-    (5, 7, 3, 2, 2, 1, 3, 2), (8, 6, 3, 1, 1, 1, 4, 8), (3, 4, 1, 1, 1, 0, 4, 1)],
-    ids=["padded-strided-dilated", "whole", "pointwise"])
-def test_sparse_convolutions_equal_the_interpreter(c, m, k, stride, dil, pad, pe, simd,
-                                                   tmp_path):
-    """hls-sparse-conv: the window loaded SIMD channels a cycle from the HWC frame (zero in
-    the padding), the PEs' entries index it; 60% of the weights zero and one channel all
-    zero (its outputs the bias, requantized); bit for bit with the interpreter."""
+def _qconv(w: np.ndarray, stride: int, dil: int, pad: int, rng) -> tuple:
+    """A graph of one QLinearConv of weights `w` on a 9 x 10 uint8 input, and its node."""
     from edgec.ir import Graph, TensorType
     from edgec.ir.dtypes import DType
 
-    rng = np.random.default_rng(c * 10 + m)
-    w = rng.integers(-127, 128, (m, c, k, k)).astype(np.int8)
-    w[rng.random(w.shape) < 0.6] = 0
-    w[1] = 0
+    m, c = w.shape[:2]
     g = Graph("sc")
     x = g.add_input("x", TensorType((1, c, 9, 10), DType.U8))
     cst = lambda v, n, t: g.const(np.asarray(v, t), n)  # noqa: E731
@@ -179,6 +170,22 @@ def test_sparse_convolutions_equal_the_interpreter(c, m, k, stride, dil, pad, pe
     node = g.add_node("QLinearConv", ins, {"group": 1, "strides": [stride, stride],
                                            "pads": [pad] * 4, "dilations": [dil, dil]})
     g.outputs = [node.output]
+    return g, node
+
+
+@pytest.mark.parametrize("c,m,k,stride,dil,pad,pe,simd", [
+    (5, 7, 3, 2, 2, 1, 3, 2), (8, 6, 3, 1, 1, 1, 4, 8), (3, 4, 1, 1, 1, 0, 4, 1)],
+    ids=["padded-strided-dilated", "whole", "pointwise"])
+def test_sparse_convolutions_equal_the_interpreter(c, m, k, stride, dil, pad, pe, simd,
+                                                   tmp_path):
+    """hls-sparse-conv: the window loaded SIMD channels a cycle from the HWC frame (zero in
+    the padding), the PEs' entries index it; 60% of the weights zero and one channel all
+    zero (its outputs the bias, requantized); bit for bit with the interpreter."""
+    rng = np.random.default_rng(c * 10 + m)
+    w = rng.integers(-127, 128, (m, c, k, k)).astype(np.int8)
+    w[rng.random(w.shape) < 0.6] = 0
+    w[1] = 0
+    g, node = _qconv(w, stride, dil, pad, rng)
     art = compile_graph(g, tmp_path / "sc", target="hls", fpga_part=PART, name="sc",
                         strategy={node.name: f"hls-sparse-conv{{pe={pe},simd={simd}}}"})
     chosen = art.manifest["kernel_strategies"][-1]["strategy"]
@@ -188,6 +195,42 @@ def test_sparse_convolutions_equal_the_interpreter(c, m, k, stride, dil, pad, pe
         f = {"x": np.random.default_rng(seed).integers(0, 256, (1, c, 9, 10)).astype(np.uint8)}
         np.testing.assert_array_equal(model.run(f)[node.output.name],
                                       interpret(g, f)[node.output.name])
+
+
+@pytest.mark.parametrize("heavy", [False, True], ids=["even-channels", "one-heavy-channel"])
+def test_folding_keeps_sparse_pes_evenly_busy_or_takes_the_dense_unit(heavy, tmp_path):
+    """8 output channels of 3 x 3 x 3 weights on 3 x 9 x 10 (90 pixels), folded to 66,000
+    frames/s at 200 MHz: 3030 cycles. A unit's cycles: 270 reads + 720 writes + 270 to copy
+    the frame + per pixel, sparse, the busiest PE's entries + 9 window loads, dense,
+    216 MACs / (PE x SIMD). 4 non-zeros a channel: the interleaved order evens 2 and 4 PEs
+    out exactly; the sparse unit folds to 4 PEs (1 PE 4950, 2 PEs 3510, 4 PEs 2790), its
+    busiest PE at the mean. One channel all 27 non-zero and the others 1 each (34): at 2 PEs
+    or more the busiest PE has 27 or more against a mean of 17 or less (1.6x), so the sparse
+    unit stays at 1 PE, 5130; the dense unit folds past that (2 PE x 3 SIMD 4500, 4 PE x 3
+    SIMD 2880), and folding takes it. Either way, bit for bit with the interpreter."""
+    import re
+
+    rng = np.random.default_rng(5)
+    w = np.zeros((8, 3, 3, 3), np.int8)
+    flat = w.reshape(8, -1)
+    for ch in range(8):
+        flat[ch, rng.choice(27, 1 if heavy else 4, replace=False)] = rng.integers(1, 100)
+    if heavy:
+        flat[0] = rng.integers(1, 100, 27)
+    g, node = _qconv(w, 1, 1, 1, rng)
+    art = compile_graph(g, tmp_path / "f", target="hls", fpga_part=PART, name="f",
+                        target_fps=66000)
+    chosen = art.manifest["kernel_strategies"][-1]["strategy"]
+    if heavy:
+        assert chosen.startswith("convolution as a matrix-vector unit, 4 PE x 3 SIMD"), chosen
+    else:
+        pe, spread = re.search(r"sparse convolution unit, (\d+) PE.*max / mean ([\d.]+)",
+                               chosen).groups()
+        assert (int(pe), float(spread)) == (4, 1.0), chosen
+    model = edgec.load(art.out_dir)
+    f = {"x": rng.integers(0, 256, (1, 3, 9, 10)).astype(np.uint8)}
+    np.testing.assert_array_equal(model.run(f)[node.output.name],
+                                  interpret(g, f)[node.output.name])
 
 
 def test_a_pruned_resnet_runs_on_sparse_pes_bit_for_bit_and_counts_its_work(tmp_path,
@@ -212,7 +255,9 @@ def test_a_pruned_resnet_runs_on_sparse_pes_bit_for_bit_and_counts_its_work(tmp_
     np.testing.assert_array_equal(edgec.load(h.out_dir).run(x)["output"],
                                   edgec.load(c.out_dir).run(x)["output"])
     units = [s for s in h.manifest["kernel_strategies"] if s["op"] in ("QLinearConv", "QGemm")]
-    assert len(units) == 21 and all(s["strategy"].startswith("sparse") for s in units)
+    # (the stem, 8 channels, cannot keep its PEs evenly busy: the dense unit folds past it)
+    units = [s for s in units if s["strategy"].startswith("sparse")]
+    assert len(units) >= 20
     nodes = {n.name: n for n in graph.nodes}
     for s in units:
         node = nodes[s["node"]]
