@@ -10,10 +10,15 @@ builds it, is not timed; then --runs runs, their median.
 
     python benchmarks/bench_hls.py [--models mlp,tiny_cnn,resnet18_w8]
         [--part xcu250-figd2104-2L-e] [--clock-mhz 200] [--bits int8] [--runs 3]
-        [--csim threads|sequential] [--prune 0.9]
+        [--csim threads|sequential] [--prune 0.9] [--ablate]
 
 --prune S prunes the weights to sparsity S first (unstructured: what sparse PEs skip); the
 last column counts the units on sparse PEs and their worst max / mean work per PE.
+
+--ablate (with --prune) measures what each of sparsity, reordering and padding gives: the
+design's estimate (no C-simulation) dense, then on sparse PEs with the channels in their own
+order and only folds that divide (no padding), then dealt by the interleaved order, then with
+padded folds too (the default design); each step's change of latency and frames per second.
 
 --csim sequential runs the C-simulation as Vitis HLS does (EDGEC_CSIM=sequential: the
 processes one after another, unbounded streams); by default each process is a thread on
@@ -83,6 +88,69 @@ def bench(name: str, folder: Path, part: str, clock: float, bits: str, runs: int
             "worst_pe_spread": max(spread, default=None)}
 
 
+def _design(name: str, folder: Path, part: str, clock: float, bits: str, prune: float, *,
+            interleave: bool = True, padding: bool = True, strategy: dict | None = None) -> dict:
+    """The estimate of `name`'s design (no C-simulation), reordering and padding on or off."""
+    from edgec.codegen import hls_fold
+    from edgec.ir import sparse_pe
+
+    model = MODELS[name]()
+    path = folder / f"{name}.onnx"
+    onnx.save(model, path)
+    opts = {"quantize": bits, "calib": _inputs(model, 4, 0), "name": name}
+    if prune:
+        opts |= {"prune": prune, "prune_pattern": "unstructured"}
+    if strategy:
+        opts["strategy"] = strategy
+    sparse_pe.INTERLEAVE, hls_fold.PADDING = interleave, padding
+    try:
+        h = edgec.compile(path, folder / f"{name}_{interleave}{padding}{prune}", target="hls",
+                          fpga_part=part, clock_mhz=clock, **opts)
+    finally:
+        sparse_pe.INTERLEAVE, hls_fold.PADDING = True, True
+    sparse = [s["strategy"] for s in h.manifest["kernel_strategies"]
+              if s["strategy"].startswith("sparse")]
+    spread = [float(t.rsplit("max / mean ", 1)[1].rstrip(")")) for t in sparse]
+    folds = {s["node"]: "{kind}{{{p}}}".format(kind=s["choice"]["kind"], p=",".join(
+        f"{k}={v}" for k, v in s["choice"]["params"].items()))
+        for s in h.manifest["kernel_strategies"] if s["choice"]["kind"].startswith("hls-sparse")}
+    return {"estimate": h.manifest["hls"]["estimate"], "sparse_units": len(sparse),
+            "worst_pe_spread": max(spread, default=None), "sparse_folds": folds}
+
+
+def ablate(names: list[str], part: str, clock: float, bits: str, prune: float) -> None:
+    """The table of --ablate (module doc)."""
+    print("| model | design | latency ms | frames/s | LUT | DSP | BRAM18 | sparse units "
+          "(worst PE) | latency gain of this step | frames/s gain |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    steps = [("dense", 0.0, True, True),
+             ("sparse PEs, channel order, folds that divide", prune, False, False),
+             ("+ reordering (interleaved order)", prune, True, False),
+             ("+ padding (folds that do not divide)", prune, True, True),
+             # the same design's sparse units at their folds, channels in their own order:
+             # what reordering gives at equal PEs (gain: the design above over this one)
+             ("the same PEs, channels in their own order", prune, False, True)]
+    with tempfile.TemporaryDirectory(prefix="edgec-bench-hls-") as tmp:
+        for name in names:
+            before, folds = None, None
+            for label, p, interleave, padding in steps:
+                last = label.startswith("the same PEs")
+                r = _design(name, Path(tmp), part, clock, bits, p, interleave=interleave,
+                            padding=padding, strategy=folds if last else None)
+                folds = r["sparse_folds"]
+                e = r["estimate"]
+                m, t = e["model"], e["total"]
+                new, old = (before, m) if last else (m, before)
+                gain = "" if before is None else \
+                    f"{old['latency_ms'] / new['latency_ms']:.3f}x | " \
+                    f"{new['fps'] / old['fps']:.3f}x"
+                print(f"| {name} | {label} | {m['latency_ms']:.4g} | {m['fps']:.4g} | "
+                      f"{t['lut']} | {t['dsp']} | {t['bram18']} | {r['sparse_units']}"
+                      + (f" ({r['worst_pe_spread']:.3f})" if r["sparse_units"] else "")
+                      + f" | {gain or '- | -'} |", flush=True)
+                before = m
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="mlp,tiny_cnn,resnet18_w8")
@@ -93,7 +161,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--csim", default="threads", choices=["threads", "sequential"])
     ap.add_argument("--prune", type=float, default=0.0,
                     help="prune the weights to this sparsity first (unstructured)")
+    ap.add_argument("--ablate", action="store_true",
+                    help="what sparsity, reordering and padding each give (needs --prune)")
     a = ap.parse_args(argv)
+    if a.ablate:
+        if not a.prune:
+            ap.error("--ablate needs --prune S (the sparsity whose gains it measures)")
+        print(f"host: {host_cpu_name()}; part {a.part} at {a.clock_mhz:g} MHz; {a.bits}; "
+              f"pruned to {a.prune:.0%}; estimates only")
+        ablate(list(filter(None, a.models.split(","))), a.part, a.clock_mhz, a.bits, a.prune)
+        return 0
     if a.csim == "sequential":
         os.environ["EDGEC_CSIM"] = "sequential"
     print(f"host: {host_cpu_name()}; part {a.part} at {a.clock_mhz:g} MHz; {a.bits}; "

@@ -28,12 +28,13 @@ them for its matrix-vector unit) with W weight bits, A activation bits, P = PE, 
             300 per other process; plus LUTRAM of the small memories (ceil(depth / 64) x width)
     DSP   = ceil(P Q / 2) where W and A are 5 to 8 bits: two 8-bit products that share an
             operand packed into one DSP48E2 (Xilinx WP486); none at 4 bits and below (LUT
-            multipliers); plus 4 per requantizing process (its 32 x 31-bit multiply, 27 x 18
-            DSP slices 2 x 2)
+            multipliers); P Q ceil((W + A) / 48) above 8 bits; plus 4 per requantizing
+            process (its 32 x 31-bit multiply, 27 x 18 DSP slices 2 x 2)
     BRAM18 per memory of `depth` words of `width` bits over 1024 bits (weights ROM: depth
             = weights / (P Q), width = W P Q; each frame buffer; a stream deeper than 32):
             ceil(depth / D) x ceil(width / B), (B, D) the RAMB18 shape that suits the width:
-            (1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)
+            (1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512); a memory
+            of one word is registers (an array partitioned completely)
     URAM  0: the pragmas bind every memory to BRAM
 
 A sparse unit (lowering/kernels/quant_sparse_pe.py) is costed as a unit of Q = 1 (one
@@ -129,8 +130,9 @@ class ProcessModel:
 
 def _memory(depth: int, width: int) -> tuple[int, int]:
     """(BRAM18, LUT) of a memory of `depth` words of `width` bits: LUTRAM when small, else
-    RAMB18s in the shape that suits the width."""
-    if depth <= 0 or width <= 0:
+    RAMB18s in the shape that suits the width; one word is registers (an array partitioned
+    completely: a unit's weights at PE x SIMD = all of them), counted in neither."""
+    if depth <= 1 or width <= 0:
         return 0, 0
     if depth * width <= LUTRAM_BITS:
         return 0, math.ceil(depth / 64) * width

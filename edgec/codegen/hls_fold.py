@@ -39,6 +39,9 @@ IO_SHARE = 4
 # 22 non-zeros in 8 channels, one of them 10, ran its busiest PE at 2.0x the mean; with 8 a
 # PE, ResNet-18's stem stopped at 8 PEs, 250 ms a frame against 167.)
 SPARSE_BALANCE = 1.05
+# whether folds that do not divide a dimension (padded to whole folds: operator padding) are
+# tried (benchmarks/bench_hls.py --ablate turns it off to measure what padding gives)
+PADDING = True
 
 
 @dataclass
@@ -79,7 +82,7 @@ class Foldable:
             return
         # sparse PEs: only as many as the interleaved order keeps evenly busy; the counts
         # that do not divide the channels (rows past them compute nothing) after the rest
-        odd = [d for d in range(1, self.n + 1) if d not in steps]
+        odd = [d for d in range(1, self.n + 1) if d not in steps] if PADDING else []
         yield from ((d, simd) for d in steps + odd
                     if d > pe and self.balance(d) <= SPARSE_BALANCE)
 
@@ -99,9 +102,10 @@ class Foldable:
 
 
 def _steps(size: int) -> list[int]:
-    """The folds of a dimension of `size`: its divisors and the powers of two below it."""
+    """The folds of a dimension of `size`: its divisors and (PADDING) the powers of two below
+    it."""
     return sorted({d for d in range(1, size + 1) if size % d == 0} |
-                  {1 << b for b in range(size.bit_length()) if 1 << b < size})
+                  {1 << b for b in range(size.bit_length()) if 1 << b < size and PADDING})
 
 
 def fold_compute(macs: int, k: int, n: int, pe: int, simd: int) -> int:

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # a matrix product whose weights are at least this share zeros runs on sparse PEs
 SPARSE_MIN_ZEROS = 0.5
+# whether the channels are dealt to the PEs by their work (interleaved_pe_order) or in their
+# own order (benchmarks/bench_hls.py --ablate turns it off to measure what reordering gives)
+INTERLEAVE = True
 
 
 def sparse_why(b_v: Value) -> str:
@@ -62,6 +65,8 @@ def interleaved_pe_order(work: np.ndarray, pes: int) -> np.ndarray:
     then rows swapped off the busiest PE while that lowers it (`_refine`)."""
     work = np.asarray(work, np.float64)
     rows = -(-work.size // pes)
+    if not INTERLEAVE:  # PE p: channels p, p + pes, ...
+        return np.concatenate([np.arange(work.size), np.full(rows * pes - work.size, -1)])
     load, count = np.zeros(pes), np.zeros(pes, np.int64)
     order = np.full(rows * pes, -1, np.int64)
     for ch in np.argsort(-work, kind="stable"):

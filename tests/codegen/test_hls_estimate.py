@@ -46,6 +46,13 @@ def test_a_layers_resources_by_hand():
                      weights=64, acc_bits=16, requantizes=True)
     lut = 300 + math.ceil(1.1 * ((2 * math.ceil(12 / 6) - 1) * 12 + 12 + 16)) + 4
     assert resources(q) == {"lut": lut, "dsp": 4, "bram18": 0, "uram": 0}
+    # weights at PE x SIMD = all of them (4 x 48 at 16 bits): a ROM of one word 3072 bits
+    # wide, registers (no BRAM, no LUTRAM); one DSP a 16-bit product
+    w = ProcessModel("all", [("x", 48)], ["y"], 4, 1, macs=192, pe=4, simd=48,
+                     weight_bits=16, act_bits=16, weights=192, acc_bits=16)
+    tree = 32 * (2 * 48 - 1) + 16
+    assert resources(w) == {"lut": 300 + math.ceil(1.1 * 4 * tree), "dsp": 192, "bram18": 0,
+                            "uram": 0}
     # a FIFO of 2 is shift registers, one of 512 x 8 bits a RAMB18 (4096 bits)
     assert fifo_resources(2, 8) == {"lut": 8, "dsp": 0, "bram18": 0, "uram": 0}
     assert fifo_resources(512, 8)["bram18"] == 1
