@@ -25,7 +25,8 @@ them for its matrix-vector unit) with W weight bits, A activation bits, P = PE, 
 
     LUT   = 300 + 1.1 P (Q (2 ceil((W + A) / 6) - 1)(W + A) [LUT multipliers only]
                          + (W + A)(2 Q - 1) + accumulator bits)  per convolution or product;
-            300 per other process; plus LUTRAM of the small memories (ceil(depth / 64) x width)
+            300 per other process (a pooling unit: + 1.1 x 2 A a lane, its comparator and
+            multiplexer); plus LUTRAM of the small memories (ceil(depth / 64) x width)
     DSP   = ceil(P Q / 2) where W and A are 5 to 8 bits: two 8-bit products that share an
             operand packed into one DSP48E2 (Xilinx WP486); none at 4 bits and below (LUT
             multipliers); P Q ceil((W + A) / 48) above 8 bits; plus 4 per requantizing
@@ -119,6 +120,8 @@ class ProcessModel:
     index_bits: int = 0
     # it writes each value as it reads it (a port's reader forking it to its consumers)
     forwards: bool = False
+    # a pooling unit: SIMD lanes, a comparator and a multiplexer each
+    pools: bool = False
 
     @property
     def cycles(self) -> int:
@@ -157,6 +160,8 @@ def resources(p: ProcessModel) -> dict:
             p.pe * q * math.ceil((w + a) / 48)
         b, lr = _memory(math.ceil(p.weights / (p.pe * q)), (w + p.index_bits) * p.pe * q)
         bram, lut = bram + b, lut + lr
+    if p.pools:
+        lut += math.ceil(LUT_FACTOR * p.simd * 2 * p.act_bits)
     if p.requantizes:
         dsp += REQUANT_DSPS
     for depth, width in p.buffers:

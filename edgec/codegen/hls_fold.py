@@ -1,5 +1,7 @@
 """Folding an HLS design: how many outputs (PE) and terms (SIMD) each matrix-vector unit
-computes a cycle (lowering/kernels/quant_mvau.py), chosen before the kernels are built.
+computes a cycle (lowering/kernels/quant_mvau.py), and how many channels a pooling unit
+takes the maximum of (lowering/kernels/pool_unit.py: SIMD, dividing its channels), chosen
+before the kernels are built.
 
 The design's frames per second are set by its slowest process (codegen/hls_estimate.py), so
 folding works on the slowest: while the slowest process is a matrix-vector unit that can
@@ -10,8 +12,8 @@ DSP, BRAM18 by the estimate's formulas; a resource the unfolded design exceeds a
 left out of that test: folding cannot mend it, and the estimate says it), its computing
 already takes under a quarter of the time its reads and writes take (each process reads and
 writes a value a cycle), or the target is met: `target_fps` (its interval at the clock),
-else the slowest process that cannot fold (a pool, a depthwise convolution: one element or
-MAC a cycle today). What a node was given by `--strategy` stays as given.
+else the slowest process that cannot fold (a depthwise convolution, an average pool: one
+element or MAC a cycle today). What a node was given by `--strategy` stays as given.
 
 A sparse unit (lowering/kernels/quant_sparse_pe.py) folds only to PE counts whose busiest
 PE, under the reorder pass's interleaved order, works within SPARSE_BALANCE of the mean PE
@@ -59,6 +61,7 @@ class Foldable:
     folds_simd: bool = True  # whether SIMD folds (not a sparse matrix product's)
     # a sparse unit's busiest PE's work over the mean PE's, at P PEs
     balance: Callable[[int], float] | None = None
+    divisors: bool = False  # whether its folds divide its dimensions (a pooling unit's)
     # a sparse unit's dense form, which folding takes where the sparse one cannot keep up
     dense: Foldable | None = None
 
@@ -75,8 +78,8 @@ class Foldable:
         """The (PE, SIMD) past (`pe`, `simd`), in the order they are tried: SIMD up to K
         first, then PE up to N, each a divisor or a power of two (padded to whole folds)."""
         if self.folds_simd:
-            yield from ((pe, d) for d in _steps(self.k) if d > simd)
-        steps = _steps(self.n)
+            yield from ((pe, d) for d in _steps(self.k, not self.divisors) if d > simd)
+        steps = _steps(self.n, not self.divisors)
         if self.balance is None:
             yield from ((d, simd) for d in steps if d > pe)
             return
@@ -101,11 +104,12 @@ class Foldable:
         return replace(self.model, pe=pe, simd=simd, compute=self.compute(pe, simd))
 
 
-def _steps(size: int) -> list[int]:
-    """The folds of a dimension of `size`: its divisors and (PADDING) the powers of two below
-    it."""
+def _steps(size: int, pad: bool = True) -> list[int]:
+    """The folds of a dimension of `size`: its divisors and (`pad` and PADDING) the powers
+    of two below it."""
     return sorted({d for d in range(1, size + 1) if size % d == 0} |
-                  {1 << b for b in range(size.bit_length()) if 1 << b < size and PADDING})
+                  {1 << b for b in range(size.bit_length())
+                   if 1 << b < size and pad and PADDING})
 
 
 def fold_compute(macs: int, k: int, n: int, pe: int, simd: int) -> int:

@@ -253,6 +253,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
     for node_name, (kind, pe, simd) in _plan_folds(d, part, clock_mhz, target_fps).items():
         if (pe, simd) != (1, 1) or kind in DENSE_KINDS:
             d.forced[node_name] = f"{kind}{{pe={pe}}}" if kind == "hls-sparse-mvau" else \
+                f"{kind}{{simd={simd}}}" if kind == Kind.HLS_POOL.value else \
                 f"{kind}{{pe={pe},simd={simd}}}"
     r = HlsRenderer()
     lowered = []
@@ -461,6 +462,9 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
         # own HWC copy of the frame)
         body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} cyclic factor={simd}"
                  for j in range(len(reads))]
+    if simd > 1 and choice.kind is Kind.HLS_POOL:  # lane s: the channels of block s
+        body += [f"#pragma HLS ARRAY_PARTITION variable={a} block factor={simd}"
+                 for a in [f"a{j}" for j in range(len(reads))] + ["y0"]]
     if pe > 1 and choice.kind is Kind.HLS_SPARSE_MVAU:  # PE terms a cycle, anywhere in A:
         # registers where A is small (a bank per PE, each read at random, otherwise)
         body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} complete"
@@ -500,7 +504,8 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
 
 
 # the matrix-vector units: PE x SIMD folds (a sparse unit's PE only)
-UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
+UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV,
+         Kind.HLS_POOL)
 SPARSE_UNITS = (Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
 # (a dense unit folding chose where a sparse one would be the default: given as a strategy)
 DENSE_KINDS = (Kind.HLS_MVAU.value, Kind.HLS_CONV_MVAU.value)
@@ -512,7 +517,7 @@ def _fold_of(choice) -> tuple[int, int]:
     if choice.kind not in UNITS:
         return 1, 1
     params = dict(choice.params)
-    return int(params["pe"]), int(params.get("simd", 1))
+    return int(params.get("pe", 1)), int(params.get("simd", 1))
 
 
 def _sparse_loads(d: _Design, node: Node, pe: int) -> tuple[int, float]:
@@ -571,9 +576,12 @@ def _unit_shape(node: Node) -> tuple[int, int, int]:
 def _unit_candidates(node: Node) -> list:
     """The units a node could fold as, the sparse one (quant_sparse_pe.py) before the dense
     one (quant_mvau.py), those that apply."""
+    from ..lowering.kernels.pool_unit import pool_unit_candidate
     from ..lowering.kernels.quant_mvau import conv_mvau_candidate, mvau_candidate
     from ..lowering.kernels.quant_sparse_pe import sparse_conv_candidate, sparse_mvau_candidate
 
+    if node.op == "MaxPool":
+        return [c for c in (pool_unit_candidate(node),) if c.applies]
     if node.op in ("QGemm", "QLinearMatMul"):
         bias = node.input(6) if node.op == "QGemm" else None
         args = (node, node.inputs[0], node.inputs[3], bias)
@@ -604,6 +612,10 @@ def _work(node: Node) -> tuple[int, int]:
 
 def _foldable(d: _Design, node: Node, model: ProcessModel, unit) -> Foldable:
     """`node`'s process (`model` before folding) as the unit of candidate `unit`."""
+    if unit.kind is Kind.HLS_POOL:  # SIMD channels a cycle (the taps one after another)
+        c_ = node.inputs[0].shape[1]
+        return Foldable(node, replace(model, pools=True), c_, 1, kind=unit.kind.value,
+                        cost=lambda pe, simd: model.compute // simd, divisors=True)
     b = node.inputs[3].const
     k, n, copy = _unit_shape(node)
     bound = accumulator_bound(node)
@@ -704,18 +716,24 @@ def _models(d: _Design, lowered: list, layers: list[dict]
             weight_bits = next(bits for name, bits in roms.items() if name.startswith("sval"))
             sparse = {"lanes": 1, "index_bits": sum(
                 bits for name, bits in roms.items() if name.startswith(("sterm", "sout")))}
+        elif choice.kind is Kind.HLS_POOL:  # (SIMD divides the channels)
+            compute //= simd
         elif choice.kind in UNITS:  # (padded to whole folds where they do not divide)
             k, n, copy = _unit_shape(node)
             compute = fold_compute(macs, k, n, pe, simd) + copy
+        pools = choice.kind is Kind.HLS_POOL
+        banks = simd if pools else 1  # (a pooling unit's frames: SIMD blocks, a lane's each)
         procs.append(ProcessModel(
             proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
-            pe=pe, simd=simd, weight_bits=weight_bits, **sparse,
+            pe=pe, simd=simd, weight_bits=weight_bits, **sparse, pools=pools,
             weights=weights.numel if weights is not None and macs else 0,
             act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,
             requantizes=node.op in REQUANTIZING,
-            buffers=[(n, 8 * d.by_name[s].dtype.itemsize) for s, n in
-                     [(x.value.name, x.value.type.numel) for x in d.reads.get(proc, [])]] +
-                    [(v.type.numel, 8 * v.dtype.itemsize) for v in node.outputs] +
+            buffers=[(-(-n // banks), 8 * d.by_name[s].dtype.itemsize) for s, n in
+                     [(x.value.name, x.value.type.numel) for x in d.reads.get(proc, [])]
+                     for _ in range(banks)] +
+                    [(-(-v.type.numel // banks), 8 * v.dtype.itemsize) for v in node.outputs
+                     for _ in range(banks)] +
                     # a convolution's unit: its HWC copy of the frame, in SIMD memories
                     [(-(-copy // simd), 8)] * (simd if copy else 0)))
     for p in procs:

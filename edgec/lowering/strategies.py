@@ -72,6 +72,7 @@ class Kind(enum.Enum):
     # a matrix product on sparse PEs that skip the weights' zeros (kernels/quant_sparse_pe.py)
     HLS_SPARSE_MVAU = "hls-sparse-mvau"
     HLS_SPARSE_CONV = "hls-sparse-conv"  # a convolution on sparse PEs (quant_sparse_pe.py)
+    HLS_POOL = "hls-pool"  # a MaxPool over SIMD channels a cycle (kernels/pool_unit.py)
     # an op whose builder has one way
     DIRECT = "direct"
 

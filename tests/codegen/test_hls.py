@@ -447,3 +447,54 @@ def test_matrix_vector_units_fold_to_the_target_and_stay_exact(tmp_path):
     layer = h.manifest["hls"]["estimate"]["layers"][-1]
     assert layer["compute_cycles"] == 4 * 11  # ceil(10 / 3) x ceil(256 / 24)
     np.testing.assert_array_equal(edgec.load(h.out_dir).run(x)["output"], want["output"])
+
+
+@pytest.mark.parametrize("c,k,stride,pad,dil,ceil,simd,dtype", [
+    (8, 3, 2, 1, 1, 0, 4, np.uint8), (6, 2, 2, 0, 1, 1, 3, np.int8),
+    (4, 3, 1, 1, 2, 0, 4, np.uint8), (5, 3, 2, 1, 1, 0, 1, np.int8)],
+    ids=["stem-like", "ceil-int8", "dilated", "one-lane"])
+def test_the_pooling_unit_equals_the_interpreter(c, k, stride, pad, dil, ceil, simd, dtype,
+                                                 tmp_path):
+    """hls-pool: lane s takes the maximum of channel block s, a tap a cycle; taps in the
+    padding (and past the end in ceil mode) never win; bit for bit with the interpreter,
+    the frame and output arrays partitioned in SIMD blocks."""
+    g = Graph("pu")
+    x = _q(g, np.random.default_rng(0), (1, c, 9, 10), dtype)
+    node = g.add_node("MaxPool", [x], {"kernel_shape": [k, k], "strides": [stride, stride],
+                                       "pads": [pad] * 4, "dilations": [dil, dil],
+                                       "ceil_mode": ceil}, num_outputs=1)
+    g.outputs = [node.output]
+    art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="pu",
+                        strategy={node.name: f"hls-pool{{simd={simd}}}"})
+    assert art.manifest["kernel_strategies"][-1]["strategy"] == f"pooling unit, {simd} SIMD"
+    src = (art.out_dir / "pu_hls.cpp").read_text()
+    assert (f"#pragma HLS ARRAY_PARTITION variable=a0 block factor={simd}" in src) == (simd > 1)
+    layer = art.manifest["hls"]["estimate"]["layers"][-1]  # a tap a cycle, SIMD lanes
+    assert layer["compute_cycles"] == node.output.type.numel * k * k // simd
+    rng = np.random.default_rng(c)
+    info = np.iinfo(dtype)
+    model = edgec.load(art.out_dir)
+    for f in ({"x": rng.integers(info.min, info.max + 1, (1, c, 9, 10)).astype(dtype)},
+              {"x": np.full((1, c, 9, 10), info.min, dtype)}):
+        np.testing.assert_array_equal(model.run(f)[node.output.name],
+                                      interpret(g, f)[node.output.name])
+    with pytest.raises(EdgecError, match="SIMD to divide its"):
+        compile_graph(g, tmp_path / "bad", target="hls", fpga_part=PART, name="pu",
+                      strategy={node.name: f"hls-pool{{simd={c + 1}}}"})
+
+
+def test_folding_widens_a_pool_that_bounds_the_design(tmp_path):
+    """A 3 x 3 MaxPool, stride 1, on 8 x 9 x 10: 720 values in, 720 out, 6480 taps. Alone in
+    the design its taps bound it; folding widens it to the largest SIMD dividing its 8
+    channels that it takes to bring the taps under a quarter of its reads and writes (6480 /
+    8 = 810 > 360: all 8 lanes), and the outputs stay exact."""
+    g = Graph("pf")
+    x = _q(g, np.random.default_rng(1), (1, 8, 9, 10))
+    node = g.add_node("MaxPool", [x], {"kernel_shape": [3, 3], "strides": [1, 1],
+                                       "pads": [1] * 4, "dilations": [1, 1]}, num_outputs=1)
+    g.outputs = [node.output]
+    art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="pf")
+    assert art.manifest["kernel_strategies"][-1]["strategy"] == "pooling unit, 8 SIMD"
+    f = {"x": np.random.default_rng(2).integers(0, 256, (1, 8, 9, 10)).astype(np.uint8)}
+    np.testing.assert_array_equal(edgec.load(art.out_dir).run(f)[node.output.name],
+                                  interpret(g, f)[node.output.name])

@@ -14,6 +14,7 @@ from ...kernel_ir.kernel import (
     select,
 )
 from ..lower import SCALARS, NodeKernelBuilder, kernel
+from ..strategies import Candidate, Kind
 from .common import (
     _axis_names,
     _lowest,
@@ -124,6 +125,13 @@ def _pool(kb: NodeKernelBuilder, node: Node, kind: str) -> None:
 
 @kernel("MaxPool")
 def max_pool(kb: NodeKernelBuilder, node: Node) -> None:
+    if kb.target.arch == "hls" and (kb.forced is None or kb.forced.kind is Kind.HLS_POOL):
+        from .pool_unit import pool_unit, pool_unit_candidate
+
+        chosen = kb.choose([pool_unit_candidate(node), Candidate.of(Kind.DIRECT)])
+        if chosen.kind is Kind.HLS_POOL:
+            pool_unit(kb, node, int(chosen["simd"]))
+            return
     _pool(kb, node, "max")
 
 
