@@ -254,6 +254,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
         if (pe, simd) != (1, 1) or kind in DENSE_KINDS:
             d.forced[node_name] = f"{kind}{{pe={pe}}}" if kind == "hls-sparse-mvau" else \
                 f"{kind}{{simd={simd}}}" if kind == Kind.HLS_POOL.value else \
+                f"{kind}{{pe={pe}}}" if kind == Kind.HLS_DEPTHWISE.value else \
                 f"{kind}{{pe={pe},simd={simd}}}"
     r = HlsRenderer()
     lowered = []
@@ -462,8 +463,10 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
         # own HWC copy of the frame)
         body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} cyclic factor={simd}"
                  for j in range(len(reads))]
-    if simd > 1 and choice.kind is Kind.HLS_POOL:  # lane s: the channels of block s
-        body += [f"#pragma HLS ARRAY_PARTITION variable={a} block factor={simd}"
+    lanes = simd if choice.kind is Kind.HLS_POOL else pe \
+        if choice.kind is Kind.HLS_DEPTHWISE else 1
+    if lanes > 1:  # a pooling or depthwise unit's lane s: the channels of block s
+        body += [f"#pragma HLS ARRAY_PARTITION variable={a} block factor={lanes}"
                  for a in [f"a{j}" for j in range(len(reads))] + ["y0"]]
     if pe > 1 and choice.kind is Kind.HLS_SPARSE_MVAU:  # PE terms a cycle, anywhere in A:
         # registers where A is small (a bank per PE, each read at random, otherwise)
@@ -479,7 +482,7 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
             body.append(f"    static const {rom_type} {wname}[{max(v.const.size, 1)}] = {{\n"
                         f"    {_array_text(v.const)}}};")
             body.append(f"#pragma HLS BIND_STORAGE variable={wname} type=rom_2p impl=bram")
-            if pe * simd > 1 and b.name.startswith("mvau"):
+            if pe * simd > 1 and b.name.startswith(("mvau", "dwu")):
                 body.append(f"#pragma HLS ARRAY_PARTITION variable={wname} cyclic "
                             f"factor={pe * simd}")
             elif pe > 1 and b.name.startswith(("sval", "sterm", "sout")):  # a PE's entries
@@ -505,7 +508,7 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
 
 # the matrix-vector units: PE x SIMD folds (a sparse unit's PE only)
 UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV,
-         Kind.HLS_POOL)
+         Kind.HLS_POOL, Kind.HLS_DEPTHWISE)
 SPARSE_UNITS = (Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
 # (a dense unit folding chose where a sparse one would be the default: given as a strategy)
 DENSE_KINDS = (Kind.HLS_MVAU.value, Kind.HLS_CONV_MVAU.value)
@@ -576,7 +579,7 @@ def _unit_shape(node: Node) -> tuple[int, int, int]:
 def _unit_candidates(node: Node) -> list:
     """The units a node could fold as, the sparse one (quant_sparse_pe.py) before the dense
     one (quant_mvau.py), those that apply."""
-    from ..lowering.kernels.pool_unit import pool_unit_candidate
+    from ..lowering.kernels.pool_unit import depthwise_unit_candidate, pool_unit_candidate
     from ..lowering.kernels.quant_mvau import conv_mvau_candidate, mvau_candidate
     from ..lowering.kernels.quant_sparse_pe import sparse_conv_candidate, sparse_mvau_candidate
 
@@ -588,7 +591,7 @@ def _unit_candidates(node: Node) -> list:
         makers = (sparse_mvau_candidate, mvau_candidate)
     elif node.op == "QLinearConv":
         args = (node, node.inputs[0], node.input(2), node.inputs[3], node.input(8))
-        makers = (sparse_conv_candidate, conv_mvau_candidate)
+        makers = (sparse_conv_candidate, conv_mvau_candidate, depthwise_unit_candidate)
     else:
         return []
     return [c for c in (make(*args) for make in makers) if c.applies]
@@ -612,10 +615,18 @@ def _work(node: Node) -> tuple[int, int]:
 
 def _foldable(d: _Design, node: Node, model: ProcessModel, unit) -> Foldable:
     """`node`'s process (`model` before folding) as the unit of candidate `unit`."""
+    c_ = node.inputs[0].shape[1]
     if unit.kind is Kind.HLS_POOL:  # SIMD channels a cycle (the taps one after another)
-        c_ = node.inputs[0].shape[1]
         return Foldable(node, replace(model, pools=True), c_, 1, kind=unit.kind.value,
                         cost=lambda pe, simd: model.compute // simd, divisors=True)
+    if unit.kind is Kind.HLS_DEPTHWISE:  # PE channels a cycle (FINN's vector-vector unit)
+        w = node.inputs[3].const
+        bound = accumulator_bound(node)
+        return Foldable(node, replace(
+            model, weight_bits=ap_type(w)[1], weights=w.size, requantizes=True,
+            acc_bits=bound.bit_length() + 1 if bound is not None else 32), 1, c_,
+            kind=unit.kind.value, cost=lambda pe, simd: model.compute // pe,
+            folds_simd=False, divisors=True)
     b = node.inputs[3].const
     k, n, copy = _unit_shape(node)
     bound = accumulator_bound(node)
@@ -718,11 +729,14 @@ def _models(d: _Design, lowered: list, layers: list[dict]
                 bits for name, bits in roms.items() if name.startswith(("sterm", "sout")))}
         elif choice.kind is Kind.HLS_POOL:  # (SIMD divides the channels)
             compute //= simd
+        elif choice.kind is Kind.HLS_DEPTHWISE:  # (PE divides the channels)
+            compute //= pe
         elif choice.kind in UNITS:  # (padded to whole folds where they do not divide)
             k, n, copy = _unit_shape(node)
             compute = fold_compute(macs, k, n, pe, simd) + copy
         pools = choice.kind is Kind.HLS_POOL
-        banks = simd if pools else 1  # (a pooling unit's frames: SIMD blocks, a lane's each)
+        # (a pooling or depthwise unit's frames: blocks, a lane's each)
+        banks = simd if pools else pe if choice.kind is Kind.HLS_DEPTHWISE else 1
         procs.append(ProcessModel(
             proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
             pe=pe, simd=simd, weight_bits=weight_bits, **sparse, pools=pools,

@@ -73,6 +73,7 @@ class Kind(enum.Enum):
     HLS_SPARSE_MVAU = "hls-sparse-mvau"
     HLS_SPARSE_CONV = "hls-sparse-conv"  # a convolution on sparse PEs (quant_sparse_pe.py)
     HLS_POOL = "hls-pool"  # a MaxPool over SIMD channels a cycle (kernels/pool_unit.py)
+    HLS_DEPTHWISE = "hls-depthwise"  # a depthwise convolution, PE channels a cycle (same)
     # an op whose builder has one way
     DIRECT = "direct"
 

@@ -300,13 +300,17 @@ def test_every_integer_op_on_fuzzed_shapes_equals_the_interpreter(op, seed, tmp_
         pe, simd = int(rng.integers(1, m + 1)), int(rng.integers(1, c + 1))
         strategy = {node.name: f"hls-conv-mvau{{pe={pe},simd={simd}}}"}
         unit = "convolution as a matrix-vector unit"
+    want = f"{unit}, {pe} PE x {simd} SIMD" if strategy else None
+    if node.op == "QLinearConv" and node.attrs["group"] > 1:  # depthwise: PE channels' own
+        c = node.inputs[3].shape[0]  # windows a cycle, PE dividing the channels
+        pe = int(rng.choice([d for d in range(1, c + 1) if c % d == 0]))
+        strategy = {node.name: f"hls-depthwise{{pe={pe}}}"}
+        want = f"depthwise convolution unit, {pe} PE"
     art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="fz",
                         strategy=strategy)
     chosen = art.manifest["kernel_strategies"][-1]["strategy"]
-    if strategy:
-        assert chosen.startswith(f"{unit}, {pe} PE x {simd} SIMD"), chosen
-    elif node.op == "QLinearConv":  # depthwise: its channels share no window
-        assert "matrix-vector unit" not in chosen, chosen
+    if want:
+        assert chosen.startswith(want), chosen
     feeds = [{v.name: rng.integers(0, 256, v.shape).astype(v.dtype.np) for v in g.inputs}]
     if node.op == "QGemm":  # an input that drives column 0's sum to its extreme: the
         # accumulator, as narrow as its proved bound, must not wrap
@@ -498,3 +502,42 @@ def test_folding_widens_a_pool_that_bounds_the_design(tmp_path):
     f = {"x": np.random.default_rng(2).integers(0, 256, (1, 8, 9, 10)).astype(np.uint8)}
     np.testing.assert_array_equal(edgec.load(art.out_dir).run(f)[node.output.name],
                                   interpret(g, f)[node.output.name])
+
+
+@pytest.mark.parametrize("c,k,stride,pad,dil,pe", [
+    (8, 3, 1, 1, 1, 4), (6, 3, 2, 1, 1, 3), (4, 5, 1, 2, 2, 2), (5, 3, 2, 0, 1, 1)],
+    ids=["mobilenet-like", "strided", "dilated-5x5", "one-lane"])
+def test_the_depthwise_unit_equals_the_interpreter(c, k, stride, pad, dil, pe, tmp_path):
+    """hls-depthwise: lane s multiplies-adds channel block s's window, a tap a cycle, with
+    its own weights bank; taps in the padding add zero; requantized in fixed point per
+    channel; bit for bit with the interpreter, on random bytes and on a frame of 255 where a
+    channel's weights sum above zero, 0 elsewhere (large sums: the accumulator, as narrow as
+    its proved bound, must not wrap)."""
+    rng = np.random.default_rng(c * 10 + k)
+    g = Graph("dw")
+    x = _q(g, rng, (1, c, 9, 10))
+    w = _c(g, rng.integers(-127, 128, (c, 1, k, k)), "w", np.int8)
+    ins = [x, _scale(g, "sx", 0.05), _c(g, 0, "zx", np.uint8), w,
+           _c(g, rng.uniform(0.002, 0.01, c), "sw", np.float32), None,
+           _scale(g, "sy", 0.2), _c(g, rng.integers(0, 256), "zy", np.uint8),
+           _c(g, rng.integers(-500, 500, c), "b", np.int32)]
+    node = g.add_node("QLinearConv", ins, {"group": c, "strides": [stride, stride],
+                                           "pads": [pad] * 4, "dilations": [dil, dil]})
+    g.outputs = [node.output]
+    art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="dw",
+                        strategy={node.name: f"hls-depthwise{{pe={pe}}}"})
+    assert art.manifest["kernel_strategies"][-1]["strategy"] == \
+        f"depthwise convolution unit, {pe} PE"
+    layer = art.manifest["hls"]["estimate"]["layers"][-1]  # a tap a cycle, PE lanes
+    assert layer["compute_cycles"] == node.output.type.numel * k * k // pe
+    src = (art.out_dir / "dw_hls.cpp").read_text()
+    assert (f"#pragma HLS ARRAY_PARTITION variable=a0 block factor={pe}" in src) == (pe > 1)
+    big = np.where(w.const[:, 0].sum((1, 2)) > 0, 255, 0).astype(np.uint8)
+    model = edgec.load(art.out_dir)
+    for f in ({"x": rng.integers(0, 256, (1, c, 9, 10)).astype(np.uint8)},
+              {"x": np.broadcast_to(big[None, :, None, None], (1, c, 9, 10)).copy()}):
+        np.testing.assert_array_equal(model.run(f)[node.output.name],
+                                      interpret(g, f)[node.output.name])
+    with pytest.raises(EdgecError, match="PE to divide its"):
+        compile_graph(g, tmp_path / "bad", target="hls", fpga_part=PART, name="dw",
+                      strategy={node.name: f"hls-depthwise{{pe={c + 1}}}"})

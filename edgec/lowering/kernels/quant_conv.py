@@ -26,6 +26,7 @@ from ..strategies import Candidate, Kind
 from .common import independent_loops, named, offset, row_major_strides
 from .conv import ConvGeometry
 from .gpu_tiles import conv_as_gemm, conv_tiles_fit, int8_on_tensor_cores
+from .pool_unit import depthwise_unit, depthwise_unit_candidate
 from .quant_common import (
     Requant,
     accumulator_type,
@@ -346,10 +347,15 @@ def qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     x_v, sx_v, zx_v, w_v, sw_v, zw_v, sy_v, zy_v, b_v = (node.input(i) for i in range(9))
     fixed = fixed_point(node)
     if kb.target.arch == "hls" and (kb.forced is None or kb.forced.kind in
-                                    (Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_CONV)):
+                                    (Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_CONV,
+                                     Kind.HLS_DEPTHWISE)):
         chosen = kb.choose([sparse_conv_candidate(node, x_v, zx_v, w_v, b_v),
                             conv_mvau_candidate(node, x_v, zx_v, w_v, b_v),
+                            depthwise_unit_candidate(node, x_v, zx_v, w_v, b_v),
                             Candidate.of(Kind.INT_CONV_ROWS)])
+        if chosen.kind is Kind.HLS_DEPTHWISE:
+            depthwise_unit(kb, node, x_v, zx_v, w_v, zw_v, b_v, zy_v, sw_v, int(chosen["pe"]))
+            return
         unit = sparse_conv if chosen.kind is Kind.HLS_SPARSE_CONV else \
             conv_mvau if chosen.kind is Kind.HLS_CONV_MVAU else None
         if unit is not None:
