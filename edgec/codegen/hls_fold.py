@@ -1,7 +1,7 @@
 """Folding an HLS design: how many outputs (PE) and terms (SIMD) each matrix-vector unit
 computes a cycle (lowering/kernels/quant_mvau.py), and how many channels a pooling unit
-takes the maximum of (lowering/kernels/pool_unit.py: SIMD, dividing its channels), chosen
-before the kernels are built.
+(SIMD) or a depthwise convolution's unit (PE) takes a cycle (lowering/kernels/pool_unit.py,
+dividing its channels), chosen before the kernels are built.
 
 The design's frames per second are set by its slowest process (codegen/hls_estimate.py), so
 folding works on the slowest: while the slowest process is a matrix-vector unit that can
@@ -12,8 +12,8 @@ DSP, BRAM18 by the estimate's formulas; a resource the unfolded design exceeds a
 left out of that test: folding cannot mend it, and the estimate says it), its computing
 already takes under a quarter of the time its reads and writes take (each process reads and
 writes a value a cycle), or the target is met: `target_fps` (its interval at the clock),
-else the slowest process that cannot fold (a depthwise convolution, an average pool: one
-element or MAC a cycle today). What a node was given by `--strategy` stays as given.
+else the slowest process that cannot fold (an average pool, an addition: one element a
+cycle today). What a node was given by `--strategy` stays as given.
 
 A sparse unit (lowering/kernels/quant_sparse_pe.py) folds only to PE counts whose busiest
 PE, under the reorder pass's interleaved order, works within SPARSE_BALANCE of the mean PE
