@@ -25,7 +25,8 @@ processes one after another, unbounded streams); by default each process is a th
 FIFOs of the design's depths, which costs a thread switch per value on depth-2 streams.
 
 Models: the zoo's `mlp`, `tiny_cnn`, `resnet18` (224 x 224, 64 channels: its C-simulation
-takes minutes), `resnet18_w8` (the same topology at a width of 8 on 32 x 32 inputs).
+takes minutes), `mobilenet_v2` (224 x 224), `resnet18_w8` (the same topology at a width of
+8 on 32 x 32 inputs).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from edgec import zoo
 from edgec.targets.target import host_cpu_name
 
 MODELS = {"mlp": zoo.mlp, "tiny_cnn": zoo.tiny_cnn, "resnet18": zoo.resnet18,
+          "mobilenet_v2": zoo.mobilenet_v2,
           "resnet18_w8": lambda: zoo.resnet18(width=8, size=32, classes=10)}
 
 

@@ -32,11 +32,21 @@ them for its matrix-vector unit) with W weight bits, A activation bits, P = PE, 
             multipliers); P Q ceil((W + A) / 48) above 8 bits; plus 4 per requantizing
             process (its 32 x 31-bit multiply, 27 x 18 DSP slices 2 x 2)
     BRAM18 per memory of `depth` words of `width` bits over 1024 bits (weights ROM: depth
-            = weights / (P Q), width = W P Q; each frame buffer; a stream deeper than 32):
+            = weights / (P Q), width = W P Q; each frame buffer that URAM does not take, a
+            bank of a partitioned one; a stream deeper than 32):
             ceil(depth / D) x ceil(width / B), (B, D) the RAMB18 shape that suits the width:
             (1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512); a memory
             of one word is registers (an array partitioned completely)
-    URAM  0: the pragmas bind every memory to BRAM
+    URAM  ceil(elements / (64 / width) / 4096) per whole frame array (a process's input or
+            output array, unpartitioned) of 128 Kbit or more: the project reshapes it to 64-bit
+            words (ARRAY_RESHAPE cyclic 8 for bytes) and binds it to URAM (BIND_STORAGE
+            impl=uram), 8 bytes of a URAM word's 72 bits, 4096 words a URAM; a byte written
+            alone takes the URAM's byte write enable (that Vitis keeps II=1 there is assumed,
+            not checked: no synthesis here). ROMs stay BRAM (URAM has no initial contents on
+            UltraScale+), and partitioned banks; FIFOs too, but where the design's BRAM is
+            over the part, whose deepest FIFOs (4096 places or more) the project binds to
+            URAM (ceil(depth / 4096) x ceil(width / 72) URAMs) while that brings it under
+            and the URAMs last
 
 A sparse unit (lowering/kernels/quant_sparse_pe.py) is costed as a unit of Q = 1 (one
 multiplier a PE, whatever SIMD its window loads at), its ROM's depth its PEs' entries (the
@@ -61,6 +71,10 @@ LUT_BASE, LUT_FACTOR = 300, 1.1  # FINN-R's c0 and c1
 REQUANT_DSPS = 4  # a 32 x 31-bit multiply on 27 x 18 DSP slices
 SRL_DEPTH = 32  # a FIFO this shallow is shift registers (LUTs), deeper ones BRAM
 LUTRAM_BITS = 1024  # a memory this small is LUTRAM
+# a whole frame array (not partitioned) of this many bits or more is bound to URAM, reshaped
+# to URAM_WORD_BITS a word (8 bytes of a URAM's 72 bits; a URAM is 4096 words)
+URAM_MIN_BITS, URAM_WORD_BITS, URAM_DEPTH = 16 * 8192, 64, 4096
+URAM_FIFO_MIN = URAM_DEPTH  # a FIFO at least this deep may be bound to URAM (hls_project)
 RAMB18 = ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512))
 
 
@@ -114,6 +128,8 @@ class ProcessModel:
     acc_bits: int = 0
     requantizes: bool = False
     buffers: list[tuple[int, int]] = field(default_factory=list)  # (depth, width) of arrays
+    # (elements, width) of its whole frame arrays (large ones in URAM: uram_frame)
+    frames: list[tuple[int, int]] = field(default_factory=list)
     # multipliers a PE has (0: SIMD); a sparse unit's one, whatever its SIMD (which loads its
     # window), and the bits of each weight's term and channel stored beside it
     lanes: int = 0
@@ -147,6 +163,12 @@ def _memory(depth: int, width: int) -> tuple[int, int]:
     return math.ceil(depth / 512) * math.ceil(width / 36), 0
 
 
+def uram_frame(elements: int, width: int) -> bool:
+    """Whether a whole (unpartitioned) frame array is bound to URAM: URAM_MIN_BITS or more
+    (below, its RAMB18s are fewer than 8, and a URAM holds 16 of them)."""
+    return elements * width >= URAM_MIN_BITS
+
+
 def resources(p: ProcessModel) -> dict:
     """LUT, DSP, BRAM18 and URAM of process `p` (the module's formulas)."""
     lut, dsp, bram = LUT_BASE, 0, 0
@@ -164,18 +186,45 @@ def resources(p: ProcessModel) -> dict:
         lut += math.ceil(LUT_FACTOR * p.simd * 2 * p.act_bits)
     if p.requantizes:
         dsp += REQUANT_DSPS
-    for depth, width in p.buffers:
+    uram = 0
+    for depth, width in p.buffers + [f for f in p.frames if not uram_frame(*f)]:
         b, lr = _memory(depth, width)
         bram, lut = bram + b, lut + lr
-    return {"lut": lut, "dsp": dsp, "bram18": bram, "uram": 0}
+    for elements, width in p.frames:
+        if uram_frame(elements, width):
+            uram += math.ceil(elements / (URAM_WORD_BITS // width) / URAM_DEPTH)
+    return {"lut": lut, "dsp": dsp, "bram18": bram, "uram": uram}
 
 
-def fifo_resources(depth: int, width: int) -> dict:
-    """A stream's FIFO: shift registers up to SRL_DEPTH places, else BRAM."""
+def fifo_resources(depth: int, width: int, uram: bool = False) -> dict:
+    """A stream's FIFO: shift registers up to SRL_DEPTH places, else BRAM, or URAM where the
+    project binds it there (`uram`: 4096 words of up to 72 bits a URAM)."""
+    if uram:
+        return {"lut": 0, "dsp": 0, "bram18": 0,
+                "uram": math.ceil(depth / URAM_DEPTH) * math.ceil(width / 72)}
     if depth <= SRL_DEPTH:
         return {"lut": math.ceil(depth / 32) * width, "dsp": 0, "bram18": 0, "uram": 0}
     b, lr = _memory(depth, width)
     return {"lut": lr, "dsp": 0, "bram18": b, "uram": 0}
+
+
+def uram_fifos(fifos: list[tuple[str, int, int]], bram18: int, uram: int, part: Part
+               ) -> set[str]:
+    """The FIFOs (name, depth, width) to bind to URAM where the design's BRAM18 (`bram18`
+    taken by its processes, plus the FIFOs') is over `part`'s: the deepest first, of
+    URAM_FIFO_MIN places or more, one after another while BRAM is over and the part's URAMs
+    (less the `uram` the processes take) last."""
+    bram18 += sum(fifo_resources(depth, width)["bram18"] for _, depth, width in fifos)
+    chosen = set()
+    for name, depth, width in sorted(fifos, key=lambda f: -f[1]):
+        if bram18 <= part.bram18 or depth < URAM_FIFO_MIN:
+            break
+        need = fifo_resources(depth, width, uram=True)["uram"]
+        if uram + need <= part.uram:
+            chosen.add(name)
+            bram18 -= fifo_resources(depth, width)["bram18"]
+            uram += need
+    return chosen
 
 
 def analytic(procs: list[ProcessModel], producers: dict[str, str]) -> dict:
@@ -213,19 +262,31 @@ def stream_frames(procs: list[ProcessModel], producers: dict[str, str]) -> dict[
 
 
 def simulate(procs: list[ProcessModel], depths: dict[str, int], outputs: list[str],
-             frames: int = 3, max_events: int = 400_000) -> dict:
+             frames: int = 5, max_events: int = 400_000) -> dict:
     """The dataflow run by SimPy: `procs` as processes over stores of the streams' `depths`
     (the port streams, absent there, unbounded), `frames` frames back to back; elements move
     one a cycle, in chunks where the tensors are large (at most about `max_events` moves).
-    Returns the first frame's latency, the interval between the last two frames' ends and
-    each stream's largest occupancy (in elements)."""
+    Returns the first frame's latency, the mean interval between the last three frames' ends
+    (MobileNetV2's frames end 2.5 M and 1.2 M cycles apart by turns, 1.84 M on average, as
+    its residual joins take one frame and then the next) and each stream's largest occupancy
+    (in elements)."""
     import simpy
 
     sizes = [n for p in procs for _, n in p.reads] + [p.out_elements for p in procs]
     chunk = max(1, math.ceil(sum(sizes) * frames / max_events))
     env = simpy.Environment()
-    stores = {s: simpy.Store(env, capacity=max(1, depths[s] // chunk) if s in depths
-                             else float("inf"))
+    per_frame = {s: n for p in procs for s, n in p.reads}  # a stream's elements a frame
+
+    def capacity(s: str) -> float:
+        """A stream's depth in chunks: its whole frames' chunks and the rest's (a frame's
+        last chunk may be short: counting elements alone would hold fewer frames)."""
+        if s not in depths:
+            return float("inf")
+        n = per_frame.get(s) or depths[s]
+        whole, rest = divmod(depths[s], n)
+        return max(1, whole * math.ceil(n / chunk) + math.ceil(rest / chunk))
+
+    stores = {s: simpy.Store(env, capacity=capacity(s))
               for p in procs for s in [*(r for r, _ in p.reads), *p.writes]}
     peak = dict.fromkeys(stores, 0)
     done: list[list[float]] = [[] for _ in outputs]
@@ -283,7 +344,8 @@ def simulate(procs: list[ProcessModel], depths: dict[str, int], outputs: list[st
     env.run()
     ends = [max(d[f] for d in done) for f in range(frames)] if all(done) else []
     return {"latency_cycles": int(ends[0]) if ends else None,
-            "interval_cycles": int(ends[-1] - ends[-2]) if len(ends) > 1 else None,
+            "interval_cycles": int((ends[-1] - ends[-3]) / 2) if len(ends) > 2 else
+            int(ends[-1] - ends[-2]) if len(ends) > 1 else None,
             "fifo_peak": {s: v for s, v in peak.items() if s in depths},
             "frames": frames, "chunk": chunk}
 
@@ -302,13 +364,13 @@ def estimate(procs: list[ProcessModel], producers: dict[str, str], fifos: dict[s
         for k in total:
             total[k] += r[k]
     streams = {}
-    for s, (depth, width) in fifos.items():
-        r = fifo_resources(depth, width)
+    for s, (depth, width, *uram) in fifos.items():
+        r = fifo_resources(depth, width, *uram)
         streams[s] = {"depth": depth, "width": width, **r}
         for k in total:
             total[k] += r[k]
     model = analytic(procs, producers)
-    sim = simulate(procs, {s: d for s, (d, _) in fifos.items()}, outputs)
+    sim = simulate(procs, {s: f[0] for s, f in fifos.items()}, outputs)
     for s, v in sim["fifo_peak"].items():
         streams[s]["peak"] = v
     part = part_of(part_name)

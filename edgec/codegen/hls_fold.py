@@ -126,7 +126,7 @@ def fold(fixed: list[ProcessModel], foldable: list[Foldable], part: str, clock_m
     limits = part_of(part)
     target = clock_mhz * 1e6 / target_fps if target_fps > 0 else \
         max((p.cycles for p in fixed), default=0)
-    base = {"lut": 0, "dsp": 0, "bram18": 0}
+    base = {"lut": 0, "dsp": 0, "bram18": 0, "uram": 0}
     for p in fixed:
         r = resources(p)
         for k in base:

@@ -48,7 +48,16 @@ from ..kernel_ir.kernel import Expr, Kernel, Local, walk
 from ..lowering.lower import c_identifier, lower_node
 from ..lowering.strategies import Kind, unknown_nodes
 from ..targets.target import Target
-from .hls_estimate import ProcessModel, estimate, stream_frames
+from .hls_estimate import (
+    URAM_WORD_BITS,
+    ProcessModel,
+    estimate,
+    part_of,
+    resources,
+    stream_frames,
+    uram_fifos,
+    uram_frame,
+)
 from .hls_fold import Foldable, fold, fold_compute
 from .hls_host import ports_header, runner, tcl, testbench, testbench_data
 from .library import Sources
@@ -71,6 +80,7 @@ class StreamSpec:
     producer: str
     consumer: str
     depth: int
+    uram: bool = False  # its FIFO bound to URAM (_bind_fifos)
 
     @property
     def port(self) -> str | None:
@@ -310,6 +320,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
         processes.append(text)
         calls.append(f"    EDGEC_PROCESS({', '.join([proc, *args])});")
     _size_for_throughput(d, *_models(d, lowered, layers))
+    _bind_fifos(d, lowered, layers, part)
     est = _estimate(d, lowered, layers, part, clock_mhz)
     ports = [f"edgec::stream<{ctype(v)}> &in{k}" for k, v in enumerate(d.port_in)] + \
         [f"edgec::stream<{ctype(v)}> &out{k}" for k, v in enumerate(d.port_out)]
@@ -321,7 +332,9 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
            f"    EDGEC_DATAFLOW_BEGIN(\"{name}_top\")",
            *(f"    edgec::stream<{ctype(s.value)}> {s.name}(\"{s.name}\", \"{s.name}\", "
              f"{d.depth_macro(s)});\n#pragma HLS STREAM variable={s.name} depth="
-             f"{d.depth_macro(s)}" for s in internal)]
+             f"{d.depth_macro(s)}" + (f"\n#pragma HLS BIND_STORAGE variable={s.name} "
+                                      "type=fifo impl=uram" if s.uram else "")
+             for s in internal)]
     top += [*calls, "    EDGEC_DATAFLOW_END", "}"]
     guard = f"{name.upper()}_HLS_H"
     header = "\n".join([
@@ -455,25 +468,16 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
         for m, s in enumerate(streams):
             params.append(f"edgec::stream<{ctype(v)}> &o{j}_{m}")
             args.append(s.arg)
-    # a folded matrix-vector unit reads PE x SIMD weights and SIMD inputs a cycle: its ROM
-    # and input array partitioned by those factors
     choice = ln.strategy.choice
     pe, simd = _fold_of(choice)
-    if simd > 1 and choice.kind is Kind.HLS_MVAU:  # (a convolution's unit partitions its
-        # own HWC copy of the frame)
-        body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} cyclic factor={simd}"
-                 for j in range(len(reads))]
-    lanes = simd if choice.kind is Kind.HLS_POOL else pe \
-        if choice.kind is Kind.HLS_DEPTHWISE else 1
-    if lanes > 1:  # a pooling or depthwise unit's lane s: the channels of block s
-        body += [f"#pragma HLS ARRAY_PARTITION variable={a} block factor={lanes}"
-                 for a in [f"a{j}" for j in range(len(reads))] + ["y0"]]
-    if pe > 1 and choice.kind is Kind.HLS_SPARSE_MVAU:  # PE terms a cycle, anywhere in A:
-        # registers where A is small (a bank per PE, each read at random, otherwise)
-        body += [f"#pragma HLS ARRAY_PARTITION variable=a{j} complete"
-                 if s.value.type.numel <= SPARSE_COMPLETE else
-                 f"#pragma HLS ARRAY_PARTITION variable=a{j} cyclic factor={pe}"
-                 for j, s in enumerate(reads)]
+    parts = _array_partitions(choice, [s.value.type.numel for s in reads])
+    body += [f"#pragma HLS ARRAY_PARTITION variable={a} {how}" for a, how in parts.items()]
+    for a, v in [(f"a{j}", s.value) for j, s in enumerate(reads)] + \
+            [(f"y{j}", v) for j, v in enumerate(node.outputs)]:
+        if a not in parts and uram_frame(v.type.numel, 8 * v.dtype.itemsize):
+            body += [f"#pragma HLS ARRAY_RESHAPE variable={a} cyclic factor="
+                     f"{URAM_WORD_BITS // (8 * v.dtype.itemsize)}",
+                     f"#pragma HLS BIND_STORAGE variable={a} type=ram_2p impl=uram"]
     call_args = []
     for b, v in zip(k.params, ln.bindings, strict=True):
         if v.is_const:
@@ -513,6 +517,27 @@ SPARSE_UNITS = (Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
 # (a dense unit folding chose where a sparse one would be the default: given as a strategy)
 DENSE_KINDS = (Kind.HLS_MVAU.value, Kind.HLS_CONV_MVAU.value)
 SPARSE_COMPLETE = 4096  # a sparse unit's input of at most this many values is registers
+
+
+def _array_partitions(choice, reads: list[int]) -> dict[str, str]:
+    """How a process partitions its frame arrays (a{j}, its inputs of `reads` elements, and
+    y0) for its unit's folds: {array: ARRAY_PARTITION's arguments}. A folded matrix-vector
+    unit reads SIMD inputs a cycle (cyclic; a convolution's unit partitions its own HWC copy
+    instead); a pooling or depthwise unit's lane s the channels of block s (block, the
+    output too); sparse PEs PE terms anywhere in A (registers where A is small, a bank per
+    PE otherwise)."""
+    pe, simd = _fold_of(choice)
+    ins = [f"a{j}" for j in range(len(reads))]
+    if simd > 1 and choice.kind is Kind.HLS_MVAU:
+        return {a: f"cyclic factor={simd}" for a in ins}
+    lanes = simd if choice.kind is Kind.HLS_POOL else pe \
+        if choice.kind is Kind.HLS_DEPTHWISE else 1
+    if lanes > 1:
+        return {a: f"block factor={lanes}" for a in [*ins, "y0"]}
+    if pe > 1 and choice.kind is Kind.HLS_SPARSE_MVAU:
+        return {a: "complete" if n <= SPARSE_COMPLETE else f"cyclic factor={pe}"
+                for a, n in zip(ins, reads, strict=True)}
+    return {}
 
 
 def _fold_of(choice) -> tuple[int, int]:
@@ -665,7 +690,7 @@ def _plan_folds(d: _Design, part: str, clock_mhz: float,
         macs, compute = _work(node)
         model = ProcessModel(node.name, reads, [], out, compute, macs,
                              requantizes=node.op in REQUANTIZING,
-                             buffers=[(n, 8) for _, n in reads] + [(out, 8)])
+                             frames=[(n, 8) for _, n in reads] + [(out, 8)])
         units = [_foldable(d, node, model, c) for c in _unit_candidates(node)]
         if not units:
             fixed.append(model)
@@ -693,9 +718,23 @@ def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
     sees them, its FIFOs, latency, frames per second, resources."""
     procs, producers = _models(d, lowered, layers)
     port_streams = {s.name for s in d.streams if s.port is not None}
-    fifos = {s.name: (s.depth, 8 * s.value.dtype.itemsize) for s in d.streams
+    fifos = {s.name: (s.depth, 8 * s.value.dtype.itemsize, s.uram) for s in d.streams
              if s.name not in port_streams}
     return estimate(procs, producers, fifos, sorted(port_streams), part, clock_mhz)
+
+
+def _bind_fifos(d: _Design, lowered: list, layers: list[dict], part: str) -> None:
+    """The FIFOs hls_estimate.uram_fifos binds to URAM, given what the processes take."""
+    limits = part_of(part)
+    if limits is None:
+        return
+    procs, _ = _models(d, lowered, layers)
+    used = [resources(p) for p in procs]
+    internal = [s for s in d.streams if s.port is None]
+    chosen = uram_fifos([(s.name, s.depth, 8 * s.value.dtype.itemsize) for s in internal],
+                        sum(r["bram18"] for r in used), sum(r["uram"] for r in used), limits)
+    for s in internal:
+        s.uram = s.name in chosen
 
 
 def _models(d: _Design, lowered: list, layers: list[dict]
@@ -735,19 +774,22 @@ def _models(d: _Design, lowered: list, layers: list[dict]
             k, n, copy = _unit_shape(node)
             compute = fold_compute(macs, k, n, pe, simd) + copy
         pools = choice.kind is Kind.HLS_POOL
-        # (a pooling or depthwise unit's frames: blocks, a lane's each)
-        banks = simd if pools else pe if choice.kind is Kind.HLS_DEPTHWISE else 1
+        # its frame arrays: whole (large ones in URAM), or partitioned into banks
+        ins = [(x.value.type.numel, 8 * x.value.dtype.itemsize) for x in d.reads.get(proc, [])]
+        arrays = [(f"a{j}", n, w) for j, (n, w) in enumerate(ins)] + \
+            [(f"y{j}", v.type.numel, 8 * v.dtype.itemsize) for j, v in enumerate(node.outputs)]
+        banks = {a: int(how.rsplit("=", 1)[1]) if "=" in how else n for a, how in
+                 _array_partitions(choice, [n for n, _ in ins]).items()
+                 for a2, n, _ in arrays if a2 == a}
         procs.append(ProcessModel(
             proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
             pe=pe, simd=simd, weight_bits=weight_bits, **sparse, pools=pools,
             weights=weights.numel if weights is not None and macs else 0,
             act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,
             requantizes=node.op in REQUANTIZING,
-            buffers=[(-(-n // banks), 8 * d.by_name[s].dtype.itemsize) for s, n in
-                     [(x.value.name, x.value.type.numel) for x in d.reads.get(proc, [])]
-                     for _ in range(banks)] +
-                    [(-(-v.type.numel // banks), 8 * v.dtype.itemsize) for v in node.outputs
-                     for _ in range(banks)] +
+            frames=[(n, w) for a, n, w in arrays if a not in banks],
+            buffers=[(-(-n // banks[a]), w) for a, n, w in arrays if a in banks
+                     for _ in range(banks[a])] +
                     # a convolution's unit: its HWC copy of the frame, in SIMD memories
                     [(-(-copy // simd), 8)] * (simd if copy else 0)))
     for p in procs:

@@ -541,3 +541,26 @@ def test_the_depthwise_unit_equals_the_interpreter(c, k, stride, pad, dil, pe, t
     with pytest.raises(EdgecError, match="PE to divide its"):
         compile_graph(g, tmp_path / "bad", target="hls", fpga_part=PART, name="dw",
                       strategy={node.name: f"hls-depthwise{{pe={c + 1}}}"})
+
+
+def test_large_frames_are_bound_to_uram(tmp_path):
+    """A MaxPool's 8 x 64 x 64 input frame (256 Kbit) is reshaped to 64-bit words and bound
+    to URAM (one: 4096 words of 8 bytes), its 8 x 32 x 32 output (64 Kbit) stays BRAM; with
+    SIMD lanes the arrays are partitioned in blocks instead, and stay BRAM."""
+    g = Graph("uf")
+    x = _q(g, np.random.default_rng(3), (1, 8, 64, 64))
+    node = g.add_node("MaxPool", [x], {"kernel_shape": [2, 2], "strides": [2, 2],
+                                       "pads": [0] * 4, "dilations": [1, 1]}, num_outputs=1)
+    g.outputs = [node.output]
+    for simd, urams in ((1, 1), (4, 0)):
+        art = compile_graph(g, tmp_path / f"s{simd}", target="hls", fpga_part=PART, name="uf",
+                            strategy={node.name: f"hls-pool{{simd={simd}}}"})
+        src = (art.out_dir / "uf_hls.cpp").read_text()
+        assert ("#pragma HLS ARRAY_RESHAPE variable=a0 cyclic factor=8" in src and
+                "#pragma HLS BIND_STORAGE variable=a0 type=ram_2p impl=uram" in src) == \
+            (urams > 0)
+        assert "variable=y0 type=ram_2p impl=uram" not in src
+        assert art.manifest["hls"]["estimate"]["layers"][-1]["uram"] == urams
+    f = {"x": np.random.default_rng(4).integers(0, 256, (1, 8, 64, 64)).astype(np.uint8)}
+    np.testing.assert_array_equal(edgec.load(art.out_dir).run(f)[node.output.name],
+                                  interpret(g, f)[node.output.name])

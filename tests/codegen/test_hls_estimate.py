@@ -20,6 +20,7 @@ from edgec.codegen.hls_estimate import (
     part_of,
     resources,
     simulate,
+    uram_fifos,
 )
 
 PART = "xcu250-figd2104-2L-e"
@@ -56,6 +57,30 @@ def test_a_layers_resources_by_hand():
     # a FIFO of 2 is shift registers, one of 512 x 8 bits a RAMB18 (4096 bits)
     assert fifo_resources(2, 8) == {"lut": 8, "dsp": 0, "bram18": 0, "uram": 0}
     assert fifo_resources(512, 8)["bram18"] == 1
+
+
+def test_frames_and_fifos_in_uram_by_hand():
+    # whole frames of 802,816 and 200,704 bytes: 8 bytes a 72-bit URAM word, 4096 words a
+    # URAM: 25 and 7 URAMs (no BRAM); one of 2048 bytes (16 Kbit, under 128 Kbit) is BRAM
+    p = ProcessModel("pool", [("x", 802816)], ["y"], 200704, 0,
+                     frames=[(802816, 8), (200704, 8), (2048, 8)])
+    assert resources(p) == {"lut": 300, "dsp": 0, "bram18": 1, "uram": 25 + 7}
+    # a FIFO of 802,816 bytes: 392 RAMB18 (2048 x 9 each), or 196 URAMs (8 of 72 bits)
+    assert fifo_resources(802816, 8)["bram18"] == 392
+    assert fifo_resources(802816, 8, uram=True) == {"lut": 0, "dsp": 0, "bram18": 0,
+                                                    "uram": 196}
+    # a ZCU104 (624 BRAM18, 96 URAM), processes taking 500 BRAM18 and 10 URAMs, FIFOs of
+    # 100,000 (49 RAMB18 | 25 URAM), 50,000 (25 | 13), 40,000 (20 | 10) and 2,000 bytes
+    # (1 RAMB18, too shallow for URAM): 595 BRAM18. Under the part already: none moves
+    zcu104 = part_of("xczu7ev")
+    fifos = [("a", 100000, 8), ("b", 50000, 8), ("c", 40000, 8), ("d", 2000, 8)]
+    assert uram_fifos(fifos, 500, 10, zcu104) == set()
+    # processes at 600: 695 of 624; the deepest first: a (-49: 646, 35 URAM), b (-25: 621,
+    # 48 URAM), under the part: c stays
+    assert uram_fifos(fifos, 600, 10, zcu104) == {"a", "b"}
+    # URAMs nearly spent (80 of 96): a does not fit them (25), b (13) does, then c (10)
+    # does not (103): 695 - 25 = 670, still over, and nothing else can move
+    assert uram_fifos(fifos, 600, 80, zcu104) == {"b"}
 
 
 def test_the_cycle_model_of_a_chain_and_a_join_by_hand():
