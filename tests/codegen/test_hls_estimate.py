@@ -20,6 +20,7 @@ from edgec.codegen.hls_estimate import (
     part_of,
     resources,
     simulate,
+    stream_frames,
     uram_fifos,
 )
 
@@ -81,6 +82,22 @@ def test_frames_and_fifos_in_uram_by_hand():
     # URAMs nearly spent (80 of 96): a does not fit them (25), b (13) does, then c (10)
     # does not (103): 695 - 25 = 670, still over, and nothing else can move
     assert uram_fifos(fifos, 600, 80, zcu104) == {"b"}
+
+
+def test_a_joins_earlier_input_holds_the_frames_its_later_input_lags_by():
+    # P forks 1000 values a frame to a skip stream and a branch B1 -> B2, joined by ADD,
+    # which reads the skip first; each process reads 1000, computes 1000, writes 1000:
+    # P writes by 3000, B1 by 5000, B2 by 7000; the interval is 3000 (ADD: 2000 reads +
+    # 1000 writes). Frames back to back, ADD reads the skip's next frame only after B2's
+    # current one: 7000 - 3000 = 4000 cycles after P wrote it, so the skip holds 1 +
+    # ceil(4000 / 3000) = 3 frames (the single frame's order alone, skip read first: 1)
+    n = 1000
+    procs = [ProcessModel("P", [("in", n)], ["skip", "b"], n, n),
+             ProcessModel("B1", [("b", n)], ["b1"], n, n),
+             ProcessModel("B2", [("b1", n)], ["b2"], n, n),
+             ProcessModel("ADD", [("skip", n), ("b2", n)], ["out"], n, 0)]
+    producers = {s: p.name for p in procs for s in p.writes}
+    assert stream_frames(procs, producers) == {"b": 1, "b1": 1, "skip": 3, "b2": 1}
 
 
 def test_the_cycle_model_of_a_chain_and_a_join_by_hand():
