@@ -17,7 +17,7 @@ stream of the value it views, whose elements come in the same order. A float mod
 node that would compute in float inside the design, is refused with what to do
 (`--quantize`).
 
-Stream depths (`wire`, then `_size_for_throughput`): a process reads its input streams one
+Stream depths (`wire`, then hls_units.size_for_throughput): a process reads its input streams one
 after another, so a stream it reads first drains as it fills and needs 2 places not to
 deadlock, while one it reads later must hold all that arrives meanwhile: its whole tensor (a
 residual branch joining a convolution's output). Those depths are enough for one frame, not
@@ -35,9 +35,8 @@ override (the tests set one smaller and see the C-simulation say deadlock).
 from __future__ import annotations
 
 import json
-import math
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,25 +47,25 @@ from ..kernel_ir.kernel import Expr, Kernel, Local, walk
 from ..lowering.lower import c_identifier, lower_node
 from ..lowering.strategies import Kind, unknown_nodes
 from ..targets.target import Target
-from .hls_estimate import (
-    URAM_WORD_BITS,
-    ProcessModel,
-    estimate,
-    part_of,
-    resources,
-    stream_frames,
-    uram_fifos,
-    uram_frame,
-)
-from .hls_fold import Foldable, fold, fold_compute
+from .hls_estimate import URAM_WORD_BITS, uram_frame
 from .hls_host import ports_header, runner, tcl, testbench, testbench_data
+from .hls_units import (
+    DENSE_KINDS,
+    REQUANTIZING,
+    accumulator_bound,
+    ap_type,
+    array_partitions,
+    bind_fifos,
+    estimate_design,
+    fold_of,
+    models,
+    plan_folds,
+    size_for_throughput,
+)
 from .library import Sources
 from .renderers.hls import PRELUDE, HlsRenderer
 
 HLS_DIR = Path(__file__).parent / "hls"  # edgec_stream.h (package data)
-# the integer ops whose requantization is float unless fixed-point held it (rq_shift)
-REQUANTIZING = ("QLinearConv", "QGemm", "QLinearMatMul", "QLinearAdd",
-                "QLinearGlobalAveragePool")
 FIRST_DEPTH = 2
 
 
@@ -99,7 +98,7 @@ class StreamSpec:
                 "dtype": self.value.dtype.value, "elements": self.value.type.numel}
 
 
-class _Design:
+class Design:
     def __init__(self, graph: Graph, plan, target: Target, name: str,
                  strategies=None):
         self.graph, self.plan, self.target, self.name = graph, plan, target, name
@@ -257,10 +256,10 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
     `clock_mhz`, its matrix-vector units folded to `target_fps` (0: as fast as the rest of
     the design allows, within the part: codegen/hls_fold.py); testbench data from edgec's
     interpreter on a random input (`seed`)."""
-    d = _Design(graph, plan, target, name, strategies)
+    d = Design(graph, plan, target, name, strategies)
     d.split_edges()
     given = set(d.forced)  # (the user's; the folds below are the compiler's own)
-    for node_name, (kind, pe, simd) in _plan_folds(d, part, clock_mhz, target_fps).items():
+    for node_name, (kind, pe, simd) in plan_folds(d, part, clock_mhz, target_fps).items():
         if (pe, simd) != (1, 1) or kind in DENSE_KINDS:
             d.forced[node_name] = f"{kind}{{pe={pe}}}" if kind == "hls-sparse-mvau" else \
                 f"{kind}{{simd={simd}}}" if kind == Kind.HLS_POOL.value else \
@@ -319,9 +318,9 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
         text, args = _process(d, r, proc, ln)
         processes.append(text)
         calls.append(f"    EDGEC_PROCESS({', '.join([proc, *args])});")
-    _size_for_throughput(d, *_models(d, lowered, layers))
-    _bind_fifos(d, lowered, layers, part)
-    est = _estimate(d, lowered, layers, part, clock_mhz)
+    size_for_throughput(d, *models(d, lowered, layers))
+    bind_fifos(d, lowered, layers, part)
+    est = estimate_design(d, lowered, layers, part, clock_mhz)
     ports = [f"edgec::stream<{ctype(v)}> &in{k}" for k, v in enumerate(d.port_in)] + \
         [f"edgec::stream<{ctype(v)}> &out{k}" for k, v in enumerate(d.port_out)]
     internal = [s for s in d.streams if s.port is None]
@@ -376,58 +375,6 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
                    hls=record)
 
 
-def ap_type(arr: np.ndarray) -> tuple[str, int]:
-    """The narrowest arbitrary-precision type that holds every value of the integer array
-    `arr`, as the macro EDGEC_ROM_INT / EDGEC_ROM_UINT (renderers/hls.py PRELUDE: `ap_int<N>`
-    in synthesis, the narrowest C type in C-simulation), and N."""
-    lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
-    if lo >= 0:
-        bits = max(1, hi.bit_length())
-        return f"EDGEC_ROM_UINT({bits}, uint{_native(bits)}_t)", bits
-    bits = max(hi.bit_length(), (-lo - 1).bit_length()) + 1
-    return f"EDGEC_ROM_INT({bits}, int{_native(bits)}_t)", bits
-
-
-def _native(bits: int) -> int:
-    return next(n for n in (8, 16, 32, 64) if bits <= n)
-
-
-def accumulator_bound(node: Node) -> int | None:
-    """The largest magnitude any partial sum of `node`'s integer kernel can take, proved from
-    its constant weights, bias and zero points (the `acc` locals: bias + sum (x - zx)(w - zw),
-    or a mean's sum of x); None where they are not all constants."""
-    from ..ir.ops.quant import QUANT_RANGES, centred_conv_weights
-
-    x = node.inputs[0]
-    if x.dtype not in QUANT_RANGES:
-        return None
-    qmin, qmax = QUANT_RANGES[x.dtype]
-    if node.op == "QLinearGlobalAveragePool":
-        return max(-qmin, qmax) * int(np.prod(x.shape[2:]))
-    spec = {"QLinearConv": (2, 3, 5, 8), "QGemm": (2, 3, 5, 6), "QLinearMatMul": (2, 3, 5, None)}
-    if node.op not in spec:
-        return None
-    zx_i, w_i, zw_i, b_i = spec[node.op]
-    zx, w, zw = node.input(zx_i), node.inputs[w_i], node.input(zw_i)
-    b = node.input(b_i) if b_i is not None else None
-    if node.attrs.get("benc") or any(v is not None and not v.is_const for v in (zx, w, zw, b)):
-        return None
-    z = 0 if zx is None else int(zx.const.reshape(-1)[0])
-    span = max(qmax - z, z - qmin)
-    if node.op == "QLinearConv":
-        wc = centred_conv_weights(w.const, None if zw is None else zw.const)
-        l1 = np.abs(wc.reshape(wc.shape[0], -1).astype(np.int64)).sum(1)
-    else:
-        bm = w.const.astype(np.int64)
-        if node.attrs.get("transB"):
-            bm = bm.T
-        bm = bm - (0 if zw is None else zw.const.astype(np.int64).reshape(-1))
-        l1 = np.abs(bm).sum(0)
-    bias = 0 if b is None else np.abs(np.broadcast_to(b.const.astype(np.int64).reshape(-1),
-                                                      l1.shape))
-    return int((bias + span * l1).max(initial=0))
-
-
 def _narrow(r: HlsRenderer, proc: str, ln) -> dict:
     """Give a process's kernel ROMs of their values' width and accumulators of their proved
     width (where narrower than the C types); the layer's record of both."""
@@ -448,7 +395,7 @@ def _narrow(r: HlsRenderer, proc: str, ln) -> dict:
             "rom_bits": roms}
 
 
-def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]:
+def _process(d: Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]:
     """A layer's process function and the streams its call passes."""
     node, k = ln.node, ln.kernel
     ctype = lambda v: r.types[v.dtype]  # noqa: E731
@@ -469,8 +416,8 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
             params.append(f"edgec::stream<{ctype(v)}> &o{j}_{m}")
             args.append(s.arg)
     choice = ln.strategy.choice
-    pe, simd = _fold_of(choice)
-    parts = _array_partitions(choice, [s.value.type.numel for s in reads])
+    pe, simd = fold_of(choice)
+    parts = array_partitions(choice, [s.value.type.numel for s in reads])
     body += [f"#pragma HLS ARRAY_PARTITION variable={a} {how}" for a, how in parts.items()]
     for a, v in [(f"a{j}", s.value) for j, s in enumerate(reads)] + \
             [(f"y{j}", v) for j, v in enumerate(node.outputs)]:
@@ -511,290 +458,3 @@ def _process(d: _Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]
 
 
 # the matrix-vector units: PE x SIMD folds (a sparse unit's PE only)
-UNITS = (Kind.HLS_MVAU, Kind.HLS_CONV_MVAU, Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV,
-         Kind.HLS_POOL, Kind.HLS_DEPTHWISE)
-SPARSE_UNITS = (Kind.HLS_SPARSE_MVAU, Kind.HLS_SPARSE_CONV)
-# (a dense unit folding chose where a sparse one would be the default: given as a strategy)
-DENSE_KINDS = (Kind.HLS_MVAU.value, Kind.HLS_CONV_MVAU.value)
-SPARSE_COMPLETE = 4096  # a sparse unit's input of at most this many values is registers
-
-
-def _array_partitions(choice, reads: list[int]) -> dict[str, str]:
-    """How a process partitions its frame arrays (a{j}, its inputs of `reads` elements, and
-    y0) for its unit's folds: {array: ARRAY_PARTITION's arguments}. A folded matrix-vector
-    unit reads SIMD inputs a cycle (cyclic; a convolution's unit partitions its own HWC copy
-    instead); a pooling or depthwise unit's lane s the channels of block s (block, the
-    output too); sparse PEs PE terms anywhere in A (registers where A is small, a bank per
-    PE otherwise)."""
-    pe, simd = _fold_of(choice)
-    ins = [f"a{j}" for j in range(len(reads))]
-    if simd > 1 and choice.kind is Kind.HLS_MVAU:
-        return {a: f"cyclic factor={simd}" for a in ins}
-    lanes = simd if choice.kind is Kind.HLS_POOL else pe \
-        if choice.kind is Kind.HLS_DEPTHWISE else 1
-    if lanes > 1:
-        return {a: f"block factor={lanes}" for a in [*ins, "y0"]}
-    if pe > 1 and choice.kind is Kind.HLS_SPARSE_MVAU:
-        return {a: "complete" if n <= SPARSE_COMPLETE else f"cyclic factor={pe}"
-                for a, n in zip(ins, reads, strict=True)}
-    return {}
-
-
-def _fold_of(choice) -> tuple[int, int]:
-    """A strategy's (PE, SIMD): (1, 1) but for the units."""
-    if choice.kind not in UNITS:
-        return 1, 1
-    params = dict(choice.params)
-    return int(params.get("pe", 1)), int(params.get("simd", 1))
-
-
-def _sparse_loads(d: _Design, node: Node, pe: int) -> tuple[int, float]:
-    """A sparse unit's (busiest PE's entries, mean PE's) at `pe` PEs under the interleaved
-    order (ir/sparse_pe.py), a row of A or a pixel."""
-    from ..ir.sparse_pe import (
-        interleaved_pe_order,
-        pe_loads,
-        sparse_conv_rows,
-        sparse_rows,
-        sparse_work,
-    )
-
-    key = (node.name, pe)  # (folding asks again and again)
-    if key not in d.sparse_loads:
-        if node.op == "QLinearConv":  # (the work per channel does not depend on the padding)
-            w = node.inputs[3]
-            rows = sparse_conv_rows(w, node.input(5), w.shape[1])
-        else:
-            rows = sparse_rows(node.inputs[3], node.input(5),
-                               bool(node.attrs.get("transB")))
-        work = sparse_work(rows)
-        d.sparse_loads[key] = (int(pe_loads(work, interleaved_pe_order(work, pe), pe).max()),
-                               float(work.sum()) / pe)
-    return d.sparse_loads[key]
-
-
-def _spread(busiest: int, mean: float) -> float:
-    return busiest / mean if mean else 1.0
-
-
-def _sparse_cycles(d: _Design, node: Node, pe: int, simd: int) -> int:
-    """A sparse unit's compute cycles at `pe` PEs (quant_sparse_pe.py): its busiest PE's
-    entries under the interleaved order, a row of A; a convolution's, plus its window's
-    load (taps x channels / SIMD), a pixel, and the frame's copy into HWC order."""
-    length = _sparse_loads(d, node, pe)[0]
-    if node.op != "QLinearConv":
-        return node.inputs[0].shape[0] * length
-    y, (m, c, kh, kw) = node.output, node.inputs[3].shape
-    pixels = y.type.numel // m
-    return pixels * (length + kh * kw * -(-c // simd)) + node.inputs[0].type.numel
-
-
-def _unit_shape(node: Node) -> tuple[int, int, int]:
-    """A unit's (K, N, cycles besides its folds): a matrix product's terms and outputs; a
-    convolution's input channels (SIMD runs over them) and output channels, and the frame's
-    copy into HWC order (a cycle an element)."""
-    if node.op == "QLinearConv":
-        w, x = node.inputs[3], node.inputs[0]
-        return w.shape[1], w.shape[0], x.type.numel
-    b = node.inputs[3].const
-    k, n = b.shape[::-1] if node.attrs.get("transB") else b.shape
-    return k, n, 0
-
-
-def _unit_candidates(node: Node) -> list:
-    """The units a node could fold as, the sparse one (quant_sparse_pe.py) before the dense
-    one (quant_mvau.py), those that apply."""
-    from ..lowering.kernels.pool_unit import depthwise_unit_candidate, pool_unit_candidate
-    from ..lowering.kernels.quant_mvau import conv_mvau_candidate, mvau_candidate
-    from ..lowering.kernels.quant_sparse_pe import sparse_conv_candidate, sparse_mvau_candidate
-
-    if node.op == "MaxPool":
-        return [c for c in (pool_unit_candidate(node),) if c.applies]
-    if node.op in ("QGemm", "QLinearMatMul"):
-        bias = node.input(6) if node.op == "QGemm" else None
-        args = (node, node.inputs[0], node.inputs[3], bias)
-        makers = (sparse_mvau_candidate, mvau_candidate)
-    elif node.op == "QLinearConv":
-        args = (node, node.inputs[0], node.input(2), node.inputs[3], node.input(8))
-        makers = (sparse_conv_candidate, conv_mvau_candidate, depthwise_unit_candidate)
-    else:
-        return []
-    return [c for c in (make(*args) for make in makers) if c.applies]
-
-
-def _work(node: Node) -> tuple[int, int]:
-    """(MACs, compute cycles at one MAC or one element a cycle) of a process's node."""
-    out = node.outputs[0].type.numel
-    x = node.inputs[0]
-    if node.op == "QLinearConv":
-        macs = out * math.prod(node.inputs[3].shape[1:])
-    elif node.op == "QGemm":
-        macs = out * x.shape[0 if node.attrs.get("transA") else 1]
-    elif node.op == "QLinearMatMul":
-        macs = out * x.shape[-1]
-    else:
-        taps = math.prod(node.attrs.get("kernel_shape") or [1]) if node.op == "MaxPool" else 1
-        return 0, x.type.numel if node.op == "QLinearGlobalAveragePool" else out * taps
-    return macs, macs
-
-
-def _foldable(d: _Design, node: Node, model: ProcessModel, unit) -> Foldable:
-    """`node`'s process (`model` before folding) as the unit of candidate `unit`."""
-    c_ = node.inputs[0].shape[1]
-    if unit.kind is Kind.HLS_POOL:  # SIMD channels a cycle (the taps one after another)
-        return Foldable(node, replace(model, pools=True), c_, 1, kind=unit.kind.value,
-                        cost=lambda pe, simd: model.compute // simd, divisors=True)
-    if unit.kind is Kind.HLS_DEPTHWISE:  # PE channels a cycle (FINN's vector-vector unit)
-        w = node.inputs[3].const
-        bound = accumulator_bound(node)
-        return Foldable(node, replace(
-            model, weight_bits=ap_type(w)[1], weights=w.size, requantizes=True,
-            acc_bits=bound.bit_length() + 1 if bound is not None else 32), 1, c_,
-            kind=unit.kind.value, cost=lambda pe, simd: model.compute // pe,
-            folds_simd=False, divisors=True)
-    b = node.inputs[3].const
-    k, n, copy = _unit_shape(node)
-    bound = accumulator_bound(node)
-    cost, balance, sparse = None, None, {}
-    if unit.kind in SPARSE_UNITS:  # the busiest PE's entries (and a window's load)
-        cost = lambda pe, simd: _sparse_cycles(d, node, pe, simd)  # noqa: E731
-        balance = lambda pe: _spread(*_sparse_loads(d, node, pe))  # noqa: E731
-        rows = b.reshape(n, -1) if node.op == "QLinearConv" else \
-            b if node.attrs.get("transB") else b.T
-        sparse = {"lanes": 1, "index_bits": (b.size // n).bit_length() + (n + 1).bit_length(),
-                  "weights": int(np.maximum(np.count_nonzero(rows, axis=1), 1).sum())}
-    return Foldable(node, replace(
-        model, weight_bits=ap_type(b)[1], weights=sparse.pop("weights", b.size),
-        requantizes=True, **sparse, compute=cost(1, 1) if cost else model.compute + copy,
-        buffers=model.buffers + [(copy, 8)] * bool(copy),
-        acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n, copy,
-        unit.kind.value, cost, unit.kind is not Kind.HLS_SPARSE_MVAU, balance)
-
-
-def _plan_folds(d: _Design, part: str, clock_mhz: float,
-                target_fps: float) -> dict[str, tuple[str, int, int]]:
-    """Each matrix-vector unit's (kind, PE, SIMD) (codegen/hls_fold.py), from the processes
-    as the cycle model sees them before their kernels are built; a node whose strategy was
-    given keeps it."""
-    fixed, foldable = [], []
-    for v in d.port_in:
-        fixed.append(ProcessModel("port", [("port", v.type.numel)], [], v.type.numel, 0,
-                                  forwards=True))
-    for node in d.nodes:
-        if node.name in d.forced:
-            continue
-        srcs = {id(d.source(v)): d.source(v) for v in node.inputs
-                if v is not None and not v.is_const}
-        reads = [(s.name, s.type.numel) for s in srcs.values()]
-        out = sum(v.type.numel for v in node.outputs)
-        macs, compute = _work(node)
-        model = ProcessModel(node.name, reads, [], out, compute, macs,
-                             requantizes=node.op in REQUANTIZING,
-                             frames=[(n, 8) for _, n in reads] + [(out, 8)])
-        units = [_foldable(d, node, model, c) for c in _unit_candidates(node)]
-        if not units:
-            fixed.append(model)
-            continue
-        if len(units) == 2:  # (where the sparse unit cannot keep up: hls_fold.py)
-            units[0].dense = units[1]
-        foldable.append(units[0])
-    return {name: (u.kind, pe, simd) for name, (u, pe, simd) in
-            fold(fixed, foldable, part, clock_mhz, target_fps).items()}
-
-
-def _size_for_throughput(d: _Design, procs: list[ProcessModel],
-                         producers: dict[str, str]) -> None:
-    """Each stream between two processes deep enough for the frames in flight on it (module
-    doc), never shallower than `wire` made it."""
-    frames = stream_frames(procs, producers)
-    for s in d.streams:
-        if s.port is None and s.name in frames:
-            s.depth = max(s.depth, frames[s.name] * s.value.type.numel)
-
-
-def _estimate(d: _Design, lowered: list, layers: list[dict], part: str,
-              clock_mhz: float) -> dict:
-    """codegen/hls_estimate.py's estimate of the design: its processes as the cycle model
-    sees them, its FIFOs, latency, frames per second, resources."""
-    procs, producers = _models(d, lowered, layers)
-    port_streams = {s.name for s in d.streams if s.port is not None}
-    fifos = {s.name: (s.depth, 8 * s.value.dtype.itemsize, s.uram) for s in d.streams
-             if s.name not in port_streams}
-    return estimate(procs, producers, fifos, sorted(port_streams), part, clock_mhz)
-
-
-def _bind_fifos(d: _Design, lowered: list, layers: list[dict], part: str) -> None:
-    """The FIFOs hls_estimate.uram_fifos binds to URAM, given what the processes take."""
-    limits = part_of(part)
-    if limits is None:
-        return
-    procs, _ = _models(d, lowered, layers)
-    used = [resources(p) for p in procs]
-    internal = [s for s in d.streams if s.port is None]
-    chosen = uram_fifos([(s.name, s.depth, 8 * s.value.dtype.itemsize) for s in internal],
-                        sum(r["bram18"] for r in used), sum(r["uram"] for r in used), limits)
-    for s in internal:
-        s.uram = s.name in chosen
-
-
-def _models(d: _Design, lowered: list, layers: list[dict]
-            ) -> tuple[list[ProcessModel], dict[str, str]]:
-    """The design's processes as the cycle model sees them (at their folds), and the process
-    writing each stream."""
-    procs: list[ProcessModel] = []
-    producers: dict[str, str] = {}
-    for k, v in enumerate(d.port_in):
-        outs = [s.name for s in d.writes.get(id(v), [])]
-        procs.append(ProcessModel(f"P_in{k}", [(f"port_in{k}", v.type.numel)], outs,
-                                  v.type.numel, 0, forwards=True))
-    for (proc, ln), layer in zip(lowered, layers, strict=True):
-        node = ln.node
-        macs, compute = _work(node)
-        reads = [(s.name, s.value.type.numel) for s in d.reads.get(proc, [])]
-        writes = [s.name for v in node.outputs for s in d.writes.get(id(v), [])]
-        roms = layer["rom_bits"]
-        choice = ln.strategy.choice
-        pe, simd = _fold_of(choice)
-        copy = 0
-        weights = max((b for b, v in zip(ln.kernel.params, ln.bindings, strict=True)
-                       if v.is_const and b.name in roms), default=None,
-                      key=lambda b: b.numel)
-        weight_bits = roms[weights.name] if weights is not None and macs else 0
-        sparse = {}
-        if choice.kind in SPARSE_UNITS:  # a PE's entry: weight, term, channel
-            compute = _sparse_cycles(d, node, pe, simd)
-            weight_bits = next(bits for name, bits in roms.items() if name.startswith("sval"))
-            sparse = {"lanes": 1, "index_bits": sum(
-                bits for name, bits in roms.items() if name.startswith(("sterm", "sout")))}
-        elif choice.kind is Kind.HLS_POOL:  # (SIMD divides the channels)
-            compute //= simd
-        elif choice.kind is Kind.HLS_DEPTHWISE:  # (PE divides the channels)
-            compute //= pe
-        elif choice.kind in UNITS:  # (padded to whole folds where they do not divide)
-            k, n, copy = _unit_shape(node)
-            compute = fold_compute(macs, k, n, pe, simd) + copy
-        pools = choice.kind is Kind.HLS_POOL
-        # its frame arrays: whole (large ones in URAM), or partitioned into banks
-        ins = [(x.value.type.numel, 8 * x.value.dtype.itemsize) for x in d.reads.get(proc, [])]
-        arrays = [(f"a{j}", n, w) for j, (n, w) in enumerate(ins)] + \
-            [(f"y{j}", v.type.numel, 8 * v.dtype.itemsize) for j, v in enumerate(node.outputs)]
-        banks = {a: int(how.rsplit("=", 1)[1]) if "=" in how else n for a, how in
-                 _array_partitions(choice, [n for n, _ in ins]).items()
-                 for a2, n, _ in arrays if a2 == a}
-        procs.append(ProcessModel(
-            proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
-            pe=pe, simd=simd, weight_bits=weight_bits, **sparse, pools=pools,
-            weights=weights.numel if weights is not None and macs else 0,
-            act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,
-            requantizes=node.op in REQUANTIZING,
-            frames=[(n, w) for a, n, w in arrays if a not in banks],
-            buffers=[(-(-n // banks[a]), w) for a, n, w in arrays if a in banks
-                     for _ in range(banks[a])] +
-                    # a convolution's unit: its HWC copy of the frame, in SIMD memories
-                    [(-(-copy // simd), 8)] * (simd if copy else 0)))
-    for p in procs:
-        for s in p.writes:
-            producers[s] = p.name
-    return procs, producers
-
-
