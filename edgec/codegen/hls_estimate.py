@@ -38,7 +38,8 @@ them for its matrix-vector unit) with W weight bits, A activation bits, P = PE, 
             (1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512); a memory
             of one word is registers (an array partitioned completely)
     URAM  ceil(elements / (64 / width) / 4096) per whole frame array (a process's input or
-            output array, unpartitioned) of 128 Kbit or more: the project reshapes it to 64-bit
+            output array, unpartitioned) of 128 Kbit or more, the largest first while the
+            part's URAMs last (none on a part without): the project reshapes it to 64-bit
             words (ARRAY_RESHAPE cyclic 8 for bytes) and binds it to URAM (BIND_STORAGE
             impl=uram), 8 bytes of a URAM word's 72 bits, 4096 words a URAM; a byte written
             alone takes the URAM's byte write enable (that Vitis keeps II=1 there is assumed,
@@ -129,8 +130,8 @@ class ProcessModel:
     acc_bits: int = 0
     requantizes: bool = False
     buffers: list[tuple[int, int]] = field(default_factory=list)  # (depth, width) of arrays
-    # (elements, width) of its whole frame arrays (large ones in URAM: uram_frame)
-    frames: list[tuple[int, int]] = field(default_factory=list)
+    # (elements, width) of its whole frame arrays bound to URAM (hls_units.uram_arrays)
+    uram_frames: list[tuple[int, int]] = field(default_factory=list)
     # multipliers a PE has (0: SIMD); a sparse unit's one, whatever its SIMD (which loads its
     # window), and the bits of each weight's term and channel stored beside it
     lanes: int = 0
@@ -165,9 +166,14 @@ def _memory(depth: int, width: int) -> tuple[int, int]:
 
 
 def uram_frame(elements: int, width: int) -> bool:
-    """Whether a whole (unpartitioned) frame array is bound to URAM: URAM_MIN_BITS or more
-    (below, its RAMB18s are fewer than 8, and a URAM holds 16 of them)."""
+    """Whether a whole (unpartitioned) frame array may be bound to URAM: URAM_MIN_BITS or
+    more (below, its RAMB18s are fewer than 8, and a URAM holds 16 of them)."""
     return elements * width >= URAM_MIN_BITS
+
+
+def uram_blocks(elements: int, width: int) -> int:
+    """The URAMs of a frame array reshaped to URAM_WORD_BITS a word."""
+    return math.ceil(elements / (URAM_WORD_BITS // width) / URAM_DEPTH)
 
 
 def resources(p: ProcessModel) -> dict:
@@ -187,13 +193,10 @@ def resources(p: ProcessModel) -> dict:
         lut += math.ceil(LUT_FACTOR * p.simd * 2 * p.act_bits)
     if p.requantizes:
         dsp += REQUANT_DSPS
-    uram = 0
-    for depth, width in p.buffers + [f for f in p.frames if not uram_frame(*f)]:
+    for depth, width in p.buffers:
         b, lr = _memory(depth, width)
         bram, lut = bram + b, lut + lr
-    for elements, width in p.frames:
-        if uram_frame(elements, width):
-            uram += math.ceil(elements / (URAM_WORD_BITS // width) / URAM_DEPTH)
+    uram = sum(uram_blocks(*f) for f in p.uram_frames)
     return {"lut": lut, "dsp": dsp, "bram18": bram, "uram": uram}
 
 

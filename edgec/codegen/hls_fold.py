@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..ir.graph import Node
-from .hls_estimate import ProcessModel, part_of, resources
+from .hls_estimate import ProcessModel, fifo_resources, part_of, resources
 
 # a unit is folded no further once its computing takes less than 1/IO_SHARE of the time its
 # reads and writes take (what folding can still gain is then under a fifth)
@@ -62,6 +62,8 @@ class Foldable:
     # a sparse unit's busiest PE's work over the mean PE's, at P PEs
     balance: Callable[[int], float] | None = None
     divisors: bool = False  # whether its folds divide its dimensions (a pooling unit's)
+    # its (URAM frames, memories) at (PE, SIMD): its arrays partitioned as the fold asks
+    layout: Callable[[int, int], tuple[list, list]] | None = None
     # a sparse unit's dense form, which folding takes where the sparse one cannot keep up
     dense: Foldable | None = None
 
@@ -101,7 +103,11 @@ class Foldable:
         return pe, simd
 
     def folded(self, pe: int, simd: int) -> ProcessModel:
-        return replace(self.model, pe=pe, simd=simd, compute=self.compute(pe, simd))
+        m = replace(self.model, pe=pe, simd=simd, compute=self.compute(pe, simd))
+        if self.layout is not None:
+            frames, memories = self.layout(pe, simd)
+            m = replace(m, uram_frames=frames, buffers=memories)
+        return m
 
 
 def _steps(size: int, pad: bool = True) -> list[int]:
@@ -119,16 +125,17 @@ def fold_compute(macs: int, k: int, n: int, pe: int, simd: int) -> int:
 
 
 def fold(fixed: list[ProcessModel], foldable: list[Foldable], part: str, clock_mhz: float,
-         target_fps: float = 0.0) -> dict[str, tuple[Foldable, int, int]]:
+         target_fps: float = 0.0, fifos: list[tuple[int, int]] = ()
+         ) -> dict[str, tuple[Foldable, int, int]]:
     """{node name: (its unit, PE, SIMD)} for the `foldable` units, given the processes that
     cannot fold (`fixed`), the part and the clock; `target_fps` 0 for as fast as the rest
-    allows."""
+    allows; `fifos` the streams' (depth, width) as far as they are known before lowering
+    (their BRAM counts against the part)."""
     limits = part_of(part)
     target = clock_mhz * 1e6 / target_fps if target_fps > 0 else \
         max((p.cycles for p in fixed), default=0)
     base = {"lut": 0, "dsp": 0, "bram18": 0, "uram": 0}
-    for p in fixed:
-        r = resources(p)
+    for r in [resources(p) for p in fixed] + [fifo_resources(*f) for f in fifos]:
         for k in base:
             base[k] += r[k]
 

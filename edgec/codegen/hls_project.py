@@ -47,7 +47,7 @@ from ..kernel_ir.kernel import Expr, Kernel, Local, walk
 from ..lowering.lower import c_identifier, lower_node
 from ..lowering.strategies import Kind, unknown_nodes
 from ..targets.target import Target
-from .hls_estimate import URAM_WORD_BITS, uram_frame
+from .hls_estimate import URAM_WORD_BITS
 from .hls_host import ports_header, runner, tcl, testbench, testbench_data
 from .hls_units import (
     DENSE_KINDS,
@@ -61,6 +61,7 @@ from .hls_units import (
     models,
     plan_folds,
     size_for_throughput,
+    uram_arrays,
 )
 from .library import Sources
 from .renderers.hls import PRELUDE, HlsRenderer
@@ -113,6 +114,7 @@ class Design:
         self.rom_bytes = 0
         # (node, PE): the busiest PE's work and the mean PE's
         self.sparse_loads: dict[tuple[str, int], tuple[int, float]] = {}
+        self.uram: set[tuple[str, str]] = set()  # (process, array): frames in URAM
 
     # -- what is host, port, view and process --------------------------------------------
     def source(self, v: Value) -> Value:
@@ -314,6 +316,7 @@ def generate_hls(graph: Graph, plan, target: Target, name: str, *, part: str,
             "#pragma HLS PIPELINE II=1", f"        {ctype(v)} x = port.read();",
             f"        {writes}", "    }", "}"]))
         calls.append(f"    EDGEC_PROCESS({', '.join([proc, f'in{k}', *(s.arg for s in outs)])});")
+    d.uram = uram_arrays(d, lowered, part)
     for proc, ln in lowered:
         text, args = _process(d, r, proc, ln)
         processes.append(text)
@@ -421,7 +424,7 @@ def _process(d: Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]:
     body += [f"#pragma HLS ARRAY_PARTITION variable={a} {how}" for a, how in parts.items()]
     for a, v in [(f"a{j}", s.value) for j, s in enumerate(reads)] + \
             [(f"y{j}", v) for j, v in enumerate(node.outputs)]:
-        if a not in parts and uram_frame(v.type.numel, 8 * v.dtype.itemsize):
+        if (proc, a) in d.uram:  # (hls_units.uram_arrays)
             body += [f"#pragma HLS ARRAY_RESHAPE variable={a} cyclic factor="
                      f"{URAM_WORD_BITS // (8 * v.dtype.itemsize)}",
                      f"#pragma HLS BIND_STORAGE variable={a} type=ram_2p impl=uram"]
@@ -436,6 +439,11 @@ def _process(d: Design, r: HlsRenderer, proc: str, ln) -> tuple[str, list[str]]:
             if pe * simd > 1 and b.name.startswith(("mvau", "dwu")):
                 body.append(f"#pragma HLS ARRAY_PARTITION variable={wname} cyclic "
                             f"factor={pe * simd}")
+            elif pe > 1 and choice.kind is Kind.HLS_DEPTHWISE and \
+                    v.const.size == node.inputs[0].shape[1]:  # a table a channel (bias,
+                # multiplier): lane s reads the channels of block s, each pixel
+                body.append(f"#pragma HLS ARRAY_PARTITION variable={wname} block "
+                            f"factor={pe}")
             elif pe > 1 and b.name.startswith(("sval", "sterm", "sout")):  # a PE's entries
                 body.append(f"#pragma HLS ARRAY_PARTITION variable={wname} block "
                             f"factor={pe}")

@@ -8,6 +8,7 @@ arithmetic they rest on (the narrowest ROM types, the accumulators' proved bound
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,9 @@ from .hls_estimate import (
     part_of,
     resources,
     stream_frames,
+    uram_blocks,
     uram_fifos,
+    uram_frame,
 )
 from .hls_fold import Foldable, fold, fold_compute
 
@@ -93,24 +96,70 @@ SPARSE_COMPLETE = 4096  # a sparse unit's input of at most this many values is r
 
 
 def array_partitions(choice, reads: list[int]) -> dict[str, str]:
-    """How a process partitions its frame arrays (a{j}, its inputs of `reads` elements, and
-    y0) for its unit's folds: {array: ARRAY_PARTITION's arguments}. A folded matrix-vector
-    unit reads SIMD inputs a cycle (cyclic; a convolution's unit partitions its own HWC copy
-    instead); a pooling or depthwise unit's lane s the channels of block s (block, the
-    output too); sparse PEs PE terms anywhere in A (registers where A is small, a bank per
-    PE otherwise)."""
-    pe, simd = fold_of(choice)
+    """How a process partitions its frame arrays for its strategy `choice`:
+    partitions_of(its kind, PE, SIMD, its inputs' elements)."""
+    return partitions_of(choice.kind, *fold_of(choice), reads)
+
+
+def partitions_of(kind: Kind, pe: int, simd: int, reads: list[int]) -> dict[str, str]:
+    """How a unit of `kind` at (`pe`, `simd`) partitions its frame arrays (a{j}, its inputs
+    of `reads` elements, and y0): {array: ARRAY_PARTITION's arguments}. A folded
+    matrix-vector unit reads SIMD inputs a cycle (cyclic; a convolution's unit partitions
+    its own HWC copy instead); a pooling or depthwise unit's lane s the channels of block s
+    (block, the output too); sparse PEs PE terms anywhere in A (registers where A is small,
+    a bank per PE otherwise)."""
     ins = [f"a{j}" for j in range(len(reads))]
-    if simd > 1 and choice.kind is Kind.HLS_MVAU:
+    if simd > 1 and kind is Kind.HLS_MVAU:
         return {a: f"cyclic factor={simd}" for a in ins}
-    lanes = simd if choice.kind is Kind.HLS_POOL else pe \
-        if choice.kind is Kind.HLS_DEPTHWISE else 1
+    lanes = simd if kind is Kind.HLS_POOL else pe if kind is Kind.HLS_DEPTHWISE else 1
     if lanes > 1:
         return {a: f"block factor={lanes}" for a in [*ins, "y0"]}
-    if pe > 1 and choice.kind is Kind.HLS_SPARSE_MVAU:
+    if pe > 1 and kind is Kind.HLS_SPARSE_MVAU:
         return {a: "complete" if n <= SPARSE_COMPLETE else f"cyclic factor={pe}"
                 for a, n in zip(ins, reads, strict=True)}
     return {}
+
+
+def split_arrays(arrays: list[tuple[str, int, int]], parts: dict[str, str],
+                 in_uram: Callable[[str, int, int], bool]
+                 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """A process's frame arrays (name, elements, width) as the estimate costs them: (those
+    bound to URAM whole, the rest as (depth, width) memories: a bank each of a partitioned
+    array, else the array)."""
+    frames, memories = [], []
+    for a, n, w in arrays:
+        if a in parts:
+            how = parts[a]
+            banks = int(how.rsplit("=", 1)[1]) if "=" in how else n  # ("complete": n)
+            memories += [(-(-n // banks), w)] * banks
+        elif in_uram(a, n, w):
+            frames.append((n, w))
+        else:
+            memories.append((n, w))
+    return frames, memories
+
+
+def uram_arrays(d: Design, lowered: list, part: str) -> set[tuple[str, str]]:
+    """The whole frame arrays (process, a{j} or y{j}) to bind to URAM: those of
+    URAM_MIN_BITS or more that the process does not partition, the largest first while the
+    part's URAMs last (none where the part has none, or is not one edgec knows)."""
+    limits = part_of(part)
+    budget = limits.uram if limits is not None else 0
+    found = []
+    for proc, ln in lowered:
+        reads = [s.value for s in d.reads.get(proc, [])]
+        parts = array_partitions(ln.strategy.choice, [v.type.numel for v in reads])
+        for a, v in [(f"a{j}", v) for j, v in enumerate(reads)] + \
+                [(f"y{j}", v) for j, v in enumerate(ln.node.outputs)]:
+            if a not in parts and uram_frame(v.type.numel, 8 * v.dtype.itemsize):
+                found.append((v.type.numel * v.dtype.itemsize, proc, a,
+                              uram_blocks(v.type.numel, 8 * v.dtype.itemsize)))
+    chosen = set()
+    for _, proc, a, blocks in sorted(found, reverse=True):
+        if blocks <= budget:
+            chosen.add((proc, a))
+            budget -= blocks
+    return chosen
 
 
 def fold_of(choice) -> tuple[int, int]:
@@ -211,12 +260,29 @@ def _work(node: Node) -> tuple[int, int]:
     return macs, macs
 
 
-def _foldable(d: Design, node: Node, model: ProcessModel, unit) -> Foldable:
-    """`node`'s process (`model` before folding) as the unit of candidate `unit`."""
+def _foldable(d: Design, node: Node, model: ProcessModel, unit, uram: bool) -> Foldable:
+    """`node`'s process (`model` before folding) as the unit of candidate `unit`; its frame
+    arrays partitioned as its folds ask (partitions_of), whole ones of URAM_MIN_BITS or more
+    in URAM where the part has URAM (`uram`)."""
     c_ = node.inputs[0].shape[1]
+    arrays = [(f"a{j}", n, 8) for j, (_, n) in enumerate(model.reads)] + \
+        [("y0", model.out_elements, 8)]
+    copy = _unit_shape(node)[2] if unit.kind in (Kind.HLS_CONV_MVAU,
+                                                  Kind.HLS_SPARSE_CONV) else 0
+
+    def layout(pe: int, simd: int) -> tuple[list, list]:
+        frames, memories = split_arrays(
+            arrays, partitions_of(unit.kind, pe, simd, [n for _, n in model.reads]),
+            lambda a, n, w: uram and uram_frame(n, w))
+        # (a convolution's unit: its HWC copy of the frame, in SIMD memories)
+        return frames, memories + [(-(-copy // simd), 8)] * (simd if copy else 0)
+
+    frames, memories = layout(1, 1)
+    model = replace(model, uram_frames=frames, buffers=memories)
     if unit.kind is Kind.HLS_POOL:  # SIMD channels a cycle (the taps one after another)
         return Foldable(node, replace(model, pools=True), c_, 1, kind=unit.kind.value,
-                        cost=lambda pe, simd: model.compute // simd, divisors=True)
+                        cost=lambda pe, simd: model.compute // simd, divisors=True,
+                        layout=layout)
     if unit.kind is Kind.HLS_DEPTHWISE:  # PE channels a cycle (FINN's vector-vector unit)
         w = node.inputs[3].const
         bound = accumulator_bound(node)
@@ -224,9 +290,9 @@ def _foldable(d: Design, node: Node, model: ProcessModel, unit) -> Foldable:
             model, weight_bits=ap_type(w)[1], weights=w.size, requantizes=True,
             acc_bits=bound.bit_length() + 1 if bound is not None else 32), 1, c_,
             kind=unit.kind.value, cost=lambda pe, simd: model.compute // pe,
-            folds_simd=False, divisors=True)
+            folds_simd=False, divisors=True, layout=layout)
     b = node.inputs[3].const
-    k, n, copy = _unit_shape(node)
+    k, n, _ = _unit_shape(node)
     bound = accumulator_bound(node)
     cost, balance, sparse = None, None, {}
     if unit.kind in SPARSE_UNITS:  # the busiest PE's entries (and a window's load)
@@ -239,9 +305,8 @@ def _foldable(d: Design, node: Node, model: ProcessModel, unit) -> Foldable:
     return Foldable(node, replace(
         model, weight_bits=ap_type(b)[1], weights=sparse.pop("weights", b.size),
         requantizes=True, **sparse, compute=cost(1, 1) if cost else model.compute + copy,
-        buffers=model.buffers + [(copy, 8)] * bool(copy),
         acc_bits=bound.bit_length() + 1 if bound is not None else 32), k, n, copy,
-        unit.kind.value, cost, unit.kind is not Kind.HLS_SPARSE_MVAU, balance)
+        unit.kind.value, cost, unit.kind is not Kind.HLS_SPARSE_MVAU, balance, layout=layout)
 
 
 def plan_folds(d: Design, part: str, clock_mhz: float,
@@ -250,6 +315,8 @@ def plan_folds(d: Design, part: str, clock_mhz: float,
     as the cycle model sees them before their kernels are built; a node whose strategy was
     given keeps it."""
     fixed, foldable = [], []
+    limits = part_of(part)
+    uram = limits is not None and limits.uram > 0
     for v in d.port_in:
         fixed.append(ProcessModel("port", [("port", v.type.numel)], [], v.type.numel, 0,
                                   forwards=True))
@@ -261,18 +328,25 @@ def plan_folds(d: Design, part: str, clock_mhz: float,
         reads = [(s.name, s.type.numel) for s in srcs.values()]
         out = sum(v.type.numel for v in node.outputs)
         macs, compute = _work(node)
+        frames, memories = split_arrays(
+            [(f"a{j}", n, 8) for j, (_, n) in enumerate(reads)] + [("y0", out, 8)], {},
+            lambda a, n, w: uram and uram_frame(n, w))
         model = ProcessModel(node.name, reads, [], out, compute, macs,
-                             requantizes=node.op in REQUANTIZING,
-                             frames=[(n, 8) for _, n in reads] + [(out, 8)])
-        units = [_foldable(d, node, model, c) for c in _unit_candidates(node)]
+                             requantizes=node.op in REQUANTIZING, uram_frames=frames,
+                             buffers=memories)
+        units = [_foldable(d, node, model, c, uram) for c in _unit_candidates(node)]
         if not units:
             fixed.append(model)
             continue
         if len(units) == 2:  # (where the sparse unit cannot keep up: hls_fold.py)
             units[0].dense = units[1]
         foldable.append(units[0])
+    # (each process's inputs through a FIFO of a frame, as size_for_throughput will make
+    # most of them; the deepest may move to URAM later, which the plan does not count on)
+    fifos = [(n, 8) for p in fixed + [u.model for u in foldable] if not p.forwards
+             for _, n in p.reads if n > 0]
     return {name: (u.kind, pe, simd) for name, (u, pe, simd) in
-            fold(fixed, foldable, part, clock_mhz, target_fps).items()}
+            fold(fixed, foldable, part, clock_mhz, target_fps, fifos).items()}
 
 
 def size_for_throughput(d: Design, procs: list[ProcessModel],
@@ -347,22 +421,19 @@ def models(d: Design, lowered: list, layers: list[dict]
             k, n, copy = _unit_shape(node)
             compute = fold_compute(macs, k, n, pe, simd) + copy
         pools = choice.kind is Kind.HLS_POOL
-        # its frame arrays: whole (large ones in URAM), or partitioned into banks
+        # its frame arrays: whole (in URAM where uram_arrays bound them), or in banks
         ins = [(x.value.type.numel, 8 * x.value.dtype.itemsize) for x in d.reads.get(proc, [])]
         arrays = [(f"a{j}", n, w) for j, (n, w) in enumerate(ins)] + \
             [(f"y{j}", v.type.numel, 8 * v.dtype.itemsize) for j, v in enumerate(node.outputs)]
-        banks = {a: int(how.rsplit("=", 1)[1]) if "=" in how else n for a, how in
-                 array_partitions(choice, [n for n, _ in ins]).items()
-                 for a2, n, _ in arrays if a2 == a}
+        frames, memories = split_arrays(arrays, array_partitions(choice, [n for n, _ in ins]),
+                                        lambda a, n, w, proc=proc: (proc, a) in d.uram)
         procs.append(ProcessModel(
             proc, reads, writes, sum(v.type.numel for v in node.outputs), compute, macs,
             pe=pe, simd=simd, weight_bits=weight_bits, **sparse, pools=pools,
             weights=weights.numel if weights is not None and macs else 0,
             act_bits=8 * node.inputs[0].dtype.itemsize, acc_bits=layer["accumulator_bits"] or 0,
-            requantizes=node.op in REQUANTIZING,
-            frames=[(n, w) for a, n, w in arrays if a not in banks],
-            buffers=[(-(-n // banks[a]), w) for a, n, w in arrays if a in banks
-                     for _ in range(banks[a])] +
+            requantizes=node.op in REQUANTIZING, uram_frames=frames,
+            buffers=memories +
                     # a convolution's unit: its HWC copy of the frame, in SIMD memories
                     [(-(-copy // simd), 8)] * (simd if copy else 0)))
     for p in procs:

@@ -564,3 +564,29 @@ def test_large_frames_are_bound_to_uram(tmp_path):
     f = {"x": np.random.default_rng(4).integers(0, 256, (1, 8, 64, 64)).astype(np.uint8)}
     np.testing.assert_array_equal(edgec.load(art.out_dir).run(f)[node.output.name],
                                   interpret(g, f)[node.output.name])
+    # a part without URAM (ZCU102): the frame stays in BRAM (ceil(32768 / 2048) = 16 RAMB18)
+    art = compile_graph(g, tmp_path / "zcu102", target="hls", fpga_part="xczu9eg-ffvb1156-2-e",
+                        name="uf", strategy={node.name: "hls-pool{simd=1}"})
+    assert "impl=uram" not in (art.out_dir / "uf_hls.cpp").read_text()
+    layer = art.manifest["hls"]["estimate"]["layers"][-1]
+    assert (layer["uram"], layer["bram18"]) == (0, 16 + 4)  # (+ the output: 8192 bytes)
+
+
+def test_folding_counts_the_banks_a_fold_moves_out_of_uram(tmp_path):
+    """A 3 x 3 / 2 MaxPool on 64 x 304 x 304 (5.9 M bytes) on a U250: at 1 lane its frame
+    and output are whole, in URAM (181 + 46); at SIMD 2 or more they are partitioned in
+    blocks, which stay BRAM: 2 x 1443 + 2 x 362 RAMB18 for the arrays, with the input's
+    FIFO (2888) over the U250's 5376. Folding sees that and keeps 1 lane, and the design
+    fits; forced to 8 lanes it does not."""
+    g = Graph("mp")
+    x = _q(g, np.random.default_rng(5), (1, 64, 304, 304))
+    node = g.add_node("MaxPool", [x], {"kernel_shape": [3, 3], "strides": [2, 2],
+                                       "pads": [1] * 4, "dilations": [1, 1]}, num_outputs=1)
+    g.outputs = [node.output]
+    art = compile_graph(g, tmp_path / "fold", target="hls", fpga_part=PART, name="mp")
+    e = art.manifest["hls"]["estimate"]
+    assert art.manifest["kernel_strategies"][-1]["strategy"] == "pooling unit, 1 SIMD"
+    assert e["fits"] and (e["layers"][-1]["uram"], e["layers"][-1]["bram18"]) == (181 + 46, 0)
+    art = compile_graph(g, tmp_path / "eight", target="hls", fpga_part=PART, name="mp",
+                        strategy={node.name: "hls-pool{simd=8}"})
+    assert not art.manifest["hls"]["estimate"]["fits"]

@@ -64,7 +64,7 @@ def test_frames_and_fifos_in_uram_by_hand():
     # whole frames of 802,816 and 200,704 bytes: 8 bytes a 72-bit URAM word, 4096 words a
     # URAM: 25 and 7 URAMs (no BRAM); one of 2048 bytes (16 Kbit, under 128 Kbit) is BRAM
     p = ProcessModel("pool", [("x", 802816)], ["y"], 200704, 0,
-                     frames=[(802816, 8), (200704, 8), (2048, 8)])
+                     uram_frames=[(802816, 8), (200704, 8)], buffers=[(2048, 8)])
     assert resources(p) == {"lut": 300, "dsp": 0, "bram18": 1, "uram": 25 + 7}
     # a FIFO of 802,816 bytes: 392 RAMB18 (2048 x 9 each), or 196 URAMs (8 of 72 bits)
     assert fifo_resources(802816, 8)["bram18"] == 392

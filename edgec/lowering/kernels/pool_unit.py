@@ -60,13 +60,13 @@ def depthwise_unit_candidate(node: Node, x_v: Value, zx_v: Value | None, w_v: Va
     return Candidate.of(Kind.HLS_DEPTHWISE, {"pe": 1}, why, tunable=("pe",))
 
 
-def _window_lanes(kb: NodeKernelBuilder, node: Node, lanes: int, what: str,
+def _window_lanes(kb: NodeKernelBuilder, node: Node, lanes: int, what: str, name: str,
                   start: Callable[[int, Expr], Expr],
                   tap: Callable[[int, Expr, Expr, Expr, Expr], Expr],
                   finish: Callable[[Expr, Expr], Expr]) -> None:
-    """The loops of the module doc: lane s's value starts at start(s, channel), takes
-    tap(s, value, x's element, inside, t) at each tap and is stored as finish(channel,
-    value)."""
+    """The loops of the module doc: lane s's value (a local `name`s) starts at start(s,
+    channel), takes tap(s, value, x's element, inside, t) at each tap and is stored as
+    finish(channel, value)."""
     x_v, y_v = node.inputs[0], node.outputs[0]
     n_, c_, h, w = x_v.shape
     oh, ow = y_v.shape[2:]
@@ -79,7 +79,7 @@ def _window_lanes(kb: NodeKernelBuilder, node: Node, lanes: int, what: str,
     groups = c_ // lanes
     with kb.loops([n_, groups, oh, ow], ["n", "g", "oy", "ox"]) as (n, g, oy, ox):
         chans = [s * groups + g for s in range(lanes)]
-        vals = [kb.local(f"v{s}", start(s, ch)) for s, ch in enumerate(chans)]
+        vals = [kb.local(f"{name}{s}", start(s, ch)) for s, ch in enumerate(chans)]
         with kb.loop(kh * kw, "t", kind=LoopKind.PIPELINE, ii=1) as t:
             iy = named(kb, "iy", oy * sy + t // kw * dy - py)
             ix = named(kb, "ix", ox * sx + t % kw * dx - px)
@@ -98,7 +98,8 @@ def pool_unit(kb: NodeKernelBuilder, node: Node, simd: int) -> None:
     """Emit the MaxPool unit (module doc)."""
     kb.strategy = f"pooling unit, {simd} SIMD"
     lowest = _lowest(node.outputs[0].dtype)
-    _window_lanes(kb, node, simd, f"hls-pool{{simd={simd}}} needs SIMD", lambda s, ch: lowest,
+    _window_lanes(kb, node, simd, f"hls-pool{{simd={simd}}} needs SIMD", "m",
+                  lambda s, ch: lowest,
                   lambda s, m, xv, inside, wt: select(inside & (xv > m), xv, m),
                   lambda ch, m: m)
 
@@ -128,6 +129,7 @@ def depthwise_unit(kb: NodeKernelBuilder, node: Node, x_v: Value, zx_v: Value | 
         xi = select(inside, xi - zx if zx is not None else xi, const(0, I32))
         return acc + xi * cast(wt[row * pe + s], I32)
 
-    _window_lanes(kb, node, pe, f"hls-depthwise{{pe={pe}}} needs PE",
+    # (named acc: the HLS project types them as narrow as their proved bound)
+    _window_lanes(kb, node, pe, f"hls-depthwise{{pe={pe}}} needs PE", "acc",
                   lambda s, ch: cast(b[ch], I32) if b is not None else const(0, I32), tap,
                   lambda ch, acc: finish((), None, ch, acc))
