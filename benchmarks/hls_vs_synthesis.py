@@ -18,7 +18,6 @@ reads weights from a ROM and costs a DSP a 16-bit product).
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 
@@ -96,7 +95,6 @@ def main() -> int:
               f"{r['interval']} / {e['interval']} ({error(e['interval'], r['interval'])}) | "
               f"{b.note} |")
     print("\nsources: " + "; ".join(f"{b.path} @ {b.commit[:10]}" for b in BASELINES))
-    assert all(math.isfinite(estimate(b)["lut"]) for b in BASELINES)
     return 0
 
 

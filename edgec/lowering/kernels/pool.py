@@ -24,6 +24,7 @@ from .common import (
     row_major_strides,
     window,
 )
+from .pool_unit import pool_unit, pool_unit_candidate
 
 # -- pooling --------------------------------------------------------------------------------
 
@@ -126,8 +127,6 @@ def _pool(kb: NodeKernelBuilder, node: Node, kind: str) -> None:
 @kernel("MaxPool")
 def max_pool(kb: NodeKernelBuilder, node: Node) -> None:
     if kb.target.arch == "hls" and (kb.forced is None or kb.forced.kind is Kind.HLS_POOL):
-        from .pool_unit import pool_unit, pool_unit_candidate
-
         chosen = kb.choose([pool_unit_candidate(node), Candidate.of(Kind.DIRECT)])
         if chosen.kind is Kind.HLS_POOL:
             pool_unit(kb, node, int(chosen["simd"]))
