@@ -172,3 +172,13 @@ def samples(model: onnx.ModelProto, n: int, seed: int) -> dict[str, np.ndarray]:
     shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
     rng = np.random.default_rng(seed)
     return {inp.name: rng.standard_normal((n, *shape[1:])).astype(np.float32)}
+
+
+def cpu_twin() -> str:
+    """The CPU target whose build of an edgec-quantized model an HLS design must equal bit for
+    bit: this machine's `x86`, except on an AVX2 CPU without AVX-VNNI, where `x86` fits 8-bit
+    weights to vpmaddubsw's pair sums (targets.pair_sums) and the HLS target does not; there
+    `c-generic`, which quantizes as the HLS target does on every host."""
+    from edgec.targets.target import get_target, pair_sums
+
+    return "c-generic" if pair_sums(get_target("x86")) else "x86"

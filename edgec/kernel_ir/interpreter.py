@@ -320,7 +320,11 @@ def _vbroadcast(e: Expr, idx: Eval) -> Eval:
 def _dot4(e: Expr, acc: Eval, a: Eval, b: Eval) -> Eval:
     def dot4(env):
         bv = np.asarray(b(env), np.int64)
-        if e.op is Op.DOT4P and not pairs_fit16(bv.reshape(-1, 2)):
+        if e.op is Op.DOT4P and e.field("a").dtype is DType.I8:
+            if (bv == -128).any():
+                raise KernelError("dot4 with pairs16 of int8 a: a weight of -128, which the "
+                                  "sign trick cannot negate")
+        elif e.op is Op.DOT4P and not pairs_fit16(bv.reshape(-1, 2)):
             raise KernelError("dot4 with pairs16: a pair of weights would saturate a 16-bit "
                               f"sum ({bv.reshape(-1, 2).tolist()})")
         prod = np.asarray(a(env), np.int64) * bv

@@ -47,6 +47,9 @@ byte pairs (4i, 4i+1) and (4i+2, 4i+3) keep every pair sum a[j] b[j] + a[j+1] b[
 int16 for any uint8 a (`pairs_fit16`: the positive weights of a pair sum to at most 128, the
 negative to at least -128; 7-bit weights always do): AVX2 then sums it with `vpmaddubsw`
 and `vpmaddwd` by ones, exactly (the interpreter checks the claim); the other ISAs as dot4.
+For int8 a, dot4p states that every weight of b lies in [-127, 127]: AVX2 then sums it by the
+sign trick (`vpsignb` moves a's signs onto b, `vpmaddubsw` of |a| by them, `vpmaddwd` by
+ones: |2 x 128 x 127| fits int16), exactly; the other ISAs as the int8 x int8 dot4.
 `recentre(a)` is a uint8 vector's bytes as int8 a - 128 (a ^ 0x80): the NEON tiles sum
 int8 x int8 dot4s of it, the 128 sum b they lack folded into their compile-time tables.
 `pairdot(acc, ((a0, b0), (a1, b1)), half)` sums int8 x int8 dot4s of one or two k-groups
@@ -475,10 +478,9 @@ def pairs_fit16(b: np.ndarray) -> bool:
 
 def dot4(acc, a: Expr, b: Expr, pairs16: bool = False) -> Expr:
     """acc[i] + sum_{k<4} a[4i+k] * b[4i+k] for each of acc's N int32 lanes, exactly; a is
-    uint8 or int8 and b int8, each with 4N lanes (see the module doc). `pairs16`: a is
-    uint8 and b's byte pairs fit `pairs_fit16` (op "dot4p")."""
-    if pairs16 and a.dtype is not DType.U8:
-        raise TypeError(f"kernel IR: dot4 with pairs16 takes uint8 a, not {a.dtype}")
+    uint8 or int8 and b int8, each with 4N lanes (see the module doc). `pairs16` (op
+    "dot4p"): for uint8 a, b's byte pairs fit `pairs_fit16`; for int8 a, every weight of b
+    lies in [-127, 127]."""
     if (a.dtype, b.dtype) not in DOT4_TYPES:
         raise TypeError(f"kernel IR: dot4 of {a.dtype} and {b.dtype}; it takes uint8 or int8 "
                         "times int8")

@@ -290,13 +290,14 @@ class ResidualAdd:
 
 def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shift, y, y_mb,
                       zy, lanes: int, out: DType, add: ResidualAdd | None = None,
-                      first: int = 0) -> None:
+                      first: int = 0, corr_half: int | None = None) -> None:
     """y[j*y_mb + (first + t)*L] = requantized acc[t][j] + corr[j], L lanes each.
     Fixed-point (`shift` a scalar): sat(mulshift(v, mult[j], shift) + zy) with int32
     multipliers, rounded half up (kernel_ir.mulshift). Float (`shift` None):
     sat(rint(v * mult[j]) + zy), the arithmetic of `ir/ops/quant.py` round_saturate (clamped
     in float, rounded half to even). With `add` (fixed point only) the residual is then
-    added."""
+    added. `corr_half` (0 or 1): corr holds two tables interleaved by block ([block][2][L]:
+    `qconv_tile`'s `corr_half`), of which this half."""
     qmin, qmax = QUANT_RANGES[out]
     zv = kb.local("zv", broadcast(zy, lanes, I32))
     if shift is None:
@@ -306,7 +307,8 @@ def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shif
         lo = kb.local("lo", broadcast(const(qmin, I32), lanes))
         hi = kb.local("hi", broadcast(const(qmax, I32), lanes))
     for j in range(len(acc[0])):
-        cv = kb.local(f"c{j}_", vload(corr, j * lanes, lanes))
+        at = j * lanes if corr_half is None else (2 * j + corr_half) * lanes
+        cv = kb.local(f"c{j}_", vload(corr, at, lanes))
         mv = kb.local(f"m{j}_", vload(mult, j * lanes, lanes))
         for t in range(len(acc)):
             at = j * y_mb + (first + t) * lanes
@@ -324,7 +326,8 @@ def _requantize_store(kb: KernelBuilder, acc: list[list[Expr]], corr, mult, shif
 
 def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                nibbles: bool = False, fixed: bool = False, add: bool = False,
-               pairs16: bool = False, recentre: bool = False, pairs: int = 0) -> Kernel:
+               pairs16: bool = False, recentre: bool = False, pairs: int = 0,
+               sign: bool = False, corr_half: int | None = None) -> Kernel:
     """MB output blocks of L channels x R output pixels of one row of a blocked uint8
     convolution whose input is already padded (every tap is inside): for each input block cb,
     tap (kh, kw) and group g of 4 input channels of the block, MB weight vectors (4 bytes per
@@ -348,15 +351,24 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     `pairs` (re-centred int8 weights in [-127, 127], no nibbles): the input blocks two at a
     time, each pair of k-groups summed in int16 by `pairdot` into two accumulators per
     output vector, folded after the k loop (`pairfold`); the R pixels `pairs` at a time, each
-    such sub-tile over the whole k loop, as twice the accumulators allow."""
+    such sub-tile over the whole k loop, as twice the accumulators allow.
+
+    `sign` (weights within [-127, 127], no nibbles): the pixels re-centred and summed by
+    dot4p of int8 bytes (AVX2's sign trick, kernel_ir), for an AVX2 library's tiles whose
+    weight pairs do not fit int16, as the fallback of the AVX-VNNI tile (`with_fallback`).
+    The two then read different corr tables (the re-centred one takes zx - 128), so the
+    caller interleaves them by block ([block][2][L]) and `corr_half` says which half a tile
+    reads (0: x, 1: x - 128)."""
     if add and not fixed:
         raise ValueError("qconv_tile: a residual add needs fixed-point requantization")
     if pairs and (nibbles or not recentre):
         raise ValueError("qconv_tile: pairdot sums re-centred int8 weights, not nibbles")
+    if sign and (nibbles or recentre or pairs):
+        raise ValueError("qconv_tile: the sign trick sums plain int8 weights of uint8 rows")
     pairs = min(pairs, r)
-    pairs16 = pairs16 and not recentre
+    pairs16 = (pairs16 and not recentre) or sign
     key = ("qconv", lanes, mb, r, x_pix, groups, out, nibbles, fixed, add, pairs16, recentre,
-           pairs)
+           pairs, sign, corr_half)
     if key in _CACHE:
         return _CACHE[key]
     enc = QConvWeights("dot4", lanes, 4 * groups, mb, nibbles)
@@ -365,12 +377,15 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
     kind = "i4" if nibbles else "u8"
     kb = KernelBuilder(f"mk_qconv_{kind}x{lanes}_m{mb}_r{r}_p{x_pix}_g{groups}_"
                        f"{out.name.lower()}{'_fx' if fixed else ''}{'_add' if add else ''}"
-                       f"{'_p16' if pairs16 else ''}{f'_s16x{pairs}' if pairs else ''}",
+                       f"{'_sgn' if sign else '_p16' if pairs16 else ''}"
+                       f"{f'_s16x{pairs}' if pairs else ''}"
+                       f"{'' if corr_half is None else f'_c{corr_half}'}",
                        f"int8 conv tile: {mb} blocks of {lanes} output channels x {r} pixels"
                        + (", int4 weights two to a byte" if nibbles else "")
                        + (f", two k-groups summed in int16, {pairs} pixels at a time"
                           if pairs else "")
-                       + (", weight pairs within int16" if pairs16 else "")
+                       + (", the sign trick (weights within +-127)" if sign else
+                          ", weight pairs within int16" if pairs16 else "")
                        + (", fixed-point requantization" if fixed else "")
                        + (", residual add" if add else ""), opaque=True)
     x, w = kb.pointer("x", DType.U8), kb.pointer("w", I8)
@@ -417,10 +432,12 @@ def qconv_tile(lanes: int, mb: int, r: int, x_pix: int, groups: int, out: DType,
                 for t in range(r):
                     xb = kb.local(f"x{t}_", vbroadcast(x, xo + t * x_pix + 4 * (g * chunk + c),
                                                        vec, 4))
-                    xb = kb.local(f"s{t}_", recentre_bytes(xb)) if recentre else xb
+                    xb = kb.local(f"s{t}_", recentre_bytes(xb)) if recentre or sign \
+                        else xb
                     for j in range(mb):
                         kb.assign(acc[t][j], dot4(acc[t][j], xb, wv[c * mb + j], pairs16))
-    _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual)
+    _requantize_store(kb, acc, corr, mult, shift, y, y_mb, zy, lanes, out, residual,
+                      corr_half=corr_half)
     _CACHE[key] = kb.build()
     return _CACHE[key]
 

@@ -44,6 +44,10 @@ class Microarch:
     gather_share: dict[int, float] = field(default_factory=dict)  # by vector lanes
     source: str = ""  # the host, date and commands of the measurements
     error: float = MODEL_ERROR
+    # whether an AVX2 int8 tile of full-range weights (pairs past int16) ran faster by the
+    # sign trick (vpsignb, vpmaddubsw of |x - 128|) than widened (two vpmaddwd), measured on
+    # real layers: the AVX2 fallback of such tiles takes it there (blocked_quant.py)
+    int8_sign: bool = False
 
     def gather_rate(self, lanes: int) -> float:
         """The gathering kernel's share of the FMA peak per stored slot, with `lanes`-wide
@@ -70,7 +74,11 @@ MICROARCHS: dict[str, Microarch] = {m.name: m for m in (
               "mlp --rounds 300 --threads 1 (dense MLP 0.044-0.067 ms; each product timed "
               "alone: 784x512 dense 35-44 us, gathers 99.6 us at 70% (130 k slots) and 38.2 "
               "us at 90% (47 k)), peak_fma.c 92 GFLOP/s; peak_gather.c: a gathered float "
-              "costs 28-35 FMA lanes"),
+              "costs 28-35 FMA lanes. int8_sign: onnxruntime's full-range QDQ ResNet-18 "
+              "and MobileNetV2 with their convolutions on the sign trick ran 0.87x and 0.92x "
+              "the widened builds' time (libraries round-robin in one process, 20-40 rounds; "
+              "peak_int8_avx2.c: sign 93-101 GOP/s, widened 88-107)",
+              int8_sign=True),
     Microarch("zen1", "AMD Zen 1 and Zen+ (EPYC 7001, Ryzen 1000/2000): AVX2 on 128-bit "
               "datapaths", 0.30, {8: 0.027},
               "AMD EPYC Zen 1 host (family 23 model 1), at 39cd900 (issue 30): the MLP dense "

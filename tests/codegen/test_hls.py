@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import onnx
 import pytest
-from convnets import residual_cnn, samples
+from convnets import cpu_twin, residual_cnn, samples
 
 import edgec
 from edgec import zoo
@@ -33,7 +33,8 @@ def residual(tmp_path_factory):
     graph = load_graph(path)
     hls = compile_graph(graph, folder / "hls", target="hls", fpga_part=PART, quantize="int8",
                         calib=calib, name="res")
-    x86 = edgec.compile(path, folder / "x86", target="x86", quantize="int8", calib=calib)
+    x86 = edgec.compile(path, folder / "x86", target=cpu_twin(), quantize="int8",
+                        calib=calib)
     return graph, hls, x86
 
 
@@ -135,7 +136,7 @@ def test_zoo_models_equal_their_x86_builds(family, quantized_by, tmp_path):
     else:
         src, opts = zoo.quantize_qdq(model, tmp_path / "qdq"), {}
     h = edgec.compile(src, tmp_path / "hls", target="hls", fpga_part=PART, name=family, **opts)
-    c = edgec.compile(src, tmp_path / "x86", target="x86", name=family, **opts)
+    c = edgec.compile(src, tmp_path / "x86", target=cpu_twin(), name=family, **opts)
     ops = {s["op"] for s in h.manifest["kernel_strategies"]}
     assert ops <= {"QGemm", "QLinearConv", "MaxPool", "QLinearGlobalAveragePool"}, ops
     got, want = edgec.load(h.out_dir).run(x), edgec.load(c.out_dir).run(x)
@@ -373,7 +374,7 @@ def test_a_reduced_resnet18_equals_its_x86_build(tmp_path):
     onnx.save(model, path)
     opts = {"quantize": "int8", "calib": samples(model, 4, 7), "name": "r18"}
     h = edgec.compile(path, tmp_path / "hls", target="hls", fpga_part=PART, **opts)
-    c = edgec.compile(path, tmp_path / "x86", target="x86", **opts)
+    c = edgec.compile(path, tmp_path / "x86", target=cpu_twin(), **opts)
     ops = {s["op"] for s in h.manifest["kernel_strategies"]}
     assert ops == {"QLinearConv", "MaxPool", "QLinearAdd", "QLinearGlobalAveragePool", "QGemm"}
     # the 8 blocks' residual Adds each read their shortcut second: it holds two frames or
@@ -403,7 +404,7 @@ def test_the_digits_classifier_answers_as_its_x86_build(bits, tmp_path):
     opts = {"quantize": bits, "calib": {"pixels": data.x_train[:64].astype(np.float32)},
             "name": "digits"}
     h = edgec.compile(path, tmp_path / "hls", target="hls", fpga_part=PART, **opts)
-    c = edgec.compile(path, tmp_path / "x86", target="x86", **opts)
+    c = edgec.compile(path, tmp_path / "x86", target=cpu_twin(), **opts)
     roms = [layer["rom_bits"] for layer in h.manifest["hls"]["layers"]]
     weight_bits = [max(b for name, b in r.items() if name not in ("rq", "c")) for r in roms]
     assert weight_bits == [8 if bits == "int8" else 4] * 3, roms
@@ -422,7 +423,8 @@ def test_matrix_vector_units_fold_to_the_target_and_stay_exact(tmp_path):
     onnx.save(model, path)
     opts = {"quantize": "int8", "calib": samples(model, 8, 3), "name": "mlp"}
     x = {k: v[:1] for k, v in samples(model, 1, 4).items()}
-    want = edgec.load(edgec.compile(path, tmp_path / "x86", target="x86", **opts).out_dir).run(x)
+    want = edgec.load(edgec.compile(path, tmp_path / "x86", target=cpu_twin(),
+                                  **opts).out_dir).run(x)
     fps = {}
     for label, extra in (("unfolded", {"strategy": {
             n: "hls-mvau{pe=1,simd=1}" for n in ("/relu1/Relu_output_0_QuantizeLinear",

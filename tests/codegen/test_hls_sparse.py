@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from convnets import samples
+from convnets import cpu_twin, samples
 
 import edgec
 from edgec import zoo
@@ -46,7 +46,7 @@ def pruned_mlp(tmp_path_factory):
     onnx.save(model, path)
     opts = {"quantize": "int8", "calib": samples(model, 8, 3), "prune": 0.9, "name": "mlp"}
     h = edgec.compile(path, folder / "hls", target="hls", fpga_part=PART, **opts)
-    c = edgec.compile(path, folder / "x86", target="x86", **opts)
+    c = edgec.compile(path, folder / "x86", target=cpu_twin(), **opts)
     return model, h, c
 
 
@@ -249,7 +249,7 @@ def test_a_pruned_resnet_runs_on_sparse_pes_bit_for_bit_and_counts_its_work(tmp_
             "prune_pattern": "unstructured", "name": "r"}
     graph = load_graph(str(path))
     h = compile_graph(graph, tmp_path / "hls", target="hls", fpga_part=PART, **opts)
-    c = edgec.compile(path, tmp_path / "x86", target="x86", **opts)
+    c = edgec.compile(path, tmp_path / "x86", target=cpu_twin(), **opts)
     monkeypatch.setenv("EDGEC_CSIM_TRACE", str(tmp_path))
     x = {k: v[:1] for k, v in samples(model, 1, 4).items()}
     np.testing.assert_array_equal(edgec.load(h.out_dir).run(x)["output"],

@@ -18,6 +18,7 @@ from edgec.lowering.kernels.common import CODES_MIN_BYTES
 from edgec.lowering.lower import CONTROL_OPS, lower_node
 from edgec.passes import default_pipeline, parse_pipeline, run_pipeline
 from edgec.targets.target import get_target
+from edgec.targets.uarch import microarch
 
 # the fast path of each op the benchmark models spend their time in, on a vector target
 FAST = {"BlockedConv": {"blocked conv", "blocked depthwise conv"},
@@ -105,6 +106,11 @@ QFAST = {"BlockedQLinearConv": {"blocked int8 conv dot4, fixed-point requantizat
 PAIRED = ", dot4 as vpmaddubsw+vpmaddwd (weight pairs within int16)"
 WIDENED = re.compile(r", dot4 widened \(vpmaddwd: the weights of a pair sum to -?\d+, past the "
                      r"\+-128 a 16-bit pair sum allows\)")
+# on a CPU family where it was measured faster (targets/uarch.py int8_sign), full-range
+# weights within +-127 take the sign trick instead of the widening
+SIGNED = re.compile(r", dot4 by the sign trick \(vpsignb\+vpmaddubsw\+vpmaddwd of x - 128: "
+                    r"weights within \+-127, where the weights of a pair sum to -?\d+, past "
+                    r"the \+-128 a 16-bit pair sum allows\)")
 
 
 # NEON without dotprod sums two k-groups' products in int16 where every weight is within
@@ -119,7 +125,7 @@ def dot4_form(name: str) -> tuple[str, str]:
     """(the strategy without its dot4 form, the form: "paired", "widened" or "")."""
     if name.endswith(PAIRED):
         return name[:-len(PAIRED)], "paired"
-    for pattern, form in ((WIDENED, "widened"), (NEON_PAIRED, "paired"),
+    for pattern, form in ((WIDENED, "widened"), (SIGNED, "sign"), (NEON_PAIRED, "paired"),
                           (NEON_WIDENED, "widened")):
         m = pattern.search(name)
         if m:
@@ -145,11 +151,15 @@ def test_qdq_models_stay_on_their_integer_fast_paths(model, target, qdq_models):
                                  or s.lanes != QFAST[op][dot4_form(s.name)[0]] * lanes))]
     assert not slow, f"QDQ {model} on {target} left its fast path:\n  " + "\n  ".join(slow)
     # onnxruntime's full-range 8-bit weights: on AVX2 the dot4 layers stay widened, each
-    # saying why (a pair sums past +-128); NEON's pairs need only each weight within +-127,
-    # which these hold; AVX-512 (VNNI) does not name the form
+    # saying why (a pair sums past +-128), or take the sign trick on a CPU family where it
+    # was measured faster (the build host's, where it runs the target); NEON's pairs need
+    # only each weight within +-127, which these hold; AVX-512 (VNNI) does not name the form
+    # (the sign trick is the convolutions' only; the classifier's GEMM stays widened)
     forms = {dot4_form(s.name)[1] for _, op, s in got if "dot4" in s.name}
-    assert forms == {"x86-avx2": {"widened"}, "x86-avx512": {""}}.get(target, {"paired"}), \
-        forms
+    avx2 = {"sign", "widened"} if microarch(get_target(target).uarch).int8_sign \
+        else {"widened"}
+    assert forms == {"x86-avx2": avx2, "x86-avx512": {""}}.get(target, {"paired"}), forms
+    assert all(dot4_form(s.name)[1] != "sign" for _, op, s in got if "GEMM" in s.name)
     assert sum(op in QFAST for _, op, _ in got) == {"resnet18": 20, "mobilenet_v2": 52}[model]
     # every residual add runs in the convolution before it (fuse-residual)
     assert sum("residual add fused" in s.name for _, _, s in got) == \

@@ -69,6 +69,17 @@ static inline __m256i edgec_dot4p_u8i8(__m256i acc, __m256i a, __m256i b)
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b),
                                                    _mm256_set1_epi16(1)));
 }
+/* edgec_dot4_i8i8 where every weight of b lies in [-127, 127] (kernel IR dot4p of int8 a: the
+   re-centred bytes of a uint8 row): vpsignb moves a's signs onto b, vpmaddubsw multiplies
+   |a| (at most 128, as uint8) by them, and the pair sums, at most 2 * 128 * 127, never
+   saturate; vpmaddwd by ones adds each two. The AVX2 int8 form of full-range weights where
+   it beats the widening (targets/uarch.py int8_sign) */
+static inline __m256i edgec_dot4s_i8i8(__m256i acc, __m256i a, __m256i b)
+{
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(a),
+                                                                        _mm256_sign_epi8(b, a)),
+                                                   _mm256_set1_epi16(1)));
+}
 /* the first n of 8 int32 lanes, already in range, stored as bytes */
 #define EDGEC_STORE8(name, T, pack8)                                                \
     static inline void name(T *p, __m256i v, ptrdiff_t n)                           \

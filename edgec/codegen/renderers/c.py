@@ -236,7 +236,9 @@ class CRenderer:
             return f"({w} << 4 & 0xf0f0f0f0u)" if e.field("k").value == 0 else \
                 f"({w} & 0xf0f0f0f0u)"
         if e.op is Op.RECENTRE:
-            return f"({self.expr(e.field('x'), 7)} ^ 0x80808080u)"
+            # the word in parentheses: a broadcast's is an OR of shifted bytes, which binds
+            # looser than ^ (it once XORed only the top byte's term)
+            return f"(({self.expr(e.field('x'))}) ^ 0x80808080u)"
         raise ValueError(f"C renderer: no scalar form of a 4-lane {e.dtype} {e.op}")
 
     def _byte(self, e: Expr, k: int) -> str:

@@ -7,7 +7,8 @@ Int8 dot products (`dot4`): VNNI `vpdpbusd` on AVX-512 (int8 x int8 as (a ^ 0x80
 `vpmaddwd` sums the even and the odd byte products exactly (`vpmaddubsw` would saturate),
 except where the weights' byte pairs fit int16 (kernel IR `dot4p`): `vpmaddubsw` of the
 uint8 bytes by the weights, then `vpmaddwd` by ones, exact and 3 instructions instead of 4
-and the widening (benchmarks/peak_int8_avx2.c, BENCHMARKS.md);
+and the widening (benchmarks/peak_int8_avx2.c, BENCHMARKS.md), and a `dot4p` of re-centred
+int8 bytes against weights within +-127 by the sign trick (`vpsignb`, `vpmaddubsw` of |a|);
 in scalar C a 4-lane 8-bit vector is a 32-bit word and dot4 the sum of its 4 byte products.
 On NEON dot4 is exact too (16-bit products, widening pairwise sums; the int8 tiles re-centre
 uint8 rows to int8, kernel IR `recentre`, for the cheaper int8 x int8 form), and kernel IR
@@ -205,7 +206,8 @@ AVX2 = VectorISA(
                                        DType.I8: "edgec_dot4_i8i8({c}, {a}, {b})"},
                    {DType.U8: "edgec_store8_u8((uint8_t *)({p}), {v}, {n})",
                     DType.I8: "edgec_store8_i8((int8_t *)({p}), {v}, {n})"})
-    | {("dot4p", DType.U8): "edgec_dot4p_u8i8({c}, {a}, {b})"},
+    | {("dot4p", DType.U8): "edgec_dot4p_u8i8({c}, {a}, {b})",
+       ("dot4p", DType.I8): "edgec_dot4s_i8i8({c}, {a}, {b})"},
     ("edgec_avx2.h",))
 
 

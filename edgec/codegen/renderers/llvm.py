@@ -125,9 +125,13 @@ class LLVMRenderer:
         return fn
 
     def function(self, k: Kernel) -> ir.Function:
-        """The LLVM function of kernel `k`, built on first use."""
+        """The LLVM function of kernel `k`, built on first use. An AVX2 library has no
+        run-time dispatch to AVX-VNNI here (the C renderer's `dispatched`), so a kernel with
+        a `fallback` for CPUs without it is that fallback."""
         if k.name in self._functions:
             return self._functions[k.name]
+        if k.fallback is not None and self.target.isa == "avx2":
+            k = k.fallback
         fn = ir.Function(self.module, ir.FunctionType(VOID, [_param_type(p) for p in k.params]),
                          k.name)
         self._functions[k.name] = fn

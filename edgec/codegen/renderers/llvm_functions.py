@@ -254,8 +254,9 @@ class _FunctionBuilder:
         vpdpbusd; elsewhere, and for int8 x int8, the bytes are widened to 32 bits and the
         products summed by lane group. (int8 x int8 as vpdpbusd(a ^ 0x80) - vpdpbusd(0x80),
         the C renderer's form, sent LLVM 22's x86 back end into a loop that did not end
-        within minutes on a QLinearMatMul.) dot4p on AVX2 is the C renderer's
-        vpmaddubsw + vpmaddwd by ones (edgec_avx2.h edgec_dot4p_u8i8)."""
+        within minutes on a QLinearMatMul.) dot4p on AVX2 is the C renderer's: of uint8 a
+        vpmaddubsw + vpmaddwd by ones (edgec_avx2.h edgec_dot4p_u8i8), of int8 a (weights
+        within +-127) the sign trick (edgec_dot4s_i8i8)."""
         b, acc, x, y = self.b, e.field("acc"), e.field("a"), e.field("b")
         n = e.lanes
         if self.r.target.isa == "avx512" and n == 16 and x.dtype is DType.U8:
@@ -265,8 +266,13 @@ class _FunctionBuilder:
         if self.r.target.isa == "avx2" and n == 8 and e.op is Op.DOT4P:
             bt, ht, vt = ir.VectorType(I8, 32), ir.VectorType(ir.IntType(16), 16), \
                 ir.VectorType(I32, 8)
+            xv, yv = self.expr(x), self.expr(y)
+            if x.dtype is DType.I8:  # the sign trick: |x| times y with x's signs
+                yv = b.call(self.r.declare("llvm.x86.avx2.psign.b", bt, [bt, bt]), [yv, xv])
+                xv = b.call(self.r.declare("llvm.abs.v32i8", bt, [bt, ir.IntType(1)]),
+                            [xv, ir.Constant(ir.IntType(1), 0)])
             pairs = b.call(self.r.declare("llvm.x86.avx2.pmadd.ub.sw", ht, [bt, bt]),
-                           [self.expr(x), self.expr(y)])
+                           [xv, yv])
             quads = b.call(self.r.declare("llvm.x86.avx2.pmadd.wd", vt, [ht, ht]),
                            [pairs, ir.Constant(ht, [1] * 16)])
             return b.add(self.splat(self.expr(acc), 8), quads)

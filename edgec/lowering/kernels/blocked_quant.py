@@ -38,7 +38,13 @@ from ...kernel_ir.kernel import INDEX, Expr, cast, const
 from .. import microkernels_int8 as mk
 from ..lower import NodeKernelBuilder, kernel
 from ..strategies import Candidate, Kind, roofline
-from .quant_common import constant_table, dot4_pairdot, dot4_pairs16, dot4_recentre
+from .quant_common import (
+    constant_table,
+    dot4_pairdot,
+    dot4_pairs16,
+    dot4_recentre,
+    dot4_sign,
+)
 
 I32, F32 = DType.I32, DType.F32
 
@@ -129,26 +135,37 @@ def dot4_groups(wc: np.ndarray, g: _QGeo, lanes: int
 
 
 def _tables(kb: NodeKernelBuilder, node: Node, wc: np.ndarray, lanes: int, scale: int,
-            recentre: bool = False):
+            recentre: bool = False, both: bool = False):
     """(corr, mult, shift): corr (b - zx * sum of W - zw per output channel) and the
     multipliers, padded with zeros to whole blocks, for tiles that sum scale * w (a power of
     2); tiles that sum x - 128 (`recentre`, microkernels_int8) take zx - 128 for zx.
     Fixed-point (the node's `rq_shift`, set by the fixed-point pass): the int32 `rq_mult`
     with the shift grown by log2(scale); float (shift None): sx * sw / sy divided by scale,
-    exactly."""
+    exactly. `both`: corr for x and for x - 128 interleaved by block ([block][2][L]: the
+    AVX2 sign-trick fallback and its AVX-VNNI tile, qconv_tile's corr_half)."""
     mpad = node.output.shape[1] * lanes
     m = wc.shape[0]
     zx = node.inputs[2]
-    zxv = (int(zx.const.reshape(-1)[0]) if zx is not None else 0) - 128 * recentre
     b = node.input(8)
-    corr = np.zeros(mpad, np.int64)
-    corr[:m] = (b.const.astype(np.int64) if b is not None else 0) \
-        - zxv * wc.reshape(m, -1).sum(axis=1, dtype=np.int64)
-    corr *= scale
-    if np.abs(corr).max(initial=0) >= 2**31:
-        raise EdgecError(f"node {node.name}: bias minus zero-point correction overflows int32")
+
+    def correction(zxv: int) -> np.ndarray:
+        corr = np.zeros(mpad, np.int64)
+        corr[:m] = (b.const.astype(np.int64) if b is not None else 0) \
+            - zxv * wc.reshape(m, -1).sum(axis=1, dtype=np.int64)
+        corr *= scale
+        if np.abs(corr).max(initial=0) >= 2**31:
+            raise EdgecError(f"node {node.name}: bias minus zero-point correction overflows "
+                             "int32")
+        return corr
+
+    zxv = (int(zx.const.reshape(-1)[0]) if zx is not None else 0) - 128 * recentre
+    corr = correction(zxv)
+    if both:
+        corr = np.stack([corr.reshape(-1, lanes), correction(zxv - 128).reshape(-1, lanes)],
+                        axis=1).reshape(-1)
     src = node.inputs[3]
-    corr_t = constant_table(kb, corr.astype(np.int32), f"corr{scale}", src)
+    corr_t = constant_table(kb, corr.astype(np.int32), f"corr{scale}{'x2' if both else ''}",
+                            src)
     if node.attrs.get("rq_shift"):
         q = np.zeros(mpad, np.int32)
         q[:m] = np.broadcast_to(np.asarray(node.attrs["rq_mult"], np.int32), (m,))
@@ -240,13 +257,22 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
     # them here, into a table the text IR does not show
     where = "" if node.attrs.get("wenc") else ", weights packed by the kernel builder"
     recentre = enc.kind == "dot4" and dot4_recentre(kb)
-    corr, mult, shift = _tables(kb, node, wc, lanes, 16 if enc.nibbles else 1, recentre)
-    fixed = shift is not None
-    rq = ", fixed-point requantization" if fixed else ""
     # weights whose byte pairs fit int16: the cheaper dot4 where the target has one (AVX2's
     # vpmaddubsw; int4 weights, summed as 16 * w, stay as they are)
     pairs16, pairs_say = dot4_pairs16(kb, qconv_pairs(wc)) \
         if enc.kind == "dot4" and not enc.nibbles else (False, "")
+    # full-range weights on AVX2: the sign trick where it beats the widening on this CPU
+    # family, as the fallback of the AVX-VNNI tile (the dense tile only)
+    sign = (enc.kind == "dot4" and not enc.nibbles and not enc.sparse and not pairs16
+            and dot4_sign(kb, wc))
+    if sign:
+        pairs_say = pairs_say.replace("dot4 widened (vpmaddwd: ", "dot4 by the sign trick ("
+                                      "vpsignb+vpmaddubsw+vpmaddwd of x - 128: weights within "
+                                      "+-127, where ")
+    corr, mult, shift = _tables(kb, node, wc, lanes, 16 if enc.nibbles else 1, recentre,
+                                both=sign)
+    fixed = shift is not None
+    rq = ", fixed-point requantization" if fixed else ""
     tail = () if shift is None else (shift,)
     x, y = kb.bind(node.inputs[0], "x"), kb.bind(node.output, "y")
     res = _residual(kb, node, fixed)
@@ -348,13 +374,18 @@ def blocked_qlinear_conv(kb: NodeKernelBuilder, node: Node) -> None:
                         tile = (lanes, mb, r, g.sw * g.xb, groups, out,
                                 enc.nibbles and not unpack, fixed, res is not None, pairs16,
                                 recentre)
-                        fn = mk.qconv_tile(*tile, pairs=0 if sdot else pairs)
+                        fn = mk.qconv_tile(*tile, pairs=0 if sdot else pairs,
+                                           corr_half=0 if sign else None)
                         if sdot:
                             fn = mk.with_fallback(fn, mk.qconv_tile(*tile, pairs=pairs))
+                        if sign:
+                            fn = mk.with_fallback(fn, mk.qconv_tile(*tile, sign=True,
+                                                                    corr_half=1))
                         xo = n * x_img + oh * g.sh * x_row + ow0 * g.sw * g.xb
                         yo = ((n * g.mblocks + grp * mb_max) * g.oh + oh) * g.ow * lanes \
                             + ow0 * lanes
-                        kb.call(fn, (x, xo), (wt, wo), (corr, grp * mb_max * lanes),
+                        kb.call(fn, (x, xo), (wt, wo),
+                                (corr, grp * mb_max * lanes * (2 if sign else 1)),
                                 (mult, grp * mb_max * lanes), (y, yo), g.cbin, g.kh, g.kw,
                                 x_cb, g.dh * x_row, g.dw * g.xb, g.kh * w_kh, w_kh, y_mb, zy,
                                 *tail, *fused(yo))

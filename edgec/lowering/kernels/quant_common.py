@@ -25,6 +25,7 @@ from ...kernel_ir.kernel import (
     pairs_fit16,
     select,
 )
+from ...targets.uarch import microarch
 from ..lower import NodeKernelBuilder
 from .common import named
 
@@ -172,6 +173,17 @@ def dot4_pairdot(kb: NodeKernelBuilder, weights: np.ndarray, mb: int) -> tuple[i
     pixels = max(1, (unit.registers - 6 - 2 * mb) // (2 * mb))
     return pixels, (f", dot4 as {'sdot, else ' if sdot else ''}{form} (two k-groups summed "
                     "in int16: weights within +-127)")
+
+
+def dot4_sign(kb: NodeKernelBuilder, w: np.ndarray) -> bool:
+    """Whether the AVX2 int8 tiles of weights `w` (whose pairs do not fit int16) fall back
+    to the sign trick (kernel IR dot4p of re-centred bytes) where the CPU has no AVX-VNNI:
+    every weight within [-127, 127], an AVX2 library, and a CPU family where the trick was
+    measured faster than the widening (targets/uarch.py int8_sign)."""
+    unit = kb.target.vector
+    return (unit is not None and unit.name == "avx2" and bool(w.size)
+            and int(w.min()) >= -127 and int(w.max()) <= 127
+            and microarch(kb.target.uarch).int8_sign)
 
 
 def dot4_pairs16(kb: NodeKernelBuilder, pairs: np.ndarray) -> tuple[bool, str]:
