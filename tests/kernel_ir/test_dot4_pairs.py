@@ -83,22 +83,30 @@ def edge_operands(rng, k: int, lanes: int) -> tuple[np.ndarray, np.ndarray]:
     return a, np.ascontiguousarray(b)
 
 
-@pytest.mark.parametrize("build_name", sorted(BUILDS))
-def test_dot4p_exact_at_the_bounds(build_name, tmp_path):
+def panel_exact_on_build(tmp_path, build_name: str, make_kernel, operands, want,
+                         seed: int) -> None:
+    """A row-times-panel kernel (`make_kernel(lanes)`) built as `build_name` gives `want(a,
+    b)` on `operands(rng, K, lanes)` for K = 4, 64 and 4096, and the interpreter the same."""
     isa, flags = BUILDS[build_name]
     lanes = isa.lanes(I32) if isa else 1
-    k = panel_kernel(lanes)
+    k = make_kernel(lanes)
     lib = build(tmp_path, [k], isa, flags, build_name)
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     for size in (4, 64, 4096):
-        a, b = edge_operands(rng, size, lanes)
+        a, b = operands(rng, size, lanes)
         y = np.zeros(lanes, np.int32)
         function(lib, k)(a, pack_panel(b), y, size // 4)
-        np.testing.assert_array_equal(y, a.astype(np.int64) @ b.astype(np.int64))
-        # the interpreter computes the same sum, and the dot4 the widening one
+        np.testing.assert_array_equal(y, want(a, b))
         yi = np.zeros(lanes, np.int32)
         run_kernel(k, a, pack_panel(b), yi, size // 4)
         np.testing.assert_array_equal(yi, y)
+
+
+@pytest.mark.parametrize("build_name", sorted(BUILDS))
+def test_dot4p_exact_at_the_bounds(build_name, tmp_path):
+    # the interpreter computes the same sum as each build's dot4p (and the widening one)
+    panel_exact_on_build(tmp_path, build_name, panel_kernel, edge_operands,
+                         lambda a, b: a.astype(np.int64) @ b.astype(np.int64), 5)
 
 
 def test_avx2_renders_dot4p_as_maddubs_and_vnni_as_dpbusd():
@@ -110,20 +118,25 @@ def test_avx2_renders_dot4p_as_maddubs_and_vnni_as_dpbusd():
     assert "_mm512_dpbusd_epi32(" in CRenderer(AVX512).kernel(panel_kernel(16))
 
 
-def test_dot4p_under_haswell(tmp_path):
+def panel_under_haswell(tmp_path, k: Kernel, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The 8 sums of the AVX2 build of `k` (a row-times-panel kernel: a [K] uint8, B [K, 8]
+    int8 packed as its panel) run as a program under `qemu-x86_64 -cpu Haswell`."""
     if shutil.which("qemu-x86_64") is None:
         pytest.fail("qemu-x86_64 is not installed: `apt-get install qemu-user`")
     isa, flags = BUILDS["avx2"]
-    k = panel_kernel(8)
-    a, b = edge_operands(np.random.default_rng(6), 256, 8)
     main = [f"static const uint8_t a[] = {{{', '.join(map(str, a))}}};",
             f"static const int8_t b[] = {{{', '.join(map(str, pack_panel(b)))}}};",
-            "int main(void)", "{", "    int32_t y[8];", f"    {k.name}(a, b, y, 64);",
+            "int main(void)", "{", "    int32_t y[8];", f"    {k.name}(a, b, y, {a.size // 4});",
             "    for (int j = 0; j < 8; ++j) printf(\"%d \", (int)y[j]);", "    return 0;", "}"]
     exe = gcc(tmp_path, "#include <stdio.h>\n" + c_source([k], isa) + "\n".join(main) + "\n",
-              flags, "dot4p_haswell", [])
+              flags, f"{k.name}_haswell", [])
     out = subprocess.run([*HASWELL, str(exe)], capture_output=True, text=True, check=True)
-    np.testing.assert_array_equal(np.array(out.stdout.split(), np.int64),
+    return np.array(out.stdout.split(), np.int64)
+
+
+def test_dot4p_under_haswell(tmp_path):
+    a, b = edge_operands(np.random.default_rng(6), 256, 8)
+    np.testing.assert_array_equal(panel_under_haswell(tmp_path, panel_kernel(8), a, b),
                                   a.astype(np.int64) @ b.astype(np.int64))
 
 

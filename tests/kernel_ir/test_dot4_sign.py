@@ -16,18 +16,20 @@ the measurement, keeps the widened dot4, and the report says which form each lay
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from harness import isa_builds
-from kernel_ir.test_dot4_pairs import qlinear_conv_model
-from kernel_ir.test_int8 import HASWELL, pack_panel
-from kernel_ir.test_vector_ir import build, c_source, function, gcc
+from kernel_ir.test_dot4_pairs import (
+    panel_exact_on_build,
+    panel_under_haswell,
+    qlinear_conv_model,
+)
+from kernel_ir.test_int8 import HASWELL
+from kernel_ir.test_vector_ir import c_source
+from lowering.test_neon_pairdot import reference
 
 import edgec
-from edgec.frontends.onnx import import_onnx
-from edgec.ir import interpret
 from edgec.ir.dtypes import DType
 from edgec.kernel_ir.interpreter import KernelError, run_kernel
 from edgec.kernel_ir.kernel import (
@@ -40,8 +42,6 @@ from edgec.kernel_ir.kernel import (
     vbroadcast,
     vload,
 )
-from edgec.passes import default_pipeline, run_pipeline
-from edgec.targets.target import get_target
 from edgec.targets.uarch import MICROARCHS
 
 I32, U8, I8 = DType.I32, DType.U8, DType.I8
@@ -83,37 +83,14 @@ def want(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("build_name", sorted(BUILDS))
 def test_sign_dot4_exact_at_the_bounds(build_name, tmp_path):
-    isa, flags = BUILDS[build_name]
-    lanes = isa.lanes(I32) if isa else 1
-    k = sign_kernel(lanes)
-    lib = build(tmp_path, [k], isa, flags, build_name)
-    rng = np.random.default_rng(7)
-    for size in (4, 64, 4096):
-        a, b = bound_operands(rng, size, lanes)
-        y = np.zeros(lanes, np.int32)
-        function(lib, k)(a, pack_panel(b), y, size // 4)
-        np.testing.assert_array_equal(y, want(a, b))
-        yi = np.zeros(lanes, np.int32)
-        run_kernel(k, a, pack_panel(b), yi, size // 4)
-        np.testing.assert_array_equal(yi, y)
+    panel_exact_on_build(tmp_path, build_name, sign_kernel, bound_operands, want, 7)
 
 
 def test_avx2_renders_the_sign_trick(tmp_path):
-    src = c_source([sign_kernel(8)], BUILDS["avx2"][0])
-    assert "edgec_dot4s_i8i8(" in src, src
-    if shutil.which("qemu-x86_64") is None:
-        pytest.fail("qemu-x86_64 is not installed: `apt-get install qemu-user`")
-    isa, flags = BUILDS["avx2"]
-    k = sign_kernel(8)
+    assert "edgec_dot4s_i8i8(" in c_source([sign_kernel(8)], BUILDS["avx2"][0])
     a, b = bound_operands(np.random.default_rng(8), 256, 8)
-    main = [f"static const uint8_t a[] = {{{', '.join(map(str, a))}}};",
-            f"static const int8_t b[] = {{{', '.join(map(str, pack_panel(b)))}}};",
-            "int main(void)", "{", "    int32_t y[8];", f"    {k.name}(a, b, y, 64);",
-            "    for (int j = 0; j < 8; ++j) printf(\"%d \", (int)y[j]);", "    return 0;", "}"]
-    exe = gcc(tmp_path, "#include <stdio.h>\n" + c_source([k], isa) + "\n".join(main) + "\n",
-              flags, "sign_haswell", [])
-    out = subprocess.run([*HASWELL, str(exe)], capture_output=True, text=True, check=True)
-    np.testing.assert_array_equal(np.array(out.stdout.split(), np.int64), want(a, b))
+    np.testing.assert_array_equal(panel_under_haswell(tmp_path, sign_kernel(8), a, b),
+                                  want(a, b))
 
 
 def test_interpreter_refuses_a_weight_of_minus_128():
@@ -151,12 +128,8 @@ def test_full_range_conv_on_avx2(backend, cpu, minus128, sign, tmp_path):
             if r["op"] == "BlockedQLinearConv"]
     assert (SIGN in s) == sign, s
     assert sign or "dot4 widened (vpmaddwd: the weights of a pair sum to" in s, s
-    t = get_target("x86-avx2")
-    g = import_onnx(model)
-    run_pipeline(g, default_pipeline(t.lanes(DType.F32), t.registers)
-                 .replace(",plan-memory", ""), verify_each=True)
     x = conv_input()
-    ref = interpret(g, {"x": x})["y"]
+    ref = reference(model, "x86-avx2", x)
     if shutil.which("qemu-x86_64") is None:
         pytest.fail("qemu-x86_64 is not installed: `apt-get install qemu-user`")
     for emulator in ([], HASWELL):  # Haswell has no AVX-VNNI: the fallback runs there
