@@ -257,10 +257,16 @@ def blocked_ab(builds: dict[str, Path], feeds: dict, threads: int, runs: int,
 def interleaved(runs: dict, rounds: int, pause: float) -> dict[str, list[float]]:
     """ms per call of each of `runs`, called in turn `rounds` times after 3 warm-up rounds,
     each after `pause` seconds (with threads: the previous one's spinning pool threads, edgec's
-    spin about 1 ms, go to sleep instead of holding a core the next one's threads need)."""
+    spin about 1 ms, go to sleep instead of holding a core the next one's threads need). The
+    order turns by one each round, so that each run is called first as often as the others:
+    on the Zen 3 host the first call of a round ran 6-10% slower, which made two identical
+    libraries 0.90-0.94x of each other when the same one always went first."""
     times: dict[str, list[float]] = {k: [] for k in runs}
+    names = list(runs)
     for r in range(rounds + 3):
-        for k, f in runs.items():
+        turn = r % len(names)
+        for k in names[turn:] + names[:turn]:
+            f = runs[k]
             if pause:
                 time.sleep(pause)
             t0 = time.perf_counter()

@@ -134,9 +134,10 @@ def test_quantization_alone_and_end_to_end_errors(calibrated, capsys):
                 "--prune-pattern", "16x4")
     assert alone == pytest.approx(rel_error(run_all(d / "p", xs), quantized), rel=0.1)
     assert end_to_end > 10 * alone
+    # (the log prints 3 significant digits: 0.01144 is said as 0.0114, 0.35% off)
     m = json.loads((d / "pq" / "manifest.json").read_text())["quantization"]
-    assert m["output_rel_error"] == pytest.approx(alone, rel=1e-3)
-    assert m["end_to_end_rel_error"] == pytest.approx(end_to_end, rel=1e-3)
+    assert m["output_rel_error"] == pytest.approx(alone, rel=5e-3)
+    assert m["end_to_end_rel_error"] == pytest.approx(end_to_end, rel=5e-3)
     report = (d / "pq" / "report.txt").read_text()
     assert f"relative error {alone:.3g} from quantization alone" in report
     assert f"relative error {end_to_end:.3g}" in report.split("end to end")[1]
