@@ -201,6 +201,16 @@ def _q(g, rng, shape, dtype=np.uint8, name="x"):
     return g.add_input(name, TensorType(tuple(shape), DType.from_numpy(np.dtype(dtype))))
 
 
+def _maxpool3x3(name: str, shape: tuple[int, ...], stride: int, seed: int) -> Graph:
+    """A graph of one 3x3 MaxPool, pads 1, over a quantized input of `shape`."""
+    g = Graph(name)
+    x = _q(g, np.random.default_rng(seed), shape)
+    node = g.add_node("MaxPool", [x], {"kernel_shape": [3, 3], "strides": [stride] * 2,
+                                       "pads": [1] * 4, "dilations": [1, 1]}, num_outputs=1)
+    g.outputs = [node.output]
+    return g
+
+
 def _c(g, value, name, dtype):
     return g.const(np.asarray(value, dtype), name)
 
@@ -494,11 +504,8 @@ def test_folding_widens_a_pool_that_bounds_the_design(tmp_path):
     the design its taps bound it; folding widens it to the largest SIMD dividing its 8
     channels that it takes to bring the taps under a quarter of its reads and writes (6480 /
     8 = 810 > 360: all 8 lanes), and the outputs stay exact."""
-    g = Graph("pf")
-    x = _q(g, np.random.default_rng(1), (1, 8, 9, 10))
-    node = g.add_node("MaxPool", [x], {"kernel_shape": [3, 3], "strides": [1, 1],
-                                       "pads": [1] * 4, "dilations": [1, 1]}, num_outputs=1)
-    g.outputs = [node.output]
+    g = _maxpool3x3("pf", (1, 8, 9, 10), 1, seed=1)
+    node = g.nodes[-1]
     art = compile_graph(g, tmp_path / "out", target="hls", fpga_part=PART, name="pf")
     assert art.manifest["kernel_strategies"][-1]["strategy"] == "pooling unit, 8 SIMD"
     f = {"x": np.random.default_rng(2).integers(0, 256, (1, 8, 9, 10)).astype(np.uint8)}
@@ -580,11 +587,8 @@ def test_folding_counts_the_banks_a_fold_moves_out_of_uram(tmp_path):
     blocks, which stay BRAM: 2 x 1443 + 2 x 362 RAMB18 for the arrays, with the input's
     FIFO (2888) over the U250's 5376. Folding sees that and keeps 1 lane, and the design
     fits; forced to 8 lanes it does not."""
-    g = Graph("mp")
-    x = _q(g, np.random.default_rng(5), (1, 64, 304, 304))
-    node = g.add_node("MaxPool", [x], {"kernel_shape": [3, 3], "strides": [2, 2],
-                                       "pads": [1] * 4, "dilations": [1, 1]}, num_outputs=1)
-    g.outputs = [node.output]
+    g = _maxpool3x3("mp", (1, 64, 304, 304), 2, seed=5)
+    node = g.nodes[-1]
     art = compile_graph(g, tmp_path / "fold", target="hls", fpga_part=PART, name="mp")
     e = art.manifest["hls"]["estimate"]
     assert art.manifest["kernel_strategies"][-1]["strategy"] == "pooling unit, 1 SIMD"
