@@ -61,7 +61,7 @@ def cmd_compile(a) -> None:
         accuracy_budget=a.accuracy_budget, quantize_methods=a.quantize_method or (),
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
-        tune=not a.no_tune, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()),
+        tune=False if a.no_tune else None, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()),
         gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph, precision=a.precision,
         fpga_part=a.fpga_part,
         clock_mhz=a.clock_mhz, target_fps=a.target_fps)
@@ -276,7 +276,8 @@ def parser() -> argparse.ArgumentParser:
                         "edgec's kernel IR, as text")
     c.add_argument("--no-tune", action="store_true",
                    help="never time a layer's sparse and dense kernels on this machine where "
-                        "the cost model cannot tell them apart: take the model's choice")
+                        "the cost model cannot tell them apart: take the model's choice (so does "
+                        "EDGEC_TUNE=0 in the environment)")
     c.add_argument("--pipeline", help="pass pipeline (default: edgec's standard one)")
     c.add_argument("--single-threaded", action="store_true",
                    help="no thread pool: the library needs no pthreads")

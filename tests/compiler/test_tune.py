@@ -88,3 +88,31 @@ def test_cli_names_the_cpu_family(tmp_path, capsys):
         main(["compile", str(tmp_path / "mlp.onnx"), "-o", str(tmp_path / "o2"),
               "--cpu", "pentium"])
     assert "invalid choice: 'pentium'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env", ["0", "1"])
+def test_the_cli_times_close_layers_unless_the_environment_says_not(tmp_path, monkeypatch,
+                                                                     env):
+    """`edgec compile` leaves the choice to EDGEC_TUNE where --no-tune is not given (it timed
+    close layers even with EDGEC_TUNE=0, so the suite's kernel choices hung on timings)."""
+    import onnx
+    from onnx import helper
+
+    from edgec.compiler.cli import main
+    from edgec.targets import target
+
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("EDGEC_TUNE", env)
+    monkeypatch.setattr(target, "host_uarch", lambda: "unknown")  # no figures: every call close
+    b = product()[1]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["x", "B"], ["y"])], "gemv",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 384])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 256])],
+        [onnx.numpy_helper.from_array(b, "B")]), opset_imports=[helper.make_opsetid("", 17)],
+        ir_version=10)
+    onnx.save(model, tmp_path / "gemv.onnx")
+    assert main(["compile", str(tmp_path / "gemv.onnx"), "-o", str(tmp_path / "out")]) == 0
+    (row,) = json.loads((tmp_path / "out" / "manifest.json").read_text())["sparse_timed"]
+    assert ("measured_us" in row) == (env == "1")
+    assert (tmp_path / "cache").exists() == (env == "1")
