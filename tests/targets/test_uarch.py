@@ -39,6 +39,7 @@ def ops_after(g: Graph, sparsify: str) -> list[str]:
     ("AuthenticAMD", 25, 0x01, "zen3"), ("AuthenticAMD", 25, 0x21, "zen3"),
     ("AuthenticAMD", 25, 0x50, "zen3"),
     ("AuthenticAMD", 25, 17, "zen4"), ("AuthenticAMD", 25, 0x61, "zen4"),
+    ("AuthenticAMD", 26, 2, "zen5"), ("AuthenticAMD", 26, 0x44, "zen5"),
     ("GenuineIntel", 6, 207, "emerald-rapids"), ("GenuineIntel", 6, 143, "emerald-rapids"),
     ("GenuineIntel", 6, 85, "unknown"),  # Skylake-SP / Cascade Lake
 ])
@@ -137,6 +138,11 @@ def pruned_mlp(zeros: float):
     ("zen1", 8, 0.9, ["FusedMatMul"] * 3),
     # Zen 3 (timed there, each product alone): gathers 2.6x slower at 70%, level at 90%
     ("zen3", 8, 0.7, ["FusedMatMul"] * 3),
+    # Zen 5 (timed there, each product alone): gathers 2.7-3.6x slower at 70%, AVX-512 and
+    # AVX2; at 90% level (784x512) or slower (512x256): dense
+    ("zen5", 16, 0.7, ["FusedMatMul"] * 3),
+    ("zen5", 8, 0.7, ["FusedMatMul"] * 3),
+    ("zen5", 16, 0.9, ["FusedMatMul"] * 3),
 ])
 def test_the_benchmark_mlp_takes_the_faster_kernels_of_each_family(cpu, lanes, zeros, kernels):
     from edgec.frontends.onnx import import_onnx
