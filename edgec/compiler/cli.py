@@ -61,10 +61,10 @@ def cmd_compile(a) -> None:
         accuracy_budget=a.accuracy_budget, quantize_methods=a.quantize_method or (),
         prune=a.prune, prune_pattern=a.prune_pattern, prune_exclude=a.prune_exclude or (),
         compress=a.compress, sanitize=a.sanitize, report=a.report, cpu=a.cpu,
-        tune=False if a.no_tune else None, emit_kernels=a.emit_kernels, strategy=dict(a.strategy or ()),
-        gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph, precision=a.precision,
-        fpga_part=a.fpga_part,
-        clock_mhz=a.clock_mhz, target_fps=a.target_fps)
+        tune=False if a.no_tune else None, emit_kernels=a.emit_kernels,
+        strategy=dict(a.strategy or ()), gpu_arch=a.gpu_arch, cuda_graph=a.cuda_graph,
+        precision=a.precision, fpga_part=a.fpga_part, clock_mhz=a.clock_mhz,
+        target_fps=a.target_fps)
     art = compile(a.model, a.output, options, input_shapes=_shapes(a.input_shape))
     m = art.manifest
     if m.get("artifact") == "hls-project":
