@@ -64,8 +64,8 @@ DENSE_RATE = 0.8
 SPARSE_RATE = {(1, 1): 0.35, (4, 1): 0.55, (8, 1): 0.6, (16, 1): 0.53, (1, 4): 0.37}
 # N:M-pruned ResNet-18 (1:4, 2:8, 1:8) ran as fast as on csr (0.99-1.00x): the same FMAs
 # and loads, a byte of index per weight instead of a 4-byte offset. Chosen where it stores
-# no more entries than csr would (then its weights are 5 bytes per entry instead of 8)
-NM_RATE = SPARSE_RATE[1, 1]
+# no more entries than csr would (then its weights are 5 bytes per entry instead of 8): it
+# runs at the csr rate, rates[1, 1]
 NM_GROUPS = (4, 8, 16)  # the M of N:M tried
 # one row of A (B streams from the caches once per call) and the gathers: the CPU family's
 # rates (targets/uarch.py: its bandwidth and gather cost against its FMA peak)
@@ -89,6 +89,13 @@ def microarch_of(name: str):
         raise PassError(f"sparsify: {e}") from None
 
 
+def conv_rates(uarch: str, lanes: int) -> dict[tuple[int, int], float]:
+    """The sparse tile's share of the FMA peak per block (R, C) on CPU family `uarch` with
+    `lanes`-wide vectors: SPARSE_RATE, less where the family's figures say so (Zen 5's
+    AVX-512 doubles the FMA rate but not the loads and broadcasts of a block's entries)."""
+    return {**SPARSE_RATE, **microarch_of(uarch).conv_share.get(lanes, {})}
+
+
 def _tile_fill(vectors: int) -> float:
     """The sparse tile's cost per vector of pixels with `vectors` of them, relative to a
     full tile of 8 (the one `SPARSE_RATE` was measured on)."""
@@ -98,19 +105,20 @@ COPY_COST = 1.0
 
 
 def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
-                use_nm: bool = True) -> SparsePlan:
+                use_nm: bool = True, rates: dict | None = None) -> SparsePlan:
     """The cost model's figures for convolution `node`: the block (R output channels x C
     input channels) it would use, its block density, the estimated cost of each kernel, and
     whether sparse wins (without `pad_channels`, only the R that divide the output
     channels; with `cols`, only blocks of that many input channels; without `use_nm`, no
-    N:M)."""
+    N:M; `rates`: the tile's shares by block, conv_rates, default SPARSE_RATE)."""
     w = node.inputs[1].const
     x = node.inputs[0].type
     st = staging_of(x, list(w.shape[2:]), node.attrs["pads"], node.attrs["strides"])
     oh, ow = st.hq - (w.shape[2] - 1) // st.sh, st.wq - (w.shape[3] - 1) // st.sw
     m = w.shape[0]
     blocks, block_density, cost = _blocks_plan(st.weights(w), oh * st.wq, st.phases,
-                                               pad_channels, cols, use_nm, weights=w.size)
+                                               pad_channels, cols, use_nm, weights=w.size,
+                                               rates=rates)
     copy = 0 if _identity_stage(node, w) else x.numel
     cost += COPY_COST * (copy + m * oh * st.wq)
     dense = w.size * oh * ow / DENSE_RATE
@@ -119,17 +127,18 @@ def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
 
 
 def _blocks_plan(ws: np.ndarray, pixels: int, phases: int, pad_channels: bool = True,
-                 cols: int = 0, use_nm: bool = True,
-                 weights: int = 0) -> tuple[BlockPlan, float, float]:
+                 cols: int = 0, use_nm: bool = True, weights: int = 0,
+                 rates: dict | None = None) -> tuple[BlockPlan, float, float]:
     """The cheapest stored form of staged weights `ws` [M, G, KH', KW'] for the sparse
     convolution over `pixels` computed pixels, its block density and its cost (the tile's
     work alone). The block density is the entries stored over the layer's `weights`
     (default ws.size): a 3x3 stride-2 window is staged as 4 phases of 2x2, 16 taps of which
     7 are zero, so that 80%-pruned weights fill 11% of the staged ones and 20% of their
-    own."""
+    own. `rates`: the tile's shares by block (default SPARSE_RATE); N:M runs at its (1, 1)."""
+    rates = rates or SPARSE_RATE
     m, g = ws.shape[:2]
     best = None
-    for (r, c), rate in SPARSE_RATE.items():
+    for (r, c), rate in rates.items():
         # channels padded to a multiple of R: the padding's zeros are computed with the
         # blocks they fill (counted in the cost), then dropped
         if (m % r and not pad_channels) or (cols and c != cols) or (g // phases) % c:
@@ -148,7 +157,7 @@ def _blocks_plan(ws: np.ndarray, pixels: int, phases: int, pad_channels: bool = 
         per = np.count_nonzero(NMWeights(1, gm, phases).groups(ws), axis=2)
         n = int(per.max(initial=1))
         stored = m * int(np.any(per, axis=0).sum()) * n  # groups no channel uses left out
-        nm_cost = stored * pixels / NM_RATE
+        nm_cost = stored * pixels / rates[1, 1]
         # ties: N:M over blocks (fewer bytes), the smaller M (1:4 weights stay 1:4)
         if n < gm and (nm_cost < cost or (nm_cost == cost and nm is None)):
             nm, d, cost = (n, gm), stored / ws.size, nm_cost
@@ -205,7 +214,8 @@ def matmul_plan(node: Node, lanes: int, uarch: str = "", **blocks) -> SparsePlan
         # load and broadcast over them: few vectors, less of the rate
         nv = -(-m // lanes)
         conv, block_density, cost = _blocks_plan(
-            np.ascontiguousarray(b.T).reshape(n, k, 1, 1), nv * lanes, 1, **blocks)
+            np.ascontiguousarray(b.T).reshape(n, k, 1, 1), nv * lanes, 1, **blocks,
+            rates=conv_rates(uarch, lanes))
         cost *= _tile_fill(nv)
         cost += TRANSPOSE_COST * (m * k + m * n)
         if cost < sparse:
@@ -291,7 +301,8 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
         w = node.inputs[1].const
         if not (w == 0).any():
             continue
-        plan = node.record.sparse = sparse_plan(node, pad_channels, cols, nm)
+        plan = node.record.sparse = sparse_plan(node, pad_channels, cols, nm,
+                                                conv_rates(uarch, lanes))
         if not (plan.runs_sparse or force):
             continue
         _rewrite(graph, node, plan.blocks)

@@ -48,6 +48,10 @@ class Microarch:
     # sign trick (vpsignb, vpmaddubsw of |x - 128|) than widened (two vpmaddwd), measured on
     # real layers: the AVX2 fallback of such tiles takes it there (blocked_quant.py)
     int8_sign: bool = False
+    # the sparse convolution tile's share of the FMA peak per block (rows, cols), by vector
+    # lanes, where it is below sparsify's SPARSE_RATE (which held on the Xeon, Zen 4 and the
+    # AVX2 builds measured): fitted per layer of bench_sparse.py's pruned ResNet-18
+    conv_share: dict[int, dict[tuple[int, int], float]] = field(default_factory=dict)
 
     def gather_rate(self, lanes: int) -> float:
         """The gathering kernel's share of the FMA peak per stored slot, with `lanes`-wide
@@ -75,7 +79,14 @@ MICROARCHS: dict[str, Microarch] = {m.name: m for m in (
               "alone: 784x512 dense 15.9-17.0 us AVX-512 and AVX2 alike; gathers 43.2 / 51.5 us "
               "at 70% (132 k / 130 k slots), 16.5 / 18.5 us at 90% (48 k / 47 k)), peak_fma.c "
               "252 GFLOP/s AVX-512 (127 AVX2), the shares of the AVX-512 peak; peak_gather.c: "
-              "a gathered float costs 48 (AVX-512) and 32 (AVX2) FMA lanes of its own width"),
+              "a gathered float costs 48 (AVX-512) and 32 (AVX2) FMA lanes of its own width. "
+              "conv_share: ResNet-18 pruned to 70% and 90% (unstructured, 1x4, 4x1), each "
+              "layer's sparse and dense kernels timed in the whole network "
+              "(edgec.compiler.profile.kernel_times): with AVX-512 the 1x1 and 1x4 blocks "
+              "ran 1.3-1.4x and 1.1-1.3x the time SPARSE_RATE gives them (1.5-2.3x on 7x7 "
+              "and strided 1x1 layers), 4x1 blocks as it gives; at 70% unstructured the "
+              "sparse ResNet-18 ran 0.97x the dense one",
+              conv_share={16: {(1, 1): 0.26, (1, 4): 0.31}}),
     Microarch("zen3", "AMD Zen 3 and Zen 3+ (EPYC 7003, Ryzen 5000/6000): AVX2 on 256-bit "
               "datapaths, no AVX-512", 0.22, {8: 0.026},
               "AMD EPYC Zen 3 host (family 25 model 1), 2026-11-28: bench_sparse.py --models "
