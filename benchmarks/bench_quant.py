@@ -1,6 +1,7 @@
 """Quantized models: edgec against onnxruntime on the same QDQ model, and against
-onnxruntime's float32 run of the float model (the protocol of BENCHMARKS.md; issue 14's speed
-points).
+onnxruntime's float32 run of the float model, and against edgec's own float32 build of the
+float model (the protocol of BENCHMARKS.md; issue 14's speed points; issue 30's point 2: no
+int8 build slower than the float one).
 
 Per model (ResNet-18, MobileNetV2 of the zoo): the float model is quantized as onnxruntime
 users do it (`edgec.zoo.quantize_qdq`: quant_pre_process, then quantize_static to QDQ with
@@ -97,13 +98,18 @@ def bench(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> l
     edgec.compile(qdq, folder / "edgec", target=a.target, name=name)
     compile_s = time.perf_counter() - t
     ours = edgec.load(folder / "edgec")
+    # edgec's float build of the float model: an int8 library slower than it is a fast path
+    # slower than the one it replaces (issue 30, point 2)
+    edgec.compile(folder / "float.onnx", folder / "edgec_f32", target=a.target, name=name,
+                  log=open(os.devnull, "w"))  # noqa: SIM115
+    ours32 = edgec.load(folder / "edgec_f32")
     feeds = random_feeds(model)
     (iname, x), = feeds.items()
     step = output_step(qdq)
     rows, steps = [], 0.0
     rng = np.random.default_rng(5)
     for threads in a.threads:
-        set_threads(ours, threads)
+        set_threads(ours, threads), set_threads(ours32, threads)
         q8 = ort_session(qdq, threads, "all")
         f32 = ort_session(folder / "float.onnx", threads, "all")
         # check inputs: edgec requantizes in fixed point (rounding the exact product, half
@@ -133,9 +139,10 @@ def bench(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> l
                       "from onnxruntime int8")
         run_ours = lambda: ours.run(feeds)  # noqa: E731
         for _ in range(3):
-            run_ours(), q8.run(None, feeds), f32.run(None, feeds)
+            run_ours(), q8.run(None, feeds), f32.run(None, feeds), ours32.run(feeds)
         s8 = summary(*interleave(run_ours, lambda s=q8: s.run(None, feeds), a.pairs))
         s32 = summary(*interleave(run_ours, lambda s=f32: s.run(None, feeds), a.pairs))
+        own = summary(*interleave(run_ours, lambda: ours32.run(feeds), a.pairs))
         floor = flops / (peak * 1e9 * threads) * 1e3 if peak else None
 
         def frac(ms: float, floor: float | None = floor) -> str:
@@ -143,7 +150,8 @@ def bench(name: str, a: argparse.Namespace, work: Path, peak: float | None) -> l
 
         rows.append(f"| {name} | {threads} | {s8['a_ms']:.2f}{frac(s8['a_ms'])} | "
                     f"{s8['b_ms']:.2f}{frac(s8['b_ms'])} | {s8['ratio']:.2f} | "
-                    f"{s32['b_ms']:.2f} | {s32['ratio']:.2f} | {compile_s:.1f} |")
+                    f"{s32['b_ms']:.2f} | {s32['ratio']:.2f} | {own['b_ms']:.2f} | "
+                    f"{own['ratio']:.2f} | {compile_s:.1f} |")
         print(rows[-1], flush=True)
     return rows
 
@@ -172,7 +180,8 @@ def bench_own(name: str, a: argparse.Namespace, work: Path, peak: float | None) 
         floor = flops / (peak * 1e9 * threads) * 1e3 if peak else None
         frac = f" ({floor / s32['a_ms']:.2f})" if floor else ""
         print(f"| {name} (edgec --quantize int8) | {threads} | {s32['a_ms']:.3f}{frac} | - | - | "
-              f"{s32['b_ms']:.3f} | {s32['ratio']:.2f} | rel. error {err:.3f} |", flush=True)
+              f"{s32['b_ms']:.3f} | {s32['ratio']:.2f} | - | - | rel. error {err:.3f} |",
+              flush=True)
         print(f"| {name}: edgec int8 against edgec float32 ({a.target}) | {threads} | "
               f"{own['a_ms']:.3f} | {own['b_ms']:.3f} | {own['ratio']:.2f} | "
               f"{fast} int8 layers on the pair-summed dot4 where the target has one, output "
@@ -268,8 +277,9 @@ def main() -> None:
               + (", QDQ weights 7-bit (reduce_range)" if a.reduce_range else "") + "; int8 peak "
               + (f"{peak[0]:.0f} GOP/s ({peak[1]})" if peak else "unmeasured"))
         print("| model | threads | edgec int8 ms (of floor) | onnxruntime int8 ms (of floor) | "
-              "edgec / ort int8 | onnxruntime f32 ms | edgec int8 / ort f32 | compile s |")
-        print("|---|---|---|---|---|---|---|---|")
+              "edgec / ort int8 | onnxruntime f32 ms | edgec int8 / ort f32 | edgec f32 ms | "
+              "edgec int8 / edgec f32 | compile s |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for name in a.models.split(",") if a.models else []:
             bench(name, a, work, peak[0] if peak else None)
         for name in a.own.split(",") if a.own else []:

@@ -263,7 +263,9 @@ def test_input_channel_blocks_match_onnxruntime(target, backend, tmp_path):
 @pytest.mark.parametrize("pattern", ["1:4", "2:8"])
 def test_nm_pruned_layers_match_onnxruntime(pattern, target, backend, tmp_path):
     m = input_block_net(pattern=pattern)
-    art = edgec.compile(m, tmp_path / "out", target=target, name="net", backend=backend)
+    # the reference family's rates: on Zen 5's AVX-512 one of the six stays dense
+    art = edgec.compile(m, tmp_path / "out", target=target, name="net", backend=backend,
+                        cpu="emerald-rapids")
     layers = sparse_layers(art)
     assert len(layers) == 6 and all(f"nm {pattern}" in t for t in layers.values()), layers
     assert sum(f"nm {pattern} step 4," in t for t in layers.values()) == 1, layers
