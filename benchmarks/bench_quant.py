@@ -57,18 +57,24 @@ from bench_models import (
 
 import edgec
 from edgec import zoo
-from edgec.targets.target import get_target
+from edgec.targets.target import get_target, host_cpu_flags
 
 
 def measure_int8_peak(work: Path, target: str = "x86") -> tuple[float, str] | None:
     """Best of five runs of the int8 probe for what `target` runs on this host: (GOP/s on one
     core, what it measured), or None where the host cannot run it. For an AVX2 target the
     pair-summed sequence of peak_int8_avx2.c (vpmaddubsw, vpmaddwd by ones: the dot4 every
-    int8 layer edgec quantizes takes there), else peak_int8.c's VNNI `vpdpbusd`."""
+    int8 layer edgec quantizes takes there), or on a CPU with AVX-VNNI, where the AVX2
+    library's int8 tiles take their AVX-VNNI versions, peak_int8.c's 256-bit `vpdpbusd`;
+    else peak_int8.c's VNNI `vpdpbusd`."""
     exe = work / "peak_int8"
     avx2 = get_target(target).isa == "avx2"
-    src, flags, args = (("peak_int8_avx2.c", ["-mavx2", "-mfma"], ["maddubs"]) if avx2
-                        else ("peak_int8.c", ["-march=native"], []))
+    if avx2 and "avx_vnni" in host_cpu_flags():
+        src, flags, args, avx2 = "peak_int8.c", ["-mavx2", "-mavxvnni"], [], False
+    elif avx2:
+        src, flags, args = "peak_int8_avx2.c", ["-mavx2", "-mfma"], ["maddubs"]
+    else:
+        src, flags, args = "peak_int8.c", ["-march=native"], []
     built = subprocess.run(["gcc", "-O2", *flags, str(HERE / src), "-o", str(exe)],
                            capture_output=True)
     if built.returncode:
