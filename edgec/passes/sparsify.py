@@ -11,7 +11,8 @@ with W staged and stored as block-CSR (ir/sparse.py). The cost model counts FMAs
 the share of the FMA peak it reaches (the same share on the vector ISAs measured): the dense
 blocked kernel one per weight and output pixel at `DENSE_RATE`; the sparse one R x C per
 stored block of R channels x C inputs and computed pixel (Wq of every OW kept) at
-`SPARSE_RATE[R, C]`, plus the staging copy and the output's copy through the epilogue. The
+`SPARSE_RATE[R, C]`, plus the staging copy and the output's copy through the epilogue, and
+the conversions to and from the blocked layout of a depthwise neighbour's tensor. The
 block (R in 1, 4, 8, 16; C in 1, 4) is the one with the least cost: 1x1 (`csr`) for
 unstructured zeros, Rx1 for weights pruned in blocks of output channels, 1x4 and Rx4 for
 blocks of input channels (the `1x4` pruning pattern, the int8 kernels' dot4 groups); where
@@ -102,6 +103,11 @@ def _tile_fill(vectors: int) -> float:
     return (1 + 0.45 / min(vectors, 8)) / (1 + 0.45 / 8)
 # the staging copy and the compaction of the output, in FMA-equivalents per element
 COPY_COST = 1.0
+# a tensor between a sparse convolution and a depthwise one, which runs blocked (NCHWc,
+# layout-nchwc): converted to or from the blocked layout, in FMA-equivalents per element
+# (MobileNetV2 at 70% zeros on Zen 5: 0.24-0.52 ns an element, 30-65 of its FMAs; its
+# 1x1 layers ran 0.95x the dense ones' time sparse, the model 0.74x with the conversions)
+LAYOUT_COST = 40.0
 
 
 def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
@@ -120,7 +126,7 @@ def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
                                                pad_channels, cols, use_nm, weights=w.size,
                                                rates=rates)
     copy = 0 if _identity_stage(node, w) else x.numel
-    cost += COPY_COST * (copy + m * oh * st.wq)
+    cost += COPY_COST * (copy + m * oh * st.wq) + LAYOUT_COST * _converted(node)
     dense = w.size * oh * ow / DENSE_RATE
     return SparsePlan(node.name, round(float(np.count_nonzero(w)) / w.size, 4), block_density,
                       dense, cost, cost < dense, blocks)
@@ -165,6 +171,20 @@ def _blocks_plan(ws: np.ndarray, pixels: int, phases: int, pad_channels: bool = 
         r = c = 1
     blocks = BlockPlan(r, c, phases, nm, -m % r)
     return blocks, round(d * ws.size / (weights or ws.size), 4), cost
+
+
+def _depthwise(node: Node | None) -> bool:
+    return node is not None and node.op in ("Conv", "FusedConv") and \
+        node.attrs["group"] > 1 and node.attrs["group"] == node.inputs[0].shape[1]
+
+
+def _converted(node: Node) -> int:
+    """The elements of convolution `node`'s input and output that change layout if it runs
+    sparse (plain rows) between depthwise convolutions (blocked): read from or written to
+    one."""
+    x, y = node.inputs[0], node.output
+    return (x.type.numel if _depthwise(x.producer) else 0) + \
+        (y.type.numel if any(_depthwise(u) for u in y.users()) else 0)
 
 
 def _identity_stage(node: Node, w: np.ndarray) -> bool:
