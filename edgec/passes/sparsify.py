@@ -111,12 +111,14 @@ LAYOUT_COST = 40.0
 
 
 def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
-                use_nm: bool = True, rates: dict | None = None) -> SparsePlan:
+                use_nm: bool = True, rates: dict | None = None,
+                blocked: bool = True) -> SparsePlan:
     """The cost model's figures for convolution `node`: the block (R output channels x C
     input channels) it would use, its block density, the estimated cost of each kernel, and
     whether sparse wins (without `pad_channels`, only the R that divide the output
     channels; with `cols`, only blocks of that many input channels; without `use_nm`, no
-    N:M; `rates`: the tile's shares by block, conv_rates, default SPARSE_RATE)."""
+    N:M; `rates`: the tile's shares by block, conv_rates, default SPARSE_RATE; `blocked`:
+    the target runs depthwise convolutions in the blocked layout, a vector target's)."""
     w = node.inputs[1].const
     x = node.inputs[0].type
     st = staging_of(x, list(w.shape[2:]), node.attrs["pads"], node.attrs["strides"])
@@ -126,7 +128,8 @@ def sparse_plan(node: Node, pad_channels: bool = True, cols: int = 0,
                                                pad_channels, cols, use_nm, weights=w.size,
                                                rates=rates)
     copy = 0 if _identity_stage(node, w) else x.numel
-    cost += COPY_COST * (copy + m * oh * st.wq) + LAYOUT_COST * _converted(node)
+    cost += COPY_COST * (copy + m * oh * st.wq) + LAYOUT_COST * (_converted(node) if blocked
+                                                                  else 0)
     dense = w.size * oh * ow / DENSE_RATE
     return SparsePlan(node.name, round(float(np.count_nonzero(w)) / w.size, 4), block_density,
                       dense, cost, cost < dense, blocks)
@@ -322,7 +325,7 @@ def sparsify(graph: Graph, *, lanes: int = 1, force: bool = False,
         if not (w == 0).any():
             continue
         plan = node.record.sparse = sparse_plan(node, pad_channels, cols, nm,
-                                                conv_rates(uarch, lanes))
+                                                conv_rates(uarch, lanes), blocked=lanes > 1)
         if not (plan.runs_sparse or force):
             continue
         _rewrite(graph, node, plan.blocks)

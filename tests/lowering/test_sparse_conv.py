@@ -520,3 +520,5 @@ def test_a_depthwise_neighbour_charges_the_layout_conversion():
     # with the conversions the layers stay dense; alone, at these zeros, they run sparse
     assert sparse_plan(e2).runs_sparse and sparse_plan(p2).runs_sparse
     assert not sparse_plan(expand).runs_sparse and not sparse_plan(project).runs_sparse
+    # without vectors (c-generic: no blocked layout) nothing is converted
+    assert sparse_plan(expand, blocked=False).sparse_cost == sparse_plan(e2).sparse_cost
