@@ -483,8 +483,8 @@ def test_a_depthwise_neighbour_charges_the_layout_conversion():
     """A 1x1 convolution beside a depthwise one runs sparse in plain rows where its neighbour
     runs blocked (NCHWc), so the tensor between them is converted: sparsify's estimate adds
     LAYOUT_COST per element of it, for the input a depthwise convolution writes and the
-    output one reads (MobileNetV2 at 70% unstructured zeros on Zen 5 ran 0.74x the dense
-    build's time with its 1x1 layers sparse, conversions 1.7 ms of 4.3)."""
+    output one reads (MobileNetV2 at 70% unstructured zeros on Zen 5, its 1x1 layers sparse,
+    ran at 0.74x the dense build's speed: 1.7 ms of its 4.3 were conversions)."""
     from edgec.ir import DType, Graph, TensorType
     from edgec.passes.sparsify import LAYOUT_COST, sparse_plan
 

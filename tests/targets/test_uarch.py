@@ -188,7 +188,7 @@ def test_a_sparse_convolution_is_chosen_by_the_cpu_familys_tile_rates():
 
 
 def pruned_zoo(name: str, zeros: float, pattern: str):
-    """A zoo model with its convolutions (group 1) and Gemm weights pruned by magnitude, as
+    """A zoo model with its convolutions' weights (group 1) pruned by magnitude, as
     bench_sparse.py prunes them: the graph sparsify sees, before it."""
     from onnx import numpy_helper
 
@@ -197,12 +197,12 @@ def pruned_zoo(name: str, zeros: float, pattern: str):
     from edgec.passes.prune import prune_weight
 
     m = zoo.MODELS[name]()
-    weights = {n.input[1] for n in m.graph.node if n.op_type in ("Conv", "Gemm") and
+    weights = {n.input[1] for n in m.graph.node if n.op_type == "Conv" and
                next((a.i for a in n.attribute if a.name == "group"), 1) == 1}
     for init in m.graph.initializer:
         if init.name in weights:
             w = numpy_helper.to_array(init)
-            taps = int(np.prod(w.shape[2:])) if w.ndim == 4 else 1
+            taps = int(np.prod(w.shape[2:]))
             w = prune_weight(w.reshape(w.shape[0], -1), zeros, pattern, taps).reshape(w.shape)
             init.CopyFrom(numpy_helper.from_array(w.astype(np.float32), init.name))
     g = import_onnx(m)
