@@ -29,6 +29,9 @@ from edgec.testing.pretrained_inputs import (
     stdlib_texts,
     text_boxes,
 )
+from edgec.testing.textlines import HEIGHT, prepare
+
+LEVEL = 2 / 255  # one grey level of a prepared input ((pixel / 255 - 0.5) / 0.5)
 
 
 def test_wordpiece_splits_as_bert_does():
@@ -44,6 +47,24 @@ def test_wordpiece_splits_as_bert_does():
     assert ids.tolist() == [[2, 4, 3, 0]] and mask.tolist() == [[1, 1, 1, 0]]
 
 
+def test_unrounded_inputs_are_the_same_resize_in_float():
+    """The floor rows' inputs: the bilinear resize without rounding to 8 bits. A crop of one
+    grey keeps it exactly; a 0 -> 255 edge, scaled 24x (2 columns to 48), takes levels
+    between grey levels, within a level of PIL's rounded ones."""
+    flat = np.full((2, 3), 100, np.uint8)
+    x, f = prepare(flat, 80), prepare(flat, 80, rounded=False)
+    assert f.shape == x.shape == (3, HEIGHT, 80)
+    np.testing.assert_array_equal(f, x)
+    np.testing.assert_allclose(f[:, :, :72], (100 / 255 - 0.5) / 0.5, rtol=1e-6)
+    assert not f[:, :, 72:].any()  # padded right with zeros, as rapidocr pads
+    edge = np.array([[0, 255], [0, 255]], np.uint8)
+    x, f = prepare(edge, 64), prepare(edge, 64, rounded=False)
+    levels = (f[0, 0, :48] * 0.5 + 0.5) * 255
+    assert np.abs(levels - levels.round()).max() > 0.1  # not on the 8-bit grid
+    assert np.abs(f - x).max() <= LEVEL * 1.001
+    assert np.all(np.diff(levels) >= 0) and levels[0] == 0 and levels[-1] == 255
+
+
 def test_text_boxes_and_their_matching():
     prob = np.zeros((32, 64), np.float32)
     prob[4:10, 4:30] = 0.9   # a line of text
@@ -57,7 +78,11 @@ def test_text_boxes_and_their_matching():
 @pytest.mark.slow  # the download (16 MB and 14 MB) and a 62-convolution build
 def test_detector_windows_and_edgec_float(tmp_path):
     model = load_detector(_fetch("rapidocr-onnxruntime", tmp_path))
-    windows = load_windows(_fetch("scikit-image", tmp_path))
+    skimage = _fetch("scikit-image", tmp_path)
+    windows = load_windows(skimage)
+    unrounded = load_windows(skimage, rounded=False)
+    assert unrounded.where == windows.where and (unrounded.calib == windows.calib).all()
+    assert 0 < np.abs(unrounded.x - windows.x).max() <= LEVEL * 1.001
     calib, held = windows.split()
     assert len(calib) == 32 and len(held) >= 60 and calib.shape[1:] == (3, *DET_SHAPE)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -76,8 +76,9 @@ def load_detector(wheel) -> onnx.ModelProto:
         return onnx.load_model_from_string(z.read(DETECTOR))
 
 
-def load_windows(skimage_wheel) -> Windows:
-    """The detector's windows of page.png from the scikit-image wheel."""
+def load_windows(skimage_wheel, rounded: bool = True) -> Windows:
+    """The detector's windows of page.png from the scikit-image wheel; `rounded`: each scaled
+    page rounded to 8 bits (else resized in float, within a grey level: textlines.prepare)."""
     from PIL import Image
 
     h, w = DET_SHAPE
@@ -86,7 +87,8 @@ def load_windows(skimage_wheel) -> Windows:
         img = Image.open(io.BytesIO(z.read(PAGE))).convert("L")
     for s in SCALES:
         size = (round(img.width * s), round(img.height * s))
-        grey = np.asarray(img.resize(size, Image.Resampling.BILINEAR), np.float32)
+        grey = np.asarray((img if rounded else img.convert("F")).resize(
+            size, Image.Resampling.BILINEAR), np.float32)
         half = size[0] // 2
         for top in range(0, size[1] - h + 1, h // 2):
             for left in range(0, size[0] - w + 1, w // 2):

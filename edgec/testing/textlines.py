@@ -85,12 +85,12 @@ def word_runs(page: np.ndarray, max_words: int | None = None
                 yield k, page[top:bottom, words[i][0]:words[j][1]]
 
 
-def load_crops(wheel, max_words: int | None = None) -> Crops:
+def load_crops(wheel, max_words: int | None = None, rounded: bool = True) -> Crops:
     """The classifier's crops of page.png, read from the scikit-image wheel at `wheel`;
-    `max_words` bounds the words per crop."""
+    `max_words` bounds the words per crop; `rounded`: as prepare."""
     xs, ys, lines = [], [], []
     for k, crop in word_runs(read_page(wheel), max_words):
-        xs += [prepare(crop), prepare(crop[::-1, ::-1])]
+        xs += [prepare(crop, rounded=rounded), prepare(crop[::-1, ::-1], rounded=rounded)]
         ys += [0, 1]
         lines += [k, k]
     return Crops(np.stack(xs), np.array(ys), np.array(lines))
@@ -132,14 +132,19 @@ def _lines(page: np.ndarray) -> list[tuple[int, int, list[tuple[int, int]]]]:
     return out
 
 
-def prepare(crop: np.ndarray, width: int = WIDTH) -> np.ndarray:
-    """A crop as rapidocr feeds it: [3, 48, width], scaled to height 48, padded right."""
+def prepare(crop: np.ndarray, width: int = WIDTH, rounded: bool = True) -> np.ndarray:
+    """A crop as rapidocr feeds it: [3, 48, width], scaled to height 48, padded right.
+    `rounded`: the scaled pixels rounded to 8 bits (PIL's uint8 resize), as an app's image
+    would be; else the same bilinear resize in float (PIL mode "F"), within a grey level of
+    it: the input's own rounding, against which the float model's answers are measured
+    (pretrained_quant.py's floor row)."""
     from PIL import Image
 
     h, w = crop.shape
     scaled = min(width, math.ceil(HEIGHT * w / h))
-    img = Image.fromarray(np.ascontiguousarray(crop)).resize((scaled, HEIGHT),
-                                                             Image.Resampling.BILINEAR)
+    src = np.ascontiguousarray(crop)
+    img = Image.fromarray(src if rounded else src.astype(np.float32))  # uint8: "L", float: "F"
+    img = img.resize((scaled, HEIGHT), Image.Resampling.BILINEAR)
     x = np.zeros((3, HEIGHT, width), np.float32)
     x[:, :, :scaled] = (np.asarray(img, np.float32) / 255 - 0.5) / 0.5
     return x
