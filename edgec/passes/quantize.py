@@ -164,6 +164,9 @@ class Quantize:
     keep: str = "worst"
     # keep=sensitivity: the least share of the MACs in int8 (int16 and float count against it)
     min_quantized_macs: float = 0.9
+    # keep=sensitivity: the samples each point and step is measured on (the first N of them;
+    # more carry better to other inputs, each measurement costing N runs from the point on)
+    search_samples: int = SENSITIVITY_SAMPLES
     # keep=sensitivity: the higher precisions tried, in order ("float": no int16 activations)
     rungs: str = ",".join(RUNGS)
     int16: str = ""  # node names whose activation inputs are int16 (W8A16), separated by commas
@@ -426,7 +429,7 @@ class Quantize:
                         reference: dict[str, list]) -> MixedPrecision:
         """The activations to hold in int16 and the layers to keep float by the sensitivity
         of their quantization points (sensitivity.py), said on the log."""
-        few = feeds[:SENSITIVITY_SAMPLES]
+        few = feeds[:self.search_samples]
         signals = _signals(graph)
         outs = _point_values(graph, few, set(signals))
         t0 = time.perf_counter()
@@ -508,6 +511,10 @@ class Quantize:
         if not 0.0 <= self.smooth <= 1.0:
             raise PassError(f"quantize: smooth={self.smooth} must be SmoothQuant's alpha in "
                             "(0, 1] (0.5 splits the ranges evenly; 0: no smoothing)")
+        if self.search_samples < 1:
+            raise PassError(f"quantize: search_samples={self.search_samples} must be at least "
+                            f"1 (the samples keep=sensitivity measures on; default "
+                            f"{SENSITIVITY_SAMPLES})")
         if not 0.0 <= self.min_quantized_macs <= 1.0:
             raise PassError(f"quantize: min_quantized_macs={self.min_quantized_macs} must be "
                             "a share of the MACs in [0, 1] (0.9: 90% stay quantized)")

@@ -111,6 +111,16 @@ def test_a_sensitive_activation_takes_int16_before_float():
                       min_quantized_macs=0.8)
     assert q["int16_layers"] == [] and q["kept_float"] == [] and "budget not met" in log
 
+    # search_samples: the points and steps measured on the first 3 of the 16 samples (by
+    # default 8), which measure other figures
+    few, log = quantize(chain("activation"), keep="sensitivity",
+                        budget=plain["output_sqnr_db"] + 1, min_quantized_macs=0.7,
+                        search_samples=3)
+    eight, log8 = quantize(chain("activation"), keep="sensitivity",
+                           budget=plain["output_sqnr_db"] + 1, min_quantized_macs=0.7)
+    assert "quantization points on 3 samples" in log and "points on 8 samples" in log8, log
+    assert few["mixed_precision"]["points"] != eight["mixed_precision"]["points"]
+
 
 def test_the_mac_budget_bounds_what_stays_float():
     q, log = quantize(chain("activation"), keep="sensitivity", budget=60.0,
@@ -302,6 +312,8 @@ def test_options_are_checked():
         quantize(chain("weight"), int16="g1,g9")
     with pytest.raises(PassError, match=r"min_quantized_macs=1.5 must be a share"):
         quantize(chain("weight"), keep="sensitivity", budget=30.0, min_quantized_macs=1.5)
+    with pytest.raises(PassError, match="search_samples=0 must be at least 1"):
+        quantize(chain("weight"), keep="sensitivity", budget=30.0, search_samples=0)
     with pytest.raises(PassError, match="keep=sensitivity needs calibration samples"):
         run_pipeline(chain("weight"), [PipelineStep(Quantize(keep="sensitivity", budget=30.0,
                                                              log=io.StringIO()))],
