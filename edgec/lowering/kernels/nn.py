@@ -19,12 +19,15 @@ from ...kernel_ir.kernel import (
     INDEX,
     Buffer,
     Expr,
+    broadcast,
     call,
     cast,
     const,
+    hreduce,
     maximum,
     minimum,
     select,
+    vload,
 )
 from ..lower import NodeKernelBuilder, broadcast_index, coalesce, kernel, operand
 from .common import (
@@ -137,7 +140,8 @@ def _layer_norm_warps(kb: NodeKernelBuilder, x: Buffer, y: Buffer, params: list,
 def _softmax(kb: NodeKernelBuilder, node: Node, log: bool) -> None:
     """Along one axis, subtracting the max first so exp never overflows:
     softmax = e / sum(e), log-softmax = (x - max) - log(sum(e)), e = exp(x - max).
-    On a GPU, along the innermost axis: a warp per row, its max and sum warp reductions."""
+    On a GPU, along the innermost axis: a warp per row, its max and sum warp reductions; on
+    a CPU with vectors, along the innermost axis: _softmax_vectors."""
     x_v = node.inputs[0]
     axis = node.attrs["axis"] + (len(x_v.shape) if node.attrs["axis"] < 0 else 0)
     outer, n = math.prod(x_v.shape[:axis]), x_v.shape[axis]
@@ -146,6 +150,11 @@ def _softmax(kb: NodeKernelBuilder, node: Node, log: bool) -> None:
     if kb.target.gpu is not None and inner == 1 and n > 1:
         kb.strategy = "softmax, a warp per row"
         _softmax_warps(kb, x, y, outer, n, log)
+        return
+    lanes = kb.lanes(y.dtype) if y.dtype is DType.F32 else 1
+    if kb.target.gpu is None and inner == 1 and lanes > 1 and n >= lanes:
+        kb.strategy = f"softmax, {lanes}-lane partial max and sum per row"
+        _softmax_vectors(kb, x, y, outer, n, lanes, log)
         return
     with kb.rows(outer, n * inner, "o") as o, kb.loop(inner, "i") as i:
         base = o * (n * inner) + i
@@ -168,6 +177,62 @@ def _softmax(kb: NodeKernelBuilder, node: Node, log: bool) -> None:
         else:
             with kb.loop(n, "a") as a:
                 kb.store(y, base + a * inner, y[base + a * inner] / s)
+
+
+def _softmax_vectors(kb: NodeKernelBuilder, x: Buffer, y: Buffer, rows: int, n: int,
+                     lanes: int, log: bool) -> None:
+    """Softmax along rows of `n` (the innermost axis) in vectors of `lanes`: the row's max and
+    its sum of e = exp(x - max) kept in `lanes` partial lanes (element j in lane j % lanes)
+    over the whole vectors; the max folded by hreduce (exact in any order), the lanes' sums
+    added in lane order (a float sum's bits depend on its order, which every backend and the
+    interpreter then share), then the tail's elements one by one. The last pass multiplies
+    by the sum's reciprocal (or subtracts the log of the sum) a vector at a time, the tail
+    masked. (A scalar loop carries its sum through every element in turn: a chain of
+    dependent adds that no compiler may reorder.)"""
+    full, tail = divmod(n, lanes)
+    with kb.rows(rows, n, "o") as o:
+        base = named(kb, "base", o * n)
+        mv = kb.local("mxv", vload(x, base, lanes))
+        with kb.loop(full - 1, "v") as v:
+            t = vload(x, base + (v + 1) * lanes, lanes)
+            kb.assign(mv, select(t > mv, t, mv))
+        mx = kb.local("mx", hreduce("max", mv))
+        with kb.loop(tail, "a") as a:
+            t = x[base + full * lanes + a]
+            kb.assign(mx, select(t > mx, t, mx))
+        m = kb.local("mxb", broadcast(mx, lanes))
+        sv = kb.local("sumv", broadcast(const(0, y.dtype), lanes))
+        with kb.loop(full, "v") as v:
+            e = kb.local("e", call("exp", vload(x, base + v * lanes, lanes) - m))
+            if not log:
+                kb.store(y, base + v * lanes, e)
+            kb.assign(sv, sv + e)
+        part = kb.alloc("part", y.dtype, [lanes])  # the lanes summed in order, 0 first
+        kb.store(part, 0, sv)
+        s = kb.local("sum", part[0])
+        with kb.loop(lanes - 1, "l") as lane:
+            kb.assign(s, s + part[lane + 1])
+        with kb.loop(tail, "a") as a:
+            j = base + full * lanes + a
+            e = kb.local("et", call("exp", x[j] - mx))
+            if not log:
+                kb.store(y, j, e)
+            kb.assign(s, s + e)
+        if log:
+            lse = kb.local("lse", broadcast(call("log", s), lanes))
+        else:  # one division, then a multiply per element
+            inv = kb.local("inv", broadcast(const(1, y.dtype) / s, lanes))
+
+        def last(at, cnt=None) -> None:
+            if log:
+                kb.store(y, at, (vload(x, at, lanes, cnt) - m) - lse, cnt)
+            else:
+                kb.store(y, at, vload(y, at, lanes, cnt) * inv, cnt)
+
+        with kb.loop(full, "v") as v:
+            last(base + v * lanes)
+        if tail:
+            last(base + full * lanes, tail)
 
 
 def _softmax_warps(kb: NodeKernelBuilder, x: Buffer, y: Buffer, rows: int, n: int,
