@@ -261,15 +261,16 @@ def test_softmax_stable(check, op):
     check(graph_of(op, [x.shape], {"axis": 1}), {"in0": x})
 
 
-@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "LayerNormalization"])
 @pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512", "arm64"])
-def test_softmax_rows_in_vectors(tmp_path, op, target):
-    """Rows at least a vector long take the vector form (the max and the sum in partial
-    lanes, the tail one by one): rows of 16 (no tail at 8 and 16 lanes), 37 (tails of 5 and
-    1) and 1000, one with a row's largest logit in its tail. The C and the LLVM builds give
-    the bits of the kernel-IR interpreter's run of the same kernels, and the op's reference
-    within 1e-6; the report names the kernel. x86-avx512 runs where the host has AVX-512 (its
-    kernels run on the interpreter everywhere), arm64 under qemu."""
+def test_rows_in_vectors(tmp_path, op, target):
+    """Rows at least a vector long take the vector form of Softmax (the max and the sum in
+    partial lanes, the tail one by one) and of LayerNormalization (its two sums so): rows of
+    16 (no tail at 4, 8 and 16 lanes), 37 (tails of 1 and 5) and 1000, one with a row's
+    largest value in its tail. The C and the LLVM builds give the bits of the kernel-IR
+    interpreter's run of the same kernels, and the op's reference within 1e-6 (LayerNorm 1e-5);
+    the report names the kernel. x86-avx512 runs where the host has AVX-512 (its kernels run
+    on the interpreter everywhere), arm64 under qemu."""
     from harness import rel_error, runs_here
 
     from edgec.compiler.driver import compile_graph
@@ -279,20 +280,25 @@ def test_softmax_rows_in_vectors(tmp_path, op, target):
     from edgec.targets.target import get_target
 
     lanes = get_target(target).lanes(F32)
+    kernel = f"layer normalization, {lanes}-lane partial sums per row" if op.startswith(
+        "Layer") else f"softmax, {lanes}-lane partial max and sum per row"
     for k, shape in enumerate([(3, 16), (4, 37), (2, 1000)]):
         x = rand(*shape, seed=k, scale=4.0)
         x[1, -1] = 30.0  # the row's max in the scalar tail (37 and 1000 at 16 lanes)
-        g = graph_of(op, [shape], {"axis": -1})
+        if op == "LayerNormalization":
+            g = graph_of(op, [shape, rand(shape[-1], seed=7), rand(shape[-1], seed=8)],
+                         {"axis": -1, "epsilon": 1e-5})
+        else:
+            g = graph_of(op, [shape], {"axis": -1})
         feeds, y = {"in0": x}, g.outputs[0].name
         want = interpret(g, feeds)[y]
         kernels = run_graph(g.copy(), feeds, get_target(target))[y]
-        assert rel_error(kernels, want) <= 1e-6
+        assert rel_error(kernels, want) <= (1e-5 if op.startswith("Layer") else 1e-6)
         for backend in ("c", "llvm"):
             out = tmp_path / f"{backend}{k}"
             compile_graph(g.copy(), out, target=target, name="m", backend=backend,
                           pipeline="plan-memory")
-            assert f"softmax, {lanes}-lane partial max and sum per row" in \
-                (out / "report.txt").read_text()
+            assert kernel in (out / "report.txt").read_text()
             if runs_here(target):
                 got = load(out).run(feeds)[y]
                 np.testing.assert_array_equal(got, kernels, err_msg=f"{backend}, {shape}")

@@ -83,16 +83,29 @@ def layer_normalization(kb: NodeKernelBuilder, node: Node) -> None:
         _layer_norm_warps(kb, x, y, bufs, stats, rows, size, st, node.attrs["epsilon"])
         return
     dims, flags = coalesce(norm, [v.shape for v in params] + [norm])
+    lanes = kb.lanes(st) if x.dtype is st is DType.F32 and kb.target.gpu is None else 1
+    if lanes > 1 and size >= lanes:
+        kb.strategy = f"layer normalization, {lanes}-lane partial sums per row"
     with kb.rows(rows, size, "r") as r:
         base = r * size
-        s = kb.local("sum", const(0, st))
-        with kb.loop(size, "i") as i:
-            kb.assign(s, s + cast(x[base + i], st))
-        mean = kb.local("mean", s / const(size, st))
-        q = kb.local("sq", const(0, st))
-        with kb.loop(size, "i") as i:
-            dv = cast(x[base + i], st) - mean
-            kb.assign(q, q + dv * dv)
+        if lanes > 1 and size >= lanes:  # the two sums in partial lanes: _row_sum
+            s = _row_sum(kb, "sum", x, base, size, lanes, lambda v: v)
+            mean = kb.local("mean", s / const(size, st))
+            mb = kb.local("meanb", broadcast(mean, lanes))
+
+            def square(v):
+                d = v - (mb if v.lanes > 1 else mean)
+                return d * d
+            q = _row_sum(kb, "sq", x, base, size, lanes, square)
+        else:
+            s = kb.local("sum", const(0, st))
+            with kb.loop(size, "i") as i:
+                kb.assign(s, s + cast(x[base + i], st))
+            mean = kb.local("mean", s / const(size, st))
+            q = kb.local("sq", const(0, st))
+            with kb.loop(size, "i") as i:
+                dv = cast(x[base + i], st) - mean
+                kb.assign(q, q + dv * dv)
         inv = kb.local("inv", const(1, st) / call("sqrt", q / const(size, st)
                                                   + const(node.attrs["epsilon"], st)))
         with kb.loops(dims, [f"i{k}" for k in range(len(dims))]) as vs:
@@ -207,11 +220,7 @@ def _softmax_vectors(kb: NodeKernelBuilder, x: Buffer, y: Buffer, rows: int, n: 
             if not log:
                 kb.store(y, base + v * lanes, e)
             kb.assign(sv, sv + e)
-        part = kb.alloc("part", y.dtype, [lanes])  # the lanes summed in order, 0 first
-        kb.store(part, 0, sv)
-        s = kb.local("sum", part[0])
-        with kb.loop(lanes - 1, "l") as lane:
-            kb.assign(s, s + part[lane + 1])
+        s = _lane_order_sum(kb, "sum", sv)
         with kb.loop(tail, "a") as a:
             j = base + full * lanes + a
             e = kb.local("et", call("exp", x[j] - mx))
@@ -233,6 +242,32 @@ def _softmax_vectors(kb: NodeKernelBuilder, x: Buffer, y: Buffer, rows: int, n: 
             last(base + v * lanes)
         if tail:
             last(base + full * lanes, tail)
+
+
+def _lane_order_sum(kb: NodeKernelBuilder, name: str, v: Expr) -> Expr:
+    """A scalar local `name`: the lanes of vector `v` added in lane order, lane 0 first (a
+    float sum's bits depend on its order: every backend and the interpreter take this one)."""
+    part = kb.alloc("part", v.dtype, [v.lanes])
+    kb.store(part, 0, v)
+    s = kb.local(name, part[0])
+    with kb.loop(v.lanes - 1, "l") as lane:
+        kb.assign(s, s + part[lane + 1])
+    return s
+
+
+def _row_sum(kb: NodeKernelBuilder, name: str, x: Buffer, base: Expr, n: int, lanes: int,
+             term) -> Expr:
+    """A scalar local `name`: the sum of term(x[base + j]) over j < n, in `lanes` partial
+    lanes over the whole vectors (term takes a vector there), added in lane order, then the
+    tail's terms one by one."""
+    full, tail = divmod(n, lanes)
+    acc = kb.local(f"{name}v", broadcast(const(0, x.dtype), lanes))
+    with kb.loop(full, "v") as v:
+        kb.assign(acc, acc + term(vload(x, base + v * lanes, lanes)))
+    s = _lane_order_sum(kb, name, acc)
+    with kb.loop(tail, "a") as a:
+        kb.assign(s, s + term(x[base + full * lanes + a]))
+    return s
 
 
 def _softmax_warps(kb: NodeKernelBuilder, x: Buffer, y: Buffer, rows: int, n: int,
