@@ -85,7 +85,7 @@ from .calibration import (
 )
 from .equalize import equalize as equalize_layers
 from .manager import register_pass
-from .sensitivity import RUNGS, MixedPrecision, Point, choose, mac_shares
+from .sensitivity import MIN_GAIN_DB, RUNGS, MixedPrecision, Point, choose, mac_shares
 from .sensitivity import SAMPLES as SENSITIVITY_SAMPLES
 from .smooth import smooth as smooth_inputs
 
@@ -478,8 +478,9 @@ class Quantize:
                   f"{'; '.join(said['float']) or 'none'}; outputs {mixed.output_sqnr_db:.1f} dB "
                   f"on those samples with MACs {sh['int8']:.1%} int8, {sh['int16']:.1%} int16, "
                   f"{sh['float']:.1%} float"
-                  + ("" if mixed.met else " (budget not met: no more point fits in "
-                     f"min_quantized_macs={self.min_quantized_macs} of the MACs in int8)"))
+                  + ("" if mixed.met else " (budget not met: no point left gains "
+                     f"{MIN_GAIN_DB} dB within min_quantized_macs={self.min_quantized_macs} "
+                     "of the MACs in int8)"))
         return mixed
 
     def _say(self, text: str) -> None:
