@@ -292,3 +292,43 @@ def test_printed_vector_kernel_with_its_micro_kernel():
     assert "  for kk < k {\n    let b0_: f32x8 = bp[kk * 16:+8]\n" in text
     assert "      c[0:+8 < rest] = max(v1, broadcast(0.0, 8))\n" in text
     assert text.count("\nkernel ") == 1  # the micro-kernel once
+
+
+def test_fma_rounds_once_as_libm_fmaf():
+    """float32 fma rounds a * b + c once: against C's fmaf (glibc's, correctly rounded) on
+    random triples, products that cancel, results in the subnormal range and sums that float64
+    rounds onto a float32 halfway point. By hand: (1 + 2^-12)^2 + 2^-80 = 1 + 2^-11 + 2^-24 +
+    2^-80, just above the halfway point 1 + 2^-11 + 2^-24, is 1 + 2^-11 + 2^-23; float64
+    rounds the sum to the halfway point and float32 then to even, 1 + 2^-11."""
+    import ctypes
+    import ctypes.util
+
+    from edgec.kernel_ir.interpreter import fma32
+
+    one = np.float64(1 + 2.0 ** -12)
+    assert fma32(one, one, np.float64(2.0 ** -80)) == np.float32(1 + 2.0 ** -11 + 2.0 ** -23)
+    assert fma32(-one, one, np.float64(-(2.0 ** -80))) == \
+        np.float32(-(1 + 2.0 ** -11 + 2.0 ** -23))
+    assert np.float32(one * one + 2.0 ** -80) == np.float32(1 + 2.0 ** -11)  # twice rounded
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.fmaf.restype = ctypes.c_float
+    libm.fmaf.argtypes = [ctypes.c_float] * 3
+    rng = np.random.default_rng(0)
+    n = 3000
+    a = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    b = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    c = (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 20, n)).astype(np.float32)
+    c[:500] = -(a[:500].astype(np.float64) * b[:500]).astype(np.float32)  # cancelling
+    a[500:800] *= np.float32(2.0 ** -60)  # results in the subnormal range
+    b[500:800] *= np.float32(2.0 ** -60)
+    c[500:800] = np.float32(2.0 ** -140) * rng.integers(-9, 9, 300).astype(np.float32)
+    u = (1 + rng.integers(1, 2 ** 11, 400) * 2.0 ** -12).astype(np.float32)  # halfway sums
+    a[800:1200], b[800:1200] = u, u
+    c[800:1200] = (2.0 ** -80 * rng.choice([-1, 1, 0], 400)).astype(np.float32)
+    got = fma32(a.astype(np.float64), b.astype(np.float64), c.astype(np.float64))
+    want = np.array([libm.fmaf(x, y, z) for x, y, z in zip(a, b, c)], np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    twice = (a.astype(np.float64) * b + c).astype(np.float32)
+    assert (twice != want).sum() > 20  # the cases reach the double rounding
