@@ -588,7 +588,10 @@ def fma(a, b, c) -> Expr:
 
 
 def hreduce(op: str, v: Expr) -> Expr:
-    """The lanes of `v` folded with `op` (add, max or min) into a scalar."""
+    """The lanes of `v` folded with `op` (add, max or min) into a scalar. A float add's order
+    is the backend's (a shuffle tree in C, numpy's pairwise sum in the interpreter), so its
+    bits differ between them: a kernel that must give the same bits everywhere adds the lanes
+    in lane order instead (lowering/kernels/nn.py, _lane_order_sum)."""
     if op not in HREDUCE:
         raise ValueError(f"kernel IR: no horizontal {op}")
     return v if v.lanes == 1 else Expr(Op.HREDUCE, v.dtype, (Op(op), v), 1)
