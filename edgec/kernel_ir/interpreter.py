@@ -14,7 +14,8 @@ renderers print them:
   interpreter raises `KernelError` where C would be undefined, so a builder that relies on it
   is caught here; `kernel_ir.convert` is the saturating conversion for values that may not fit;
 - `select` of scalars evaluates only the chosen operand (C's `?:`); of vectors, both;
-- `fma` rounds once (computed in float64 and rounded: exact for float32 products);
+- `fma` rounds once: float32 as fma32 (the float64 sum, and where rounding it again could
+  differ, the exact sum), other float types in float64;
 - every load, store and prefetch is bounds-checked against the buffer it names;
 - the threads of a block whose body has barriers or warp exchanges run as Python threads that
   wait for each other at every `Barrier` (so the interpreter checks
@@ -450,7 +451,7 @@ _EXP, _ONE, _SUB = (np.uint64(v) for v in (0x7FF << 52, 1 << 52, 896 << 52))
 def _round_f32(q: Fraction) -> np.float32:
     """The float32 nearest the exact nonzero value `q`, ties to even (inf past FLT_MAX)."""
     m = abs(q)
-    e = m.numerator.bit_length() - m.denominator.bit_length()  # 2^e <= m < 2^(e+2)
+    e = m.numerator.bit_length() - m.denominator.bit_length()  # 2^(e-1) < m < 2^(e+1)
     if m < Fraction(2) ** e:
         e -= 1
     if m >= Fraction(2) ** (e + 1):

@@ -55,8 +55,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# samples the per-point measurements run on (each reruns the model from its point on; every
-# value of the float model is held for them: memory grows with SAMPLES x activations)
+# samples the per-point measurements run on by default (quantize's search_samples; each reruns
+# the model from its point on; every value of the float model is held for them: memory grows
+# with the samples x activations)
 SAMPLES = 8
 
 

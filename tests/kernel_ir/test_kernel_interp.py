@@ -310,6 +310,12 @@ def test_fma_rounds_once_as_libm_fmaf():
     assert fma32(-one, one, np.float64(-(2.0 ** -80))) == \
         np.float32(-(1 + 2.0 ** -11 + 2.0 ** -23))
     assert np.float32(one * one + 2.0 ** -80) == np.float32(1 + 2.0 ** -11)  # twice rounded
+    # in the subnormal range, where float32's spacing is 2^-149: the float64 sum rounds onto
+    # (2^22 + 1.5) 2^-149, halfway, and then to even; the exact sum is below it
+    sa, sb = np.float32(2.0 ** -75 * (1 + 2.0 ** -23)), np.float32(2.0 ** -75 * (1 - 2.0 ** -23))
+    sc = np.float32((2 ** 22 + 1) * 2.0 ** -149)
+    assert np.float32(np.float64(sa) * sb + sc).view(np.uint32) == 0x400002  # twice rounded
+    assert fma32(np.float64(sa), np.float64(sb), np.float64(sc)).view(np.uint32) == 0x400001
 
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
     libm.fmaf.restype = ctypes.c_float
@@ -323,6 +329,7 @@ def test_fma_rounds_once_as_libm_fmaf():
     a[500:800] *= np.float32(2.0 ** -60)  # results in the subnormal range
     b[500:800] *= np.float32(2.0 ** -60)
     c[500:800] = np.float32(2.0 ** -140) * rng.integers(-9, 9, 300).astype(np.float32)
+    a[799], b[799], c[799] = sa, sb, sc
     u = (1 + rng.integers(1, 2 ** 11, 400) * 2.0 ** -12).astype(np.float32)  # halfway sums
     a[800:1200], b[800:1200] = u, u
     c[800:1200] = (2.0 ** -80 * rng.choice([-1, 1, 0], 400)).astype(np.float32)
