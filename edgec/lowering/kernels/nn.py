@@ -94,7 +94,7 @@ def layer_normalization(kb: NodeKernelBuilder, node: Node) -> None:
             mb = kb.local("meanb", broadcast(mean, lanes))
 
             def square(v):
-                d = v - (mb if v.lanes > 1 else mean)
+                d = kb.local("dv", v - (mb if v.lanes > 1 else mean))
                 return d * d
             q = _row_sum(kb, "sq", x, base, size, lanes, square)
         else:
