@@ -303,7 +303,7 @@ def test_fma_rounds_once_as_libm_fmaf():
     import ctypes
     import ctypes.util
 
-    from edgec.kernel_ir.interpreter import fma32
+    from edgec.kernel_ir.fma import fma32
 
     one = np.float64(1 + 2.0 ** -12)
     assert fma32(one, one, np.float64(2.0 ** -80)) == np.float32(1 + 2.0 ** -11 + 2.0 ** -23)
